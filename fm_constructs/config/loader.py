@@ -1,0 +1,169 @@
+"""Turn a TOML profile into a validated :class:`Profile`, reporting every problem at once."""
+
+from __future__ import annotations
+
+import ipaddress
+import tomllib
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from fm_constructs.config.model import (
+    CapacityConfig,
+    CapacityKind,
+    EfaLayoutName,
+    NatGateways,
+    Orchestrator,
+    PlatformConfig,
+    Profile,
+    StorageConfig,
+    WorkloadConfig,
+)
+from fm_constructs.config.reader import TableReader
+from fm_constructs.config.rules import check_profile
+from fm_constructs.errors import FmValidationError, Problems
+
+WORKLOAD_KEYS = ("pretraining", "post_training", "inference")
+
+_REGION = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d"
+_ACCOUNT = r"\d{12}"
+_NAME = r"[A-Za-z][A-Za-z0-9-]{0,31}"
+
+
+def _keys(cls: type, *exclude: str) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls) if f.name not in exclude)
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and validate the profile at ``path``; raise one FmValidationError listing all problems."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as error:
+        raise FmValidationError(
+            [f"config: cannot read profile {str(file)!r}: {error.strerror}"]
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise FmValidationError([f"config: {str(file)!r} is not valid TOML: {error}"]) from None
+    return parse_profile(data, source=str(file))
+
+
+def parse_profile(data: Mapping[str, Any], *, source: str = "<memory>") -> Profile:
+    """Validate an already-parsed TOML document into a :class:`Profile`."""
+    problems = Problems(context=f"profile {source}")
+    root = TableReader(data, "", problems, ("platform", *WORKLOAD_KEYS))
+    if "platform" not in data:
+        problems.add("platform", None, "is required (a table)")
+    platform = _platform(root.table("platform", _keys(PlatformConfig)))
+    workloads = {
+        key: _workload(key, root.table(key, _keys(WorkloadConfig, "name"))) for key in WORKLOAD_KEYS
+    }
+    profile = Profile(
+        platform=platform,
+        pretraining=workloads["pretraining"],
+        post_training=workloads["post_training"],
+        inference=workloads["inference"],
+        source=source,
+    )
+    problems.extend(check_profile(profile))
+    problems.raise_if_any()
+    return profile
+
+
+def _platform(t: TableReader) -> PlatformConfig:
+    region = t.string(
+        "region",
+        required=True,
+        pattern=_REGION,
+        hint="must be an AWS region name such as 'us-east-1'",
+    )
+    az = t.string(
+        "availability_zone",
+        required=True,
+        pattern=r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d[a-z]",
+        hint="must be an availability zone name such as 'us-east-1a'",
+    )
+    cidr = t.string("vpc_cidr", "10.0.0.0/16")
+    if cidr is not None and t.has("vpc_cidr"):
+        try:
+            network = ipaddress.IPv4Network(cidr, strict=True)
+            if not 16 <= network.prefixlen <= 24:
+                t.problems.add(
+                    t.key_path("vpc_cidr"), cidr, "must have a prefix between /16 and /24"
+                )
+        except ValueError:
+            t.problems.add(
+                t.key_path("vpc_cidr"), cidr, "must be an IPv4 network such as '10.0.0.0/16'"
+            )
+    return PlatformConfig(
+        name=t.string(
+            "name",
+            "fm",
+            pattern=_NAME,
+            hint="must start with a letter and hold only letters, digits and '-' (max 32)",
+        )
+        or "fm",
+        region=region or "",
+        availability_zone=az or "",
+        availability_zones=t.string_list("availability_zones", required=True),
+        account=t.string(
+            "account", pattern=_ACCOUNT, hint="must be a 12-digit AWS account id"
+        ),
+        vpc_cidr=cidr or "10.0.0.0/16",
+        nat_gateways=t.choice("nat_gateways", NatGateways, NatGateways.PER_AZ),
+        termination_protection=t.boolean("termination_protection", True),
+    )
+
+
+def _workload(name: str, t: TableReader) -> WorkloadConfig:
+    enabled = t.boolean("enabled", False)
+    default_orchestrator = Orchestrator.EKS
+    instance_type = t.string(
+        "instance_type",
+        "",
+        required=enabled,
+        pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
+        hint="must be an EC2 instance type name such as 'p5.48xlarge' (without the 'ml.' prefix)",
+    )
+    return WorkloadConfig(
+        name=name,
+        enabled=enabled,
+        orchestrator=t.choice("orchestrator", Orchestrator, default_orchestrator),
+        instance_type=instance_type or "",
+        instance_count=t.integer("instance_count", 1, minimum=1, maximum=10_000) or 1,
+        capacity=_capacity(t.table("capacity", _keys(CapacityConfig))),
+        efa_layout=t.choice("efa_layout", EfaLayoutName, EfaLayoutName.EFA_ONLY),
+        root_volume_size_gib=t.integer("root_volume_size_gib", 200, minimum=100, maximum=16_384)
+        or 200,
+        storage=_storage(t.table("storage", _keys(StorageConfig)), default_enabled=name != "inference"),
+    )
+
+
+def _capacity(t: TableReader) -> CapacityConfig:
+    return CapacityConfig(
+        kind=t.choice("kind", CapacityKind, CapacityKind.ON_DEMAND),
+        reservation_id=t.string("reservation_id"),
+        resource_group_arn=t.string("resource_group_arn"),
+        training_plan_arn=t.string("training_plan_arn"),
+        reserved_instance_count=t.integer("reserved_instance_count", minimum=1),
+    )
+
+
+def _storage(t: TableReader, *, default_enabled: bool) -> StorageConfig:
+    return StorageConfig(
+        enabled=t.boolean("enabled", default_enabled),
+        storage_capacity_gib=t.integer("storage_capacity_gib", minimum=1),
+        throughput_mb_s_per_tib=t.integer("throughput_mb_s_per_tib", minimum=1),
+        checkpoint_size_gib=t.number("checkpoint_size_gib"),
+        model_parameters_billion=t.number("model_parameters_billion"),
+        bytes_per_parameter=t.number("bytes_per_parameter"),
+        checkpoint_write_seconds=t.integer("checkpoint_write_seconds", minimum=1),
+        dataset_size_gib=t.number("dataset_size_gib", minimum_exclusive=-1.0),
+        checkpoints_to_keep=t.integer("checkpoints_to_keep", minimum=1),
+        efa_enabled=t.boolean("efa_enabled", False),
+        metadata_iops=t.integer("metadata_iops", minimum=1),
+        backup_retention_days=t.integer("backup_retention_days", 7, minimum=0, maximum=90) or 0,
+    )

@@ -1,0 +1,151 @@
+"""Rules that span several keys of a profile (the loader checks each key on its own first)."""
+
+from __future__ import annotations
+
+import re
+
+from fm_constructs.config.model import (
+    CapacityKind,
+    Orchestrator,
+    Profile,
+    StorageConfig,
+    WorkloadConfig,
+)
+
+HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
+
+
+def check_profile(profile: Profile) -> list[str]:
+    """Return one message per cross-key problem in ``profile`` (empty when it is consistent)."""
+    problems: list[str] = []
+    problems += _check_platform(profile)
+    for workload in profile.enabled_workloads:
+        problems += _check_workload(workload)
+        problems += _check_storage(workload.name, workload.storage)
+    return problems
+
+
+def _check_platform(profile: Profile) -> list[str]:
+    platform = profile.platform
+    out: list[str] = []
+    region, az, azs = platform.region, platform.availability_zone, platform.availability_zones
+    if len(set(azs)) != len(azs):
+        out.append(f"platform.availability_zones: zones must be unique, got {list(azs)!r}")
+    if len(azs) == 1:
+        out.append(
+            "platform.availability_zones: list at least two zones (EKS and HyperPod-EKS need "
+            f"subnets in two zones; GPU nodes stay in {az!r}), got {list(azs)!r}"
+        )
+    if not region:
+        return out  # the region itself is wrong and already reported
+    if az and not re.fullmatch(re.escape(region) + r"[a-z]", az):
+        out.append(
+            f"platform.availability_zone: must be a zone of platform.region {region!r} "
+            f"(such as {region + 'a'!r}), got {az!r}"
+        )
+    for zone in azs:
+        if not re.fullmatch(re.escape(region) + r"[a-z]", zone):
+            out.append(
+                f"platform.availability_zones: every zone must belong to platform.region "
+                f"{region!r}, got {zone!r}"
+            )
+    if az and azs and az not in azs:
+        out.append(
+            f"platform.availability_zones: must include platform.availability_zone {az!r} "
+            f"(the zone of the GPU nodes and FSx), got {list(azs)!r}"
+        )
+    return out
+
+
+def _check_workload(w: WorkloadConfig) -> list[str]:
+    out: list[str] = []
+    cap = w.capacity
+    prefix = f"{w.name}.capacity"
+    if w.name == "inference" and w.orchestrator is not Orchestrator.EKS:
+        out.append(f"inference.orchestrator: must be 'eks', got {w.orchestrator.value!r}")
+    if cap.kind is CapacityKind.CAPACITY_BLOCK and cap.reservation_id is None:
+        out.append(
+            f"{prefix}.reservation_id: a Capacity Block needs its reservation id "
+            "('cr-' followed by 17 hex digits, from the Capacity Block purchase), got None"
+        )
+    if cap.kind is CapacityKind.ODCR and (cap.reservation_id is None) == (
+        cap.resource_group_arn is None
+    ):
+        out.append(
+            f"{prefix}: an ODCR needs exactly one of reservation_id or resource_group_arn, got "
+            f"reservation_id={cap.reservation_id!r}, resource_group_arn={cap.resource_group_arn!r}"
+        )
+    if cap.kind is CapacityKind.TRAINING_PLAN:
+        if cap.training_plan_arn is None:
+            out.append(f"{prefix}.training_plan_arn: a training plan needs its ARN, got None")
+        if w.orchestrator not in HYPERPOD:
+            out.append(
+                f"{prefix}.kind: training plans are used by SageMaker HyperPod only; set "
+                f"{w.name}.orchestrator to 'hyperpod-eks' or 'hyperpod-slurm', or use "
+                f"kind 'capacity-block' or 'odcr' for EC2, got orchestrator "
+                f"{w.orchestrator.value!r}"
+            )
+    elif w.orchestrator in HYPERPOD and cap.kind is not CapacityKind.ON_DEMAND:
+        out.append(
+            f"{prefix}.kind: HyperPod reserves capacity through SageMaker training plans, not "
+            f"EC2 reservations; use kind 'training-plan' or 'on-demand', got {cap.kind.value!r}"
+        )
+    unused = {
+        "reservation_id": cap.reservation_id
+        if cap.kind not in (CapacityKind.ODCR, CapacityKind.CAPACITY_BLOCK)
+        else None,
+        "resource_group_arn": cap.resource_group_arn if cap.kind is not CapacityKind.ODCR else None,
+        "training_plan_arn": cap.training_plan_arn
+        if cap.kind is not CapacityKind.TRAINING_PLAN
+        else None,
+    }
+    for key, value in unused.items():
+        if value is not None:
+            out.append(
+                f"{prefix}.{key}: does not apply to kind {cap.kind.value!r}; remove it or "
+                f"change the kind, got {value!r}"
+            )
+    if cap.reserved_instance_count is not None and w.instance_count > cap.reserved_instance_count:
+        out.append(
+            f"{w.name}.instance_count: must not exceed the reservation's "
+            f"{prefix}.reserved_instance_count ({cap.reserved_instance_count}), "
+            f"got {w.instance_count}"
+        )
+    return out
+
+
+def _check_storage(workload: str, s: StorageConfig) -> list[str]:
+    if not s.enabled:
+        return []
+    prefix = f"{workload}.storage"
+    out: list[str] = []
+    explicit = s.storage_capacity_gib is not None or s.throughput_mb_s_per_tib is not None
+    if explicit and s.is_sized:
+        out.append(
+            f"{prefix}: give either storage_capacity_gib/throughput_mb_s_per_tib or a sizing "
+            "request (checkpoint_size_gib or model_parameters_billion), not both"
+        )
+    if s.checkpoint_size_gib is not None and s.model_parameters_billion is not None:
+        out.append(
+            f"{prefix}: give checkpoint_size_gib or model_parameters_billion, not both, got "
+            f"{s.checkpoint_size_gib!r} and {s.model_parameters_billion!r}"
+        )
+    sizing_only = {
+        "bytes_per_parameter": s.bytes_per_parameter,
+        "checkpoint_write_seconds": s.checkpoint_write_seconds,
+        "dataset_size_gib": s.dataset_size_gib,
+        "checkpoints_to_keep": s.checkpoints_to_keep,
+    }
+    if not s.is_sized:
+        for key, value in sizing_only.items():
+            if value is not None:
+                out.append(
+                    f"{prefix}.{key}: only applies to a sizing request (set checkpoint_size_gib "
+                    f"or model_parameters_billion), got {value!r}"
+                )
+    if s.bytes_per_parameter is not None and s.checkpoint_size_gib is not None:
+        out.append(
+            f"{prefix}.bytes_per_parameter: only applies with model_parameters_billion, got "
+            f"{s.bytes_per_parameter!r}"
+        )
+    return out

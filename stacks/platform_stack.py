@@ -1,0 +1,35 @@
+"""The shared platform: the GPU VPC and the data bucket that every workload uses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from fm_constructs.config import NatGateways, PlatformConfig
+from fm_constructs.network.gpu_vpc import GpuClusterVpc
+
+
+class PlatformStack(Stack):
+    """Long-lived, shared resources; workload stacks reference them and deploy side by side."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, platform: PlatformConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description="fm-constructs shared platform: GPU VPC and data bucket",
+            termination_protection=platform.termination_protection,
+            **kwargs,
+        )
+        self.network = GpuClusterVpc(
+            self,
+            "Network",
+            availability_zones=platform.availability_zones,
+            cidr=platform.vpc_cidr,
+            nat_gateways_per_az=platform.nat_gateways is NatGateways.PER_AZ,
+        )
+        self.vpc = self.network.vpc
+        CfnOutput(self, "VpcId", value=self.vpc.vpc_id, description="VPC of the GPU clusters")

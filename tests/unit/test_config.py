@@ -1,0 +1,280 @@
+"""Profile parsing and validation: every problem reported at once, each naming its key."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fm_constructs.config import (
+    CapacityKind,
+    NatGateways,
+    Orchestrator,
+    load_profile,
+    parse_profile,
+)
+from fm_constructs.errors import FmValidationError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE: dict[str, Any] = {
+    "platform": {
+        "region": "us-west-2",
+        "availability_zone": "us-west-2b",
+        "availability_zones": ["us-west-2a", "us-west-2b"],
+    },
+    "pretraining": {"enabled": True, "instance_type": "p5.48xlarge", "instance_count": 2},
+}
+
+
+def profile_with(**changes: Any) -> dict[str, Any]:
+    """BASE with dotted-path keys replaced, e.g. ``profile_with(**{"platform.region": "x"})``."""
+    data = copy.deepcopy(BASE)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split(".")
+        node = data
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return data
+
+
+def problems_of(data: dict[str, Any]) -> tuple[str, ...]:
+    with pytest.raises(FmValidationError) as info:
+        parse_profile(data)
+    return info.value.problems
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "config").glob("*.toml")), ids=lambda p: p.stem)
+def test_every_shipped_profile_loads(path: Path) -> None:
+    profile = load_profile(path)
+    assert profile.enabled_workloads
+
+
+def test_default_profile_has_all_three_workloads_on_one_platform() -> None:
+    profile = load_profile(ROOT / "config" / "default.toml")
+    assert [w.name for w in profile.enabled_workloads] == [
+        "pretraining",
+        "post_training",
+        "inference",
+    ]
+    assert profile.platform.availability_zone in profile.platform.availability_zones
+
+
+def test_minimal_profile_gets_defaults() -> None:
+    profile = parse_profile(BASE)
+    assert profile.platform.name == "fm"
+    assert profile.platform.nat_gateways is NatGateways.PER_AZ
+    assert profile.pretraining.orchestrator is Orchestrator.EKS
+    assert profile.pretraining.capacity.kind is CapacityKind.ON_DEMAND
+    assert profile.pretraining.storage.enabled
+    assert not profile.inference.enabled
+    assert not profile.inference.storage.enabled
+
+
+def test_instance_count_error_names_key_value_and_rule() -> None:
+    assert problems_of(profile_with(**{"pretraining.instance_count": 0})) == (
+        "pretraining.instance_count: must be >= 1, got 0",
+    )
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    data = profile_with(
+        **{
+            "platform.regoin": "us-east-1",
+            "pretraining.instance_count": 0,
+            "pretraining.orchestrator": "slurm",
+            "pretraining.capacity.kind": "spot",
+            "inference.enabled": "yes",
+        }
+    )
+    problems = problems_of(data)
+    assert len(problems) == 5
+    joined = "\n".join(problems)
+    assert "platform.regoin: unknown key" in joined
+    assert "pretraining.instance_count: must be >= 1, got 0" in joined
+    assert "pretraining.orchestrator: must be one of 'eks', 'hyperpod-eks', 'hyperpod-slurm'" in joined
+    assert "pretraining.capacity.kind: must be one of 'on-demand', 'odcr'" in joined
+    assert "inference.enabled: must be a boolean, got 'yes'" in joined
+
+
+def test_unknown_keys_are_errors_at_every_level() -> None:
+    data = profile_with(
+        **{"pretraining.capacity.reservation": "cr-1", "pretraining.storage.size": 1, "extra": {}}
+    )
+    problems = "\n".join(problems_of(data))
+    for key in ("pretraining.capacity.reservation", "pretraining.storage.size", "extra"):
+        assert f"{key}: unknown key" in problems
+
+
+def test_wrong_types_are_reported() -> None:
+    problems = problems_of(
+        profile_with(
+            **{"pretraining.instance_count": "4", "inference.enabled": 1, "platform.account": 1}
+        )
+    )
+    assert "pretraining.instance_count: must be an integer, got '4'" in problems
+    assert "inference.enabled: must be a boolean, got 1" in problems
+    assert "platform.account: must be a string, got 1" in problems
+
+
+def test_bool_is_not_an_integer() -> None:
+    assert problems_of(profile_with(**{"pretraining.instance_count": True})) == (
+        "pretraining.instance_count: must be an integer, got True",
+    )
+
+
+def test_enabled_workload_needs_instance_type() -> None:
+    data = copy.deepcopy(BASE)
+    del data["pretraining"]["instance_type"]
+    assert problems_of(data) == ("pretraining.instance_type: is required (a string), got None",)
+
+
+def test_instance_type_must_be_ec2_name() -> None:
+    (problem,) = problems_of(profile_with(**{"pretraining.instance_type": "ml.p5.48xlarge"}))
+    assert "without the 'ml.' prefix" in problem
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("platform.region", "useast1", "must be an AWS region name"),
+        ("platform.account", "1234", "must be a 12-digit AWS account id"),
+        ("platform.vpc_cidr", "10.0.0.0/8", "must have a prefix between /16 and /24"),
+        ("platform.vpc_cidr", "10.0.0.1/16", "must be an IPv4 network"),
+        ("platform.nat_gateways", "none", "must be one of 'per-az', 'single'"),
+        ("platform.name", "1fm", "must start with a letter"),
+    ],
+)
+def test_platform_key_errors(key: str, value: Any, message: str) -> None:
+    (problem,) = problems_of(profile_with(**{key: value}))
+    assert problem.startswith(f"{key}: {message}")
+    assert f"got {value!r}" in problem
+
+
+def test_zone_must_belong_to_region_and_be_listed() -> None:
+    problems = problems_of(profile_with(**{"platform.availability_zone": "us-east-1a"}))
+    assert any("platform.availability_zone: must be a zone of platform.region" in p for p in problems)
+    assert any("must include platform.availability_zone 'us-east-1a'" in p for p in problems)
+
+
+def test_two_zones_are_required() -> None:
+    (problem,) = problems_of(profile_with(**{"platform.availability_zones": ["us-west-2b"]}))
+    assert problem.startswith("platform.availability_zones: list at least two zones")
+
+
+def test_duplicate_zones_are_rejected() -> None:
+    (problem,) = problems_of(
+        profile_with(**{"platform.availability_zones": ["us-west-2b", "us-west-2b"]})
+    )
+    assert "zones must be unique" in problem
+
+
+def test_capacity_block_needs_reservation_id() -> None:
+    (problem,) = problems_of(profile_with(**{"pretraining.capacity.kind": "capacity-block"}))
+    assert problem.startswith("pretraining.capacity.reservation_id: a Capacity Block needs")
+
+
+def test_odcr_needs_exactly_one_target() -> None:
+    (problem,) = problems_of(profile_with(**{"pretraining.capacity.kind": "odcr"}))
+    assert "exactly one of reservation_id or resource_group_arn" in problem
+
+
+def test_training_plan_only_with_hyperpod() -> None:
+    (problem,) = problems_of(
+        profile_with(
+            **{
+                "pretraining.capacity.kind": "training-plan",
+                "pretraining.capacity.training_plan_arn": "arn:aws:sagemaker:us-west-2:111122223333:training-plan/p",
+            }
+        )
+    )
+    assert "training plans are used by SageMaker HyperPod only" in problem
+
+
+def test_hyperpod_rejects_ec2_reservations() -> None:
+    (problem,) = problems_of(
+        profile_with(
+            **{
+                "pretraining.orchestrator": "hyperpod-slurm",
+                "pretraining.capacity.kind": "capacity-block",
+                "pretraining.capacity.reservation_id": "cr-0123456789abcdef0",
+            }
+        )
+    )
+    assert "HyperPod reserves capacity through SageMaker training plans" in problem
+
+
+def test_keys_that_do_not_apply_to_the_capacity_kind_are_errors() -> None:
+    (problem,) = problems_of(
+        profile_with(**{"pretraining.capacity.reservation_id": "cr-0123456789abcdef0"})
+    )
+    assert problem.startswith("pretraining.capacity.reservation_id: does not apply to kind 'on-demand'")
+
+
+def test_instance_count_within_reservation() -> None:
+    (problem,) = problems_of(
+        profile_with(
+            **{
+                "pretraining.instance_count": 8,
+                "pretraining.capacity.kind": "capacity-block",
+                "pretraining.capacity.reservation_id": "cr-0123456789abcdef0",
+                "pretraining.capacity.reserved_instance_count": 4,
+            }
+        )
+    )
+    assert "must not exceed the reservation's" in problem
+    assert "got 8" in problem
+
+
+def test_inference_runs_on_eks_only() -> None:
+    data = profile_with(
+        **{
+            "inference.enabled": True,
+            "inference.instance_type": "g6e.48xlarge",
+            "inference.orchestrator": "hyperpod-slurm",
+        }
+    )
+    (problem,) = problems_of(data)
+    assert problem == "inference.orchestrator: must be 'eks', got 'hyperpod-slurm'"
+
+
+def test_storage_explicit_and_sizing_are_exclusive() -> None:
+    (problem,) = problems_of(
+        profile_with(
+            **{
+                "pretraining.storage.storage_capacity_gib": 2400,
+                "pretraining.storage.model_parameters_billion": 70,
+            }
+        )
+    )
+    assert "either storage_capacity_gib/throughput_mb_s_per_tib or a sizing request" in problem
+
+
+def test_sizing_keys_need_a_sizing_request() -> None:
+    (problem,) = problems_of(profile_with(**{"pretraining.storage.checkpoints_to_keep": 3}))
+    assert problem.startswith("pretraining.storage.checkpoints_to_keep: only applies to a sizing")
+
+
+def test_disabled_workload_is_not_checked_for_consistency() -> None:
+    data = profile_with(**{"post_training.capacity.kind": "capacity-block"})
+    assert not parse_profile(data).post_training.enabled
+
+
+def test_load_profile_reports_missing_file_and_bad_toml(tmp_path: Path) -> None:
+    with pytest.raises(FmValidationError, match="cannot read profile"):
+        load_profile(tmp_path / "absent.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[platform\nregion = 1")
+    with pytest.raises(FmValidationError, match="is not valid TOML"):
+        load_profile(bad)
+
+
+def test_error_message_lists_every_problem() -> None:
+    with pytest.raises(FmValidationError) as info:
+        parse_profile(profile_with(**{"pretraining.instance_count": 0, "platform.account": "x"}))
+    message = str(info.value)
+    assert "2 problems" in message
+    assert "  - pretraining.instance_count: must be >= 1, got 0" in message
