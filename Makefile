@@ -18,7 +18,7 @@ CONFIG ?= config/default.toml
 PROFILES := $(wildcard config/*.toml)
 PY_SOURCES := fm_constructs stacks tests app.py tools
 
-.PHONY: synth test lint typecheck unit bench setup clean
+.PHONY: synth test lint typecheck unit bench setup clean docs-config
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 node_modules/.installed: package.json package-lock.json $(VENV)/.installed
-	$(BIN)/node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 22) { console.error(`Node >= 22 is required, found ${process.version}`); process.exit(1); }'
+	$(BIN)/node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 22) { console.error(`Node >= 22 is required, found $${process.version}`); process.exit(1); }'
 	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -55,3 +55,6 @@ bench: setup
 
 clean:
 	rm -rf cdk.out .pytest-synth
+
+docs-config: setup
+	python -c 'from fm_constructs.config.reference import render_reference as r; print(r(), end="")' > docs/configuration.md

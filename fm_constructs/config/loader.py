@@ -35,8 +35,14 @@ def _keys(cls: type, *exclude: str) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls) if f.name not in exclude)
 
 
+def _default(cls: type, name: str) -> Any:
+    """The model's own default for a key, so loader, model and reference always agree."""
+    (field,) = (f for f in fields(cls) if f.name == name)
+    return field.default
+
+
 def load_profile(path: str | Path) -> Profile:
-    """Read and validate the profile at ``path``; raise one FmValidationError listing all problems."""
+    """Read and validate the profile at ``path``; one FmValidationError lists all problems."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
@@ -86,7 +92,7 @@ def _platform(t: TableReader) -> PlatformConfig:
         pattern=r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d[a-z]",
         hint="must be an availability zone name such as 'us-east-1a'",
     )
-    cidr = t.string("vpc_cidr", "10.0.0.0/16")
+    cidr = t.string("vpc_cidr", _default(PlatformConfig, "vpc_cidr"))
     if cidr is not None and t.has("vpc_cidr"):
         try:
             network = ipaddress.IPv4Network(cidr, strict=True)
@@ -101,26 +107,27 @@ def _platform(t: TableReader) -> PlatformConfig:
     return PlatformConfig(
         name=t.string(
             "name",
-            "fm",
+            _default(PlatformConfig, "name"),
             pattern=_NAME,
             hint="must start with a letter and hold only letters, digits and '-' (max 32)",
         )
-        or "fm",
+        or _default(PlatformConfig, "name"),
         region=region or "",
         availability_zone=az or "",
         availability_zones=t.string_list("availability_zones", required=True),
-        account=t.string(
-            "account", pattern=_ACCOUNT, hint="must be a 12-digit AWS account id"
+        account=t.string("account", pattern=_ACCOUNT, hint="must be a 12-digit AWS account id"),
+        vpc_cidr=cidr or _default(PlatformConfig, "vpc_cidr"),
+        nat_gateways=t.choice(
+            "nat_gateways", NatGateways, _default(PlatformConfig, "nat_gateways")
         ),
-        vpc_cidr=cidr or "10.0.0.0/16",
-        nat_gateways=t.choice("nat_gateways", NatGateways, NatGateways.PER_AZ),
-        termination_protection=t.boolean("termination_protection", True),
+        termination_protection=t.boolean(
+            "termination_protection", _default(PlatformConfig, "termination_protection")
+        ),
     )
 
 
 def _workload(name: str, t: TableReader) -> WorkloadConfig:
-    enabled = t.boolean("enabled", False)
-    default_orchestrator = Orchestrator.EKS
+    enabled = t.boolean("enabled", _default(WorkloadConfig, "enabled"))
     instance_type = t.string(
         "instance_type",
         "",
@@ -131,20 +138,32 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
     return WorkloadConfig(
         name=name,
         enabled=enabled,
-        orchestrator=t.choice("orchestrator", Orchestrator, default_orchestrator),
+        orchestrator=t.choice(
+            "orchestrator", Orchestrator, _default(WorkloadConfig, "orchestrator")
+        ),
         instance_type=instance_type or "",
-        instance_count=t.integer("instance_count", 1, minimum=1, maximum=10_000) or 1,
+        instance_count=t.integer(
+            "instance_count", _default(WorkloadConfig, "instance_count"), minimum=1, maximum=10_000
+        )
+        or 1,
         capacity=_capacity(t.table("capacity", _keys(CapacityConfig))),
-        efa_layout=t.choice("efa_layout", EfaLayoutName, EfaLayoutName.EFA_ONLY),
-        root_volume_size_gib=t.integer("root_volume_size_gib", 200, minimum=100, maximum=16_384)
-        or 200,
-        storage=_storage(t.table("storage", _keys(StorageConfig)), default_enabled=name != "inference"),
+        efa_layout=t.choice("efa_layout", EfaLayoutName, _default(WorkloadConfig, "efa_layout")),
+        root_volume_size_gib=t.integer(
+            "root_volume_size_gib",
+            _default(WorkloadConfig, "root_volume_size_gib"),
+            minimum=100,
+            maximum=16_384,
+        )
+        or 0,
+        storage=_storage(
+            t.table("storage", _keys(StorageConfig)), default_enabled=name != "inference"
+        ),
     )
 
 
 def _capacity(t: TableReader) -> CapacityConfig:
     return CapacityConfig(
-        kind=t.choice("kind", CapacityKind, CapacityKind.ON_DEMAND),
+        kind=t.choice("kind", CapacityKind, _default(CapacityConfig, "kind")),
         reservation_id=t.string("reservation_id"),
         resource_group_arn=t.string("resource_group_arn"),
         training_plan_arn=t.string("training_plan_arn"),
@@ -165,5 +184,11 @@ def _storage(t: TableReader, *, default_enabled: bool) -> StorageConfig:
         checkpoints_to_keep=t.integer("checkpoints_to_keep", minimum=1),
         efa_enabled=t.boolean("efa_enabled", False),
         metadata_iops=t.integer("metadata_iops", minimum=1),
-        backup_retention_days=t.integer("backup_retention_days", 7, minimum=0, maximum=90) or 0,
+        backup_retention_days=t.integer(
+            "backup_retention_days",
+            _default(StorageConfig, "backup_retention_days"),
+            minimum=0,
+            maximum=90,
+        )
+        or 0,
     )

@@ -42,18 +42,41 @@ class EfaLayoutName(StrEnum):
     LEGACY = "legacy"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CapacityConfig:
     """``[<workload>.capacity]``: on-demand, an ODCR, a Capacity Block or a training plan."""
 
-    kind: CapacityKind = CapacityKind.ON_DEMAND
-    reservation_id: str | None = None
-    resource_group_arn: str | None = None
-    training_plan_arn: str | None = None
-    reserved_instance_count: int | None = None
+    kind: CapacityKind = field(
+        default=CapacityKind.ON_DEMAND,
+        metadata={
+            "doc": "Where instances come from: 'on-demand', 'odcr' (On-Demand Capacity Reservation), 'capacity-block' (EC2 Capacity Block for ML) or 'training-plan' (SageMaker HyperPod)."
+        },
+    )
+    reservation_id: str | None = field(
+        default=None,
+        metadata={
+            "doc": "Capacity reservation id ('cr-' and 17 hex digits), for 'odcr' or 'capacity-block'."
+        },
+    )
+    resource_group_arn: str | None = field(
+        default=None,
+        metadata={
+            "doc": "ARN of a capacity-reservation resource group, for 'odcr' instead of reservation_id."
+        },
+    )
+    training_plan_arn: str | None = field(
+        default=None,
+        metadata={"doc": "SageMaker training plan ARN, for 'training-plan' (HyperPod only)."},
+    )
+    reserved_instance_count: int | None = field(
+        default=None,
+        metadata={
+            "doc": "Instances the reservation holds, when known; instance_count may not exceed it."
+        },
+    )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StorageConfig:
     """``[<workload>.storage]``: the FSx for Lustre file system linked to the data bucket.
 
@@ -62,18 +85,61 @@ class StorageConfig:
     ``checkpoint_write_seconds``, ``dataset_size_gib`` and ``checkpoints_to_keep``).
     """
 
-    enabled: bool = True
-    storage_capacity_gib: int | None = None
-    throughput_mb_s_per_tib: int | None = None
-    checkpoint_size_gib: float | None = None
-    model_parameters_billion: float | None = None
-    bytes_per_parameter: float | None = None
-    checkpoint_write_seconds: int | None = None
-    dataset_size_gib: float | None = None
-    checkpoints_to_keep: int | None = None
-    efa_enabled: bool = False
-    metadata_iops: int | None = None
-    backup_retention_days: int = 7
+    enabled: bool = field(
+        default=True,
+        metadata={
+            "doc": "Create an FSx for Lustre file system linked to the data bucket (default: on for training, off for inference)."
+        },
+    )
+    storage_capacity_gib: int | None = field(
+        default=None,
+        metadata={"doc": "Explicit capacity (PERSISTENT_2: 1200, 2400, then multiples of 2400)."},
+    )
+    throughput_mb_s_per_tib: int | None = field(
+        default=None,
+        metadata={"doc": "Explicit per-unit throughput (PERSISTENT_2: 125, 250, 500 or 1000)."},
+    )
+    checkpoint_size_gib: float | None = field(
+        default=None, metadata={"doc": "Sizing request: size of one checkpoint."}
+    )
+    model_parameters_billion: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Sizing request: model size, turned into a checkpoint size with bytes_per_parameter."
+        },
+    )
+    bytes_per_parameter: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Sizing request: checkpoint bytes per parameter (weights and optimizer state)."
+        },
+    )
+    checkpoint_write_seconds: int | None = field(
+        default=None, metadata={"doc": "Sizing request: target time to write one checkpoint."}
+    )
+    dataset_size_gib: float | None = field(
+        default=None, metadata={"doc": "Sizing request: dataset bytes kept on the file system."}
+    )
+    checkpoints_to_keep: int | None = field(
+        default=None,
+        metadata={"doc": "Sizing request: checkpoints kept on the file system at once."},
+    )
+    efa_enabled: bool = field(
+        default=False,
+        metadata={
+            "doc": "EFA-enabled file system (EFA and GPUDirect Storage clients); PERSISTENT_2 only."
+        },
+    )
+    metadata_iops: int | None = field(
+        default=None,
+        metadata={
+            "doc": "User-provisioned metadata IOPS (1500, 3000, 6000, 12000, then multiples of 12000 up to 192000); automatic when absent."
+        },
+    )
+    backup_retention_days: int = field(
+        default=7,
+        metadata={"doc": "Automatic daily backups kept this many days (0 turns them off)."},
+    )
 
     @property
     def is_sized(self) -> bool:
@@ -81,36 +147,72 @@ class StorageConfig:
         return self.checkpoint_size_gib is not None or self.model_parameters_billion is not None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkloadConfig:
     """``[pretraining]``, ``[post_training]`` or ``[inference]``: one accelerated workload."""
 
-    name: str
-    enabled: bool
-    orchestrator: Orchestrator
-    instance_type: str
-    instance_count: int
-    capacity: CapacityConfig = field(default_factory=CapacityConfig)
-    efa_layout: EfaLayoutName = EfaLayoutName.EFA_ONLY
-    root_volume_size_gib: int = 200
-    storage: StorageConfig = field(default_factory=StorageConfig)
+    name: str = field(metadata={"doc": ""})
+    enabled: bool = field(default=False, metadata={"doc": "Build this workload's stack."})
+    orchestrator: Orchestrator = field(
+        default=Orchestrator.EKS,
+        metadata={"doc": "'eks', 'hyperpod-eks' or 'hyperpod-slurm' (inference: 'eks')."},
+    )
+    instance_type: str = field(
+        default="",
+        metadata={
+            "doc": "EC2 instance type of the accelerated nodes, such as 'p5.48xlarge' (HyperPod's 'ml.' name is derived)."
+        },
+    )
+    instance_count: int = field(default=1, metadata={"doc": "Accelerated nodes."})
+    capacity: CapacityConfig = field(
+        default_factory=CapacityConfig, metadata={"doc": "The [<workload>.capacity] table."}
+    )
+    efa_layout: EfaLayoutName = field(
+        default=EfaLayoutName.EFA_ONLY,
+        metadata={
+            "doc": "'efa-only' (current AWS guidance: one IP per node) or 'legacy' (an IP on every EFA interface)."
+        },
+    )
+    root_volume_size_gib: int = field(
+        default=200, metadata={"doc": "Encrypted gp3 root volume of each node."}
+    )
+    storage: StorageConfig = field(
+        default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}
+    )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlatformConfig:
     """``[platform]``: what every workload shares (account, region, network)."""
 
-    name: str
-    region: str
-    availability_zone: str
-    availability_zones: tuple[str, ...]
-    account: str | None = None
-    vpc_cidr: str = "10.0.0.0/16"
-    nat_gateways: NatGateways = NatGateways.PER_AZ
-    termination_protection: bool = True
+    name: str = field(
+        default="fm",
+        metadata={"doc": "Prefix of every stack name: <name>-platform, <name>-pretraining, ..."},
+    )
+    region: str = field(metadata={"doc": "AWS region of every stack."})
+    availability_zone: str = field(
+        metadata={"doc": "Zone of the GPU nodes, FSx file systems and placement groups."}
+    )
+    availability_zones: tuple[str, ...] = field(
+        metadata={"doc": "Zones of the VPC (at least two, including availability_zone)."}
+    )
+    account: str | None = field(
+        default=None, metadata={"doc": "AWS account id; synthesis works without it."}
+    )
+    vpc_cidr: str = field(
+        default="10.0.0.0/16",
+        metadata={"doc": "VPC CIDR (/16 to /24); private subnets get a quarter of it each."},
+    )
+    nat_gateways: NatGateways = field(
+        default=NatGateways.PER_AZ,
+        metadata={"doc": "'per-az' (one NAT gateway per zone) or 'single'."},
+    )
+    termination_protection: bool = field(
+        default=True, metadata={"doc": "Termination protection on the platform stack."}
+    )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Profile:
     """A whole deployment: the shared platform and the three workloads."""
 

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fm_constructs.config import (
+    CapacityConfig,
     CapacityKind,
     NatGateways,
     Orchestrator,
+    PlatformConfig,
+    StorageConfig,
+    WorkloadConfig,
     load_profile,
     parse_profile,
 )
+from fm_constructs.config.reference import render_reference
 from fm_constructs.errors import FmValidationError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +33,9 @@ BASE: dict[str, Any] = {
     },
     "pretraining": {"enabled": True, "instance_type": "p5.48xlarge", "instance_count": 2},
 }
+
+
+PLAN_ARN = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/p"
 
 
 def profile_with(**changes: Any) -> dict[str, Any]:
@@ -95,7 +104,9 @@ def test_every_problem_is_reported_at_once() -> None:
     joined = "\n".join(problems)
     assert "platform.regoin: unknown key" in joined
     assert "pretraining.instance_count: must be >= 1, got 0" in joined
-    assert "pretraining.orchestrator: must be one of 'eks', 'hyperpod-eks', 'hyperpod-slurm'" in joined
+    assert (
+        "pretraining.orchestrator: must be one of 'eks', 'hyperpod-eks', 'hyperpod-slurm'" in joined
+    )
     assert "pretraining.capacity.kind: must be one of 'on-demand', 'odcr'" in joined
     assert "inference.enabled: must be a boolean, got 'yes'" in joined
 
@@ -156,7 +167,9 @@ def test_platform_key_errors(key: str, value: Any, message: str) -> None:
 
 def test_zone_must_belong_to_region_and_be_listed() -> None:
     problems = problems_of(profile_with(**{"platform.availability_zone": "us-east-1a"}))
-    assert any("platform.availability_zone: must be a zone of platform.region" in p for p in problems)
+    assert any(
+        "platform.availability_zone: must be a zone of platform.region" in p for p in problems
+    )
     assert any("must include platform.availability_zone 'us-east-1a'" in p for p in problems)
 
 
@@ -187,7 +200,7 @@ def test_training_plan_only_with_hyperpod() -> None:
         profile_with(
             **{
                 "pretraining.capacity.kind": "training-plan",
-                "pretraining.capacity.training_plan_arn": "arn:aws:sagemaker:us-west-2:111122223333:training-plan/p",
+                "pretraining.capacity.training_plan_arn": PLAN_ARN,
             }
         )
     )
@@ -211,7 +224,9 @@ def test_keys_that_do_not_apply_to_the_capacity_kind_are_errors() -> None:
     (problem,) = problems_of(
         profile_with(**{"pretraining.capacity.reservation_id": "cr-0123456789abcdef0"})
     )
-    assert problem.startswith("pretraining.capacity.reservation_id: does not apply to kind 'on-demand'")
+    assert problem.startswith(
+        "pretraining.capacity.reservation_id: does not apply to kind 'on-demand'"
+    )
 
 
 def test_instance_count_within_reservation() -> None:
@@ -278,3 +293,17 @@ def test_error_message_lists_every_problem() -> None:
     message = str(info.value)
     assert "2 problems" in message
     assert "  - pretraining.instance_count: must be >= 1, got 0" in message
+
+
+def test_configuration_reference_is_current() -> None:
+    """docs/configuration.md is generated from the model; regenerate with `make docs-config`."""
+    committed = (ROOT / "docs" / "configuration.md").read_text()
+    assert committed == render_reference()
+
+
+def test_every_profile_key_is_documented() -> None:
+    reference = render_reference()
+    for cls in (PlatformConfig, WorkloadConfig, CapacityConfig, StorageConfig):
+        for field in dataclasses.fields(cls):
+            if field.name != "name" or cls is PlatformConfig:
+                assert f"| `{field.name}` |" in reference, field.name

@@ -1,0 +1,69 @@
+"""Render the configuration reference (docs/configuration.md) from the profile model itself,
+so the documented keys, defaults and meanings cannot drift from what the loader accepts."""
+
+from __future__ import annotations
+
+import dataclasses
+from enum import Enum
+from typing import Any
+
+from fm_constructs.config.model import (
+    CapacityConfig,
+    PlatformConfig,
+    StorageConfig,
+    WorkloadConfig,
+)
+
+_TABLES: tuple[tuple[str, type[Any], str], ...] = (
+    ("[platform]", PlatformConfig, "Shared by every workload."),
+    (
+        "[pretraining], [post_training], [inference]",
+        WorkloadConfig,
+        "One table per workload; a workload with `enabled = false` builds nothing.",
+    ),
+    ("[<workload>.capacity]", CapacityConfig, "Where the workload's instances come from."),
+    (
+        "[<workload>.storage]",
+        StorageConfig,
+        "FSx for Lustre linked to the data bucket: explicit capacity and throughput, or a "
+        "sizing request from which both are computed.",
+    ),
+)
+
+
+def _default(field: dataclasses.Field[Any]) -> str:
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+        if isinstance(value, Enum):
+            return f"`{value.value!r}`"
+        if value is None:
+            return "none"
+        if isinstance(value, bool):
+            return f"`{str(value).lower()}`"
+        return f"`{value!r}`"
+    if field.default_factory is not dataclasses.MISSING:
+        return "table"
+    return "required"
+
+
+def render_reference() -> str:
+    """Markdown reference of every profile key with its default and meaning."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "<!-- Generated from fm_constructs/config/model.py by `make docs-config`. -->",
+        "",
+        "A profile is a TOML file in `config/`, chosen with `cdk synth -c config=<file>`. "
+        "Unknown keys are errors. Defaults marked *required* must be given (an enabled "
+        "workload requires `instance_type`).",
+        "",
+    ]
+    for title, cls, intro in _TABLES:
+        lines += [f"## {title}", "", intro, "", "| key | default | meaning |", "|---|---|---|"]
+        for field in dataclasses.fields(cls):
+            doc = field.metadata.get("doc", "")
+            if not doc:
+                continue
+            lines.append(f"| `{field.name}` | {_default(field)} | {doc} |")
+        lines.append("")
+    return "\n".join(lines)
