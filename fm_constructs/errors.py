@@ -33,16 +33,22 @@ class FmValidationError(ValueError):
 class Problems:
     """Collects validation problems so that a check can report every one of them together.
 
-    Usage: ``problems = Problems(); problems.add("field", value, "must be ..."); problems.raise_if_any()``.
+    Usage: ``problems = Problems()``, ``problems.add("field", value, "must be ...")``, then
+    ``problems.raise_if_any()``.
     """
 
-    def __init__(self, context: str | None = None) -> None:
+    def __init__(self, context: str | None = None, *, field_prefix: str = "") -> None:
         self._items: list[str] = []
         self.context = context
+        self.field_prefix = field_prefix
 
     def add(self, field: str, value: object, requirement: str) -> None:
-        """Record that ``field`` holds ``value`` which breaks ``requirement``."""
-        self._items.append(f"{field}: {requirement}, got {value!r}")
+        """Record that ``field`` holds ``value`` which breaks ``requirement``.
+
+        ``field_prefix`` (e.g. ``"pretraining.storage."``) lets a check written for a
+        construct's own props report problems under a profile's key paths.
+        """
+        self._items.append(f"{self.field_prefix}{field}: {requirement}, got {value!r}")
 
     def add_message(self, message: str) -> None:
         """Record a problem already phrased in full (for rules spanning several fields)."""

@@ -1,0 +1,120 @@
+"""Load the checked-in instance catalog and look types up, with errors that list the choices."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from importlib import resources
+from typing import Any, cast
+
+from fm_constructs.catalog.model import (
+    AcceleratorKind,
+    Architecture,
+    EksAmiFamily,
+    InstanceSpec,
+    NetworkCard,
+    NvmeStorage,
+)
+from fm_constructs.errors import FmValidationError
+
+_DATA_FILE = "instance_types.json"
+
+
+def _parse(name: str, raw: dict[str, Any]) -> InstanceSpec:
+    accelerator = raw["accelerator"]
+    cards = tuple(
+        NetworkCard(
+            index=card["index"],
+            bandwidth_gbps=float(card["bandwidth_gbps"]),
+            efa_supported="efa" in card["interface_types"],
+            efa_only_supported="efa-only" in card["interface_types"],
+            max_interfaces=card["max_interfaces"],
+        )
+        for card in raw["network_cards"]
+    )
+    nvme = raw["nvme"]
+    return InstanceSpec(
+        name=name,
+        accelerator_kind=cast(AcceleratorKind, accelerator["kind"]),
+        accelerator_manufacturer=accelerator["manufacturer"],
+        accelerator_name=accelerator["name"],
+        accelerator_count=accelerator["count"],
+        accelerator_memory_gib=accelerator["memory_mib"] / 1024,
+        vcpus=raw["vcpus"],
+        memory_gib=raw["memory_gib"],
+        architecture=cast(Architecture, raw["architecture"]),
+        network_cards=cards,
+        max_efa_interfaces=raw["max_efa_interfaces"],
+        ipv4_addresses_per_interface=raw["ipv4_addresses_per_interface"],
+        nvme=NvmeStorage(count=nvme["count"], size_gb=nvme["size_gb"]) if nvme else None,
+        eks_ami_family=cast(EksAmiFamily, raw["eks_ami_family"]),
+        hyperpod_name=raw["hyperpod_name"],
+    )
+
+
+@cache
+def _catalog() -> dict[str, InstanceSpec]:
+    text = resources.files("fm_constructs.catalog").joinpath(_DATA_FILE).read_text("utf-8")
+    data = json.loads(text)
+    return {name: _parse(name, raw) for name, raw in data["instance_types"].items()}
+
+
+def _natural_key(name: str) -> tuple[tuple[int, str], ...]:
+    """Sort ``g5.8xlarge`` before ``g5.12xlarge``: numbers compare as numbers."""
+    return tuple(
+        (int(part), "") if part.isdigit() else (-1, part) for part in re.split(r"(\d+)", name)
+    )
+
+
+def all_instance_types() -> tuple[InstanceSpec, ...]:
+    """Every catalogued type, in natural order (family, then size)."""
+    catalog = _catalog()
+    return tuple(catalog[name] for name in sorted(catalog, key=_natural_key))
+
+
+def efa_instance_types() -> tuple[str, ...]:
+    """Names of the catalogued types that support EFA, in natural order."""
+    return tuple(spec.name for spec in all_instance_types() if spec.efa_supported)
+
+
+def _normalize(name: str) -> str:
+    """Accept the HyperPod spelling (``ml.p5.48xlarge``) as well as the EC2 one."""
+    candidate = name.strip().lower()
+    return candidate.removeprefix("ml.")
+
+
+def get_instance_type(name: str, *, field: str = "instance_type") -> InstanceSpec:
+    """The catalogued spec for ``name`` (``p5.48xlarge`` or ``ml.p5.48xlarge``).
+
+    Raises FmValidationError naming the value and listing the known types when ``name`` is not
+    in the catalog.
+    """
+    spec = _catalog().get(_normalize(name))
+    if spec is None:
+        known = ", ".join(spec.name for spec in all_instance_types())
+        raise FmValidationError(
+            [
+                f"{field}: must be an accelerated instance type from the catalog ({known}), "
+                f"got {name!r}; fix the spelling, or add the type to the catalog by "
+                f"regenerating it (tools/regenerate_instance_catalog.py)"
+            ]
+        )
+    return spec
+
+
+def require_efa(name: str, *, field: str = "instance_type") -> InstanceSpec:
+    """Like :func:`get_instance_type`, but the type must support EFA.
+
+    The error names the type, says it has no EFA, and lists the EFA-capable types.
+    """
+    spec = get_instance_type(name, field=field)
+    if not spec.efa_supported:
+        raise FmValidationError(
+            [
+                f"{field}: must support EFA (Elastic Fabric Adapter) for multi-node "
+                f"training, got {name!r}, which has no EFA; choose one of "
+                f"{', '.join(efa_instance_types())}, or disable EFA for this node group"
+            ]
+        )
+    return spec
