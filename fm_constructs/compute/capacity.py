@@ -1,0 +1,345 @@
+"""Where accelerated capacity comes from, and how each consumer is told about it.
+
+One value type covers the four ways to get GPU/Trainium capacity on AWS:
+
+* on-demand (no reservation);
+* an On-Demand Capacity Reservation (ODCR): a ``cr-`` id, or the ARN of a capacity-reservation
+  resource group;
+* an EC2 Capacity Block for ML: a ``cr-`` id plus the launch-template market type
+  ``capacity-block`` (EKS managed node groups: capacity type ``CAPACITY_BLOCK``);
+* a SageMaker training plan (an ARN, used by HyperPod instance groups, never by launch
+  templates).
+
+It maps itself onto the launch template (``CapacityReservationSpecification``,
+``InstanceMarketOptions``), the EKS node group capacity type and HyperPod's ``TrainingPlanArn``,
+and validates what can be known at synth time: id/ARN forms, node counts against the
+reservation size, and the subnet's zone against the reservation's zone. Values that are CDK
+tokens are not checked.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aws_cdk import Token
+from aws_cdk import aws_ec2 as ec2
+
+from fm_constructs.config.model import CapacityConfig, CapacityKind
+from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning.capacity_ids import (
+    check_reservation_id,
+    check_resource_group_arn,
+    check_training_plan_arn,
+)
+
+#: Availability Zone *names* (us-east-1a, us-west-2-lax-1a), not zone ids (use1-az4).
+AVAILABILITY_ZONE_PATTERN = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+[a-z]$")
+
+
+def _known(value: object) -> bool:
+    """A concrete value (not None, not a CDK token) that synth-time checks can inspect."""
+    return value is not None and not Token.is_unresolved(value)
+
+
+def _strip_ml(instance_type: str | None) -> str:
+    return str(instance_type).removeprefix("ml.")
+
+
+@dataclass(frozen=True)
+class CapacitySource:
+    """Capacity for a group of accelerated nodes. Build it with the static constructors.
+
+    ``availability_zone``, ``instance_count`` and ``instance_type`` describe the reservation
+    when known; they power the synth-time checks. ``managed_placement`` says the reservation
+    already decides where instances land (an ODCR created in a cluster placement group, or
+    capacity AWS set aside for a cluster), so no second placement group is added.
+    """
+
+    kind: CapacityKind
+    reservation_id: str | None = None
+    resource_group_arn: str | None = None
+    training_plan_arn: str | None = None
+    availability_zone: str | None = None
+    instance_count: int | None = None
+    instance_type: str | None = None
+    managed_placement: bool = False
+
+    # ---- constructors -----------------------------------------------------------------------
+
+    @staticmethod
+    def on_demand() -> CapacitySource:
+        """Plain on-demand capacity (instances may still use matching ``open`` ODCRs)."""
+        return CapacitySource(kind=CapacityKind.ON_DEMAND)
+
+    @staticmethod
+    def odcr(
+        reservation_id: str | None = None,
+        *,
+        resource_group_arn: str | None = None,
+        availability_zone: str | None = None,
+        instance_count: int | None = None,
+        instance_type: str | None = None,
+        managed_placement: bool = False,
+    ) -> CapacitySource:
+        """A targeted On-Demand Capacity Reservation: a ``cr-`` id or a resource group ARN."""
+        return CapacitySource(
+            kind=CapacityKind.ODCR,
+            reservation_id=reservation_id,
+            resource_group_arn=resource_group_arn,
+            availability_zone=availability_zone,
+            instance_count=instance_count,
+            instance_type=instance_type,
+            managed_placement=managed_placement,
+        )
+
+    @staticmethod
+    def capacity_block(
+        reservation_id: str,
+        *,
+        availability_zone: str | None = None,
+        instance_count: int | None = None,
+        instance_type: str | None = None,
+    ) -> CapacitySource:
+        """An EC2 Capacity Block for ML (its ``cr-`` reservation id)."""
+        return CapacitySource(
+            kind=CapacityKind.CAPACITY_BLOCK,
+            reservation_id=reservation_id,
+            availability_zone=availability_zone,
+            instance_count=instance_count,
+            instance_type=instance_type,
+        )
+
+    @staticmethod
+    def training_plan(
+        arn: str,
+        *,
+        availability_zone: str | None = None,
+        instance_count: int | None = None,
+        instance_type: str | None = None,
+    ) -> CapacitySource:
+        """A SageMaker training plan, consumed by HyperPod instance groups."""
+        return CapacitySource(
+            kind=CapacityKind.TRAINING_PLAN,
+            training_plan_arn=arn,
+            availability_zone=availability_zone,
+            instance_count=instance_count,
+            instance_type=instance_type,
+        )
+
+    @staticmethod
+    def from_config(
+        config: CapacityConfig, *, availability_zone: str, instance_type: str
+    ) -> CapacitySource:
+        """The capacity a profile's ``[<workload>.capacity]`` table describes, for nodes of
+        ``instance_type`` in ``availability_zone`` (where the reservation must be)."""
+        zone, count = availability_zone, config.reserved_instance_count
+        if config.kind is CapacityKind.ODCR:
+            return CapacitySource.odcr(
+                config.reservation_id,
+                resource_group_arn=config.resource_group_arn,
+                availability_zone=zone,
+                instance_count=count,
+                instance_type=instance_type,
+            )
+        if config.kind is CapacityKind.CAPACITY_BLOCK:
+            return CapacitySource.capacity_block(
+                config.reservation_id or "",
+                availability_zone=zone,
+                instance_count=count,
+                instance_type=instance_type,
+            )
+        if config.kind is CapacityKind.TRAINING_PLAN:
+            return CapacitySource.training_plan(
+                config.training_plan_arn or "",
+                availability_zone=zone,
+                instance_count=count,
+                instance_type=instance_type,
+            )
+        return CapacitySource.on_demand()
+
+    # ---- validation -------------------------------------------------------------------------
+
+    def __post_init__(self) -> None:
+        problems = Problems(context="CapacitySource")
+        kind = self.kind
+        if kind is CapacityKind.ON_DEMAND:
+            for field in ("reservation_id", "resource_group_arn", "training_plan_arn"):
+                if getattr(self, field) is not None:
+                    problems.add(field, getattr(self, field), "must be unset for on-demand")
+        if kind is CapacityKind.ODCR and (
+            (self.reservation_id is None) == (self.resource_group_arn is None)
+        ):
+            problems.add_message(
+                "reservation_id / resource_group_arn: an ODCR needs exactly one of a "
+                f"reservation id (cr-...) or a resource group ARN, got "
+                f"reservation_id={self.reservation_id!r}, "
+                f"resource_group_arn={self.resource_group_arn!r}"
+            )
+        if kind is CapacityKind.CAPACITY_BLOCK:
+            if not self.reservation_id:
+                problems.add(
+                    "reservation_id",
+                    self.reservation_id,
+                    "a Capacity Block needs its reservation id (cr- followed by 17 hex "
+                    "digits, shown by describe-capacity-reservations after purchase)",
+                )
+            if self.resource_group_arn is not None:
+                problems.add(
+                    "resource_group_arn",
+                    self.resource_group_arn,
+                    "must be unset for a Capacity Block (target the block's cr- id)",
+                )
+        if kind is CapacityKind.TRAINING_PLAN:
+            self._check_training_plan_arn(problems)
+        elif self.training_plan_arn is not None:
+            problems.add(
+                "training_plan_arn", self.training_plan_arn, "only a training plan takes one"
+            )
+        if _known(self.reservation_id):
+            check_reservation_id(problems, str(self.reservation_id))
+        if _known(self.resource_group_arn):
+            check_resource_group_arn(problems, str(self.resource_group_arn))
+        if _known(self.availability_zone) and not AVAILABILITY_ZONE_PATTERN.match(
+            str(self.availability_zone)
+        ):
+            problems.add(
+                "availability_zone",
+                self.availability_zone,
+                "must be an Availability Zone name such as us-east-1a (not a zone id)",
+            )
+        if (
+            self.instance_count is not None
+            and _known(self.instance_count)
+            and self.instance_count < 1
+        ):
+            problems.add("instance_count", self.instance_count, "must be at least 1")
+        problems.raise_if_any()
+
+    def _check_training_plan_arn(self, problems: Problems) -> None:
+        arn = self.training_plan_arn
+        if not arn:
+            problems.add("training_plan_arn", arn, "a training plan needs its ARN")
+            return
+        if _known(arn):
+            check_training_plan_arn(problems, arn)
+
+    def problems_with(
+        self,
+        *,
+        node_count: int | None = None,
+        availability_zone: str | None = None,
+        instance_type: str | None = None,
+    ) -> list[str]:
+        """Conflicts between this capacity and a node group that would use it."""
+        found: list[str] = []
+        if (
+            node_count is not None
+            and self.instance_count is not None
+            and _known(node_count)
+            and _known(self.instance_count)
+            and node_count > self.instance_count
+        ):
+            found.append(
+                f"node_count: {node_count} nodes exceed the {self.kind.value} reservation of "
+                f"{self.instance_count} instances; lower the node count or enlarge the "
+                f"reservation, got {node_count!r}"
+            )
+        if (
+            _known(availability_zone)
+            and _known(self.availability_zone)
+            and availability_zone != self.availability_zone
+        ):
+            found.append(
+                f"subnet_availability_zone: the {self.kind.value} reservation is in "
+                f"{self.availability_zone}; nodes must launch in a subnet of that zone, got "
+                f"{availability_zone!r}"
+            )
+        if (
+            _known(instance_type)
+            and _known(self.instance_type)
+            and _strip_ml(instance_type) != _strip_ml(self.instance_type)
+        ):
+            found.append(
+                f"instance_type: the {self.kind.value} reservation is for "
+                f"{self.instance_type}, got {instance_type!r}"
+            )
+        return found
+
+    def check(
+        self,
+        *,
+        node_count: int | None = None,
+        availability_zone: str | None = None,
+        instance_type: str | None = None,
+        context: str = "CapacitySource",
+    ) -> None:
+        """Raise FmValidationError listing every conflict found by :meth:`problems_with`."""
+        problems = Problems(context=context)
+        problems.extend(
+            self.problems_with(
+                node_count=node_count,
+                availability_zone=availability_zone,
+                instance_type=instance_type,
+            )
+        )
+        problems.raise_if_any()
+
+    # ---- mappings ---------------------------------------------------------------------------
+
+    @property
+    def is_reserved(self) -> bool:
+        return self.kind is not CapacityKind.ON_DEMAND
+
+    @property
+    def allows_placement_group(self) -> bool:
+        """False for Capacity Blocks and reservations with their own placement: adding a
+        cluster placement group on top fails with insufficient capacity."""
+        if self.kind is CapacityKind.CAPACITY_BLOCK:
+            return False
+        return not self.managed_placement
+
+    def _require_ec2(self, what: str) -> None:
+        if self.kind is CapacityKind.TRAINING_PLAN:
+            raise FmValidationError(
+                [
+                    f"capacity: a SageMaker training plan feeds HyperPod instance groups "
+                    f"(TrainingPlanArn), not {what}, got {self.training_plan_arn!r}; use "
+                    f"CapacitySource.capacity_block() or .odcr() for EC2 nodes"
+                ]
+            )
+
+    def launch_template_capacity_reservation_specification(
+        self,
+    ) -> ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty | None:
+        """``LaunchTemplateData.CapacityReservationSpecification`` (None for on-demand, which
+        keeps EC2's default of using matching open reservations)."""
+        self._require_ec2("launch templates")
+        if self.kind is CapacityKind.ON_DEMAND:
+            return None
+        return ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
+            capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(
+                capacity_reservation_id=self.reservation_id,
+                capacity_reservation_resource_group_arn=self.resource_group_arn,
+            )
+        )
+
+    def launch_template_instance_market_options(
+        self,
+    ) -> ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty | None:
+        """``LaunchTemplateData.InstanceMarketOptions``: market type ``capacity-block`` for a
+        Capacity Block, None otherwise."""
+        self._require_ec2("launch templates")
+        if self.kind is CapacityKind.CAPACITY_BLOCK:
+            return ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(market_type="capacity-block")
+        return None
+
+    def eks_capacity_type(self) -> str:
+        """EKS managed node group ``CapacityType``: ``CAPACITY_BLOCK`` or ``ON_DEMAND``."""
+        self._require_ec2("EKS managed node groups")
+        return "CAPACITY_BLOCK" if self.kind is CapacityKind.CAPACITY_BLOCK else "ON_DEMAND"
+
+    @property
+    def hyperpod_training_plan_arn(self) -> str | None:
+        """HyperPod instance group ``TrainingPlanArn`` (None unless a training plan)."""
+        return self.training_plan_arn if self.kind is CapacityKind.TRAINING_PLAN else None

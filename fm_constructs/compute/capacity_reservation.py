@@ -1,0 +1,101 @@
+"""An On-Demand Capacity Reservation created by the stack, usable as a CapacitySource."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from aws_cdk import RemovalPolicy, Token
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.compute.capacity import AVAILABILITY_ZONE_PATTERN, CapacitySource
+from fm_constructs.errors import Problems
+
+#: CloudFormation ``InstanceCount`` range for AWS::EC2::CapacityReservation.
+MAX_INSTANCE_COUNT = 1000
+_ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+
+
+class OnDemandCapacityReservation(Construct):
+    """``AWS::EC2::CapacityReservation`` for accelerated instances, ``targeted`` so only launch
+    templates that name it consume it.
+
+    ``end_date`` (UTC ``datetime`` or ISO 8601 ``...Z`` string) makes it expire; without one it
+    lasts until cancelled. Retained on stack deletion by default: releasing hard-won GPU capacity
+    must be a deliberate act (``removal_policy=RemovalPolicy.DESTROY``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        instance_type: str,
+        availability_zone: str,
+        instance_count: int,
+        end_date: datetime | str | None = None,
+        instance_platform: str = "Linux/UNIX",
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="OnDemandCapacityReservation")
+        spec = get_instance_type(instance_type)
+        if not Token.is_unresolved(availability_zone) and not AVAILABILITY_ZONE_PATTERN.match(
+            availability_zone
+        ):
+            problems.add(
+                "availability_zone",
+                availability_zone,
+                "must be an Availability Zone name such as us-east-1a",
+            )
+        if not Token.is_unresolved(instance_count) and not (
+            1 <= instance_count <= MAX_INSTANCE_COUNT
+        ):
+            problems.add("instance_count", instance_count, f"must be 1-{MAX_INSTANCE_COUNT}")
+        end_text = _end_date_text(end_date, problems)
+        problems.raise_if_any()
+
+        self.resource = ec2.CfnCapacityReservation(
+            self,
+            "Resource",
+            instance_type=spec.name,
+            instance_platform=instance_platform,
+            availability_zone=availability_zone,
+            instance_count=instance_count,
+            instance_match_criteria="targeted",
+            end_date_type="limited" if end_text else "unlimited",
+            end_date=end_text,
+        )
+        self.resource.apply_removal_policy(removal_policy)
+        self.instance_type = spec.name
+        self.availability_zone = availability_zone
+        self.instance_count = instance_count
+
+    @property
+    def capacity_reservation_id(self) -> str:
+        return self.resource.ref
+
+    @property
+    def capacity_source(self) -> CapacitySource:
+        """A targeted-ODCR CapacitySource that knows this reservation's zone, size and type."""
+        return CapacitySource.odcr(
+            self.capacity_reservation_id,
+            availability_zone=self.availability_zone,
+            instance_count=self.instance_count,
+            instance_type=self.instance_type,
+        )
+
+
+def _end_date_text(end_date: datetime | str | None, problems: Problems) -> str | None:
+    if end_date is None:
+        return None
+    if isinstance(end_date, datetime):
+        if end_date.tzinfo is None:
+            problems.add("end_date", end_date, "must be timezone-aware (UTC)")
+            return None
+        return end_date.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not Token.is_unresolved(end_date) and not _ISO_UTC.match(end_date):
+        problems.add("end_date", end_date, "must be ISO 8601 UTC, e.g. 2026-06-30T11:30:00Z")
+    return end_date

@@ -1,0 +1,386 @@
+"""A launch template for accelerated nodes: every EFA card wired, capacity targeted, hardened.
+
+aws-cdk-lib's ``LaunchTemplate`` L2 cannot express several network interfaces or capacity
+reservations, so this construct builds the ``AWS::EC2::LaunchTemplate`` L1 in one place from
+the instance catalog, the EFA layout and a :class:`CapacitySource`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsii
+from aws_cdk import (
+    Annotations,
+    CfnTag,
+    Fn,
+    IStableAnyProducer,
+    ITaggable,
+    Lazy,
+    TagManager,
+    TagType,
+    Token,
+)
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from fm_constructs.catalog import InstanceSpec, get_instance_type, require_efa
+from fm_constructs.compute.capacity import CapacitySource
+from fm_constructs.compute.placement import ClusterPlacementGroup
+from fm_constructs.compute.user_data import NodeadmCluster, UserDataMode, render_user_data
+from fm_constructs.config.model import CapacityKind
+from fm_constructs.errors import Problems
+from fm_constructs.network.efa_security_group import EfaSecurityGroup
+from fm_constructs.planning.efa_layout import (
+    PRIMARY_ENA,
+    EfaLayout,
+    NetworkInterfaceSlot,
+    efa_interface_layout,
+)
+
+#: Security groups per network interface before a quota increase.
+DEFAULT_GROUPS_PER_INTERFACE = 5
+MIN_ROOT_VOLUME_GIB = 8
+MAX_GP3_VOLUME_GIB = 16384
+INSTANCE_RESOURCE_TYPES = ("instance", "volume", "network-interface")
+
+
+@jsii.implements(IStableAnyProducer)
+class _TagSpecifications:
+    """Renders the construct's tags (explicit + ``Tags.of()``) into the template lazily, after
+    the tag aspects have run."""
+
+    def __init__(
+        self, tags: TagManager, resource_types: Sequence[str], *, launch_template: bool = False
+    ) -> None:
+        self._tags = tags
+        self._resource_types = tuple(resource_types)
+        self._struct: Any = (
+            ec2.CfnLaunchTemplate.LaunchTemplateTagSpecificationProperty
+            if launch_template
+            else ec2.CfnLaunchTemplate.TagSpecificationProperty
+        )
+
+    def produce(self) -> Any:
+        rendered = [
+            CfnTag(key=tag["Key"], value=tag["Value"])
+            for tag in self._tags.render_tags() or ()  # None when there are no tags
+        ]
+        if not rendered:
+            return None
+        # Struct objects, not plain dicts: jsii passes dicts returned from a producer as
+        # opaque objects that render empty.
+        return [self._struct(resource_type=kind, tags=rendered) for kind in self._resource_types]
+
+
+@jsii.implements(ITaggable)
+class GpuLaunchTemplate(Construct):
+    """Launch template for EFA-connected GPU/Trainium nodes (EKS node groups, ASGs, PCS).
+
+    * Instance type from the catalog; EFA required unless ``efa_layout=None``.
+    * Network interfaces from :func:`efa_interface_layout` (EFA count == the type's maximum),
+      no public IP, deleted on termination. The EFA security group goes on every interface;
+      ``security_groups`` (e.g. the EKS cluster security group) go on the primary interface.
+      Groups are set per interface, never at launch-template level.
+    * Capacity from ``capacity``: reservation target and ``capacity-block`` market type.
+    * A cluster placement group is created when EFA is on and the capacity allows one; with a
+      Capacity Block or a reservation with its own placement it is skipped with a warning.
+    * IMDSv2 required, hop limit 2 (containers reach the metadata service through one hop).
+    * Encrypted gp3 root volume; NVMe instance store assembled as RAID0 (nodeadm on AL2023
+      EKS nodes, a shell script otherwise).
+    * Tags (``tags`` and ``Tags.of(...)``) propagate to instances, volumes and interfaces.
+
+    No subnet is set: the node group or Auto Scaling group chooses it. Pass
+    ``subnet_availability_zone`` and ``node_count`` so the capacity's zone and size are checked.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        instance_type: str,
+        vpc: ec2.IVpc | None = None,
+        efa_security_group: ec2.ISecurityGroup | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] = (),
+        efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
+        capacity: CapacitySource | None = None,
+        placement_group: ec2.IPlacementGroup | None = None,
+        create_placement_group: bool | None = None,
+        subnet_availability_zone: str | None = None,
+        node_count: int | None = None,
+        root_volume_size_gib: int = 200,
+        root_volume_device_name: str = "/dev/xvda",
+        root_volume_kms_key: kms.IKey | None = None,
+        nvme_raid0: bool = True,
+        user_data_mode: UserDataMode = UserDataMode.EKS_NODEADM,
+        nodeadm_cluster: NodeadmCluster | None = None,
+        extra_user_data_script: str | None = None,
+        machine_image: ec2.IMachineImage | None = None,
+        instance_profile: iam.IInstanceProfile | None = None,
+        launch_template_name: str | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        capacity = capacity or CapacitySource.on_demand()
+        problems = Problems(context="GpuLaunchTemplate")
+        spec = self._resolve_spec(instance_type, efa_layout)
+        self.instance_spec: InstanceSpec = spec
+        self.capacity = capacity
+        self.efa_layout = efa_layout
+
+        self._validate(
+            problems,
+            spec=spec,
+            vpc=vpc,
+            efa_security_group=efa_security_group,
+            capacity=capacity,
+            placement_group=placement_group,
+            create_placement_group=create_placement_group,
+            subnet_availability_zone=subnet_availability_zone,
+            node_count=node_count,
+            root_volume_size_gib=root_volume_size_gib,
+            user_data_mode=user_data_mode,
+            nodeadm_cluster=nodeadm_cluster,
+        )
+        problems.raise_if_any()
+
+        self.interfaces: tuple[NetworkInterfaceSlot, ...] = (
+            efa_interface_layout(spec, efa_layout) if efa_layout is not None else (PRIMARY_ENA,)
+        )
+        self.efa_security_group = efa_security_group or self._create_efa_group(vpc)
+        self.security_groups = tuple(security_groups)
+        self.placement_group = self._choose_placement_group(
+            capacity, placement_group, create_placement_group, efa_layout is not None
+        )
+        self._warn_on_group_count()
+
+        self._tags = TagManager(TagType.KEY_VALUE, "AWS::EC2::LaunchTemplate")
+        for key, value in (tags or {}).items():
+            self._tags.set_tag(key, value)
+
+        user_data = render_user_data(
+            user_data_mode,
+            raid0=nvme_raid0 and spec.nvme is not None,
+            cluster=nodeadm_cluster,
+            extra_script=extra_user_data_script,
+        )
+        self.user_data: str | None = user_data
+
+        data = ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+            instance_type=spec.name,
+            image_id=machine_image.get_image(self).image_id if machine_image else None,
+            iam_instance_profile=(
+                ec2.CfnLaunchTemplate.IamInstanceProfileProperty(
+                    arn=instance_profile.instance_profile_arn
+                )
+                if instance_profile
+                else None
+            ),
+            network_interfaces=[self._interface(slot) for slot in self.interfaces],
+            placement=(
+                ec2.CfnLaunchTemplate.PlacementProperty(
+                    group_name=self.placement_group.placement_group_name
+                )
+                if self.placement_group
+                else None
+            ),
+            capacity_reservation_specification=(
+                capacity.launch_template_capacity_reservation_specification()
+            ),
+            instance_market_options=capacity.launch_template_instance_market_options(),
+            metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                http_endpoint="enabled",
+                http_tokens="required",
+                http_put_response_hop_limit=2,
+            ),
+            block_device_mappings=[
+                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                    device_name=root_volume_device_name,
+                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                        volume_size=root_volume_size_gib,
+                        volume_type="gp3",
+                        encrypted=True,
+                        kms_key_id=root_volume_kms_key.key_arn if root_volume_kms_key else None,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+            user_data=Fn.base64(user_data) if user_data else None,
+            tag_specifications=Lazy.any(_TagSpecifications(self._tags, INSTANCE_RESOURCE_TYPES)),
+        )
+        self.resource = ec2.CfnLaunchTemplate(
+            self,
+            "Resource",
+            launch_template_name=launch_template_name,
+            launch_template_data=data,
+            tag_specifications=Lazy.any(
+                _TagSpecifications(self._tags, ("launch-template",), launch_template=True)
+            ),
+        )
+
+    # ---- attributes ---------------------------------------------------------------------------
+
+    @property
+    def tags(self) -> TagManager:
+        """Tags for the template and, through it, every instance, volume and interface."""
+        return self._tags
+
+    @property
+    def launch_template_id(self) -> str:
+        return self.resource.ref
+
+    @property
+    def latest_version_number(self) -> str:
+        return self.resource.attr_latest_version_number
+
+    @property
+    def default_version_number(self) -> str:
+        return self.resource.attr_default_version_number
+
+    @property
+    def efa_interface_count(self) -> int:
+        return sum(1 for slot in self.interfaces if slot.is_efa)
+
+    # ---- building blocks ----------------------------------------------------------------------
+
+    @staticmethod
+    def _resolve_spec(instance_type: str, efa_layout: EfaLayout | None) -> InstanceSpec:
+        if efa_layout is None:
+            return get_instance_type(instance_type)
+        return require_efa(instance_type)
+
+    def _validate(
+        self,
+        problems: Problems,
+        *,
+        spec: InstanceSpec,
+        vpc: ec2.IVpc | None,
+        efa_security_group: ec2.ISecurityGroup | None,
+        capacity: CapacitySource,
+        placement_group: ec2.IPlacementGroup | None,
+        create_placement_group: bool | None,
+        subnet_availability_zone: str | None,
+        node_count: int | None,
+        root_volume_size_gib: int,
+        user_data_mode: UserDataMode,
+        nodeadm_cluster: NodeadmCluster | None,
+    ) -> None:
+        if efa_security_group is None and vpc is None:
+            problems.add(
+                "vpc",
+                None,
+                "pass vpc (to create the EFA security group) or efa_security_group",
+            )
+        if efa_security_group is not None and vpc is not None:
+            problems.add_message(
+                "vpc / efa_security_group: pass one, not both: vpc creates a new EFA security "
+                "group, efa_security_group reuses an existing one"
+            )
+        if capacity.kind is CapacityKind.TRAINING_PLAN:
+            problems.add(
+                "capacity",
+                capacity.training_plan_arn,
+                "a SageMaker training plan is for HyperPod instance groups, not launch "
+                "templates; use CapacitySource.capacity_block() or .odcr()",
+            )
+        if placement_group is not None and create_placement_group is True:
+            problems.add_message(
+                "placement_group / create_placement_group: pass an existing placement_group "
+                "or ask for a new one, not both"
+            )
+        if not capacity.allows_placement_group:
+            reason = (
+                "a Capacity Block"
+                if capacity.kind is CapacityKind.CAPACITY_BLOCK
+                else "a reservation with its own placement"
+            )
+            if placement_group is not None and capacity.kind is CapacityKind.CAPACITY_BLOCK:
+                problems.add_message(
+                    f"placement_group: must be unset with {reason}: a cluster placement group "
+                    f"on top of the block fails with insufficient capacity; remove it"
+                )
+            if create_placement_group is True:
+                problems.add_message(
+                    f"create_placement_group: cannot be True with {reason}: the combination "
+                    f"fails with insufficient capacity; leave it unset"
+                )
+        problems.extend(
+            capacity.problems_with(
+                node_count=node_count,
+                availability_zone=subnet_availability_zone,
+                instance_type=spec.name,
+            )
+        )
+        if node_count is not None and not Token.is_unresolved(node_count) and node_count < 0:
+            problems.add("node_count", node_count, "must be 0 or more")
+        if not Token.is_unresolved(root_volume_size_gib) and not (
+            MIN_ROOT_VOLUME_GIB <= root_volume_size_gib <= MAX_GP3_VOLUME_GIB
+        ):
+            problems.add(
+                "root_volume_size_gib",
+                root_volume_size_gib,
+                f"must be {MIN_ROOT_VOLUME_GIB}-{MAX_GP3_VOLUME_GIB} GiB (gp3)",
+            )
+        if nodeadm_cluster is not None and user_data_mode is not UserDataMode.EKS_NODEADM:
+            problems.add(
+                "nodeadm_cluster",
+                nodeadm_cluster.name,
+                "is only used with user_data_mode=UserDataMode.EKS_NODEADM",
+            )
+
+    def _create_efa_group(self, vpc: ec2.IVpc | None) -> ec2.ISecurityGroup:
+        assert vpc is not None  # guaranteed by _validate
+        return EfaSecurityGroup(self, "EfaSecurityGroup", vpc=vpc).security_group
+
+    def _choose_placement_group(
+        self,
+        capacity: CapacitySource,
+        placement_group: ec2.IPlacementGroup | None,
+        create_placement_group: bool | None,
+        efa: bool,
+    ) -> ec2.IPlacementGroup | None:
+        if placement_group is not None:
+            return placement_group
+        if create_placement_group is False:
+            return None
+        if not capacity.allows_placement_group:
+            if efa:
+                Annotations.of(self).add_warning_v2(
+                    "fm:placement-group-skipped",
+                    f"No cluster placement group for {self.instance_spec.name}: the capacity "
+                    f"({capacity.kind.value}) already decides placement, and a second "
+                    f"placement group fails with insufficient capacity.",
+                )
+            return None
+        if create_placement_group is None and not efa:
+            return None
+        return ClusterPlacementGroup(self, "PlacementGroup").placement_group
+
+    def _warn_on_group_count(self) -> None:
+        primary_groups = 1 + len(self.security_groups)
+        if primary_groups > DEFAULT_GROUPS_PER_INTERFACE:
+            Annotations.of(self).add_warning_v2(
+                "fm:groups-per-interface",
+                f"The primary interface gets {primary_groups} security groups; the default "
+                f"quota is {DEFAULT_GROUPS_PER_INTERFACE} per interface. Raise the quota or "
+                f"merge groups, or the launch fails.",
+            )
+
+    def _interface(
+        self, slot: NetworkInterfaceSlot
+    ) -> ec2.CfnLaunchTemplate.NetworkInterfaceProperty:
+        groups = [self.efa_security_group.security_group_id]
+        if slot.is_primary:
+            groups += [group.security_group_id for group in self.security_groups]
+        return ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
+            network_card_index=slot.network_card_index,
+            device_index=slot.device_index,
+            interface_type=slot.interface_type,
+            groups=groups,
+            delete_on_termination=True,
+            associate_public_ip_address=False if slot.is_primary else None,
+        )

@@ -1,0 +1,107 @@
+"""A VPC shaped for GPU clusters: few, large private subnets in named zones, flow logs on."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+
+from aws_cdk import CfnResource, RemovalPolicy, Stack, Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from fm_constructs.errors import Problems
+from fm_constructs.planning.vpc_layout import subnet_prefixes
+
+MAX_ZONES = 3
+
+
+class GpuClusterVpc(Construct):
+    """VPC for accelerated clusters.
+
+    One public and one private subnet per listed zone. ``availability_zones`` are names, not
+    looked up, so synthesis needs no AWS account; the first GPU zone of a deployment must be one
+    of them. An S3 gateway endpoint keeps dataset and checkpoint traffic off the NAT gateways.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        availability_zones: Sequence[str],
+        cidr: str = "10.0.0.0/16",
+        nat_gateways_per_az: bool = True,
+        flow_log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="GpuClusterVpc")
+        zones = list(availability_zones)
+        if not 1 <= len(zones) <= MAX_ZONES:
+            problems.add("availability_zones", zones, f"must list 1 to {MAX_ZONES} zones")
+        try:
+            network = ipaddress.IPv4Network(cidr, strict=True)
+            if not 16 <= network.prefixlen <= 24:
+                problems.add("cidr", cidr, "must have a prefix between /16 and /24")
+        except ValueError:
+            problems.add("cidr", cidr, "must be an IPv4 network such as '10.0.0.0/16'")
+        problems.raise_if_any()
+
+        private_mask, public_mask = subnet_prefixes(cidr)
+        self.private_subnet_prefix = private_mask
+        self.vpc = ec2.Vpc(
+            self,
+            "Resource",
+            ip_addresses=ec2.IpAddresses.cidr(cidr),
+            availability_zones=zones,
+            nat_gateways=len(zones) if nat_gateways_per_az else 1,
+            restrict_default_security_group=True,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=public_mask
+                ),
+                ec2.SubnetConfiguration(
+                    name="Private",
+                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
+                    cidr_mask=private_mask,
+                ),
+            ],
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
+            },
+        )
+        self._drop_obsolete_provider_dependency()
+        flow_log_group = logs.LogGroup(
+            self,
+            "FlowLogs",
+            retention=flow_log_retention,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+
+    def _drop_obsolete_provider_dependency(self) -> None:
+        """The default-security-group custom resource provider's function both references its
+        role (GetAtt) and DependsOn it; the explicit dependency is redundant (cfn-lint W3005)."""
+        provider = Stack.of(self).node.try_find_child(
+            "Custom::VpcRestrictDefaultSGCustomResourceProvider"
+        )
+        handler = provider.node.try_find_child("Handler") if provider else None
+        if isinstance(handler, CfnResource):
+            handler.add_deletion_override("DependsOn")
+
+    def private_subnet(self, availability_zone: str) -> ec2.ISubnet:
+        """The private subnet in ``availability_zone`` (where GPU nodes and FSx go)."""
+        for subnet in self.vpc.private_subnets:
+            if not Token.is_unresolved(subnet.availability_zone) and (
+                subnet.availability_zone == availability_zone
+            ):
+                return subnet
+        zones = [s.availability_zone for s in self.vpc.private_subnets]
+        problems = Problems(context="GpuClusterVpc")
+        problems.add("availability_zone", availability_zone, f"must be one of {zones}")
+        problems.raise_if_any()
+        raise AssertionError("unreachable")
