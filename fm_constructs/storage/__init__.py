@@ -1,0 +1,31 @@
+"""Storage building blocks: the S3 data bucket (durable tier) and FSx for Lustre linked to it
+through data repository associations (fast shared tier)."""
+
+from fm_constructs.planning.fsx_sizing import (
+    FsxSizingRequest,
+    FsxSizingResult,
+    LustreDeploymentType,
+)
+from fm_constructs.storage.associations import (
+    ALL_EVENTS,
+    DataRepositoryAssociation,
+    S3Event,
+    default_associations,
+)
+from fm_constructs.storage.data_bucket import DataBucket, IDataBucket
+from fm_constructs.storage.lustre import LustreConnections, LustreFileSystem, LustreLogLevel
+
+__all__ = [
+    "ALL_EVENTS",
+    "DataBucket",
+    "DataRepositoryAssociation",
+    "FsxSizingRequest",
+    "FsxSizingResult",
+    "IDataBucket",
+    "LustreConnections",
+    "LustreDeploymentType",
+    "LustreFileSystem",
+    "LustreLogLevel",
+    "S3Event",
+    "default_associations",
+]

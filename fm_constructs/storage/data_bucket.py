@@ -1,0 +1,336 @@
+"""The durable tier: an S3 bucket for datasets, checkpoints and model artifacts.
+
+Encrypted with a customer-managed KMS key (S3 Bucket Key on, so KMS request costs stay flat
+when millions of shards and checkpoint files are read), versioned so an overwritten or deleted
+checkpoint can be recovered, TLS-only, never public, with server access logs. Noncurrent
+checkpoint versions expire so versioning does not silently double the bill of every run that
+overwrites its checkpoints.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct, IConstruct
+
+from fm_constructs.errors import Problems
+from fm_constructs.policy import acknowledge
+
+#: Path prefix of the service-linked roles FSx for Lustre creates per file system
+#: (AWSServiceRoleForFSxS3Access_fs-...) to read and write linked S3 buckets.
+FSX_S3_ACCESS_ROLE_PATH = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
+FSX_S3_ACCESS_ROLE_PREFIX = "AWSServiceRoleForFSxS3Access_"
+
+#: Key prefix of the data bucket's server access logs in the log bucket.
+ACCESS_LOG_PREFIX = "data-bucket/"
+
+#: Incomplete multipart uploads (interrupted checkpoint or dataset uploads) are aborted after:
+ABORT_INCOMPLETE_MULTIPART_UPLOAD_DAYS = 7
+
+
+@runtime_checkable
+class IDataBucket(Protocol):
+    """What storage consumers need from a data bucket, created here or imported."""
+
+    @property
+    def bucket(self) -> s3.IBucket: ...
+
+    @property
+    def key(self) -> kms.IKey | None: ...
+
+    @property
+    def bucket_name(self) -> str: ...
+
+    @property
+    def bucket_arn(self) -> str: ...
+
+    @property
+    def key_allows_fsx_data_repositories(self) -> bool:
+        """True when FSx for Lustre data repository associations can use the bucket's key
+        (no customer-managed key, or its policy carries the FSx statement)."""
+        ...
+
+    def grant_read(self, grantee: iam.IGrantable, objects_key_pattern: str = "*") -> iam.Grant:
+        """Let ``grantee`` list the bucket and read (and decrypt) objects."""
+        ...
+
+    def grant_read_write(
+        self, grantee: iam.IGrantable, objects_key_pattern: str = "*"
+    ) -> iam.Grant:
+        """Let ``grantee`` read, write and delete objects (and use the key for both)."""
+        ...
+
+
+class _DataBucketBase(Construct):
+    """Grants shared by created and imported data buckets (both go through the L2 bucket, which
+    also grants the matching KMS permissions when the bucket has a key)."""
+
+    bucket: s3.IBucket
+    key: kms.IKey | None
+    key_allows_fsx_data_repositories: bool
+
+    @property
+    def bucket_name(self) -> str:
+        return self.bucket.bucket_name
+
+    @property
+    def bucket_arn(self) -> str:
+        return self.bucket.bucket_arn
+
+    def grant_read(self, grantee: iam.IGrantable, objects_key_pattern: str = "*") -> iam.Grant:
+        """Let ``grantee`` list the bucket and read (and decrypt) matching objects."""
+        return self.bucket.grant_read(grantee, objects_key_pattern)
+
+    def grant_read_write(
+        self, grantee: iam.IGrantable, objects_key_pattern: str = "*"
+    ) -> iam.Grant:
+        """Let ``grantee`` read, write and delete matching objects, using the key both ways."""
+        return self.bucket.grant_read_write(grantee, objects_key_pattern)
+
+
+class DataBucket(_DataBucketBase):
+    """S3 bucket for datasets (``datasets/``), checkpoints (``checkpoints/``) and artifacts.
+
+    Children (construct ids are a contract: they fix the logical ids):
+      * ``Resource``: the bucket; ``Key``: its KMS key when created here;
+        ``AccessLogs``: the server-access-log bucket when none is given.
+
+    When the key is created here its policy also lets FSx for Lustre data repository
+    associations (through S3, for this bucket only) encrypt and decrypt objects, as the FSx
+    guide documents for SSE-KMS buckets. With ``encryption_key=`` given, add that statement to
+    your key's policy yourself (:meth:`fsx_data_repository_key_statement` renders it);
+    ``key_allows_fsx_data_repositories`` is then False and the Lustre construct warns.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        encryption_key: kms.IKey | None = None,
+        access_logs_bucket: s3.IBucket | None = None,
+        noncurrent_version_expiration_days: int = 30,
+        checkpoint_prefix: str = "checkpoints/",
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="DataBucket")
+        if not Token.is_unresolved(noncurrent_version_expiration_days) and (
+            isinstance(noncurrent_version_expiration_days, bool)
+            or not isinstance(noncurrent_version_expiration_days, int)
+            or noncurrent_version_expiration_days < 1
+        ):
+            problems.add(
+                "noncurrent_version_expiration_days",
+                noncurrent_version_expiration_days,
+                "must be a whole number of days >= 1 (S3 lifecycle rules need a positive "
+                "NoncurrentDays)",
+            )
+        if not Token.is_unresolved(checkpoint_prefix) and (
+            not checkpoint_prefix or checkpoint_prefix.startswith("/")
+        ):
+            problems.add(
+                "checkpoint_prefix",
+                checkpoint_prefix,
+                "must be a non-empty S3 key prefix without a leading '/', e.g. 'checkpoints/'",
+            )
+        problems.raise_if_any()
+
+        self.checkpoint_prefix = checkpoint_prefix
+        self.key_created = encryption_key is None
+        if encryption_key is None:
+            created_key = kms.Key(
+                self,
+                "Key",
+                description=f"Data bucket {self.node.path}: datasets, checkpoints, artifacts",
+                enable_key_rotation=True,
+                removal_policy=removal_policy,
+            )
+            self.key = created_key
+        else:
+            self.key = encryption_key
+
+        if access_logs_bucket is None:
+            log_bucket = s3.Bucket(
+                self,
+                "AccessLogs",
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                enforce_ssl=True,
+                removal_policy=removal_policy,
+            )
+            acknowledge(
+                log_bucket,
+                "AwsSolutions-S1",
+                "This is the server-access-log destination of the data bucket; a log bucket "
+                "logging to itself would log its own log deliveries without end.",
+            )
+            self.access_logs_bucket: s3.IBucket = log_bucket
+        else:
+            self.access_logs_bucket = access_logs_bucket
+
+        self.bucket = s3.Bucket(
+            self,
+            "Resource",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            versioned=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="AbortIncompleteMultipartUploads",
+                    abort_incomplete_multipart_upload_after=Duration.days(
+                        ABORT_INCOMPLETE_MULTIPART_UPLOAD_DAYS
+                    ),
+                ),
+                s3.LifecycleRule(
+                    id="ExpireNoncurrentCheckpoints",
+                    prefix=checkpoint_prefix,
+                    noncurrent_version_expiration=Duration.days(noncurrent_version_expiration_days),
+                    expired_object_delete_marker=True,
+                ),
+            ],
+            removal_policy=removal_policy,
+        )
+        self.resource: s3.Bucket = self.bucket
+        self._configure_access_logging(ACCESS_LOG_PREFIX)
+
+        self.key_allows_fsx_data_repositories = False
+        if encryption_key is None:
+            result = self.key.add_to_resource_policy(self.fsx_data_repository_key_statement(self))
+            self.key_allows_fsx_data_repositories = bool(result.statement_added)
+
+    def _configure_access_logging(self, prefix: str) -> None:
+        """Send server access logs to the log bucket, allowed by a bucket policy.
+
+        Set on the L1 and granted explicitly (the statement the S3 guide documents for the
+        logging service principal) instead of the L2's ``server_access_logs_bucket``, whose
+        behaviour depends on an app-level feature flag: without the flag it switches the log
+        bucket to ACLs, which fails against BucketOwnerEnforced ownership.
+        """
+        cfn_bucket = self.resource.node.default_child
+        assert isinstance(cfn_bucket, s3.CfnBucket)
+        cfn_bucket.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
+            destination_bucket_name=self.access_logs_bucket.bucket_name,
+            log_file_prefix=prefix,
+        )
+        stack = Stack.of(self)
+        self.access_logs_bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowDataBucketServerAccessLogs",
+                principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
+                actions=["s3:PutObject"],
+                resources=[self.access_logs_bucket.arn_for_objects(f"{prefix}*")],
+                conditions={
+                    "ArnLike": {"aws:SourceArn": self.resource.bucket_arn},
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                },
+            )
+        )
+
+    @staticmethod
+    def fsx_data_repository_key_statement(
+        scope: IConstruct, bucket_arn: str | None = None
+    ) -> iam.PolicyStatement:
+        """The key-policy statement that lets FSx for Lustre link an SSE-KMS bucket.
+
+        FSx reads and writes a linked bucket with a per-file-system service-linked role
+        (``AWSServiceRoleForFSxS3Access_fs-...``) that carries no KMS permissions, so the key
+        policy must allow it. The role only exists once an association is created, and a key
+        policy cannot name a principal that does not exist yet, so the statement allows any
+        principal whose ARN matches that role path, only in this account and only through S3
+        in this Region. With ``bucket_arn`` it is also limited to that bucket's encryption
+        context (the bucket ARN with S3 Bucket Keys, the object ARN without); the data bucket's
+        own key omits it, because the bucket already references the key and a reference back
+        would be a dependency cycle, and that key encrypts nothing but this bucket.
+        """
+        stack = Stack.of(scope)
+        s3_arns = (
+            [bucket_arn, f"{bucket_arn}/*"] if bucket_arn else [f"arn:{stack.partition}:s3:::*"]
+        )
+        return iam.PolicyStatement(
+            sid="AllowFsxLustreDataRepositoriesThroughS3",
+            principals=[iam.AnyPrincipal()],
+            actions=[
+                "kms:Encrypt",
+                "kms:Decrypt",
+                "kms:ReEncrypt*",
+                "kms:GenerateDataKey*",
+                "kms:DescribeKey",
+            ],
+            resources=["*"],
+            conditions={
+                "StringEquals": {
+                    "kms:CallerAccount": stack.account,
+                    "kms:ViaService": f"s3.{stack.region}.{stack.url_suffix}",
+                },
+                "ArnLike": {
+                    "aws:PrincipalArn": (
+                        f"arn:{stack.partition}:iam::{stack.account}:"
+                        f"{FSX_S3_ACCESS_ROLE_PATH}{FSX_S3_ACCESS_ROLE_PREFIX}*"
+                    )
+                },
+                "StringLike": {"kms:EncryptionContext:aws:s3:arn": s3_arns},
+            },
+        )
+
+    @classmethod
+    def from_data_bucket_attributes(
+        cls,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket_name: str,
+        key_arn: str | None = None,
+    ) -> IDataBucket:
+        """Use a bucket that already exists; ``key_arn`` is its SSE-KMS key, if any.
+
+        The imported key's policy cannot be changed from here: add
+        :meth:`fsx_data_repository_key_statement` to it before linking the bucket to Lustre.
+        """
+        return _ImportedDataBucket(scope, construct_id, bucket_name=bucket_name, key_arn=key_arn)
+
+
+class _ImportedDataBucket(_DataBucketBase):
+    """A data bucket created outside this app (see DataBucket.from_data_bucket_attributes)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket_name: str,
+        key_arn: str | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="DataBucket.from_data_bucket_attributes")
+        if not Token.is_unresolved(bucket_name) and (
+            not bucket_name or "/" in bucket_name or bucket_name.startswith("s3:")
+        ):
+            problems.add(
+                "bucket_name", bucket_name, "must be a bucket name (no 's3://' and no '/')"
+            )
+        if (
+            key_arn is not None
+            and not Token.is_unresolved(key_arn)
+            and not (key_arn.startswith("arn:") and ":key/" in key_arn)
+        ):
+            problems.add(
+                "key_arn", key_arn, "must be a KMS key ARN 'arn:<partition>:kms:...:key/<id>'"
+            )
+        problems.raise_if_any()
+        self.key = kms.Key.from_key_arn(self, "Key", key_arn) if key_arn else None
+        self.bucket = s3.Bucket.from_bucket_attributes(
+            self, "Resource", bucket_name=bucket_name, encryption_key=self.key
+        )
+        # Without a customer-managed key (SSE-S3) FSx needs nothing from a key policy.
+        self.key_allows_fsx_data_repositories = self.key is None

@@ -1,0 +1,406 @@
+"""The fast shared tier: FSx for Lustre linked to the data bucket.
+
+Datasets load lazily from S3 into ``/datasets``; checkpoints written to ``/checkpoints`` export
+to S3 automatically. Built on the ``AWS::FSx::FileSystem`` L1 rather than aws-cdk-lib's
+``LustreFileSystem`` L2: the L2 has no metadata configuration, EFA, Lustre logging or data
+repository associations (they would be untyped overrides), it raises its own unnamed errors for
+rules validated here with named fields, and its security group does not know EFA's rules. The
+L1 takes every property typed, and the security group and ``connections`` are built here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+import jsii
+from aws_cdk import Annotations, ArnFormat, Names, RemovalPolicy, Stack, Token, Tokenization
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from fm_constructs.errors import Problems
+from fm_constructs.planning.fsx_sizing import (
+    DEFAULT_PER_UNIT_THROUGHPUT,
+    DEFAULT_STORAGE_CAPACITY_GIB,
+    FsxSizingRequest,
+    FsxSizingResult,
+    LustreDeploymentType,
+    check_lustre_settings,
+    size_fsx_lustre,
+)
+from fm_constructs.storage.associations import (
+    DataRepositoryAssociation,
+    check_associations,
+    create_associations,
+    default_associations,
+    warn,
+)
+from fm_constructs.storage.data_bucket import IDataBucket
+from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS, static_volume_manifests
+
+#: Lustre LNet port and the range the Lustre servers also listen on.
+LUSTRE_PORTS: tuple[ec2.Port, ...] = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
+LUSTRE_VERSION = "2.15"
+#: FSx only writes Lustre logs to log groups whose name starts with this prefix.
+FSX_LOG_GROUP_PREFIX = "/aws/fsx/"
+MAX_BACKUP_RETENTION_DAYS = 90
+DEFAULT_BACKUP_RETENTION_DAYS = 7
+_DAILY_TIME = re.compile(r"^([01]\d|2[0-3]):?([0-5]\d)$")
+_WEEKLY_TIME = re.compile(r"^[1-7]:([01]\d|2[0-3]):?([0-5]\d)$")
+
+
+class LustreLogLevel(StrEnum):
+    """Which data-repository events FSx logs to CloudWatch Logs."""
+
+    WARN_ERROR = "WARN_ERROR"
+    WARN_ONLY = "WARN_ONLY"
+    ERROR_ONLY = "ERROR_ONLY"
+    DISABLED = "DISABLED"
+
+
+def _allow(
+    source: ec2.ISecurityGroup, target: ec2.ISecurityGroup, port: ec2.Port, description: str
+) -> None:
+    """Let ``source`` reach ``target`` on ``port``: ingress on the target, and egress on the
+    source only where its egress is restricted (an all-outbound group needs none, and CDK
+    warns when one is added)."""
+    target.add_ingress_rule(source, port, description)
+    if not source.allow_all_outbound:
+        source.add_egress_rule(target, port, description)
+
+
+class LustreConnections(ec2.Connections):
+    """``ec2.Connections`` whose default-port helpers open *every* port Lustre clients need.
+
+    A ``Connections`` has a single default port, but Lustre needs TCP 988 and 1018-1023 (and,
+    on an EFA-enabled file system, all traffic both ways). ``allow_default_port_from``,
+    ``allow_default_port_internally`` and ``allow_default_port_from_any_ipv4`` are overridden to
+    open all of them. The reverse call from the client side,
+    ``nodes.connections.allow_default_port_to(fs)``, goes through the client's own Connections
+    and opens only 988: call ``fs.connections.allow_default_port_from(nodes)`` (or
+    ``fs.allow_clients(nodes)``) instead.
+    """
+
+    def __init__(self, *, security_groups: Sequence[ec2.ISecurityGroup], efa_enabled: bool) -> None:
+        super().__init__(security_groups=list(security_groups), default_port=LUSTRE_PORTS[0])
+        self._efa_enabled = efa_enabled
+
+    def allow_default_port_from(
+        self, other: ec2.IConnectable, description: str | None = None
+    ) -> None:
+        for port in LUSTRE_PORTS:
+            self.allow_from(other, port, description or "Lustre clients")
+        if self._efa_enabled:
+            self.allow_from(other, ec2.Port.all_traffic(), description or "EFA from clients")
+            for client in other.connections.security_groups:
+                for server in self.security_groups:
+                    _allow(server, client, ec2.Port.all_traffic(), description or "EFA to clients")
+
+    def allow_default_port_internally(self, description: str | None = None) -> None:
+        ports = [*LUSTRE_PORTS, ec2.Port.all_traffic()] if self._efa_enabled else LUSTRE_PORTS
+        for group in self.security_groups:
+            for port in ports:
+                _allow(group, group, port, description or "Lustre servers")
+
+    def allow_default_port_from_any_ipv4(self, description: str | None = None) -> None:
+        for port in LUSTRE_PORTS:
+            self.allow_from_any_ipv4(port, description or "Lustre clients (any IPv4)")
+
+
+@jsii.implements(ec2.IConnectable)
+class LustreFileSystem(Construct):
+    """FSx for Lustre (PERSISTENT_2 SSD by default) in one subnet, linked to the data bucket.
+
+    Sizing: give ``storage_capacity_gib``/``throughput_mb_s_per_tib``, or ``sizing`` (the
+    cheapest PERSISTENT_2 configuration meeting a checkpoint write-time target, see
+    :func:`fm_constructs.planning.fsx_sizing.size_fsx_lustre`), not both; with neither, 1200 GiB
+    at the deployment type's default tier (250 MB/s/TiB on PERSISTENT_2).
+
+    Defaults: Lustre 2.15, LZ4 compression, metadata configuration AUTOMATIC (``metadata_iops``
+    switches to USER_PROVISIONED), a created KMS key with rotation, 7 days of daily backups,
+    Lustre logging (WARN_ERROR) to a created ``/aws/fsx/...`` log group, associations
+    ``/datasets`` <- ``s3://<bucket>/datasets/`` and ``/checkpoints`` <-> ``s3://<bucket>/
+    checkpoints/``, and Retain on the file system, key and log group.
+
+    Children (construct ids are a contract): ``Resource`` (the file system), ``Key``,
+    ``SecurityGroup``, ``Logs``, ``Associations/<path>`` (``/a/b`` -> ``a::b``).
+
+    Clients: ``fs.connections.allow_default_port_from(nodes)`` opens TCP 988 and 1018-1023 (all
+    traffic both ways with EFA) between the nodes' and the file system's security groups.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        data_bucket: IDataBucket,
+        associations: Sequence[DataRepositoryAssociation] | None = None,
+        storage_capacity_gib: int | None = None,
+        throughput_mb_s_per_tib: int | None = None,
+        sizing: FsxSizingRequest | None = None,
+        deployment_type: LustreDeploymentType = LustreDeploymentType.PERSISTENT_2,
+        metadata_iops: int | None = None,
+        efa_enabled: bool = False,
+        kms_key: kms.IKey | None = None,
+        automatic_backup_retention_days: int | None = None,
+        daily_backup_start_time_utc: str = "03:00",
+        weekly_maintenance_start_time_utc: str = "7:05:00",
+        log_level: LustreLogLevel = LustreLogLevel.WARN_ERROR,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        security_group: ec2.ISecurityGroup | None = None,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="LustreFileSystem")
+        deployment_type = LustreDeploymentType(deployment_type)
+        persistent = deployment_type is not LustreDeploymentType.SCRATCH_2
+        chosen = list(default_associations() if associations is None else associations)
+
+        self.sizing_result: FsxSizingResult | None = None
+        if sizing is not None:
+            if storage_capacity_gib is not None or throughput_mb_s_per_tib is not None:
+                problems.add_message(
+                    "sizing: give either sizing or storage_capacity_gib/throughput_mb_s_per_tib, "
+                    f"not both; got sizing and storage_capacity_gib={storage_capacity_gib!r}, "
+                    f"throughput_mb_s_per_tib={throughput_mb_s_per_tib!r}"
+                )
+            if deployment_type is not LustreDeploymentType.PERSISTENT_2:
+                problems.add(
+                    "deployment_type",
+                    deployment_type.value,
+                    "must be PERSISTENT_2 when sizing is given (sizing prices PERSISTENT_2)",
+                )
+            if efa_enabled and not sizing.efa_enabled:
+                sizing = dataclasses.replace(sizing, efa_enabled=True)
+            problems.extend(f"sizing.{p}" for p in sizing.problems())
+            if not problems:
+                self.sizing_result = size_fsx_lustre(sizing)
+                storage_capacity_gib = self.sizing_result.storage_capacity_gib
+                throughput_mb_s_per_tib = self.sizing_result.throughput_mb_s_per_tib
+        if storage_capacity_gib is None:
+            storage_capacity_gib = DEFAULT_STORAGE_CAPACITY_GIB
+        if throughput_mb_s_per_tib is None:
+            throughput_mb_s_per_tib = DEFAULT_PER_UNIT_THROUGHPUT[deployment_type]
+
+        check_lustre_settings(
+            problems,
+            deployment_type=deployment_type,
+            storage_capacity_gib=_literal(storage_capacity_gib),
+            throughput_mb_s_per_tib=_literal(throughput_mb_s_per_tib),
+            metadata_iops=_literal(metadata_iops),
+            efa_enabled=efa_enabled,
+        )
+        if not persistent and kms_key is not None:
+            problems.add(
+                "kms_key",
+                str(kms_key),
+                "SCRATCH_2 file systems are encrypted with FSx-managed keys; remove kms_key or "
+                "use a PERSISTENT deployment type",
+            )
+        if automatic_backup_retention_days is None:
+            automatic_backup_retention_days = DEFAULT_BACKUP_RETENTION_DAYS if persistent else 0
+        elif not Token.is_unresolved(automatic_backup_retention_days):
+            if (
+                isinstance(automatic_backup_retention_days, bool)
+                or not isinstance(automatic_backup_retention_days, int)
+                or not 0 <= automatic_backup_retention_days <= MAX_BACKUP_RETENTION_DAYS
+            ):
+                problems.add(
+                    "automatic_backup_retention_days",
+                    automatic_backup_retention_days,
+                    f"must be a whole number of days from 0 (no backups) to "
+                    f"{MAX_BACKUP_RETENTION_DAYS}",
+                )
+            elif not persistent and automatic_backup_retention_days > 0:
+                problems.add(
+                    "automatic_backup_retention_days",
+                    automatic_backup_retention_days,
+                    "SCRATCH_2 file systems have no automatic backups; set 0 or leave it unset",
+                )
+        if not Token.is_unresolved(daily_backup_start_time_utc) and not _DAILY_TIME.match(
+            daily_backup_start_time_utc
+        ):
+            problems.add(
+                "daily_backup_start_time_utc",
+                daily_backup_start_time_utc,
+                "must be 'HH:MM' in UTC (00:00 to 23:59)",
+            )
+        if not Token.is_unresolved(weekly_maintenance_start_time_utc) and not _WEEKLY_TIME.match(
+            weekly_maintenance_start_time_utc
+        ):
+            problems.add(
+                "weekly_maintenance_start_time_utc",
+                weekly_maintenance_start_time_utc,
+                "must be 'd:HH:MM' in UTC, d from 1 (Monday) to 7 (Sunday), e.g. '7:05:00'",
+            )
+        warnings = check_associations(problems, chosen, bucket_name=data_bucket.bucket_name)
+        problems.raise_if_any()
+        warn(self, warnings)
+        if chosen and not data_bucket.key_allows_fsx_data_repositories:
+            Annotations.of(self).add_warning_v2(
+                "fm:fsx-data-bucket-key-policy",
+                "The data bucket's KMS key was not created by DataBucket, so its policy may not "
+                "let FSx read and write the bucket; add "
+                "DataBucket.fsx_data_repository_key_statement(...) to the key policy, or the "
+                "associations will fail to import and export.",
+            )
+
+        self.deployment_type = deployment_type
+        self.storage_capacity_gib: int = storage_capacity_gib
+        self.throughput_mb_s_per_tib: int | None = throughput_mb_s_per_tib
+        self.efa_enabled = efa_enabled
+        self.metadata_iops = metadata_iops
+
+        # Security group: Lustre servers talk to each other and to clients on 988, 1018-1023.
+        # Outbound stays open (FSx servers call back to clients and reach S3 for associations).
+        self.security_group: ec2.ISecurityGroup = security_group or ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=vpc,
+            description=f"FSx for Lustre {self.node.path}: TCP 988 and 1018-1023"
+            + (", all traffic for EFA" if efa_enabled else ""),
+            allow_all_outbound=True,
+        )
+        self.connections = LustreConnections(
+            security_groups=[self.security_group], efa_enabled=efa_enabled
+        )
+        ids_before = {c.node.id for c in self.security_group.node.children}
+        self.connections.allow_default_port_internally()
+        self_rules = [c for c in self.security_group.node.children if c.node.id not in ids_before]
+
+        self.kms_key: kms.IKey | None = None
+        if persistent:
+            self.kms_key = kms_key or kms.Key(
+                self,
+                "Key",
+                description=f"FSx for Lustre {self.node.path}",
+                enable_key_rotation=True,
+                removal_policy=removal_policy,
+            )
+
+        self.log_group: logs.LogGroup | None = None
+        log_configuration = None
+        if log_level is LustreLogLevel.DISABLED:
+            log_configuration = fsx.CfnFileSystem.LogConfigurationProperty(level=log_level.value)
+        else:
+            log_group_name = f"{FSX_LOG_GROUP_PREFIX}lustre/{Names.unique_id(self)}"
+            self.log_group = logs.LogGroup(
+                self,
+                "Logs",
+                log_group_name=log_group_name,
+                retention=log_retention,
+                removal_policy=removal_policy,
+            )
+            # FSx wants the plain log-group ARN (the L2's ARN ends in ':*').
+            destination = Stack.of(self).format_arn(
+                service="logs",
+                resource="log-group",
+                resource_name=log_group_name,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            log_configuration = fsx.CfnFileSystem.LogConfigurationProperty(
+                level=log_level.value, destination=destination
+            )
+
+        backups_on = persistent and automatic_backup_retention_days != 0
+        lustre_configuration = fsx.CfnFileSystem.LustreConfigurationProperty(
+            deployment_type=deployment_type.value,
+            per_unit_storage_throughput=throughput_mb_s_per_tib,
+            data_compression_type="LZ4",
+            automatic_backup_retention_days=automatic_backup_retention_days if persistent else None,
+            daily_automatic_backup_start_time=daily_backup_start_time_utc if backups_on else None,
+            weekly_maintenance_start_time=weekly_maintenance_start_time_utc,
+            metadata_configuration=(
+                fsx.CfnFileSystem.MetadataConfigurationProperty(mode="AUTOMATIC")
+                if metadata_iops is None
+                else fsx.CfnFileSystem.MetadataConfigurationProperty(
+                    mode="USER_PROVISIONED", iops=metadata_iops
+                )
+            )
+            if deployment_type is LustreDeploymentType.PERSISTENT_2
+            else None,
+            efa_enabled=True if efa_enabled else None,
+            log_configuration=log_configuration,
+        )
+        self.file_system = fsx.CfnFileSystem(
+            self,
+            "Resource",
+            file_system_type="LUSTRE",
+            file_system_type_version=LUSTRE_VERSION,
+            storage_type="SSD",
+            storage_capacity=storage_capacity_gib,
+            subnet_ids=[subnet.subnet_id],
+            security_group_ids=[self.security_group.security_group_id],
+            kms_key_id=self.kms_key.key_arn if self.kms_key else None,
+            lustre_configuration=lustre_configuration,
+        )
+        self.file_system.apply_removal_policy(removal_policy)
+        if self.log_group is not None:
+            self.file_system.node.add_dependency(self.log_group)
+        # FSx checks that the group lets its servers reach each other when it creates the
+        # file system, so the self rules must exist first. Client rules are left out on
+        # purpose: they may live in another stack, and waiting for them would chain stacks.
+        for rule in self_rules:
+            self.file_system.node.add_dependency(rule)
+
+        self.file_system_id: str = self.file_system.ref
+        self.dns_name: str = self.file_system.attr_dns_name
+        self.mount_name: str = self.file_system.attr_lustre_mount_name
+        self.associations: Mapping[str, fsx.CfnDataRepositoryAssociation] = create_associations(
+            Construct(self, "Associations"),
+            chosen,
+            file_system_id=self.file_system_id,
+            bucket_name=data_bucket.bucket_name,
+        )
+
+    def allow_clients(self, peer: ec2.IConnectable, description: str | None = None) -> None:
+        """Open everything Lustre clients in ``peer`` need (same as allow_default_port_from)."""
+        self.connections.allow_default_port_from(peer, description)
+
+    def mount_command(self, mount_point: str = "/fsx") -> str:
+        """``mount -t lustre`` for this file system (run as root; ``mkdir -p`` the mount point
+        first). A string with tokens, usable in a CfnOutput or EC2 user data."""
+        if not Token.is_unresolved(mount_point) and not mount_point.startswith("/"):
+            problems = Problems(context="LustreFileSystem.mount_command")
+            problems.add("mount_point", mount_point, "must be an absolute path such as '/fsx'")
+            problems.raise_if_any()
+        return (
+            f"mount -t lustre -o relatime,flock {self.dns_name}@tcp:/{self.mount_name} "
+            f"{mount_point}"
+        )
+
+    def kubernetes_static_volume(
+        self,
+        name: str = "fsx-lustre",
+        namespace: str = "default",
+        storage_class_name: str = "",
+        mount_options: Sequence[str] = DEFAULT_MOUNT_OPTIONS,
+    ) -> list[dict[str, Any]]:
+        """PersistentVolume + PersistentVolumeClaim for the FSx CSI driver (static binding),
+        for an EKS cluster's ``add_manifest``. Needs the ``aws-fsx-csi-driver`` add-on."""
+        return static_volume_manifests(
+            name=name,
+            namespace=namespace,
+            file_system_id=self.file_system_id,
+            dns_name=self.dns_name,
+            mount_name=self.mount_name,
+            storage_capacity_gib=Tokenization.stringify_number(self.storage_capacity_gib),
+            storage_class_name=storage_class_name,
+            mount_options=mount_options,
+        )
+
+
+def _literal(value: int | None) -> int | None:
+    """``value`` unless it is a CDK token (tokens are not validated)."""
+    if value is None or Token.is_unresolved(value):
+        return None
+    return value
