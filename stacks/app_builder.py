@@ -7,7 +7,10 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 
 from fm_constructs.config import Profile
+from fm_constructs.config.rules import check_ip_budget_of
+from fm_constructs.errors import FmValidationError
 from stacks.platform_stack import PlatformStack
+from stacks.workload_stack import WorkloadStack
 
 
 @dataclass(frozen=True)
@@ -15,10 +18,11 @@ class DeploymentStacks:
     """The stacks built for a profile, for tests and for callers that extend the app."""
 
     platform: PlatformStack
+    workloads: dict[str, WorkloadStack]
 
     @property
     def all(self) -> tuple[cdk.Stack, ...]:
-        return (self.platform,)
+        return (self.platform, *self.workloads.values())
 
 
 def environment(profile: Profile) -> cdk.Environment:
@@ -27,9 +31,30 @@ def environment(profile: Profile) -> cdk.Environment:
 
 
 def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
-    """Add every stack of ``profile`` to ``app`` (no synthesis here)."""
+    """Add every stack of ``profile`` to ``app`` (no synthesis here).
+
+    Workload stacks depend on the platform stack only, never on each other, so
+    ``cdk deploy --all --concurrency 4`` creates them side by side.
+    """
+    ip_problems = check_ip_budget_of(profile)
+    if ip_problems:
+        raise FmValidationError(ip_problems, context=f"profile {profile.source}")
     name = profile.platform.name
     env = environment(profile)
     platform = PlatformStack(app, f"{name}-platform", platform=profile.platform, env=env)
+    subnet = platform.network.private_subnet(profile.platform.availability_zone)
+    workloads = {
+        workload.name: WorkloadStack(
+            app,
+            f"{name}-{workload.name.replace('_', '-')}",
+            workload=workload,
+            platform=profile.platform,
+            vpc=platform.vpc,
+            subnet=subnet,
+            data_bucket=platform.data,
+            env=env,
+        )
+        for workload in profile.enabled_workloads
+    }
     cdk.Tags.of(app).add("fm-constructs:deployment", name)
-    return DeploymentStacks(platform=platform)
+    return DeploymentStacks(platform=platform, workloads=workloads)

@@ -9,6 +9,7 @@ from constructs import Construct
 
 from fm_constructs.config import NatGateways, PlatformConfig
 from fm_constructs.network.gpu_vpc import GpuClusterVpc
+from fm_constructs.storage import DataBucket
 
 
 class PlatformStack(Stack):
@@ -32,4 +33,11 @@ class PlatformStack(Stack):
             nat_gateways_per_az=platform.nat_gateways is NatGateways.PER_AZ,
         )
         self.vpc = self.network.vpc
+        self.data = DataBucket(self, "Data")
         CfnOutput(self, "VpcId", value=self.vpc.vpc_id, description="VPC of the GPU clusters")
+        CfnOutput(
+            self,
+            "DataBucketName",
+            value=self.data.bucket_name,
+            description="Datasets under datasets/, checkpoints under checkpoints/",
+        )

@@ -4,7 +4,6 @@ from fm_constructs.config.loader import load_profile, parse_profile
 from fm_constructs.config.model import (
     CapacityConfig,
     CapacityKind,
-    EfaLayoutName,
     NatGateways,
     Orchestrator,
     PlatformConfig,
@@ -16,7 +15,6 @@ from fm_constructs.config.model import (
 __all__ = [
     "CapacityConfig",
     "CapacityKind",
-    "EfaLayoutName",
     "NatGateways",
     "Orchestrator",
     "PlatformConfig",

@@ -12,7 +12,6 @@ from typing import Any
 from fm_constructs.config.model import (
     CapacityConfig,
     CapacityKind,
-    EfaLayoutName,
     NatGateways,
     Orchestrator,
     PlatformConfig,
@@ -23,6 +22,7 @@ from fm_constructs.config.model import (
 from fm_constructs.config.reader import TableReader
 from fm_constructs.config.rules import check_profile
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning.efa_layout import EfaLayout
 
 WORKLOAD_KEYS = ("pretraining", "post_training", "inference")
 
@@ -147,7 +147,7 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
         )
         or 1,
         capacity=_capacity(t.table("capacity", _keys(CapacityConfig))),
-        efa_layout=t.choice("efa_layout", EfaLayoutName, _default(WorkloadConfig, "efa_layout")),
+        efa_layout=t.choice("efa_layout", EfaLayout, _default(WorkloadConfig, "efa_layout")),
         root_volume_size_gib=t.integer(
             "root_volume_size_gib",
             _default(WorkloadConfig, "root_volume_size_gib"),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from fm_constructs.planning.efa_layout import EfaLayout
+
 
 class Orchestrator(StrEnum):
     """Who schedules work on the accelerated nodes."""
@@ -32,14 +34,6 @@ class NatGateways(StrEnum):
 
     PER_AZ = "per-az"
     SINGLE = "single"
-
-
-class EfaLayoutName(StrEnum):
-    """Launch-template interface layout: ``efa-only`` saves VPC addresses (current AWS
-    guidance); ``legacy`` puts an IP-carrying ``efa`` interface on every card."""
-
-    EFA_ONLY = "efa-only"
-    LEGACY = "legacy"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,8 +161,8 @@ class WorkloadConfig:
     capacity: CapacityConfig = field(
         default_factory=CapacityConfig, metadata={"doc": "The [<workload>.capacity] table."}
     )
-    efa_layout: EfaLayoutName = field(
-        default=EfaLayoutName.EFA_ONLY,
+    efa_layout: EfaLayout = field(
+        default=EfaLayout.EFA_ONLY,
         metadata={
             "doc": "'efa-only' (current AWS guidance: one IP per node) or 'legacy' (an IP on every EFA interface)."
         },

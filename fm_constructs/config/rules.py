@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from fm_constructs.catalog import get_instance_type, require_efa
 from fm_constructs.config.model import (
     CapacityKind,
     Orchestrator,
@@ -11,8 +12,27 @@ from fm_constructs.config.model import (
     StorageConfig,
     WorkloadConfig,
 )
+from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning.capacity_ids import (
+    check_reservation_id,
+    check_resource_group_arn,
+    check_training_plan_arn,
+)
+from fm_constructs.planning.fsx_sizing import LustreDeploymentType, check_lustre_settings
+from fm_constructs.planning.ip_budget import check_ip_budget, ip_addresses_per_node
+from fm_constructs.planning.vpc_layout import subnet_prefixes
 
 HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
+#: Addresses reserved per Kubernetes node for pods: kubelet's default maximum of 110 pods, each
+#: with a VPC address from the VPC CNI. Slurm nodes run no pods.
+KUBERNETES_POD_IPS_PER_NODE = 110
+
+
+def pod_ips_per_node(workload: WorkloadConfig) -> int:
+    """VPC addresses a node of ``workload`` needs for pods on top of its interfaces."""
+    return (
+        0 if workload.orchestrator is Orchestrator.HYPERPOD_SLURM else KUBERNETES_POD_IPS_PER_NODE
+    )
 
 
 def check_profile(profile: Profile) -> list[str]:
@@ -23,6 +43,43 @@ def check_profile(profile: Profile) -> list[str]:
         problems += _check_workload(workload)
         problems += _check_storage(workload.name, workload.storage)
     return problems
+
+
+def check_ip_budget_of(profile: Profile) -> list[str]:
+    """Every enabled workload's nodes share the private subnet of the GPU zone: they must fit.
+
+    Takes a loaded (valid) profile. Kept apart from :func:`check_profile` so that a plan can
+    still be shown for a profile whose nodes do not fit; synthesis refuses it.
+    """
+    workloads = profile.enabled_workloads
+    if not workloads:
+        return []
+    private_prefix, _ = subnet_prefixes(profile.platform.vpc_cidr)
+    needs = {
+        w.name: w.instance_count
+        * ip_addresses_per_node(
+            get_instance_type(w.instance_type), w.efa_layout, pod_ips_per_node(w)
+        )
+        for w in workloads
+    }
+    first = workloads[0]
+    try:
+        check_ip_budget(
+            node_count=first.instance_count,
+            spec=get_instance_type(first.instance_type),
+            layout=first.efa_layout,
+            subnet_cidr=private_prefix,
+            pod_ips_per_node=pod_ips_per_node(first),
+            other_addresses=sum(n for name, n in needs.items() if name != first.name),
+        )
+    except FmValidationError as error:
+        others = ", ".join(f"{name} {n}" for name, n in needs.items())
+        return [
+            f"platform.vpc_cidr: the private subnet in {profile.platform.availability_zone} "
+            f"holds every workload's nodes (addresses needed: {others}). {p}"
+            for p in error.problems
+        ]
+    return []
 
 
 def _check_platform(profile: Profile) -> list[str]:
@@ -57,8 +114,25 @@ def _check_platform(profile: Profile) -> list[str]:
     return out
 
 
+def _check_instance_type(w: WorkloadConfig) -> list[str]:
+    """The type must be catalogued and EFA-capable; HyperPod must offer it for HyperPod."""
+    if not w.instance_type:
+        return []  # missing or malformed: already reported by the loader
+    field = f"{w.name}.instance_type"
+    try:
+        spec = require_efa(w.instance_type, field=field)
+    except FmValidationError as error:
+        return list(error.problems)
+    if w.orchestrator in HYPERPOD and spec.hyperpod_name is None:
+        return [
+            f"{field}: SageMaker HyperPod does not offer {w.instance_type!r}; choose a type "
+            f"HyperPod offers or orchestrator 'eks', got orchestrator {w.orchestrator.value!r}"
+        ]
+    return []
+
+
 def _check_workload(w: WorkloadConfig) -> list[str]:
-    out: list[str] = []
+    out: list[str] = _check_instance_type(w)
     cap = w.capacity
     prefix = f"{w.name}.capacity"
     if w.name == "inference" and w.orchestrator is not Orchestrator.EKS:
@@ -90,6 +164,14 @@ def _check_workload(w: WorkloadConfig) -> list[str]:
             f"{prefix}.kind: HyperPod reserves capacity through SageMaker training plans, not "
             f"EC2 reservations; use kind 'training-plan' or 'on-demand', got {cap.kind.value!r}"
         )
+    ids = Problems(field_prefix=f"{prefix}.")
+    if cap.reservation_id is not None:
+        check_reservation_id(ids, cap.reservation_id)
+    if cap.resource_group_arn is not None:
+        check_resource_group_arn(ids, cap.resource_group_arn)
+    if cap.training_plan_arn is not None:
+        check_training_plan_arn(ids, cap.training_plan_arn)
+    out.extend(ids)
     unused = {
         "reservation_id": cap.reservation_id
         if cap.kind not in (CapacityKind.ODCR, CapacityKind.CAPACITY_BLOCK)
@@ -143,6 +225,21 @@ def _check_storage(workload: str, s: StorageConfig) -> list[str]:
                     f"{prefix}.{key}: only applies to a sizing request (set checkpoint_size_gib "
                     f"or model_parameters_billion), got {value!r}"
                 )
+    if s.is_sized and s.checkpoint_write_seconds is None:
+        out.append(
+            f"{prefix}.checkpoint_write_seconds: a sizing request needs the target time to "
+            "write one checkpoint (e.g. 300), got None"
+        )
+    settings = Problems(field_prefix=f"{prefix}.")
+    check_lustre_settings(
+        settings,
+        deployment_type=LustreDeploymentType.PERSISTENT_2,
+        storage_capacity_gib=s.storage_capacity_gib,
+        throughput_mb_s_per_tib=s.throughput_mb_s_per_tib,
+        metadata_iops=s.metadata_iops,
+        efa_enabled=s.efa_enabled and not s.is_sized,
+    )
+    out.extend(settings)
     if s.bytes_per_parameter is not None and s.checkpoint_size_gib is not None:
         out.append(
             f"{prefix}.bytes_per_parameter: only applies with model_parameters_billion, got "

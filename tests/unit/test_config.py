@@ -21,6 +21,7 @@ from fm_constructs.config import (
     parse_profile,
 )
 from fm_constructs.config.reference import render_reference
+from fm_constructs.config.rules import check_ip_budget_of
 from fm_constructs.errors import FmValidationError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,7 @@ BASE: dict[str, Any] = {
 }
 
 
-PLAN_ARN = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/p"
+PLAN_ARN = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/llama-pretraining"
 
 
 def profile_with(**changes: Any) -> dict[str, Any]:
@@ -262,6 +263,7 @@ def test_storage_explicit_and_sizing_are_exclusive() -> None:
             **{
                 "pretraining.storage.storage_capacity_gib": 2400,
                 "pretraining.storage.model_parameters_billion": 70,
+                "pretraining.storage.checkpoint_write_seconds": 300,
             }
         )
     )
@@ -307,3 +309,85 @@ def test_every_profile_key_is_documented() -> None:
         for field in dataclasses.fields(cls):
             if field.name != "name" or cls is PlatformConfig:
                 assert f"| `{field.name}` |" in reference, field.name
+
+
+def test_instance_type_must_be_catalogued() -> None:
+    (problem,) = problems_of(profile_with(**{"pretraining.instance_type": "p9.96xlarge"}))
+    assert problem.startswith("pretraining.instance_type: must be an accelerated instance type")
+    assert "'p9.96xlarge'" in problem
+    assert "p5.48xlarge" in problem
+
+
+def test_instance_type_must_support_efa() -> None:
+    problems = "\n".join(problems_of(profile_with(**{"pretraining.instance_type": "m7i.48xlarge"})))
+    assert "pretraining.instance_type" in problems
+    assert "'m7i.48xlarge'" in problems
+
+
+def test_explicit_fsx_settings_follow_fsx_rules() -> None:
+    problems = problems_of(
+        profile_with(
+            **{
+                "pretraining.storage.storage_capacity_gib": 3000,
+                "pretraining.storage.throughput_mb_s_per_tib": 300,
+                "pretraining.storage.metadata_iops": 2000,
+            }
+        )
+    )
+    joined = "\n".join(problems)
+    assert "pretraining.storage.storage_capacity_gib:" in joined
+    assert "got 3000" in joined
+    assert "pretraining.storage.throughput_mb_s_per_tib: for PERSISTENT_2 must be one of" in joined
+    assert "pretraining.storage.metadata_iops:" in joined
+
+
+def test_sizing_request_needs_a_write_time_target() -> None:
+    (problem,) = problems_of(profile_with(**{"pretraining.storage.checkpoint_size_gib": 500}))
+    assert problem.startswith("pretraining.storage.checkpoint_write_seconds: a sizing request")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("reservation_id", "cr-123"),
+        ("resource_group_arn", "arn:aws:ec2:us-west-2:111122223333:group/x"),
+    ],
+)
+def test_capacity_identifiers_are_checked(key: str, value: str) -> None:
+    (problem,) = problems_of(
+        profile_with(**{"pretraining.capacity.kind": "odcr", f"pretraining.capacity.{key}": value})
+    )
+    assert problem.startswith(f"pretraining.capacity.{key}: must be a")
+    assert f"got {value!r}" in problem
+
+
+def test_training_plan_arn_form_is_checked() -> None:
+    (problem,) = problems_of(
+        profile_with(
+            **{
+                "pretraining.orchestrator": "hyperpod-slurm",
+                "pretraining.capacity.kind": "training-plan",
+                "pretraining.capacity.training_plan_arn": "plan-1",
+            }
+        )
+    )
+    assert problem.startswith("pretraining.capacity.training_plan_arn: must be a SageMaker")
+
+
+def test_all_workloads_must_fit_the_gpu_subnet() -> None:
+    data = profile_with(
+        **{
+            "platform.vpc_cidr": "10.0.0.0/24",
+            "pretraining.instance_count": 2,
+            "inference.enabled": True,
+            "inference.instance_type": "g6e.48xlarge",
+            "inference.instance_count": 1,
+        }
+    )
+    (problem,) = check_ip_budget_of(parse_profile(data))
+    # a /24 VPC gives /26 private subnets: 64 - 5 reserved = 59 usable addresses, while each
+    # EKS node needs 1 interface address + 110 pod addresses.
+    assert problem.startswith("platform.vpc_cidr: the private subnet in us-west-2b holds")
+    assert "pretraining 222, inference 111" in problem
+    assert "/26 has only 59 usable" in problem
+    assert "222 of them needed elsewhere" in problem or "111 of them needed elsewhere" in problem

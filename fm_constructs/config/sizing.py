@@ -1,0 +1,40 @@
+"""Turn a profile's ``[<workload>.storage]`` sizing keys into the floor-1 FSx sizing request.
+
+The workload stacks and ``fmc plan`` both call this, so the file system a template creates and
+the one a plan prints are sized by the same request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fm_constructs.config.model import StorageConfig
+from fm_constructs.planning.fsx_sizing import FsxSizingRequest
+
+
+def fsx_sizing_request(storage: StorageConfig) -> FsxSizingRequest | None:
+    """The sizing request ``storage`` describes, or None when it gives explicit numbers.
+
+    Keys the profile leaves out take FsxSizingRequest's own defaults. A loaded profile always
+    has ``checkpoint_write_seconds`` with a sizing request (the loader requires it).
+    """
+    if not storage.is_sized:
+        return None
+    if storage.checkpoint_write_seconds is None:
+        raise ValueError("a sizing request needs checkpoint_write_seconds (validate the profile)")
+    optional: dict[str, Any] = {
+        "bytes_per_parameter": storage.bytes_per_parameter,
+        "dataset_size_gib": storage.dataset_size_gib,
+        "checkpoints_to_keep": storage.checkpoints_to_keep,
+    }
+    return FsxSizingRequest(
+        target_checkpoint_write_seconds=float(storage.checkpoint_write_seconds),
+        checkpoint_size_gib=storage.checkpoint_size_gib,
+        model_parameters=(
+            storage.model_parameters_billion * 1e9
+            if storage.model_parameters_billion is not None
+            else None
+        ),
+        efa_enabled=storage.efa_enabled,
+        **{key: value for key, value in optional.items() if value is not None},
+    )

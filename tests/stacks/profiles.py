@@ -1,0 +1,101 @@
+"""Synthesize each shipped profile once per test process, the way ``cdk synth`` does."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+
+from fm_constructs.config import Profile, load_profile
+from fm_constructs.policy import enable_nag
+from stacks.app_builder import DeploymentStacks, build_stacks
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE_PATHS = sorted((ROOT / "config").glob("*.toml"))
+PROFILE_NAMES = [p.stem for p in PROFILE_PATHS]
+
+_ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class SynthesizedProfile:
+    """One profile's synthesized cloud assembly."""
+
+    name: str
+    profile: Profile
+    stacks: DeploymentStacks
+    outdir: Path
+    templates: dict[str, dict[str, Any]]  # stack name -> template
+    template_paths: dict[str, Path]
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """The context (feature flags) from cdk.json, so tests synthesize what the CLI does."""
+    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+    return context
+
+
+@functools.cache
+def synthesize(name: str) -> SynthesizedProfile:
+    """Synthesize ``config/<name>.toml`` with cdk-nag on; unacknowledged findings raise here."""
+    profile = load_profile(ROOT / "config" / f"{name}.toml")
+    outdir = Path(tempfile.mkdtemp(prefix=f"fm-synth-{name}-"))
+    app = cdk.App(outdir=str(outdir), context=cdk_json_context())
+    stacks = build_stacks(app, profile)
+    enable_nag(app)
+    assembly = app.synth()
+    templates: dict[str, dict[str, Any]] = {}
+    paths: dict[str, Path] = {}
+    for artifact in assembly.stacks:
+        path = Path(assembly.directory) / artifact.template_file
+        templates[artifact.stack_name] = json.loads(path.read_text())
+        paths[artifact.stack_name] = path
+    return SynthesizedProfile(name, profile, stacks, outdir, templates, paths)
+
+
+def mask_asset_hashes(value: Any) -> Any:
+    """Replace content hashes (assets, bootstrap) so snapshots change only with the template."""
+    if isinstance(value, dict):
+        return {k: mask_asset_hashes(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_asset_hashes(v) for v in value]
+    if isinstance(value, str):
+        return _ASSET_HASH.sub("<hash>", value)
+    return value
+
+
+def profile_params() -> list[Any]:
+    """One pytest param per profile, grouped so xdist runs a profile's tests on one worker."""
+    return [pytest.param(n, id=n, marks=pytest.mark.xdist_group(n)) for n in PROFILE_NAMES]
+
+
+def stack_params() -> list[Any]:
+    """One pytest param per (profile, stack), grouped by profile for xdist."""
+    params = []
+    for name in PROFILE_NAMES:
+        profile = load_profile(ROOT / "config" / f"{name}.toml")
+        for stack_name in expected_stack_names(profile):
+            params.append(
+                pytest.param(
+                    name,
+                    stack_name,
+                    id=f"{name}__{stack_name}",
+                    marks=pytest.mark.xdist_group(name),
+                )
+            )
+    return params
+
+
+def expected_stack_names(profile: Profile) -> list[str]:
+    """Stack names a profile yields, derived from the profile without synthesizing it."""
+    prefix = profile.platform.name
+    names = [f"{prefix}-platform"]
+    names += [f"{prefix}-{w.name.replace('_', '-')}" for w in profile.enabled_workloads]
+    return names

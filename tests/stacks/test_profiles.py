@@ -1,0 +1,105 @@
+"""Quality gates over every stack of every profile in config/: cdk-nag, cfn-lint, snapshots,
+CloudFormation limits, and retained, pinned stateful resources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cfnlint.api import ManualArgs, lint
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from tests.stacks.profiles import (
+    ROOT,
+    expected_stack_names,
+    mask_asset_hashes,
+    profile_params,
+    stack_params,
+    synthesize,
+)
+
+MAX_RESOURCES = 500
+MAX_TEMPLATE_BYTES = 1_000_000
+STATEFUL_TYPES = {
+    "AWS::S3::Bucket",
+    "AWS::KMS::Key",
+    "AWS::FSx::FileSystem",
+    "AWS::APS::Workspace",
+    "AWS::Logs::LogGroup",
+}
+PINNED_IDS_FILE = Path(__file__).with_name("pinned_logical_ids.json")
+
+
+@pytest.fixture
+def snapshot_json(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(JSONSnapshotExtension)
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_profile_synthesizes_expected_stacks_without_nag_findings(profile: str) -> None:
+    # synthesize() runs cdk-nag AwsSolutions; any unacknowledged finding raises there.
+    result = synthesize(profile)
+    assert sorted(result.templates) == sorted(expected_stack_names(result.profile))
+    report = json.loads((result.outdir / "validation-report.json").read_text())
+    plugins = {p["pluginName"]: p for p in report["pluginReports"]}
+    for name, plugin in plugins.items():
+        assert plugin["conclusion"] == "success", name
+        assert plugin["violations"] == [], name
+
+
+@pytest.mark.parametrize(("profile", "stack"), stack_params())
+def test_stack_matches_snapshot(profile: str, stack: str, snapshot_json: SnapshotAssertion) -> None:
+    assert mask_asset_hashes(synthesize(profile).templates[stack]) == snapshot_json
+
+
+def _cfn_lint_config() -> dict[str, Any]:
+    """Rules disabled in .cfnlintrc.yaml; each entry there carries its written reason."""
+    data = yaml.safe_load((ROOT / ".cfnlintrc.yaml").read_text()) or {}
+    return {"ignore_checks": list(data.get("ignore_checks", []))}
+
+
+@pytest.mark.parametrize(("profile", "stack"), stack_params())
+def test_stack_passes_cfn_lint(profile: str, stack: str) -> None:
+    result = synthesize(profile)
+    region = result.profile.platform.region
+    config = ManualArgs(regions=[region], **_cfn_lint_config())
+    matches = lint(result.template_paths[stack].read_text(), config=config)
+    assert [str(m) for m in matches] == []
+
+
+@pytest.mark.parametrize(("profile", "stack"), stack_params())
+def test_stack_within_cloudformation_limits(profile: str, stack: str) -> None:
+    result = synthesize(profile)
+    template = result.templates[stack]
+    assert len(template["Resources"]) < MAX_RESOURCES
+    assert result.template_paths[stack].stat().st_size < MAX_TEMPLATE_BYTES
+
+
+def _stateful(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] in STATEFUL_TYPES
+    }
+
+
+@pytest.mark.parametrize(("profile", "stack"), stack_params())
+def test_stateful_resources_are_retained(profile: str, stack: str) -> None:
+    for logical_id, resource in _stateful(synthesize(profile).templates[stack]).items():
+        assert resource.get("DeletionPolicy") == "Retain", logical_id
+        assert resource.get("UpdateReplacePolicy") == "Retain", logical_id
+
+
+@pytest.mark.parametrize(("profile", "stack"), stack_params())
+def test_stateful_logical_ids_are_pinned(profile: str, stack: str) -> None:
+    """Renaming a construct must not silently replace a file system, bucket or key."""
+    pinned = json.loads(PINNED_IDS_FILE.read_text())
+    found = {
+        logical_id: resource["Type"]
+        for logical_id, resource in _stateful(synthesize(profile).templates[stack]).items()
+    }
+    assert found == pinned[profile][stack]
