@@ -1,0 +1,199 @@
+"""CloudWatch alarms for FSx for Lustre and EventBridge rules for HyperPod node health.
+
+Both deliver to the layer's :class:`~fm_constructs.observability.notifications.AlertTopic`.
+FSx publishes to CloudWatch (namespace ``AWS/FSx``, dimension ``FileSystemId``), not to
+Prometheus, so its capacity and throughput alarms live here rather than in the rule files.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, Stack, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from constructs import Construct
+
+from fm_constructs.errors import Problems
+from fm_constructs.observability.notifications import (
+    CLOUDWATCH_PRINCIPAL,
+    EVENTS_PRINCIPAL,
+    AlertTopic,
+)
+from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s
+
+FSX_NAMESPACE = "AWS/FSx"
+#: EventBridge detail types SageMaker HyperPod emits for node health and cluster events.
+HYPERPOD_NODE_HEALTH_DETAIL_TYPE = "SageMaker HyperPod Cluster Node Health Event"
+HYPERPOD_CLUSTER_EVENT_DETAIL_TYPE = "SageMaker HyperPod Cluster Event"
+_PERIOD = Duration.minutes(5)
+
+
+def _ratio_problem(problems: Problems, field: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        problems.add(field, value, "must be a fraction between 0 and 1 (exclusive)")
+
+
+class FsxLustreAlarms(Construct):
+    """Free-capacity and throughput-utilization alarms of one FSx for Lustre file system.
+
+    Children: ``FreeCapacity`` and ``ThroughputUtilization`` (``AWS::CloudWatch::Alarm``).
+
+    Throughput utilization is client throughput (DataReadBytes + DataWriteBytes per second)
+    over the file system's baseline throughput (capacity x per-unit throughput), computed
+    with metric math, so it works for every deployment type.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        file_system_id: str,
+        storage_capacity_gib: int,
+        per_unit_storage_throughput_mb_s_per_tib: int,
+        alert_topic: AlertTopic,
+        free_capacity_min_ratio: float = 0.1,
+        throughput_utilization_max_ratio: float = 0.9,
+        evaluation_periods: int = 3,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="FsxLustreAlarms")
+        if not Token.is_unresolved(file_system_id) and not file_system_id.startswith("fs-"):
+            problems.add("file_system_id", file_system_id, "must be an FSx file system id (fs-...)")
+        for field, number in (
+            ("storage_capacity_gib", storage_capacity_gib),
+            ("per_unit_storage_throughput_mb_s_per_tib", per_unit_storage_throughput_mb_s_per_tib),
+            ("evaluation_periods", evaluation_periods),
+        ):
+            if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+                problems.add(
+                    field,
+                    number,
+                    "must be a positive whole number (not a token: the "
+                    "alarm threshold is computed at synth)",
+                )
+        _ratio_problem(problems, "free_capacity_min_ratio", free_capacity_min_ratio)
+        _ratio_problem(
+            problems, "throughput_utilization_max_ratio", throughput_utilization_max_ratio
+        )
+        problems.raise_if_any()
+
+        dimensions = {"FileSystemId": file_system_id}
+        action = cw_actions.SnsAction(alert_topic.topic)
+        alert_topic.allow_service(CLOUDWATCH_PRINCIPAL)
+
+        capacity_bytes = storage_capacity_gib * 1024**3
+        self.free_capacity = cloudwatch.Alarm(
+            self,
+            "FreeCapacity",
+            alarm_description=(
+                f"FSx for Lustre {file_system_id}: free data capacity below "
+                f"{free_capacity_min_ratio:.0%} of {storage_capacity_gib} GiB. Delete old "
+                "checkpoints or grow the file system."
+            ),
+            metric=cloudwatch.Metric(
+                namespace=FSX_NAMESPACE,
+                metric_name="FreeDataStorageCapacity",
+                dimensions_map=dimensions,
+                statistic="Sum",
+                period=_PERIOD,
+            ),
+            threshold=capacity_bytes * free_capacity_min_ratio,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=evaluation_periods,
+            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+        )
+
+        baseline_bytes_s = (
+            aggregate_throughput_mb_s(
+                storage_capacity_gib, per_unit_storage_throughput_mb_s_per_tib
+            )
+            * 1_000_000
+        )
+        utilization = cloudwatch.MathExpression(
+            expression=f"(readBytes + writeBytes) / PERIOD(readBytes) / {baseline_bytes_s:.0f}",
+            using_metrics={
+                name: cloudwatch.Metric(
+                    namespace=FSX_NAMESPACE,
+                    metric_name=metric,
+                    dimensions_map=dimensions,
+                    statistic="Sum",
+                    period=_PERIOD,
+                )
+                for name, metric in (
+                    ("readBytes", "DataReadBytes"),
+                    ("writeBytes", "DataWriteBytes"),
+                )
+            },
+            label="Throughput utilization (share of baseline)",
+            period=_PERIOD,
+        )
+        self.throughput_utilization = cloudwatch.Alarm(
+            self,
+            "ThroughputUtilization",
+            alarm_description=(
+                f"FSx for Lustre {file_system_id}: client throughput above "
+                f"{throughput_utilization_max_ratio:.0%} of its {baseline_bytes_s / 1e6:.0f} MB/s "
+                "baseline. Data loading or checkpointing is storage-bound."
+            ),
+            metric=utilization,
+            threshold=throughput_utilization_max_ratio,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=evaluation_periods,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        for alarm in (self.free_capacity, self.throughput_utilization):
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
+
+
+class HyperPodHealthEvents(Construct):
+    """EventBridge rules sending HyperPod node-health events and error-level cluster events
+    to the alert topic. Children: ``NodeHealth``, ``ClusterErrors``.
+
+    With ``cluster_arn`` only that cluster's events match; without it, every HyperPod cluster
+    in the account and region.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        alert_topic: AlertTopic,
+        cluster_arn: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        resources = [cluster_arn] if cluster_arn is not None else None
+        self.node_health = events.Rule(
+            self,
+            "NodeHealth",
+            description="SageMaker HyperPod node health events to the alert topic",
+            event_pattern=events.EventPattern(
+                source=["aws.sagemaker"],
+                detail_type=[HYPERPOD_NODE_HEALTH_DETAIL_TYPE],
+                resources=resources,
+            ),
+        )
+        self.cluster_errors = events.Rule(
+            self,
+            "ClusterErrors",
+            description="SageMaker HyperPod error-level cluster events to the alert topic",
+            event_pattern=events.EventPattern(
+                source=["aws.sagemaker"],
+                detail_type=[HYPERPOD_CLUSTER_EVENT_DETAIL_TYPE],
+                resources=resources,
+                detail={"EventDetails": {"EventLevel": ["Error"]}},
+            ),
+        )
+        for rule in (self.node_health, self.cluster_errors):
+            rule.add_target(targets.SnsTopic(alert_topic.topic))
+        # The rules reference the topic, so the policies scope to this account's rules rather
+        # than to each rule's ARN (which would be a circular dependency).
+        alert_topic.allow_service(
+            EVENTS_PRINCIPAL,
+            source_arn=Stack.of(self).format_arn(
+                service="events", resource="rule", resource_name="*"
+            ),
+        )

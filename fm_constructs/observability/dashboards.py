@@ -1,0 +1,163 @@
+"""Grafana data sources and dashboards, provisioned on ``cdk deploy`` by a custom resource.
+
+The dashboards are JSON files (the shipped ones by default). At synth they are copied next to
+the provisioner's handler into one Lambda asset, so dashboards of any size deploy (custom
+resource properties only carry their file names, uids and a content hash, and the hash makes
+CloudFormation send an Update whenever a dashboard changes). See
+``grafana_provisioner/handler.py`` for the flow: short-lived service-account token, Grafana
+HTTP API, token deleted in a ``finally``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from fm_constructs.errors import Problems
+from fm_constructs.observability.data import as_paths, dashboard_uids, shipped_dashboard_files
+from fm_constructs.observability.grafana import GrafanaWorkspace
+from fm_constructs.observability.prometheus import IPrometheusWorkspace
+
+HANDLER_DIR = Path(__file__).parent / "grafana_provisioner"
+PROVISIONER_RUNTIME = lambda_.Runtime.PYTHON_3_14
+PROMETHEUS_DATA_SOURCE_UID = "fm-amp"
+CLOUDWATCH_DATA_SOURCE_UID = "fm-cloudwatch"
+#: Grafana caps token lifetimes at whatever we ask; 5 minutes covers a deploy with retries.
+TOKEN_SECONDS_TO_LIVE = 300
+
+
+class DashboardRemoval(Enum):
+    """What happens to the provisioned objects when the custom resource is deleted."""
+
+    DELETE = "DELETE"
+    RETAIN = "RETAIN"
+
+
+def stage_provisioner_asset(dashboard_files: Sequence[Path]) -> Path:
+    """A fresh directory holding ``handler.py`` and ``dashboards/<files>`` for the asset."""
+    staging = Path(tempfile.mkdtemp(prefix="fm-grafana-provisioner-"))
+    shutil.copy2(HANDLER_DIR / "handler.py", staging / "handler.py")
+    (staging / "dashboards").mkdir()
+    for path in dashboard_files:
+        shutil.copy2(path, staging / "dashboards" / path.name)
+    return staging
+
+
+class GrafanaDashboards(Construct):
+    """Prometheus + CloudWatch data sources, a folder and dashboards in a Grafana workspace.
+
+    Children: ``Function`` (provisioner), ``FunctionRole``, ``FunctionLogs``, ``Resource``
+    (the custom resource).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        grafana: GrafanaWorkspace,
+        prometheus: IPrometheusWorkspace,
+        dashboard_files: Sequence[str | Path] | None = None,
+        folder_uid: str = "fm-constructs",
+        folder_title: str = "Foundation-model clusters",
+        service_account_name: str = "fm-constructs-provisioner",
+        on_delete: DashboardRemoval = DashboardRemoval.DELETE,
+        log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="GrafanaDashboards")
+        if dashboard_files is not None and not dashboard_files:
+            problems.add("dashboard_files", [], "must name at least one dashboard")
+        files = shipped_dashboard_files() if dashboard_files is None else as_paths(dashboard_files)
+        names = [p.name for p in files]
+        if len(set(names)) != len(names):
+            problems.add("dashboard_files", names, "must have distinct file names")
+        if not folder_uid or len(folder_uid) > 40:
+            problems.add("folder_uid", folder_uid, "must be 1 to 40 characters (Grafana uid)")
+        problems.raise_if_any()
+        uids = dashboard_uids(files)
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+
+        self.log_group = logs.LogGroup(
+            self, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.role = iam.Role(
+            self,
+            "FunctionRole",
+            description="Provisions Grafana data sources and dashboards (custom resource)",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Logs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ServiceAccountTokens",
+                actions=[
+                    "grafana:ListWorkspaceServiceAccounts",
+                    "grafana:CreateWorkspaceServiceAccount",
+                    "grafana:DeleteWorkspaceServiceAccount",
+                    "grafana:CreateWorkspaceServiceAccountToken",
+                    "grafana:DeleteWorkspaceServiceAccountToken",
+                ],
+                resources=[grafana.workspace_arn],
+            )
+        )
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=PROVISIONER_RUNTIME,
+            handler="handler.handler",
+            code=lambda_.Code.from_asset(str(stage_provisioner_asset(files))),
+            role=self.role,
+            log_group=self.log_group,
+            timeout=Duration.minutes(5),
+            memory_size=256,
+            description="fm-constructs Grafana provisioner",
+        )
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.function.function_arn,
+            resource_type="Custom::GrafanaDashboards",
+            properties={
+                "WorkspaceId": grafana.workspace_id,
+                "GrafanaEndpoint": grafana.endpoint,
+                "ServiceAccountName": service_account_name,
+                "TokenSecondsToLive": TOKEN_SECONDS_TO_LIVE,
+                "PrometheusUrl": prometheus.prometheus_endpoint,
+                "PrometheusRegion": Stack.of(self).region,
+                "PrometheusDataSourceUid": PROMETHEUS_DATA_SOURCE_UID,
+                "CloudWatchDataSourceUid": CLOUDWATCH_DATA_SOURCE_UID,
+                "FolderUid": folder_uid,
+                "FolderTitle": folder_title,
+                "DashboardFiles": names,
+                "DashboardUids": uids,
+                "DashboardsSha256": digest.hexdigest(),
+                "OnDelete": on_delete.value,
+            },
+        )
+        # The role policy must exist before CloudFormation invokes the function: the custom
+        # resource depends on it. The function itself references the role through GetAtt, so
+        # the DependsOn CDK adds to it is redundant (cfn-lint W3005) and is removed.
+        self.resource.node.add_dependency(self.role)
+        cfn_function = self.function.node.default_child
+        assert isinstance(cfn_function, lambda_.CfnFunction)
+        cfn_function.add_deletion_override("DependsOn")
+        self.dashboard_uids = tuple(uids)

@@ -1,0 +1,209 @@
+"""The observability data files shipped in this package, and their rendering.
+
+Rules (``rules/*.yaml``), dashboards (``dashboards/*.json``) and the scrape configuration
+template (``scrape/*.yaml``) are data, not code: they are reviewed as data, validated by tests
+and rendered here with a deliberately tiny placeholder syntax, ``{{name}}`` (no spaces, no
+``$``), so that Prometheus' and Grafana's own ``{{ $labels.x }}`` templates pass through
+untouched. Pure Python: no CDK import, usable from tests and tools.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fm_constructs.errors import FmValidationError, Problems
+
+PACKAGE_DIR = Path(__file__).parent
+RULES_DIR = PACKAGE_DIR / "rules"
+DASHBOARDS_DIR = PACKAGE_DIR / "dashboards"
+SCRAPE_DIR = PACKAGE_DIR / "scrape"
+
+#: The scrape configuration template for an EKS GPU cluster.
+EKS_SCRAPE_TEMPLATE = SCRAPE_DIR / "eks-gpu-cluster.yaml"
+
+#: Thresholds substituted into the shipped rule files, with their defaults.
+DEFAULT_RULE_THRESHOLDS: Mapping[str, float] = {
+    # FsxLustreFreeCapacityLow fires below this free share of a mounted Lustre file system.
+    "fsx_free_capacity_min_ratio": 0.1,
+    # TrainingStalled: window without a single optimizer step, in minutes.
+    "training_stall_minutes": 15,
+    # Inference objectives (p99 over 5 minutes), in seconds.
+    "ttft_p99_objective_seconds": 2.0,
+    "inter_token_latency_p99_objective_seconds": 0.1,
+}
+
+_PLACEHOLDER = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
+
+#: Annotations and labels every shipped and user-supplied alert must carry.
+REQUIRED_ALERT_LABELS = ("severity",)
+REQUIRED_ALERT_ANNOTATIONS = ("summary", "description", "runbook")
+ALLOWED_SEVERITIES = ("critical", "warning", "info")
+
+
+def shipped_rule_files() -> list[Path]:
+    """The rule files shipped with the package, sorted by name."""
+    return sorted(RULES_DIR.glob("*.yaml"))
+
+
+def shipped_dashboard_files() -> list[Path]:
+    """The Grafana dashboards shipped with the package, sorted by name."""
+    return sorted(DASHBOARDS_DIR.glob("*.json"))
+
+
+def placeholders(text: str) -> set[str]:
+    """Names of the ``{{name}}`` placeholders in ``text``."""
+    return set(_PLACEHOLDER.findall(text))
+
+
+def render_placeholders(text: str, values: Mapping[str, object], *, source: str) -> str:
+    """Replace every ``{{name}}`` in ``text`` with ``str(values[name])``.
+
+    Raises FmValidationError naming ``source`` when a placeholder has no value, so a typo in a
+    data file fails synthesis instead of shipping a literal ``{{name}}`` to AWS.
+    """
+    missing = sorted(placeholders(text) - set(values))
+    if missing:
+        raise FmValidationError(
+            [f"{source}: placeholders {missing} have no value; known: {sorted(values)}"]
+        )
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), text)
+
+
+def rule_thresholds(overrides: Mapping[str, float] | None) -> dict[str, float]:
+    """Defaults merged with ``overrides``; unknown names and non-positive values are errors."""
+    problems = Problems(context="rule thresholds")
+    merged = dict(DEFAULT_RULE_THRESHOLDS)
+    for name, value in (overrides or {}).items():
+        if name not in DEFAULT_RULE_THRESHOLDS:
+            problems.add(name, value, f"is not a rule threshold; use one of {sorted(merged)}")
+        elif isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            problems.add(name, value, "must be a positive number")
+        else:
+            merged[name] = value
+    problems.raise_if_any()
+    return merged
+
+
+def load_rule_file(path: Path, thresholds: Mapping[str, float]) -> tuple[str, dict[str, Any]]:
+    """Render one rule file and return (rendered text, parsed document), validated.
+
+    Validation: a mapping with a non-empty ``groups`` list; every group has a name and rules;
+    every rule has ``record`` or ``alert`` and a non-empty ``expr``; every alert has the
+    required labels and annotations and a known severity.
+    """
+    text = render_placeholders(path.read_text(encoding="utf-8"), thresholds, source=str(path))
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise FmValidationError([f"{path}: not valid YAML ({error})"]) from error
+    problems = Problems(context=path.name)
+    problems.extend(rule_document_problems(document))
+    problems.raise_if_any()
+    return text, document
+
+
+def rule_document_problems(document: object) -> list[str]:
+    """Every structural problem of a Prometheus rules document (empty list when valid)."""
+    if not isinstance(document, dict) or not isinstance(document.get("groups"), list):
+        return ["must be a mapping with a 'groups' list"]
+    problems: list[str] = []
+    if not document["groups"]:
+        problems.append("groups: must not be empty")
+    for group in document["groups"]:
+        name = group.get("name") if isinstance(group, dict) else None
+        if not name:
+            problems.append("every group needs a name")
+            continue
+        rules = group.get("rules")
+        if not isinstance(rules, list) or not rules:
+            problems.append(f"group {name}: needs a non-empty 'rules' list")
+            continue
+        for rule in rules:
+            problems.extend(_rule_problems(name, rule))
+    return problems
+
+
+def _rule_problems(group: str, rule: object) -> list[str]:
+    if not isinstance(rule, dict):
+        return [f"group {group}: every rule must be a mapping"]
+    ident = rule.get("alert") or rule.get("record")
+    where = f"group {group}, rule {ident}"
+    problems: list[str] = []
+    if ("alert" in rule) == ("record" in rule):
+        problems.append(f"{where}: needs exactly one of 'alert' or 'record'")
+    expr = rule.get("expr")
+    if not isinstance(expr, str) or not expr.strip():
+        problems.append(f"{where}: needs a non-empty 'expr'")
+    if "alert" in rule:
+        labels = rule.get("labels") or {}
+        annotations = rule.get("annotations") or {}
+        for label in REQUIRED_ALERT_LABELS:
+            if not labels.get(label):
+                problems.append(f"{where}: label '{label}' is required")
+        severity = labels.get("severity")
+        if severity and severity not in ALLOWED_SEVERITIES:
+            problems.append(
+                f"{where}: severity must be one of {list(ALLOWED_SEVERITIES)}, got {severity!r}"
+            )
+        for annotation in REQUIRED_ALERT_ANNOTATIONS:
+            if not annotations.get(annotation):
+                problems.append(f"{where}: annotation '{annotation}' is required")
+    return problems
+
+
+def render_scrape_configuration(
+    template: str, *, cluster_name: str, scrape_interval_seconds: int
+) -> str:
+    """Render the scrape configuration template (cluster label and scrape interval)."""
+    return render_placeholders(
+        template,
+        {"cluster_name": cluster_name, "scrape_interval": f"{scrape_interval_seconds}s"},
+        source="scrape configuration",
+    )
+
+
+def load_dashboard(path: Path) -> dict[str, Any]:
+    """Parse one dashboard file; it must be a JSON object with a non-empty uid and title."""
+    try:
+        dashboard = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise FmValidationError([f"{path}: not valid JSON ({error})"]) from error
+    problems = Problems(context=path.name)
+    if not isinstance(dashboard, dict):
+        problems.add_message(f"{path}: must be a JSON object (a Grafana dashboard model)")
+    else:
+        for field in ("uid", "title"):
+            if not isinstance(dashboard.get(field), str) or not dashboard[field]:
+                problems.add(field, dashboard.get(field), "must be a non-empty string")
+    problems.raise_if_any()
+    return dict(dashboard)
+
+
+def dashboard_uids(paths: Iterable[Path]) -> list[str]:
+    """The uids of ``paths`` in order; duplicates are an error (Grafana would overwrite)."""
+    uids: list[str] = []
+    problems = Problems(context="dashboards")
+    for path in paths:
+        uid = str(load_dashboard(path)["uid"])
+        if uid in uids:
+            problems.add("uid", uid, f"must be unique across dashboards ({path.name} repeats it)")
+        uids.append(uid)
+    problems.raise_if_any()
+    return uids
+
+
+def as_paths(files: Sequence[str | Path]) -> list[Path]:
+    """Normalise user-given file names to existing Paths (missing files are an error)."""
+    paths = [Path(f) for f in files]
+    problems = Problems()
+    for path in paths:
+        if not path.is_file():
+            problems.add("file", str(path), "must be an existing file")
+    problems.raise_if_any()
+    return paths

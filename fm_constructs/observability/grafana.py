@@ -1,0 +1,176 @@
+"""Amazon Managed Grafana workspace with a customer-managed, least-privilege role.
+
+CloudFormation can only create workspaces whose permission type is ``CUSTOMER_MANAGED``
+with a role it is given, so this construct owns that role: read-only queries on the listed
+Prometheus workspaces and CloudWatch metric reads, nothing else. Users sign in through IAM
+Identity Center by default (it must be enabled in the account or organization) or SAML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import Enum
+
+from aws_cdk import ArnFormat, RemovalPolicy, Stack, Token
+from aws_cdk import aws_grafana as grafana
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fm_constructs.errors import Problems
+from fm_constructs.observability.prometheus import QUERY_ACTIONS, IPrometheusWorkspace
+from fm_constructs.policy import acknowledge
+
+#: Grafana major.minor versions Amazon Managed Grafana offers that support service accounts.
+DEFAULT_GRAFANA_VERSION = "10.4"
+
+#: CloudWatch and tag reads the Grafana CloudWatch data source makes (none supports
+#: resource-level permissions, hence Resource "*").
+CLOUDWATCH_READ_ACTIONS = (
+    "cloudwatch:DescribeAlarmsForMetric",
+    "cloudwatch:DescribeAlarmHistory",
+    "cloudwatch:DescribeAlarms",
+    "cloudwatch:ListMetrics",
+    "cloudwatch:GetMetricData",
+    "cloudwatch:GetInsightRuleReport",
+    "ec2:DescribeRegions",
+    "tag:GetResources",
+)
+
+
+class GrafanaAuthentication(Enum):
+    """How users sign in to the workspace."""
+
+    IAM_IDENTITY_CENTER = "AWS_SSO"
+    SAML = "SAML"
+
+
+class GrafanaWorkspace(Construct):
+    """``AWS::Grafana::Workspace`` (child ``Resource``, Retain) and its role (``Role``).
+
+    Data sources PROMETHEUS and CLOUDWATCH are declared on the workspace; the data source
+    *objects* inside Grafana (URL, SigV4) are provisioned by :class:`GrafanaDashboards`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        prometheus_workspaces: Sequence[IPrometheusWorkspace],
+        name: str | None = None,
+        description: str = "Foundation-model cluster observability",
+        authentication: Sequence[GrafanaAuthentication] = (
+            GrafanaAuthentication.IAM_IDENTITY_CENTER,
+        ),
+        saml_configuration: grafana.CfnWorkspace.SamlConfigurationProperty | None = None,
+        grafana_version: str = DEFAULT_GRAFANA_VERSION,
+        cloudwatch_read: bool = True,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="GrafanaWorkspace")
+        if not authentication:
+            problems.add("authentication", list(authentication), "must name at least one provider")
+        uses_saml = GrafanaAuthentication.SAML in authentication
+        if uses_saml and saml_configuration is None:
+            problems.add_message(
+                "saml_configuration: required when authentication includes SAML (IdP metadata "
+                "URL or XML, and assertion attributes)"
+            )
+        if saml_configuration is not None and not uses_saml:
+            problems.add_message(
+                "saml_configuration: given but authentication does not include "
+                "GrafanaAuthentication.SAML; add it or drop the configuration"
+            )
+        if not prometheus_workspaces:
+            problems.add("prometheus_workspaces", [], "must list at least one workspace to query")
+        if (
+            name is not None
+            and not Token.is_unresolved(name)
+            and not (0 < len(name) <= 255 and all(c.isalnum() or c in "-._~" for c in name))
+        ):
+            problems.add("name", name, "must be 1-255 characters of letters, digits, - . _ ~")
+        problems.raise_if_any()
+
+        stack = Stack.of(self)
+        self.role = iam.Role(
+            self,
+            "Role",
+            description=f"Managed Grafana workspace {self.node.path}: query AMP, read CloudWatch",
+            assumed_by=iam.ServicePrincipal(
+                "grafana.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "StringLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="grafana",
+                            resource="/workspaces",
+                            resource_name="*",
+                            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+                        )
+                    },
+                },
+            ),
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="QueryPrometheus",
+                actions=[*QUERY_ACTIONS, "aps:DescribeWorkspace"],
+                resources=[w.workspace_arn for w in prometheus_workspaces],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ListPrometheus", actions=["aps:ListWorkspaces"], resources=["*"]
+            )
+        )
+        data_sources = ["PROMETHEUS"]
+        if cloudwatch_read:
+            data_sources.append("CLOUDWATCH")
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="ReadCloudWatch", actions=list(CLOUDWATCH_READ_ACTIONS), resources=["*"]
+                )
+            )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "aps:ListWorkspaces and the CloudWatch/tag read actions of the Grafana data sources "
+            "support no resource-level permissions; every write or query action is scoped to "
+            "the listed workspaces.",
+        )
+
+        self.resource = grafana.CfnWorkspace(
+            self,
+            "Resource",
+            name=name,
+            description=description,
+            account_access_type="CURRENT_ACCOUNT",
+            authentication_providers=[a.value for a in authentication],
+            saml_configuration=saml_configuration,
+            permission_type="CUSTOMER_MANAGED",
+            role_arn=self.role.role_arn,
+            data_sources=data_sources,
+            grafana_version=grafana_version,
+            plugin_admin_enabled=False,
+        )
+        self.resource.apply_removal_policy(removal_policy)
+        self.prometheus_workspaces = tuple(prometheus_workspaces)
+
+    @property
+    def workspace_id(self) -> str:
+        return self.resource.attr_id
+
+    @property
+    def endpoint(self) -> str:
+        """Host name of the workspace (``g-xxxx.grafana-workspace.<region>.amazonaws.com``)."""
+        return self.resource.attr_endpoint
+
+    @property
+    def workspace_arn(self) -> str:
+        return Stack.of(self).format_arn(
+            service="grafana",
+            resource="/workspaces",
+            resource_name=self.workspace_id,
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )

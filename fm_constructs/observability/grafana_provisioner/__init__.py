@@ -1,0 +1,1 @@
+"""Lambda handler of the GrafanaDashboards custom resource (shipped as a CDK asset)."""

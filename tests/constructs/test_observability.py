@@ -1,0 +1,380 @@
+"""Observability constructs: one synthesized app, template assertions, cdk-nag and cfn-lint."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+import yaml
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk.assertions import Match, Template
+from cfnlint.api import ManualArgs, lint
+
+from fm_constructs.errors import FmValidationError
+from fm_constructs.observability import (
+    SCRAPER_KUBERNETES_USERNAME,
+    AlertRules,
+    FsxLustreAlarms,
+    GrafanaAuthentication,
+    GrafanaDashboards,
+    GrafanaWorkspace,
+    HyperPodHealthEvents,
+    ManagedScraper,
+    PrometheusWorkspace,
+)
+from fm_constructs.observability.data import shipped_dashboard_files, shipped_rule_files
+from fm_constructs.policy import enable_nag
+
+ENV = cdk.Environment(account="111122223333", region="us-east-1")
+CLUSTER_ARN = "arn:aws:eks:us-east-1:111122223333:cluster/gpu-cluster"
+HYPERPOD_ARN = "arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef123456"
+
+
+class Built:
+    """Constructs of the synthesized stack, for assertions on their Python attributes."""
+
+    workspace: PrometheusWorkspace
+    rules: AlertRules
+    scraper: ManagedScraper
+    grafana: GrafanaWorkspace
+    dashboards: GrafanaDashboards
+
+
+def _subnets(stack: cdk.Stack) -> list[ec2.ISubnet]:
+    return [
+        ec2.Subnet.from_subnet_attributes(
+            stack, f"Subnet{i}", subnet_id=f"subnet-0{i}a2b3c4d5e6f7a8b", availability_zone=az
+        )
+        for i, az in enumerate(("us-east-1a", "us-east-1b"))
+    ]
+
+
+@pytest.fixture(scope="module")
+def synthesized() -> tuple[Template, dict[str, Any], Built]:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Observability", env=ENV)
+    built = Built()
+    built.workspace = PrometheusWorkspace(stack, "Prometheus", alias="gpu-cluster")
+    built.rules = AlertRules(
+        stack, "Rules", workspace=built.workspace, thresholds={"ttft_p99_objective_seconds": 1.5}
+    )
+    built.scraper = ManagedScraper(
+        stack,
+        "Scraper",
+        cluster_arn=CLUSTER_ARN,
+        subnets=_subnets(stack),
+        security_group=ec2.SecurityGroup.from_security_group_id(
+            stack, "ClusterSg", "sg-0123456789abcdef0"
+        ),
+        workspace=built.workspace,
+    )
+    built.grafana = GrafanaWorkspace(
+        stack, "Grafana", name="fm-observability", prometheus_workspaces=[built.workspace]
+    )
+    built.dashboards = GrafanaDashboards(
+        stack, "Dashboards", grafana=built.grafana, prometheus=built.workspace
+    )
+    FsxLustreAlarms(
+        stack,
+        "FsxAlarms",
+        file_system_id="fs-0123456789abcdef0",
+        storage_capacity_gib=4800,
+        per_unit_storage_throughput_mb_s_per_tib=250,
+        alert_topic=built.rules.alert_topic,
+    )
+    HyperPodHealthEvents(
+        stack, "HyperPodEvents", alert_topic=built.rules.alert_topic, cluster_arn=HYPERPOD_ARN
+    )
+    enable_nag(app)  # unacknowledged AwsSolutions findings fail app.synth()
+    assembly = app.synth()
+    template_json = assembly.get_stack_artifact(stack.artifact_id).template
+    return Template.from_json(template_json), template_json, built
+
+
+def _one(template: Template, resource_type: str) -> tuple[str, dict[str, Any]]:
+    found = template.find_resources(resource_type)
+    assert len(found) == 1, f"{resource_type}: {list(found)}"
+    return next(iter(found.items()))
+
+
+def test_workspace_encrypted_logged_retained_with_pinned_logical_id(synthesized: Any) -> None:
+    template, _, _ = synthesized
+    logical_id, workspace = _one(template, "AWS::APS::Workspace")
+    assert logical_id == "Prometheus2BCCDD01"  # a changed id would replace the workspace
+    assert workspace["DeletionPolicy"] == workspace["UpdateReplacePolicy"] == "Retain"
+    props = workspace["Properties"]
+    assert props["KmsKeyArn"] == {"Fn::GetAtt": ["PrometheusKeyD9577CA9", "Arn"]}
+    assert props["LoggingConfiguration"] == {
+        "LogGroupArn": {"Fn::GetAtt": ["PrometheusLogs9FA26F4B", "Arn"]}
+    }
+    assert props["WorkspaceConfiguration"] == {"RetentionPeriodInDays": 150}
+    template.has_resource("AWS::KMS::Key", {"Properties": {"EnableKeyRotation": True}})
+
+
+def test_rule_namespaces_carry_rendered_data(synthesized: Any) -> None:
+    template, _, built = synthesized
+    namespaces = template.find_resources("AWS::APS::RuleGroupsNamespace")
+    names = sorted(r["Properties"]["Name"] for r in namespaces.values())
+    assert names == sorted(f"fm-{p.stem}" for p in shipped_rule_files())
+    for resource in namespaces.values():
+        data = resource["Properties"]["Data"]
+        assert "{{ttft" not in data and "{{fsx" not in data
+        assert yaml.safe_load(data)["groups"]
+        assert resource["Properties"]["Workspace"] == {"Fn::GetAtt": ["Prometheus2BCCDD01", "Arn"]}
+    workload = next(
+        r for r in namespaces.values() if r["Properties"]["Name"] == "fm-workload-alerts"
+    )
+    assert "model:vllm_ttft_seconds:p99_5m > 1.5" in workload["Properties"]["Data"]
+    assert built.rules.thresholds["ttft_p99_objective_seconds"] == 1.5
+
+
+def test_alert_manager_routes_to_encrypted_topic(synthesized: Any) -> None:
+    template, _, _ = synthesized
+    _, workspace = _one(template, "AWS::APS::Workspace")
+    joined = workspace["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
+    text = "".join(
+        p if isinstance(p, str) else "arn:aws:sns:us-east-1:111122223333:t" for p in joined
+    )
+    config = yaml.safe_load(yaml.safe_load(text)["alertmanager_config"])
+    sns = config["receivers"][0]["sns_configs"][0]
+    assert sns["topic_arn"] == "arn:aws:sns:us-east-1:111122223333:t"
+    assert sns["sigv4"] == {"region": "us-east-1"}
+    assert config["route"]["receiver"] == "sns"
+    assert {"Ref": "RulesTopicA82E5F65"} in joined
+    template.has_resource_properties(
+        "AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": ["RulesTopicKey32F556FE", "Arn"]}}
+    )
+    template.has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "KeyPolicy": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": ["kms:GenerateDataKey*", "kms:Decrypt"],
+                                "Principal": {"Service": "aps.amazonaws.com"},
+                                "Condition": Match.object_like(
+                                    {"StringEquals": {"aws:SourceAccount": "111122223333"}}
+                                ),
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Action": "sns:Publish", "Principal": {"Service": "aps.amazonaws.com"}}
+                        )
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_scraper_source_destination_and_configuration(synthesized: Any) -> None:
+    template, _, _ = synthesized
+    logical_id, scraper = _one(template, "AWS::APS::Scraper")
+    assert logical_id == "Scraper0396A3A7"
+    props = scraper["Properties"]
+    assert props["Source"]["EksConfiguration"] == {
+        "ClusterArn": CLUSTER_ARN,
+        "SubnetIds": ["subnet-00a2b3c4d5e6f7a8b", "subnet-01a2b3c4d5e6f7a8b"],
+        "SecurityGroupIds": ["sg-0123456789abcdef0"],
+    }
+    assert props["Destination"] == {
+        "AmpConfiguration": {"WorkspaceArn": {"Fn::GetAtt": ["Prometheus2BCCDD01", "Arn"]}}
+    }
+    config = yaml.safe_load(props["ScrapeConfiguration"]["ConfigurationBlob"])
+    assert config["global"] == {
+        "scrape_interval": "30s",
+        "external_labels": {"cluster": "gpu-cluster"},
+    }
+    jobs = {job["job_name"] for job in config["scrape_configs"]}
+    assert jobs == {
+        "dcgm-exporter",
+        "node-exporter",
+        "efa-exporter",
+        "kube-state-metrics",
+        "workload-pods",
+    }
+
+
+def test_scraper_exposes_what_the_cluster_side_maps(synthesized: Any) -> None:
+    _, _, built = synthesized
+    stack = cdk.Stack.of(built.scraper)
+    resolved = stack.resolve(built.scraper.access_entry_principal_arn)
+    parts = resolved["Fn::Join"][1]
+    assert parts[0] == "arn:" and ":iam::111122223333:role/" in parts[2]
+    assert "AWSServiceRoleForAmazonPrometheusScraper_" in "".join(
+        p for p in parts if isinstance(p, str)
+    )
+    assert stack.resolve(built.scraper.scraper_role_arn) == {
+        "Fn::GetAtt": ["Scraper0396A3A7", "RoleArn"]
+    }
+    assert built.scraper.kubernetes_username == SCRAPER_KUBERNETES_USERNAME == "aps-collector-user"
+    role, binding = built.scraper.rbac_manifests()
+    assert role["kind"] == "ClusterRole" and binding["kind"] == "ClusterRoleBinding"
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"][0]["name"] == "aps-collector-user"
+    verbs = {verb for rule in role["rules"] for verb in rule["verbs"]}
+    assert verbs == {"get", "list", "watch"}  # read-only
+    assert all("secrets" not in rule.get("resources", []) for rule in role["rules"])
+
+
+def test_grafana_workspace_and_least_privilege_role(synthesized: Any) -> None:
+    template, _, _ = synthesized
+    _, workspace = _one(template, "AWS::Grafana::Workspace")
+    props = workspace["Properties"]
+    assert workspace["DeletionPolicy"] == "Retain"
+    assert props["PermissionType"] == "CUSTOMER_MANAGED"
+    assert props["AuthenticationProviders"] == ["AWS_SSO"]
+    assert props["AccountAccessType"] == "CURRENT_ACCOUNT"
+    assert props["DataSources"] == ["PROMETHEUS", "CLOUDWATCH"]
+    assert props["RoleArn"] == {"Fn::GetAtt": ["GrafanaRoleCE4ED1CA", "Arn"]}
+    policy = template.find_resources("AWS::IAM::Policy")["GrafanaRoleDefaultPolicy9BA4273E"]
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["QueryPrometheus"]["Resource"] == {
+        "Fn::GetAtt": ["Prometheus2BCCDD01", "Arn"]
+    }
+    assert not any(
+        a.endswith("*") or a.split(":")[1].startswith(("Put", "Create", "Delete"))
+        for s in statements.values()
+        for a in _actions(s)
+    )
+    trust = template.find_resources("AWS::IAM::Role")["GrafanaRoleCE4ED1CA"]
+    condition = trust["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Condition"]
+    assert condition["StringEquals"] == {"aws:SourceAccount": "111122223333"}
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    actions = statement["Action"]
+    return [actions] if isinstance(actions, str) else list(actions)
+
+
+def test_dashboards_custom_resource(synthesized: Any) -> None:
+    template, _, _ = synthesized
+    _, resource = _one(template, "Custom::GrafanaDashboards")
+    props = resource["Properties"]
+    assert props["DashboardFiles"] == [p.name for p in shipped_dashboard_files()]
+    assert props["DashboardUids"] == [
+        json.loads(p.read_text())["uid"] for p in shipped_dashboard_files()
+    ]
+    assert len(props["DashboardsSha256"]) == 64
+    assert props["TokenSecondsToLive"] <= 900
+    assert props["OnDelete"] == "DELETE"
+    assert props["WorkspaceId"] == {"Fn::GetAtt": ["Grafana43773C35", "Id"]}
+    assert props["PrometheusRegion"] == "us-east-1"
+    _, function = _one(template, "AWS::Lambda::Function")
+    assert function["Properties"]["Runtime"].startswith("python3.1")
+    assert function["Properties"]["Handler"] == "handler.handler"
+    policy = template.find_resources("AWS::IAM::Policy")[
+        "DashboardsFunctionRoleDefaultPolicyB6F7EAD3"
+    ]
+    for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+        assert statement["Resource"] != "*"
+        assert all(a.startswith(("grafana:", "logs:")) for a in _actions(statement))
+
+
+def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
+    template, _, _ = synthesized
+    alarms = template.find_resources("AWS::CloudWatch::Alarm")
+    free = alarms["FsxAlarmsFreeCapacity4F51D339"]["Properties"]
+    assert free["MetricName"] == "FreeDataStorageCapacity"
+    assert free["Namespace"] == "AWS/FSx"
+    assert free["Dimensions"] == [{"Name": "FileSystemId", "Value": "fs-0123456789abcdef0"}]
+    assert free["Threshold"] == pytest.approx(4800 * 1024**3 * 0.1)
+    assert free["AlarmActions"] == [{"Ref": "RulesTopicA82E5F65"}]
+    throughput = alarms["FsxAlarmsThroughputUtilizationA56A2152"]["Properties"]
+    expression = next(m["Expression"] for m in throughput["Metrics"] if "Expression" in m)
+    # 4800 GiB x 250 MB/s/TiB = 1200 MB/s baseline
+    assert expression == "(readBytes + writeBytes) / PERIOD(readBytes) / 1200000000"
+    assert throughput["Threshold"] == 0.9
+    rules = template.find_resources("AWS::Events::Rule")
+    health = rules["HyperPodEventsNodeHealth3EF3A9D0"]["Properties"]
+    assert health["EventPattern"] == {
+        "source": ["aws.sagemaker"],
+        "detail-type": ["SageMaker HyperPod Cluster Node Health Event"],
+        "resources": [HYPERPOD_ARN],
+    }
+    assert health["Targets"][0]["Arn"] == {"Ref": "RulesTopicA82E5F65"}
+    errors = rules["HyperPodEventsClusterErrors92BB4BD6"]["Properties"]["EventPattern"]
+    assert errors["detail"] == {"EventDetails": {"EventLevel": ["Error"]}}
+
+
+def test_cfn_lint_clean(synthesized: Any) -> None:
+    _, template_json, _ = synthesized
+    matches = lint(json.dumps(template_json), config=ManualArgs(regions=["us-east-1"]))
+    assert [str(m) for m in matches] == []
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+@pytest.fixture
+def stack() -> cdk.Stack:
+    return cdk.Stack(cdk.App(), "Invalid", env=ENV)
+
+
+def test_scraper_rejects_bad_input_all_at_once(stack: cdk.Stack) -> None:
+    workspace = PrometheusWorkspace.from_workspace_id(stack, "Ws", "ws-12345678")
+    subnet = _subnets(stack)[0]
+    with pytest.raises(FmValidationError) as raised:
+        ManagedScraper(
+            stack,
+            "Bad",
+            cluster_arn="my-cluster",
+            subnets=[subnet],
+            security_group=ec2.SecurityGroup.from_security_group_id(stack, "Sg", "sg-0abc"),
+            workspace=workspace,
+            scrape_interval=cdk.Duration.seconds(10),
+        )
+    message = str(raised.value)
+    assert "cluster_arn" in message and "subnets" in message and "scrape_interval" in message
+
+
+def test_grafana_saml_needs_configuration(stack: cdk.Stack) -> None:
+    workspace = PrometheusWorkspace.from_workspace_id(stack, "Ws", "ws-12345678")
+    with pytest.raises(FmValidationError, match="saml_configuration: required"):
+        GrafanaWorkspace(
+            stack,
+            "G",
+            prometheus_workspaces=[workspace],
+            authentication=[GrafanaAuthentication.SAML],
+        )
+
+
+def test_alert_rules_reject_unknown_threshold_and_imported_workspace(stack: cdk.Stack) -> None:
+    with pytest.raises(FmValidationError, match="must be a PrometheusWorkspace"):
+        AlertRules(stack, "R1", workspace=PrometheusWorkspace.from_workspace_id(stack, "W", "ws-1"))  # type: ignore[arg-type]
+    workspace = PrometheusWorkspace(stack, "Real")
+    with pytest.raises(FmValidationError, match="ttft_p95: is not a rule threshold"):
+        AlertRules(stack, "R2", workspace=workspace, thresholds={"ttft_p95": 1.0})
+
+
+def test_fsx_alarms_reject_bad_sizes(stack: cdk.Stack) -> None:
+    from fm_constructs.observability import AlertTopic
+
+    with pytest.raises(FmValidationError) as raised:
+        FsxLustreAlarms(
+            stack,
+            "A",
+            file_system_id="vol-1",
+            storage_capacity_gib=0,
+            per_unit_storage_throughput_mb_s_per_tib=250,
+            alert_topic=AlertTopic(stack, "T"),
+            free_capacity_min_ratio=1.5,
+        )
+    assert {"file_system_id", "storage_capacity_gib", "free_capacity_min_ratio"} <= {
+        p.split(":")[0] for p in raised.value.problems
+    }

@@ -1,0 +1,242 @@
+"""Shipped rules, dashboards and scrape configuration: structure, PromQL sanity, and every
+metric a rule or panel reads is collected by the scrape configuration or recorded by a rule."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fm_constructs.errors import FmValidationError
+from fm_constructs.observability import data, promql
+
+RULES = {
+    p.name: data.load_rule_file(p, data.rule_thresholds(None)) for p in data.shipped_rule_files()
+}
+DOCUMENTS = [document for _, document in RULES.values()]
+RECORDED = promql.recorded_metrics(DOCUMENTS)
+SCRAPE = yaml.safe_load(
+    data.render_scrape_configuration(
+        data.EKS_SCRAPE_TEMPLATE.read_text(), cluster_name="c", scrape_interval_seconds=30
+    )
+)
+COLLECTED = promql.collected_metric_patterns(SCRAPE)
+DASHBOARDS = {p.name: json.loads(p.read_text()) for p in data.shipped_dashboard_files()}
+
+
+def _unknown(expr: str) -> set[str]:
+    return {
+        m
+        for m in promql.metric_names(expr)
+        if m not in RECORDED and not promql.is_collected(m, COLLECTED)
+    }
+
+
+def test_rule_files_are_shipped_and_cover_the_required_alerts() -> None:
+    alerts = {
+        r["alert"] for d in DOCUMENTS for g in d["groups"] for r in g["rules"] if "alert" in r
+    }
+    assert {
+        "GpuXidErrorReplaceNode",
+        "GpuDoubleBitEccError",
+        "GpuThermalThrottling",
+        "GpuPowerThrottling",
+        "GpuMissingFromNode",
+        "EfaWorkRequestErrors",
+        "EfaRetransmitTimeouts",
+        "KubernetesNodeNotReady",
+        "FsxLustreFreeCapacityLow",
+        "TrainingStalled",
+        "InferenceTimeToFirstTokenOverObjective",
+        "InferenceInterTokenLatencyOverObjective",
+    } <= alerts
+    assert {
+        "cluster:dcgm_gpu_utilization:avg",
+        "cluster:dcgm_sm_active:avg",
+        "cluster:efa_tx_bytes:rate5m",
+    } <= RECORDED
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_rule_expressions_are_balanced_and_read_collected_metrics(name: str) -> None:
+    for rule_name, expr in promql.rule_expressions([RULES[name][1]]).items():
+        assert promql.balanced(expr), rule_name
+        assert promql.metric_names(expr), f"{rule_name}: reads no metric"
+        assert _unknown(expr) == set(), rule_name
+        assert not data.placeholders(expr), rule_name
+
+
+def test_xid_alert_covers_the_replace_node_xids() -> None:
+    (expr,) = [
+        e for n, e in promql.rule_expressions(DOCUMENTS).items() if n == "GpuXidErrorReplaceNode"
+    ]
+    for xid in (48, 63, 64, 74, 79, 94, 95):
+        assert f"DCGM_FI_DEV_XID_ERRORS == {xid})" in expr
+
+
+def test_rule_validation_reports_missing_labels_and_annotations(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: up == 0\n"
+        "        labels: {severity: loud}\n"
+    )
+    with pytest.raises(FmValidationError) as raised:
+        data.load_rule_file(bad, {})
+    text = str(raised.value)
+    assert "severity must be one of" in text and "annotation 'runbook' is required" in text
+
+
+def test_unknown_placeholder_fails(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("groups: [{name: g, rules: [{record: r, expr: 'x > {{nope}}'}]}]\n")
+    with pytest.raises(FmValidationError, match=r"placeholders \['nope'\] have no value"):
+        data.load_rule_file(bad, data.rule_thresholds(None))
+
+
+@pytest.mark.skipif(
+    shutil.which("promtool") is None,
+    reason="promtool not installed "
+    "(Debian package 'prometheus' provides it); the structural and metric checks "
+    "above still run",
+)
+def test_promtool_accepts_rules(tmp_path: Path) -> None:
+    for name, (text, _) in RULES.items():
+        (tmp_path / name).write_text(text)
+    rules = subprocess.run(
+        ["promtool", "check", "rules", *sorted(map(str, tmp_path.glob("*.yaml")))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert rules.returncode == 0, rules.stdout + rules.stderr
+    # promtool check config is not used for the scrape configuration: Debian's promtool is
+    # built without Kubernetes service discovery and rejects kubernetes_sd_configs.
+
+
+def test_scrape_configuration_respects_managed_collector_limits() -> None:
+    assert SCRAPE["global"]["scrape_interval"] == "30s"
+    assert SCRAPE["global"]["external_labels"] == {"cluster": "c"}
+    for job in SCRAPE["scrape_configs"]:
+        assert set(job) <= {
+            "job_name",
+            "honor_labels",
+            "kubernetes_sd_configs",
+            "relabel_configs",
+            "metric_relabel_configs",
+            "static_configs",
+            "scheme",
+            "metrics_path",
+            "authorization",
+        }, job["job_name"]
+        assert [sd["role"] for sd in job["kubernetes_sd_configs"]] == ["pod"]
+    ports = {
+        job["job_name"]: r["regex"]
+        for job in SCRAPE["scrape_configs"]
+        for r in job["relabel_configs"]
+        if r.get("source_labels") == ["__meta_kubernetes_pod_container_port_number"]
+    }
+    assert ports == {
+        "dcgm-exporter": "9400",
+        "node-exporter": "9100",
+        "efa-exporter": "9109",
+        "kube-state-metrics": "8080",
+    }
+    assert promql.is_collected("vllm:num_requests_waiting", COLLECTED)
+    assert not promql.is_collected("DCGM_FI_DEV_SOMETHING_ELSE", COLLECTED)
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_dashboard_structure(name: str) -> None:
+    dashboard = DASHBOARDS[name]
+    assert isinstance(dashboard["schemaVersion"], int) and dashboard["schemaVersion"] >= 36
+    assert dashboard["uid"].startswith("fm-") and dashboard["title"] and dashboard["description"]
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    panels = dashboard["panels"]
+    ids = [p["id"] for p in panels]
+    assert len(ids) == len(set(ids))
+    for panel in panels:
+        assert {"h", "w", "x", "y"} <= set(panel["gridPos"])
+        assert panel["gridPos"]["x"] + panel["gridPos"]["w"] <= 24
+        if panel["type"] == "row":
+            continue
+        assert panel["targets"], panel["title"]
+        assert len({t["refId"] for t in panel["targets"]}) == len(panel["targets"])
+        uid = panel["datasource"]["uid"]
+        assert uid in ("${datasource}", "${cloudwatch}"), panel["title"]
+        assert uid.strip("${}") in variables
+        for target in panel["targets"]:
+            assert target["datasource"] == panel["datasource"]
+
+
+def _prometheus_queries(dashboard: dict[str, Any]) -> list[tuple[str, str]]:
+    queries = [
+        (p["title"], t["expr"])
+        for p in dashboard["panels"]
+        for t in p.get("targets", [])
+        if p["datasource"]["type"] == "prometheus"
+    ]
+    queries += [
+        (v["name"], v["definition"])
+        for v in dashboard["templating"]["list"]
+        if v["type"] == "query"
+    ]
+    return queries
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_panel_query_reads_collected_or_recorded_metrics(name: str) -> None:
+    for title, expr in _prometheus_queries(DASHBOARDS[name]):
+        assert promql.balanced(expr), title
+        assert promql.metric_names(expr), f"{title}: reads no metric"
+        assert _unknown(expr) == set(), title
+
+
+def test_cloudwatch_panels_read_fsx_metrics_of_the_selected_file_system() -> None:
+    fsx = DASHBOARDS["fsx-storage.json"]
+    targets = [
+        t
+        for p in fsx["panels"]
+        for t in p.get("targets", [])
+        if p["datasource"]["type"] == "cloudwatch"
+    ]
+    assert targets
+    for target in targets:
+        assert target["namespace"] == "AWS/FSx"
+        assert target["dimensions"] == {"FileSystemId": "$file_system_id"}
+        assert target["metricName"] in {
+            "FreeDataStorageCapacity",
+            "DataReadBytes",
+            "DataWriteBytes",
+            "DataReadOperations",
+            "DataWriteOperations",
+            "MetadataOperations",
+            "ClientConnections",
+        }
+
+
+def test_training_dashboard_documents_the_exported_metrics() -> None:
+    description = DASHBOARDS["training-throughput.json"]["description"]
+    for metric in (
+        "fm_training_steps_total",
+        "fm_training_tokens_total",
+        "fm_training_step_duration_seconds",
+        "fm_training_loss",
+    ):
+        assert metric in description
+
+
+def test_metric_name_extractor() -> None:
+    expr = (
+        'histogram_quantile(0.9, sum by (le, pod) (rate(a_bucket{x=~"$v", y="b c"}'
+        "[$__rate_interval])))"
+        " / on (node) group_left () max without (gpu) (b:rec:avg offset 5m) > bool 1e3"
+    )
+    assert promql.metric_names(expr) == {"a_bucket", "b:rec:avg"}
+    assert promql.balanced("sum(rate(x[5m]))") and not promql.balanced("sum(rate(x[5m])")
