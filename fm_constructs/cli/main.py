@@ -1,0 +1,304 @@
+"""``fmc``: argument parsing, dispatch, and the one place errors become exit codes.
+
+Subcommands:
+  fmc plan        what the profile builds and costs (offline)
+  fmc preflight   read-only AWS checks that would otherwise fail an hour into a deploy
+  fmc capacity    search and purchase EC2 Capacity Blocks for ML
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from fm_constructs.cli.exit_codes import EPILOG, CliError, ExitCode
+from fm_constructs.cli.goal import TrainingGoal, parse_quantity
+from fm_constructs.cli.output import Reporter
+from fm_constructs.config import Profile, load_profile
+from fm_constructs.errors import FmValidationError
+
+DEFAULT_CONFIG = "config/default.toml"
+WORKLOADS = ("pretraining", "post_training", "inference")
+
+
+def _quantity(text: str) -> float:
+    try:
+        return parse_quantity(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number such as 0.4, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], e.g. 0.4 for 40 %, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be 1 or more, got 0")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises instead of exiting, so ``main`` returns the exit code (testable in-process)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CliError(f"{self.prog}: {message}", ExitCode.USAGE)
+
+
+def _common(parser: argparse.ArgumentParser, *, aws: bool) -> None:
+    parser.add_argument(
+        "--config",
+        "-c",
+        default=DEFAULT_CONFIG,
+        help=f"profile TOML file (default: {DEFAULT_CONFIG})",
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    if aws:
+        parser.add_argument("--region", help="AWS region (default: platform.region of the profile)")
+        parser.add_argument(
+            "--aws-profile", help="named AWS profile (default: AWS_PROFILE / default)"
+        )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``fmc`` argument parser."""
+    parser = _Parser(
+        prog="fmc",
+        description="Plan, check and reserve capacity for fm-constructs deployments.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    plan = commands.add_parser(
+        "plan",
+        help="nodes, accelerators, EFA, FSx, IP budget and cost of a profile (offline)",
+        description="What the profile builds and what it costs. Figures come from the same "
+        "functions the constructs use. With --params/--tokens it also estimates training time.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(plan, aws=False)
+    plan.add_argument("--prices", help="JSON price file merged over the built-in list prices")
+    plan.add_argument(
+        "--params", type=_quantity, help="training goal: model parameters (70B, 7e10)"
+    )
+    plan.add_argument("--tokens", type=_quantity, help="training goal: training tokens (15T)")
+    plan.add_argument(
+        "--mfu", type=_fraction, default=0.4, help="training goal: expected MFU (default 0.4)"
+    )
+    plan.add_argument(
+        "--goal-workload",
+        choices=WORKLOADS,
+        default="pretraining",
+        help="workload whose cluster runs the training goal (default: pretraining)",
+    )
+    plan.add_argument(
+        "--pod-ips-per-node",
+        type=_non_negative_int,
+        default=None,
+        help="subnet addresses each node's pods take (default: 110 per Kubernetes node, "
+        "kubelet's pod limit with VPC CNI addresses; 0 on Slurm), as the profile check counts",
+    )
+
+    preflight = commands.add_parser(
+        "preflight",
+        help="read-only AWS checks: offerings, reservations, quotas, EKS, HyperPod",
+        description="Checks that would otherwise fail an hour into a deploy. Read-only.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(preflight, aws=True)
+    preflight.add_argument(
+        "--expiry-warning-hours",
+        type=_positive_int,
+        default=48,
+        help="warn when a reservation or training plan ends within this many hours (default 48)",
+    )
+    preflight.add_argument(
+        "--kubernetes-version",
+        help="EKS Kubernetes version the clusters will run (e.g. 1.33); default: EKS's default",
+    )
+
+    capacity = commands.add_parser(
+        "capacity",
+        help="search and purchase EC2 Capacity Blocks for ML",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    capacity_commands = capacity.add_subparsers(
+        dest="capacity_command", metavar="ACTION", parser_class=_Parser
+    )
+    search = capacity_commands.add_parser(
+        "search",
+        help="list Capacity Block offerings with their price",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(search, aws=True)
+    search.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="pretraining",
+        help="take instance type and count from this workload (default: pretraining)",
+    )
+    search.add_argument("--instance-type", help="instance type (default: the workload's)")
+    search.add_argument(
+        "--count", type=_positive_int, help="instances (default: the workload's instance_count)"
+    )
+    duration = search.add_mutually_exclusive_group(required=True)
+    duration.add_argument("--days", type=_positive_int, help="block length in days")
+    duration.add_argument("--duration-hours", type=_positive_int, help="block length in hours")
+    search.add_argument("--start", help="earliest start date, YYYY-MM-DD (UTC)")
+    search.add_argument("--end", help="latest end date, YYYY-MM-DD (UTC)")
+
+    purchase = capacity_commands.add_parser(
+        "purchase",
+        help="buy one Capacity Block offering (needs --yes)",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(purchase, aws=True)
+    purchase.add_argument("--offering-id", required=True, help="from fmc capacity search")
+    purchase.add_argument(
+        "--workload",
+        choices=WORKLOADS,
+        default="pretraining",
+        help="workload whose profile table the printed TOML is for (default: pretraining)",
+    )
+    purchase.add_argument(
+        "--yes", action="store_true", help="confirm the purchase (it is paid up front, no refund)"
+    )
+    return parser
+
+
+def _load(path: str) -> Profile:
+    return load_profile(path)
+
+
+def _run_plan(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.plan import build_plan, render_plan
+    from fm_constructs.cli.pricing import load_prices
+
+    if (args.params is None) != (args.tokens is None):
+        raise CliError(
+            "plan: give --params and --tokens together (a training goal needs both)",
+            ExitCode.USAGE,
+        )
+    goal = (
+        TrainingGoal(parameters=args.params, tokens=args.tokens, mfu=args.mfu)
+        if args.params is not None
+        else None
+    )
+    profile = _load(args.config)
+    prices = load_prices(args.prices)
+    plan = build_plan(
+        profile,
+        prices,
+        goal=goal,
+        goal_workload=args.goal_workload,
+        pod_ips_per_node=args.pod_ips_per_node,
+    )
+    if args.json:
+        reporter.emit_json(plan.to_json())
+    else:
+        reporter.print(render_plan(plan))
+    return ExitCode.CHECK_FAILED if plan.problems else ExitCode.OK
+
+
+def _run_preflight(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.aws import AwsSession
+    from fm_constructs.cli.preflight import run_preflight
+
+    profile = _load(args.config)
+    session = AwsSession(
+        region=args.region or profile.platform.region, profile_name=args.aws_profile
+    )
+    return run_preflight(
+        profile,
+        session,
+        reporter,
+        expiry_warning_hours=args.expiry_warning_hours,
+        kubernetes_version=args.kubernetes_version,
+    )
+
+
+def _run_capacity(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli import capacity
+    from fm_constructs.cli.aws import AwsSession
+
+    if args.capacity_command is None:
+        raise CliError("capacity: choose an action: search or purchase", ExitCode.USAGE)
+    profile = _load(args.config)
+    region = args.region or profile.platform.region
+    if args.capacity_command == "purchase":
+        if not args.yes:
+            raise CliError(
+                f"capacity purchase: refusing to buy offering {args.offering_id!r} without --yes "
+                "(a Capacity Block is paid up front and cannot be cancelled); nothing was bought",
+                ExitCode.USAGE,
+            )
+        session = AwsSession(region=region, profile_name=args.aws_profile)
+        return capacity.purchase(args, profile, session, reporter)
+    request = capacity.search_request(args, profile)
+    session = AwsSession(region=region, profile_name=args.aws_profile)
+    return capacity.search(request, profile, session, reporter)
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, Reporter], ExitCode]] = {
+    "plan": _run_plan,
+    "preflight": _run_preflight,
+    "capacity": _run_capacity,
+}
+
+
+def main(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run ``fmc`` with ``argv`` (default: sys.argv[1:]); return the exit code."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    parser = build_parser()
+    reporter = Reporter(out=out, err=err)
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exit_:  # --help prints and exits 0
+            return int(exit_.code or 0)
+        if args.command is None:
+            parser.print_help(file=err)
+            return ExitCode.USAGE
+        reporter.json_mode = bool(getattr(args, "json", False))
+        return int(_COMMANDS[args.command](args, reporter))
+    except CliError as error:
+        reporter.error(error.message)
+        return int(error.exit_code)
+    except FmValidationError as error:
+        reporter.error(str(error))
+        return int(ExitCode.USAGE)
+    except KeyboardInterrupt:
+        reporter.error("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

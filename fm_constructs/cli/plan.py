@@ -1,0 +1,663 @@
+"""``fmc plan``: what a profile builds and what it costs, offline.
+
+Every figure comes from the floor-1 functions the constructs use (catalog, EFA layout, IP
+budget, FSx sizing and validity rules), so the plan and the synthesized template agree; the
+CLI adds only list prices and the training-goal arithmetic on top.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fm_constructs.catalog import InstanceSpec, require_efa
+from fm_constructs.cli.flops import peak_flops
+from fm_constructs.cli.goal import GoalEstimate, TrainingGoal, estimate
+from fm_constructs.cli.pricing import HOURS_PER_MONTH, PriceTable
+from fm_constructs.config import (
+    CapacityKind,
+    Orchestrator,
+    Profile,
+    WorkloadConfig,
+)
+from fm_constructs.config.rules import KUBERNETES_POD_IPS_PER_NODE
+from fm_constructs.config.rules import pod_ips_per_node as default_pod_ips_per_node
+from fm_constructs.config.sizing import fsx_sizing_request
+from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_count, efa_interface_layout
+from fm_constructs.planning.fsx_sizing import (
+    DEFAULT_BYTES_PER_PARAMETER,
+    DEFAULT_PER_UNIT_THROUGHPUT,
+    DEFAULT_STORAGE_CAPACITY_GIB,
+    LustreDeploymentType,
+    aggregate_throughput_mb_s,
+    check_lustre_settings,
+    size_fsx_lustre,
+)
+from fm_constructs.planning.ip_budget import (
+    AWS_RESERVED_ADDRESSES_PER_SUBNET,
+    check_ip_budget,
+    ip_addresses_per_node,
+)
+from fm_constructs.planning.vpc_layout import subnet_prefixes
+
+SCHEMA = "fmc.plan/v1"
+_BYTES_PER_GIB = 1024**3
+_BYTES_PER_MB = 1000**2
+#: FSx for Lustre deployment type the storage constructs build (and sizing prices).
+DEPLOYMENT_TYPE = LustreDeploymentType.PERSISTENT_2
+
+
+def efa_layout_for(workload: WorkloadConfig) -> EfaLayout:
+    """The planning layout for a profile's ``efa_layout`` key."""
+    return EfaLayout(workload.efa_layout)
+
+
+def private_subnet_prefix(vpc_cidr: str) -> int:
+    """Prefix of each private (node) subnet, from the same function the VPC construct uses."""
+    private, _ = subnet_prefixes(vpc_cidr)
+    return private
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """The FSx for Lustre file system of one workload."""
+
+    source: str  # "sized", "explicit" or "default"
+    deployment_type: str
+    storage_capacity_gib: int
+    throughput_mb_s_per_tib: int
+    aggregate_throughput_mb_s: float
+    efa_enabled: bool
+    checkpoint_size_gib: float | None
+    checkpoint_write_seconds: float | None
+    usd_per_month: float | None
+    reasoning: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GoalPlan:
+    """The training goal on this workload's cluster (or why it cannot be estimated)."""
+
+    parameters: float
+    tokens: float
+    mfu: float
+    flops: float
+    peak_bf16_dense_tflops: float | None
+    peak_source: str | None
+    accelerator_hours: float | None
+    wall_clock_days: float | None
+    usd: float | None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """Everything ``plan`` reports about one enabled workload."""
+
+    name: str
+    orchestrator: str
+    capacity_kind: str
+    instance_type: str
+    nodes: int
+    accelerator: str
+    accelerators_per_node: int
+    accelerators: int
+    accelerator_memory_gib: float
+    total_accelerator_memory_gib: float
+    efa_layout: str
+    efa_interfaces_per_node: int
+    efa_bandwidth_gbps_per_node: float
+    efa_bandwidth_gbps_total: float
+    ip_addresses_per_node: int
+    ip_addresses: int
+    instance_usd_per_hour: float | None
+    compute_usd_per_hour: float | None
+    storage_usd_per_hour: float | None
+    usd_per_hour: float | None
+    cost_basis: str
+    storage: StoragePlan | None
+    goal: GoalPlan | None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    """The private subnet in the GPU zone that every workload's nodes share."""
+
+    availability_zone: str
+    prefix: int
+    addresses: int
+    reserved: int
+    usable: int
+    required: int
+    #: None: each workload's default (see build_plan).
+    pod_ips_per_node: int | None
+
+    @property
+    def free(self) -> int:
+        return self.usable - self.required
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole plan of a profile."""
+
+    source: str
+    region: str
+    availability_zone: str
+    prices_as_of: str
+    prices_source: str
+    workloads: tuple[WorkloadPlan, ...]
+    subnet: SubnetPlan
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        costs = [w.usd_per_hour for w in self.workloads]
+        if not costs or any(c is None for c in costs):
+            return None
+        return sum(c for c in costs if c is not None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` document (schema ``fmc.plan/v1``)."""
+        return {
+            "schema": SCHEMA,
+            "profile": self.source,
+            "region": self.region,
+            "availability_zone": self.availability_zone,
+            "prices": {"as_of": self.prices_as_of, "source": self.prices_source},
+            "workloads": [_workload_json(w) for w in self.workloads],
+            "subnet": {
+                "availability_zone": self.subnet.availability_zone,
+                "prefix": self.subnet.prefix,
+                "addresses": self.subnet.addresses,
+                "reserved": self.subnet.reserved,
+                "usable": self.subnet.usable,
+                "required": self.subnet.required,
+                "free": self.subnet.free,
+                "fits": self.subnet.fits,
+                "pod_ips_per_node": self.subnet.pod_ips_per_node,
+            },
+            "totals": {
+                "nodes": sum(w.nodes for w in self.workloads),
+                "accelerators": sum(w.accelerators for w in self.workloads),
+                "usd_per_hour": self.usd_per_hour,
+            },
+            "problems": list(self.problems),
+        }
+
+
+def _workload_json(w: WorkloadPlan) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        key: getattr(w, key)
+        for key in (
+            "name",
+            "orchestrator",
+            "capacity_kind",
+            "instance_type",
+            "nodes",
+            "accelerator",
+            "accelerators_per_node",
+            "accelerators",
+            "accelerator_memory_gib",
+            "total_accelerator_memory_gib",
+            "efa_layout",
+            "efa_interfaces_per_node",
+            "efa_bandwidth_gbps_per_node",
+            "efa_bandwidth_gbps_total",
+            "ip_addresses_per_node",
+            "ip_addresses",
+        )
+    }
+    doc["cost"] = {
+        "instance_usd_per_hour": w.instance_usd_per_hour,
+        "compute_usd_per_hour": w.compute_usd_per_hour,
+        "storage_usd_per_hour": w.storage_usd_per_hour,
+        "usd_per_hour": w.usd_per_hour,
+        "basis": w.cost_basis,
+    }
+    doc["storage"] = None if w.storage is None else _storage_json(w.storage)
+    doc["training_goal"] = None if w.goal is None else _goal_json(w.goal)
+    doc["notes"] = list(w.notes)
+    return doc
+
+
+def _storage_json(s: StoragePlan) -> dict[str, Any]:
+    return {
+        "source": s.source,
+        "deployment_type": s.deployment_type,
+        "storage_capacity_gib": s.storage_capacity_gib,
+        "throughput_mb_s_per_tib": s.throughput_mb_s_per_tib,
+        "aggregate_throughput_mb_s": s.aggregate_throughput_mb_s,
+        "efa_enabled": s.efa_enabled,
+        "checkpoint_size_gib": s.checkpoint_size_gib,
+        "checkpoint_write_seconds": s.checkpoint_write_seconds,
+        "usd_per_month": s.usd_per_month,
+        "reasoning": list(s.reasoning),
+    }
+
+
+def _goal_json(g: GoalPlan) -> dict[str, Any]:
+    return {
+        "parameters": g.parameters,
+        "tokens": g.tokens,
+        "mfu": g.mfu,
+        "flops": g.flops,
+        "peak_bf16_dense_tflops_per_accelerator": g.peak_bf16_dense_tflops,
+        "peak_source": g.peak_source,
+        "accelerator_hours": g.accelerator_hours,
+        "wall_clock_days": g.wall_clock_days,
+        "usd": g.usd,
+        "note": g.note,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Building the plan
+# --------------------------------------------------------------------------------------------
+
+
+def build_plan(
+    profile: Profile,
+    prices: PriceTable,
+    *,
+    goal: TrainingGoal | None = None,
+    goal_workload: str = "pretraining",
+    pod_ips_per_node: int | None = None,
+) -> Plan:
+    """The plan of every enabled workload of ``profile``.
+
+    ``goal`` is estimated on ``goal_workload``'s cluster. ``pod_ips_per_node``: subnet
+    addresses each node's pods take on top of its interfaces; None means the profile rules'
+    own figure per orchestrator (Kubernetes: kubelet's 110 pods; Slurm: 0).
+    """
+    region = profile.platform.region
+    problems = Problems()
+    workloads: list[WorkloadPlan] = []
+    enabled = profile.enabled_workloads
+    if goal is not None and goal_workload not in {w.name for w in enabled}:
+        problems.add_message(
+            f"--goal-workload: {goal_workload!r} is not an enabled workload of the profile; "
+            f"choose one of {', '.join(w.name for w in enabled) or '(none enabled)'}"
+        )
+    prefix = private_subnet_prefix(profile.platform.vpc_cidr)
+    used = 0
+    for workload in enabled:
+        spec = require_efa(workload.instance_type, field=f"{workload.name}.instance_type")
+        layout = efa_layout_for(workload)
+        pods = default_pod_ips_per_node(workload) if pod_ips_per_node is None else pod_ips_per_node
+        per_node = ip_addresses_per_node(spec, layout, pods)
+        try:
+            check_ip_budget(
+                node_count=workload.instance_count,
+                spec=spec,
+                layout=layout,
+                subnet_cidr=prefix,
+                pod_ips_per_node=pods,
+                other_addresses=used,
+            )
+        except FmValidationError as error:
+            problems.extend(f"{workload.name}: {p}" for p in error.problems)
+        used += per_node * workload.instance_count
+        workload_goal = goal if goal is not None and workload.name == goal_workload else None
+        workloads.append(
+            _plan_workload(
+                workload, spec, layout, per_node, region, prices, workload_goal, problems
+            )
+        )
+    addresses = 2 ** (32 - prefix)
+    subnet = SubnetPlan(
+        availability_zone=profile.platform.availability_zone,
+        prefix=prefix,
+        addresses=addresses,
+        reserved=AWS_RESERVED_ADDRESSES_PER_SUBNET,
+        usable=addresses - AWS_RESERVED_ADDRESSES_PER_SUBNET,
+        required=used,
+        pod_ips_per_node=pod_ips_per_node,
+    )
+    return Plan(
+        source=profile.source,
+        region=region,
+        availability_zone=profile.platform.availability_zone,
+        prices_as_of=prices.as_of,
+        prices_source=prices.source,
+        workloads=tuple(workloads),
+        subnet=subnet,
+        problems=tuple(problems),
+    )
+
+
+def _cost_basis(workload: WorkloadConfig) -> str:
+    if workload.orchestrator in (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM):
+        return (
+            "EC2 On-Demand list price; SageMaker HyperPod bills ml.* instances (or the training "
+            "plan's upfront fee) at its own rates"
+        )
+    if workload.capacity.kind is CapacityKind.CAPACITY_BLOCK:
+        return (
+            "EC2 On-Demand list price for comparison; a Capacity Block is paid up front at "
+            "purchase (see fmc capacity search)"
+        )
+    if workload.capacity.kind is CapacityKind.ODCR:
+        return "EC2 On-Demand list price (an ODCR bills at the On-Demand rate, used or not)"
+    return "EC2 On-Demand list price"
+
+
+def _plan_workload(
+    workload: WorkloadConfig,
+    spec: InstanceSpec,
+    layout: EfaLayout,
+    ip_per_node: int,
+    region: str,
+    prices: PriceTable,
+    goal: TrainingGoal | None,
+    problems: Problems,
+) -> WorkloadPlan:
+    nodes = workload.instance_count
+    notes: list[str] = []
+    efa_interfaces = efa_interface_count(efa_interface_layout(spec, layout))
+    instance_price = prices.on_demand_usd_per_hour(region, spec.name)
+    if instance_price is None:
+        notes.append(f"no list price for {spec.name} in {region}; add it with --prices FILE")
+    compute = instance_price * nodes if instance_price is not None else None
+
+    storage = _plan_storage(workload, region, prices, goal, problems, notes)
+    storage_hourly = (
+        storage.usd_per_month / HOURS_PER_MONTH
+        if storage is not None and storage.usd_per_month is not None
+        else (0.0 if storage is None else None)
+    )
+    total = compute + storage_hourly if compute is not None and storage_hourly is not None else None
+    goal_plan = _plan_goal(goal, spec, nodes, total, notes) if goal is not None else None
+    return WorkloadPlan(
+        name=workload.name,
+        orchestrator=workload.orchestrator.value,
+        capacity_kind=workload.capacity.kind.value,
+        instance_type=spec.name,
+        nodes=nodes,
+        accelerator=spec.accelerator_name,
+        accelerators_per_node=spec.accelerator_count,
+        accelerators=spec.accelerator_count * nodes,
+        accelerator_memory_gib=spec.accelerator_memory_gib,
+        total_accelerator_memory_gib=spec.total_accelerator_memory_gib * nodes,
+        efa_layout=workload.efa_layout.value,
+        efa_interfaces_per_node=efa_interfaces,
+        efa_bandwidth_gbps_per_node=spec.total_efa_bandwidth_gbps,
+        efa_bandwidth_gbps_total=spec.total_efa_bandwidth_gbps * nodes,
+        ip_addresses_per_node=ip_per_node,
+        ip_addresses=ip_per_node * nodes,
+        instance_usd_per_hour=instance_price,
+        compute_usd_per_hour=compute,
+        storage_usd_per_hour=storage_hourly,
+        usd_per_hour=total,
+        cost_basis=_cost_basis(workload),
+        storage=storage,
+        goal=goal_plan,
+        notes=tuple(notes),
+    )
+
+
+def _plan_storage(
+    workload: WorkloadConfig,
+    region: str,
+    prices: PriceTable,
+    goal: TrainingGoal | None,
+    problems: Problems,
+    notes: list[str],
+) -> StoragePlan | None:
+    storage = workload.storage
+    if not storage.enabled:
+        return None
+    prefix = f"{workload.name}.storage"
+    try:
+        request = fsx_sizing_request(storage)
+    except FmValidationError as error:
+        problems.extend(f"{workload.name}.{p}" for p in error.problems)
+        return None
+    reasoning: tuple[str, ...] = ()
+    checkpoint_gib: float | None = None
+    if request is not None:
+        try:
+            result = size_fsx_lustre(request)
+        except FmValidationError as error:
+            problems.extend(f"{prefix}.{p}" for p in error.problems)
+            return None
+        source = "sized"
+        capacity, tier = result.storage_capacity_gib, result.throughput_mb_s_per_tib
+        checkpoint_gib = result.checkpoint_size_gib
+        reasoning = result.reasoning
+    else:
+        source = (
+            "explicit"
+            if storage.storage_capacity_gib is not None
+            or storage.throughput_mb_s_per_tib is not None
+            else "default"
+        )
+        capacity = storage.storage_capacity_gib or DEFAULT_STORAGE_CAPACITY_GIB
+        tier = storage.throughput_mb_s_per_tib or DEFAULT_PER_UNIT_THROUGHPUT[DEPLOYMENT_TYPE] or 0
+        check = Problems()
+        check_lustre_settings(
+            check,
+            deployment_type=DEPLOYMENT_TYPE,
+            storage_capacity_gib=capacity,
+            throughput_mb_s_per_tib=tier,
+            metadata_iops=storage.metadata_iops,
+            efa_enabled=storage.efa_enabled,
+        )
+        problems.extend(f"{prefix}.{p}" for p in check)
+        if goal is not None:
+            checkpoint_gib = goal.parameters * DEFAULT_BYTES_PER_PARAMETER / _BYTES_PER_GIB
+            notes.append(
+                f"checkpoint size from the training goal: {goal.parameters:,.0f} params x "
+                f"{DEFAULT_BYTES_PER_PARAMETER:g} B"
+            )
+    throughput = aggregate_throughput_mb_s(capacity, tier)
+    write_seconds = (
+        checkpoint_gib * _BYTES_PER_GIB / _BYTES_PER_MB / throughput
+        if checkpoint_gib is not None and throughput > 0
+        else None
+    )
+    unit_price = prices.fsx_usd_per_gb_month(region, DEPLOYMENT_TYPE.value, tier)
+    if unit_price is None:
+        notes.append(
+            f"no FSx for Lustre {DEPLOYMENT_TYPE.value} {tier} MB/s/TiB price for {region}; "
+            "add it with --prices FILE"
+        )
+    return StoragePlan(
+        source=source,
+        deployment_type=DEPLOYMENT_TYPE.value,
+        storage_capacity_gib=capacity,
+        throughput_mb_s_per_tib=tier,
+        aggregate_throughput_mb_s=throughput,
+        efa_enabled=storage.efa_enabled,
+        checkpoint_size_gib=checkpoint_gib,
+        checkpoint_write_seconds=write_seconds,
+        usd_per_month=capacity * unit_price if unit_price is not None else None,
+        reasoning=reasoning,
+    )
+
+
+def _plan_goal(
+    goal: TrainingGoal,
+    spec: InstanceSpec,
+    nodes: int,
+    usd_per_hour: float | None,
+    notes: list[str],
+) -> GoalPlan:
+    peak = peak_flops(spec.accelerator_name)
+    if peak is None:
+        message = f"no peak FLOPS figure for {spec.accelerator_name} ({spec.name})"
+        notes.append(message)
+        return GoalPlan(
+            parameters=goal.parameters,
+            tokens=goal.tokens,
+            mfu=goal.mfu,
+            flops=goal.flops,
+            peak_bf16_dense_tflops=None,
+            peak_source=None,
+            accelerator_hours=None,
+            wall_clock_days=None,
+            usd=None,
+            note=message,
+        )
+    result: GoalEstimate = estimate(goal, accelerators=spec.accelerator_count * nodes, peak=peak)
+    return GoalPlan(
+        parameters=goal.parameters,
+        tokens=goal.tokens,
+        mfu=goal.mfu,
+        flops=goal.flops,
+        peak_bf16_dense_tflops=peak.bf16_dense_tflops,
+        peak_source=peak.source,
+        accelerator_hours=result.accelerator_hours,
+        wall_clock_days=result.days,
+        usd=result.wall_clock_hours * usd_per_hour if usd_per_hour is not None else None,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def render_plan(plan: Plan) -> str:
+    """The plan as terminal tables."""
+    from fm_constructs.cli.output import render_table  # local: keeps the module import light
+
+    lines = [f"plan of {plan.source} ({plan.region}, GPU zone {plan.availability_zone})", ""]
+    if not plan.workloads:
+        lines.append("no workload is enabled")
+    lines.append(
+        render_table(
+            [
+                "workload",
+                "instance",
+                "nodes",
+                "accelerators",
+                "acc. memory GiB",
+                "EFA/node",
+                "EFA Gbps/node",
+                "EFA Gbps total",
+                "$/hour",
+            ],
+            [
+                [
+                    w.name,
+                    w.instance_type,
+                    w.nodes,
+                    f"{w.accelerators} x {w.accelerator}",
+                    round(w.total_accelerator_memory_gib),
+                    w.efa_interfaces_per_node,
+                    round(w.efa_bandwidth_gbps_per_node),
+                    round(w.efa_bandwidth_gbps_total),
+                    _money(w.usd_per_hour),
+                ]
+                for w in plan.workloads
+            ],
+        )
+    )
+    stored = [w for w in plan.workloads if w.storage is not None]
+    if stored:
+        lines += ["", "FSx for Lustre (PERSISTENT_2 SSD)"]
+        rows: list[list[object]] = []
+        for w in stored:
+            s = w.storage
+            assert s is not None
+            rows.append(
+                [
+                    w.name,
+                    s.source,
+                    s.storage_capacity_gib,
+                    s.throughput_mb_s_per_tib,
+                    round(s.aggregate_throughput_mb_s),
+                    "-" if s.checkpoint_size_gib is None else f"{s.checkpoint_size_gib:,.1f}",
+                    "-"
+                    if s.checkpoint_write_seconds is None
+                    else f"{s.checkpoint_write_seconds:,.0f}",
+                    _money(s.usd_per_month),
+                ]
+            )
+        lines.append(
+            render_table(
+                [
+                    "workload",
+                    "sizing",
+                    "capacity GiB",
+                    "MB/s/TiB",
+                    "MB/s",
+                    "checkpoint GiB",
+                    "write s",
+                    "$/month",
+                ],
+                rows,
+            )
+        )
+    subnet = plan.subnet
+    lines += [
+        "",
+        f"IP budget: private subnet /{subnet.prefix} in {subnet.availability_zone} "
+        f"({subnet.usable:,} usable of {subnet.addresses:,}); nodes need {subnet.required:,} "
+        + (
+            f"(pod IPs per node: {KUBERNETES_POD_IPS_PER_NODE} on Kubernetes, 0 on Slurm) "
+            if subnet.pod_ips_per_node is None
+            else f"(pod IPs per node: {subnet.pod_ips_per_node}) "
+        )
+        + "- "
+        + ("fits" if subnet.fits else f"SHORT by {-subnet.free:,}"),
+    ]
+    lines.append(
+        render_table(
+            ["workload", "layout", "addresses/node", "addresses"],
+            [
+                [w.name, w.efa_layout, w.ip_addresses_per_node, w.ip_addresses]
+                for w in plan.workloads
+            ],
+        )
+    )
+    for w in plan.workloads:
+        if w.goal is None:
+            continue
+        g = w.goal
+        lines += ["", f"training goal on {w.name} ({w.accelerators} x {w.accelerator})"]
+        lines.append(
+            f"  compute     6 x {g.parameters:.3g} params x {g.tokens:.3g} tokens = "
+            f"{g.flops:.3g} FLOPs"
+        )
+        if g.accelerator_hours is None or g.wall_clock_days is None:
+            lines.append(
+                f"  {g.note}: cannot estimate time; pass a cluster with a known accelerator"
+            )
+            continue
+        lines.append(
+            f"  throughput  {g.peak_bf16_dense_tflops:,.0f} TFLOPS peak dense BF16 per "
+            f"accelerator x {g.mfu:.0%} MFU"
+        )
+        lines.append(
+            f"  time        {g.accelerator_hours:,.0f} accelerator-hours = "
+            f"{g.wall_clock_days:,.1f} days on {w.accelerators} accelerators"
+        )
+        lines.append(f"  cost        {_money(g.usd)} at the plan's $/hour")
+    total = plan.usd_per_hour
+    lines += [
+        "",
+        f"total: {_money(total)}/hour "
+        f"(~{_money(None if total is None else total * HOURS_PER_MONTH)}/month running 24/7)",
+    ]
+    for w in plan.workloads:
+        lines.append(f"  {w.name}: {w.cost_basis}")
+        lines.extend(f"  {w.name}: note: {note}" for note in w.notes)
+    lines.append(
+        f"prices: list prices as of {plan.prices_as_of}; not live; override with --prices FILE"
+    )
+    if plan.problems:
+        lines += ["", "PROBLEMS (exit 1):"]
+        lines.extend(f"  - {p}" for p in plan.problems)
+    return "\n".join(lines)

@@ -1,0 +1,713 @@
+"""``fmc preflight``: read-only AWS checks that would otherwise fail an hour into a deploy.
+
+Each check ends as pass, warn, fail, skip (with the reason) or error (AWS did not answer:
+access denied, throttled, unreachable); failures and warnings carry the fix. One check's AWS
+error does not stop the others, so a single run shows everything that is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from functools import partial
+from typing import Any
+
+from fm_constructs.catalog import InstanceSpec, get_instance_type
+from fm_constructs.cli.aws import AwsSession, call, call_required
+from fm_constructs.cli.exit_codes import CliError, ExitCode
+from fm_constructs.cli.output import Reporter, render_table
+from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
+
+SCHEMA = "fmc.preflight/v1"
+
+#: Service Quotas codes of the "Running On-Demand <family> instances" vCPU quotas (service ec2).
+EC2_VCPU_QUOTAS: dict[str, tuple[str, str]] = {
+    "p": ("L-417A185B", "Running On-Demand P instances"),
+    "g": ("L-DB2E81BA", "Running On-Demand G and VT instances"),
+    "trn": ("L-2C3B7624", "Running On-Demand Trn instances"),
+}
+HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
+_GOOD_RESERVATION_STATES = {"active", "scheduled"}
+_WAITING_RESERVATION_STATES = {"pending", "payment-pending", "assessing", "delayed"}
+_GOOD_PLAN_STATES = {"Active", "Scheduled"}
+
+
+class Status(StrEnum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one check."""
+
+    name: str
+    workload: str | None
+    status: Status
+    detail: str
+    fix: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "workload": self.workload,
+            "status": self.status.value,
+            "detail": self.detail,
+            "fix": self.fix,
+        }
+
+
+def quota_for_family(spec: InstanceSpec) -> tuple[str, str] | None:
+    """(quota code, quota name) of the On-Demand vCPU quota that ``spec`` draws on."""
+    family = spec.family
+    for prefix in ("trn", "p", "g"):
+        if family.startswith(prefix):
+            return EC2_VCPU_QUOTAS[prefix]
+    return None
+
+
+class Preflight:
+    """Runs every check of a profile against one AWS account and region."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        session: AwsSession,
+        reporter: Reporter,
+        *,
+        expiry_warning_hours: int = 48,
+        kubernetes_version: str | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        self.profile = profile
+        self.session = session
+        self.reporter = reporter
+        self.region = session.region
+        self.zone = profile.platform.availability_zone
+        self.expiry_warning_hours = expiry_warning_hours
+        self.kubernetes_version = kubernetes_version
+        self.now = now or datetime.now(UTC)
+        self.checks: list[Check] = []
+        self._clients: dict[str, Any] = {}
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self.session.client(service)
+        return self._clients[service]
+
+    # ---------------------------------------------------------------- running
+    def _guard(self, name: str, workload: str | None, run: Callable[[], Iterable[Check]]) -> None:
+        self.reporter.progress(f"{name}" + (f" ({workload})" if workload else ""))
+        try:
+            self.checks.extend(run())
+        except CliError as error:
+            if error.exit_code is not ExitCode.AWS_ERROR:
+                raise
+            self.checks.append(Check(name, workload, Status.ERROR, error.message))
+
+    @staticmethod
+    def _one(check: Callable[[WorkloadConfig], Check], workload: WorkloadConfig) -> list[Check]:
+        return [check(workload)]
+
+    def run(self) -> list[Check]:
+        workloads = self.profile.enabled_workloads
+        for w in workloads:
+            self._guard("instance type offered", w.name, partial(self._one, self.check_offering, w))
+            self._guard("capacity", w.name, partial(self._one, self.check_capacity, w))
+            if w.orchestrator in HYPERPOD:
+                hyperpod = partial(self._one, self.check_hyperpod_type, w)
+                self._guard("HyperPod instance type", w.name, hyperpod)
+        self._guard("EC2 vCPU quotas", None, self.check_ec2_quotas)
+        if any(w.orchestrator in HYPERPOD for w in workloads):
+            self._guard("HyperPod quotas", None, self.check_hyperpod_quotas)
+        if any(w.storage.enabled for w in workloads):
+            self._guard("FSx for Lustre storage quota", None, lambda: [self.check_fsx_quota()])
+        if any(w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS) for w in workloads):
+            self._guard("EKS version", None, lambda: [self.check_eks_version()])
+        return self.checks
+
+    # ---------------------------------------------------------------- checks
+    def check_offering(self, w: WorkloadConfig) -> Check:
+        """The instance type is offered in the GPU zone (DescribeInstanceTypeOfferings)."""
+        name = "instance type offered"
+        if w.orchestrator in HYPERPOD:
+            return Check(
+                name,
+                w.name,
+                Status.SKIP,
+                "SageMaker HyperPod provisions its own instances; see the training plan and "
+                "HyperPod checks",
+            )
+        answer = call_required(
+            self.client("ec2"),
+            "describe_instance_type_offerings",
+            "ec2:DescribeInstanceTypeOfferings",
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": [w.instance_type]}],
+        )
+        zones = sorted({o["Location"] for o in answer.get("InstanceTypeOfferings", [])})
+        if self.zone in zones:
+            return Check(name, w.name, Status.PASS, f"{w.instance_type} is offered in {self.zone}")
+        if not zones:
+            return Check(
+                name,
+                w.name,
+                Status.FAIL,
+                f"{w.instance_type} is not offered in any zone of {self.region}",
+                f"choose another region (platform.region) or another {w.name}.instance_type",
+            )
+        return Check(
+            name,
+            w.name,
+            Status.FAIL,
+            f"{w.instance_type} is not offered in {self.zone}; it is offered in {', '.join(zones)}",
+            f"set platform.availability_zone to one of {', '.join(zones)} (and list it in "
+            "platform.availability_zones)",
+        )
+
+    def check_capacity(self, w: WorkloadConfig) -> Check:
+        cap = w.capacity
+        if cap.kind is CapacityKind.ON_DEMAND:
+            return Check(
+                "capacity",
+                w.name,
+                Status.SKIP,
+                "on-demand: nothing reserved to check; large GPU types are often short On-Demand "
+                "(see fmc capacity search)",
+            )
+        if cap.kind is CapacityKind.TRAINING_PLAN:
+            return self._check_training_plan(w)
+        if cap.reservation_id is None:
+            return Check(
+                "capacity",
+                w.name,
+                Status.SKIP,
+                f"ODCR resource group {cap.resource_group_arn}: the reservations in a group "
+                "are not checked; check each with aws ec2 describe-capacity-reservations",
+            )
+        return self._check_reservation(w, cap.reservation_id)
+
+    def _hours_left(self, end: datetime | None) -> float | None:
+        if end is None:
+            return None
+        if end.tzinfo is None:
+            end = end.replace(tzinfo=UTC)
+        return (end - self.now).total_seconds() / 3600
+
+    def _check_reservation(self, w: WorkloadConfig, reservation_id: str) -> Check:
+        """The reservation exists, is active or scheduled, and matches type, zone and count."""
+        name = "capacity reservation"
+        answer = call(
+            self.client("ec2"),
+            "describe_capacity_reservations",
+            "ec2:DescribeCapacityReservations",
+            missing_codes=frozenset(
+                {"InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed"}
+            ),
+            CapacityReservationIds=[reservation_id],
+        )
+        found = (answer or {}).get("CapacityReservations", [])
+        if not found:
+            return Check(
+                name,
+                w.name,
+                Status.FAIL,
+                f"{reservation_id} does not exist in {self.region} for this account",
+                f"fix {w.name}.capacity.reservation_id, or the region / account (--region, "
+                "--aws-profile)",
+            )
+        r = found[0]
+        failures: list[tuple[str, str]] = []
+        warnings: list[tuple[str, str]] = []
+        state = str(r.get("State", "unknown"))
+        if state in _WAITING_RESERVATION_STATES:
+            warnings.append((f"state is {state!r}", "wait until it is 'scheduled' or 'active'"))
+        elif state not in _GOOD_RESERVATION_STATES:
+            failures.append(
+                (
+                    f"state is {state!r}",
+                    "reserve new capacity (fmc capacity search) and update the profile",
+                )
+            )
+        if r.get("InstanceType") != w.instance_type:
+            failures.append(
+                (
+                    f"it holds {r.get('InstanceType')}, the profile wants {w.instance_type}",
+                    f"set {w.name}.instance_type = {r.get('InstanceType')!r} or use a "
+                    "matching reservation",
+                )
+            )
+        if r.get("AvailabilityZone") != self.zone:
+            failures.append(
+                (
+                    f"it is in {r.get('AvailabilityZone')}, the GPU zone is {self.zone}",
+                    f"set platform.availability_zone = {r.get('AvailabilityZone')!r}",
+                )
+            )
+        total = int(r.get("TotalInstanceCount", 0))
+        if total < w.instance_count:
+            failures.append(
+                (
+                    f"it holds {total} instances, the profile wants {w.instance_count}",
+                    f"set {w.name}.instance_count <= {total} or reserve more",
+                )
+            )
+        reservation_type = r.get("ReservationType", "default")
+        if w.capacity.kind is CapacityKind.CAPACITY_BLOCK and reservation_type != "capacity-block":
+            failures.append(
+                (
+                    f"it is not a Capacity Block (type {reservation_type!r})",
+                    f"set {w.name}.capacity.kind = 'odcr'",
+                )
+            )
+        if w.capacity.kind is CapacityKind.ODCR and reservation_type == "capacity-block":
+            failures.append(
+                (
+                    "it is a Capacity Block",
+                    f"set {w.name}.capacity.kind = 'capacity-block' (launches need market type "
+                    "capacity-block)",
+                )
+            )
+        hours = self._hours_left(r.get("EndDate"))
+        end_text = f"ends {r['EndDate']:%Y-%m-%d %H:%M} UTC" if r.get("EndDate") else "no end date"
+        if hours is not None and hours <= 0:
+            failures.append(("it has ended", "reserve new capacity and update the profile"))
+        elif hours is not None and hours < self.expiry_warning_hours:
+            warnings.append(
+                (
+                    f"it ends in {hours:.0f} h",
+                    "finish or checkpoint before then; Capacity Block instances are terminated at "
+                    "the end (scale EKS node groups to zero first)",
+                )
+            )
+        summary = (
+            f"{reservation_id}: {state}, {total} x {r.get('InstanceType')} in "
+            f"{r.get('AvailabilityZone')}, {end_text}"
+        )
+        return _verdict(name, w.name, summary, failures, warnings)
+
+    def _check_training_plan(self, w: WorkloadConfig) -> Check:
+        """The SageMaker training plan exists, is usable, and covers the HyperPod instances."""
+        name = "training plan"
+        arn = w.capacity.training_plan_arn or ""
+        answer = call(
+            self.client("sagemaker"),
+            "describe_training_plan",
+            "sagemaker:DescribeTrainingPlan",
+            missing_codes=frozenset({"ResourceNotFound", "ValidationException"}),
+            TrainingPlanName=arn,
+        )
+        if answer is None:
+            return Check(
+                name,
+                w.name,
+                Status.FAIL,
+                f"{arn} does not exist in {self.region} for this account",
+                f"fix {w.name}.capacity.training_plan_arn (aws sagemaker list-training-plans)",
+            )
+        failures: list[tuple[str, str]] = []
+        warnings: list[tuple[str, str]] = []
+        status = str(answer.get("Status", "unknown"))
+        if status == "Pending":
+            warnings.append(("status is 'Pending'", "wait until it is 'Scheduled' or 'Active'"))
+        elif status not in _GOOD_PLAN_STATES:
+            failures.append(
+                (f"status is {status!r}", "buy a new training plan and update the profile")
+            )
+        total = int(answer.get("TotalInstanceCount", 0))
+        if total < w.instance_count:
+            failures.append(
+                (
+                    f"it holds {total} instances, the profile wants {w.instance_count}",
+                    f"set {w.name}.instance_count <= {total} or extend the plan",
+                )
+            )
+        hyperpod_name = get_instance_type(w.instance_type).hyperpod_name
+        types = {s.get("InstanceType") for s in answer.get("ReservedCapacitySummaries", [])}
+        if types and hyperpod_name not in types:
+            failures.append(
+                (
+                    f"it reserves {', '.join(sorted(t for t in types if t))}, not {hyperpod_name}",
+                    f"set {w.name}.instance_type to the plan's type or use a matching plan",
+                )
+            )
+        targets = answer.get("TargetResources", [])
+        if targets and "hyperpod-cluster" not in targets:
+            failures.append(
+                (
+                    f"it targets {', '.join(targets)}, not hyperpod-cluster",
+                    "buy a training plan for target resource hyperpod-cluster",
+                )
+            )
+        hours = self._hours_left(answer.get("EndTime"))
+        if hours is not None and hours <= 0:
+            failures.append(("it has ended", "buy a new training plan"))
+        elif hours is not None and hours < self.expiry_warning_hours:
+            warnings.append((f"it ends in {hours:.0f} h", "finish or checkpoint before then"))
+        summary = f"{answer.get('TrainingPlanName', arn)}: {status}, {total} instances"
+        return _verdict(name, w.name, summary, failures, warnings)
+
+    def check_hyperpod_type(self, w: WorkloadConfig) -> Check:
+        """HyperPod's API (botocore's SageMaker model) lists the ml.* instance type."""
+        name = "HyperPod instance type"
+        hyperpod_name = get_instance_type(w.instance_type).hyperpod_name
+        shape = self.client("sagemaker").meta.service_model.shape_for("ClusterInstanceType")
+        allowed = set(shape.enum)
+        if hyperpod_name and hyperpod_name in allowed:
+            return Check(name, w.name, Status.PASS, f"{hyperpod_name} is a HyperPod instance type")
+        return Check(
+            name,
+            w.name,
+            Status.FAIL,
+            f"{hyperpod_name or w.instance_type} is not a HyperPod cluster instance type in this "
+            "botocore version",
+            f"choose a type HyperPod offers, or orchestrator 'eks' for {w.name}; upgrade boto3 "
+            "if the type is new",
+        )
+
+    def check_ec2_quotas(self) -> list[Check]:
+        """On-Demand vCPU quotas cover every EC2 workload that draws on them, added up."""
+        needed: dict[str, tuple[str, int, list[str]]] = {}
+        for w in self.profile.enabled_workloads:
+            if w.orchestrator in HYPERPOD or w.capacity.kind not in (
+                CapacityKind.ON_DEMAND,
+                CapacityKind.ODCR,
+            ):
+                continue
+            spec = get_instance_type(w.instance_type)
+            quota = quota_for_family(spec)
+            if quota is None:
+                continue
+            code, quota_name = quota
+            _, vcpus, names = needed.get(code, (quota_name, 0, []))
+            needed[code] = (
+                quota_name,
+                vcpus + spec.vcpus * w.instance_count,
+                [*names, f"{w.name} {w.instance_count} x {spec.name}"],
+            )
+        if not needed:
+            return [
+                Check(
+                    "EC2 vCPU quota",
+                    None,
+                    Status.SKIP,
+                    "no on-demand or ODCR workload (Capacity Blocks and training plans are "
+                    "reserved capacity, checked above)",
+                )
+            ]
+        checks = []
+        client = self.client("service-quotas")
+        for code, (quota_name, vcpus, names) in needed.items():
+            answer = call(
+                client,
+                "get_service_quota",
+                "servicequotas:GetServiceQuota",
+                missing_codes=frozenset({"NoSuchResourceException"}),
+                ServiceCode="ec2",
+                QuotaCode=code,
+            )
+            label = f"{quota_name} ({code})"
+            if answer is None:
+                checks.append(
+                    Check(
+                        "EC2 vCPU quota",
+                        None,
+                        Status.WARN,
+                        f"{label} not found in {self.region}",
+                        "check the EC2 quotas in the Service Quotas console",
+                    )
+                )
+                continue
+            value = float(answer.get("Quota", {}).get("Value", 0))
+            detail = (
+                f"{label}: {value:,.0f} vCPUs, the profile needs {vcpus:,} ({'; '.join(names)})"
+            )
+            if value >= vcpus:
+                checks.append(
+                    Check(
+                        "EC2 vCPU quota",
+                        None,
+                        Status.PASS,
+                        detail + "; instances already running in these families count too",
+                    )
+                )
+            else:
+                checks.append(
+                    Check(
+                        "EC2 vCPU quota",
+                        None,
+                        Status.FAIL,
+                        detail,
+                        f"aws service-quotas request-service-quota-increase --service-code ec2 "
+                        f"--quota-code {code} --desired-value {vcpus} --region {self.region}",
+                    )
+                )
+        return checks
+
+    def _list_quotas(self, service_code: str) -> list[dict[str, Any]]:
+        client = self.client("service-quotas")
+        quotas: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"ServiceCode": service_code}
+            if token:
+                params["NextToken"] = token
+            answer = call_required(
+                client, "list_service_quotas", "servicequotas:ListServiceQuotas", **params
+            )
+            quotas.extend(answer.get("Quotas", []))
+            token = answer.get("NextToken")
+            if not token:
+                return quotas
+
+    def check_hyperpod_quotas(self) -> list[Check]:
+        """SageMaker's '<ml type> for cluster usage' quota covers each HyperPod workload."""
+        quotas = {q.get("QuotaName"): q for q in self._list_quotas("sagemaker")}
+        checks = []
+        for w in self.profile.enabled_workloads:
+            if w.orchestrator not in HYPERPOD:
+                continue
+            quota_name = f"{get_instance_type(w.instance_type).hyperpod_name} for cluster usage"
+            quota = quotas.get(quota_name)
+            if quota is None:
+                checks.append(
+                    Check(
+                        "HyperPod quota",
+                        w.name,
+                        Status.WARN,
+                        f"no SageMaker quota named {quota_name!r} in {self.region}",
+                        "check the SageMaker quotas in the Service Quotas console",
+                    )
+                )
+                continue
+            value = float(quota.get("Value", 0))
+            detail = f"{quota_name}: {value:,.0f}, the profile needs {w.instance_count}"
+            if value >= w.instance_count:
+                checks.append(Check("HyperPod quota", w.name, Status.PASS, detail))
+            else:
+                checks.append(
+                    Check(
+                        "HyperPod quota",
+                        w.name,
+                        Status.FAIL,
+                        detail,
+                        f"aws service-quotas request-service-quota-increase --service-code "
+                        f"sagemaker --quota-code {quota.get('QuotaCode')} --desired-value "
+                        f"{w.instance_count} --region {self.region}",
+                    )
+                )
+        return checks
+
+    def check_fsx_quota(self) -> Check:
+        """The account's FSx for Lustre PERSISTENT_2 storage quota holds the existing file
+        systems plus the planned ones."""
+        from fm_constructs.cli.plan import build_plan
+        from fm_constructs.cli.pricing import load_prices
+
+        name = "FSx for Lustre storage quota"
+        plan = build_plan(self.profile, load_prices())
+        planned = sum(
+            w.storage.storage_capacity_gib for w in plan.workloads if w.storage is not None
+        )
+        candidates = [
+            q
+            for q in self._list_quotas("fsx")
+            if _is_lustre_persistent2_capacity(str(q.get("QuotaName", "")))
+        ]
+        if not candidates:
+            return Check(
+                name,
+                None,
+                Status.WARN,
+                f"no FSx for Lustre PERSISTENT_2 storage-capacity quota found in Service Quotas "
+                f"(service code fsx, {self.region}); the plan needs {planned:,} GiB",
+                "check the FSx quotas in the Service Quotas console",
+            )
+        quota = candidates[0]
+        existing = self._existing_lustre_gib()
+        value = float(quota.get("Value", 0))
+        detail = (
+            f"{quota.get('QuotaName')} ({quota.get('QuotaCode')}): {value:,.0f} GiB; existing "
+            f"PERSISTENT_2 file systems {existing:,} GiB + planned {planned:,} GiB"
+        )
+        if value >= existing + planned:
+            return Check(name, None, Status.PASS, detail)
+        return Check(
+            name,
+            None,
+            Status.FAIL,
+            detail,
+            f"aws service-quotas request-service-quota-increase --service-code fsx --quota-code "
+            f"{quota.get('QuotaCode')} --desired-value {existing + planned} --region {self.region}",
+        )
+
+    def _existing_lustre_gib(self) -> int:
+        client = self.client("fsx")
+        total = 0
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"NextToken": token} if token else {}
+            answer = call_required(
+                client, "describe_file_systems", "fsx:DescribeFileSystems", **params
+            )
+            for fs in answer.get("FileSystems", []):
+                deployment = fs.get("LustreConfiguration", {}).get("DeploymentType")
+                if fs.get("FileSystemType") == "LUSTRE" and deployment == "PERSISTENT_2":
+                    total += int(fs.get("StorageCapacity", 0))
+            token = answer.get("NextToken")
+            if not token:
+                return total
+
+    def check_eks_version(self) -> Check:
+        """The Kubernetes version is one EKS offers in standard support."""
+        name = "EKS version"
+        client = self.client("eks")
+        if not hasattr(client, "describe_cluster_versions"):
+            return Check(
+                name,
+                None,
+                Status.SKIP,
+                "this botocore has no eks:DescribeClusterVersions; upgrade boto3 to check",
+            )
+        if self.kubernetes_version is None:
+            answer = call_required(
+                client,
+                "describe_cluster_versions",
+                "eks:DescribeClusterVersions",
+                defaultOnly=True,
+            )
+            versions = answer.get("clusterVersions", [])
+            default = versions[0].get("clusterVersion") if versions else "unknown"
+            return Check(
+                name,
+                None,
+                Status.PASS,
+                f"no version pinned (--kubernetes-version); EKS's default in {self.region} is "
+                f"{default}",
+            )
+        answer = call_required(
+            client,
+            "describe_cluster_versions",
+            "eks:DescribeClusterVersions",
+            clusterVersions=[self.kubernetes_version],
+        )
+        versions = answer.get("clusterVersions", [])
+        if not versions:
+            return Check(
+                name,
+                None,
+                Status.FAIL,
+                f"EKS does not offer Kubernetes {self.kubernetes_version} in {self.region}",
+                "choose a version listed by aws eks describe-cluster-versions",
+            )
+        v = versions[0]
+        status = str(v.get("versionStatus") or v.get("status") or "unknown").upper()
+        end = v.get("endOfStandardSupportDate")
+        end_text = f", standard support until {end:%Y-%m-%d}" if end else ""
+        detail = f"Kubernetes {self.kubernetes_version}: {status}{end_text}"
+        if status == "STANDARD_SUPPORT":
+            return Check(name, None, Status.PASS, detail)
+        if status == "EXTENDED_SUPPORT":
+            return Check(
+                name,
+                None,
+                Status.WARN,
+                detail,
+                "extended support is billed at a higher cluster-hour rate; move to a version in "
+                "standard support",
+            )
+        return Check(name, None, Status.FAIL, detail, "choose a supported Kubernetes version")
+
+
+def _is_lustre_persistent2_capacity(quota_name: str) -> bool:
+    text = quota_name.lower().replace("_", " ")
+    return "lustre" in text and "persistent 2" in text and "storage capacity" in text
+
+
+def _verdict(
+    name: str,
+    workload: str,
+    summary: str,
+    failures: list[tuple[str, str]],
+    warnings: list[tuple[str, str]],
+) -> Check:
+    if failures:
+        return Check(
+            name,
+            workload,
+            Status.FAIL,
+            f"{summary}; " + "; ".join(f for f, _ in failures + warnings),
+            "; ".join(fix for _, fix in failures + warnings),
+        )
+    if warnings:
+        return Check(
+            name,
+            workload,
+            Status.WARN,
+            f"{summary}; " + "; ".join(w for w, _ in warnings),
+            "; ".join(fix for _, fix in warnings),
+        )
+    return Check(name, workload, Status.PASS, summary)
+
+
+def exit_code(checks: list[Check]) -> ExitCode:
+    """1 if any check failed, else 3 if AWS could not answer one, else 0."""
+    statuses = {c.status for c in checks}
+    if Status.FAIL in statuses:
+        return ExitCode.CHECK_FAILED
+    if Status.ERROR in statuses:
+        return ExitCode.AWS_ERROR
+    return ExitCode.OK
+
+
+def run_preflight(
+    profile: Profile,
+    session: AwsSession,
+    reporter: Reporter,
+    *,
+    expiry_warning_hours: int = 48,
+    kubernetes_version: str | None = None,
+    now: datetime | None = None,
+) -> ExitCode:
+    """Run every check, print the results (table or JSON) and return the exit code."""
+    checks = Preflight(
+        profile,
+        session,
+        reporter,
+        expiry_warning_hours=expiry_warning_hours,
+        kubernetes_version=kubernetes_version,
+        now=now,
+    ).run()
+    counts = {status.value: sum(1 for c in checks if c.status is status) for status in Status}
+    code = exit_code(checks)
+    if reporter.json_mode:
+        reporter.emit_json(
+            {
+                "schema": SCHEMA,
+                "profile": profile.source,
+                "region": session.region,
+                "availability_zone": profile.platform.availability_zone,
+                "checks": [c.to_json() for c in checks],
+                "summary": counts,
+                "exit_code": int(code),
+            }
+        )
+        return code
+    reporter.print(
+        f"preflight of {profile.source} ({session.region}, GPU zone "
+        f"{profile.platform.availability_zone})\n"
+    )
+    rows = [[c.status.value.upper(), c.workload or "-", c.name, c.detail] for c in checks]
+    reporter.print(render_table(["status", "workload", "check", "detail"], rows))
+    fixes = [c for c in checks if c.fix and c.status in (Status.FAIL, Status.WARN)]
+    if fixes:
+        reporter.print("\nfixes:")
+        for c in fixes:
+            reporter.print(f"  [{c.status.value}] {c.workload or 'account'} / {c.name}: {c.fix}")
+    reporter.print("\n" + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    return code

@@ -1,0 +1,93 @@
+"""The list-price table ``fmc plan`` estimates cost with: checked in, dated, overridable.
+
+Prices are copied by hand on a date (``as_of``) from AWS's public pricing pages; they are not
+live. ``--prices FILE`` takes a JSON document of the same shape; its entries replace the
+built-in ones per region and key (a partial file is fine), and its ``as_of``/``source`` are
+shown instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fm_constructs.cli.exit_codes import CliError, ExitCode
+
+#: Hours in a month as AWS prices monthly storage (365 x 24 / 12).
+HOURS_PER_MONTH = 730
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """On-Demand $/hour per instance type and FSx for Lustre $/GB-month per tier, per region."""
+
+    as_of: str
+    source: str
+    currency: str
+    regions: Mapping[str, Mapping[str, Any]]
+
+    def on_demand_usd_per_hour(self, region: str, instance_type: str) -> float | None:
+        """List price of one instance-hour, or None when the table has no figure."""
+        table = self.regions.get(region, {}).get("on_demand_usd_per_hour", {})
+        value = table.get(instance_type)
+        return float(value) if value is not None else None
+
+    def fsx_usd_per_gb_month(self, region: str, deployment_type: str, tier: int) -> float | None:
+        """List price of one GB-month of FSx for Lustre storage at ``tier`` MB/s/TiB."""
+        table = self.regions.get(region, {}).get("fsx_lustre_usd_per_gb_month", {})
+        value = table.get(deployment_type, {}).get(str(tier))
+        return float(value) if value is not None else None
+
+    def describe(self) -> str:
+        return f"list prices as of {self.as_of} ({self.source})"
+
+
+def _read_builtin() -> dict[str, Any]:
+    text = resources.files("fm_constructs.cli").joinpath("data/prices.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Override per region and per key (nested tables merge; values replace)."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(dict(merged[key]), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_prices(override_path: str | Path | None = None) -> PriceTable:
+    """The built-in table, with ``override_path`` (a JSON file) merged over it when given."""
+    data = _read_builtin()
+    if override_path is not None:
+        path = Path(override_path)
+        try:
+            override = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as error:
+            raise CliError(
+                f"--prices: cannot read {str(path)!r}: {error.strerror}", ExitCode.USAGE
+            ) from None
+        except json.JSONDecodeError as error:
+            raise CliError(
+                f"--prices: {str(path)!r} is not valid JSON: {error}", ExitCode.USAGE
+            ) from None
+        if not isinstance(override, dict) or not isinstance(override.get("regions", {}), dict):
+            raise CliError(
+                f"--prices: {str(path)!r} must be a JSON object with a 'regions' object "
+                "(same shape as fm_constructs/cli/data/prices.json)",
+                ExitCode.USAGE,
+            )
+        data = _merge(data, override)
+    return PriceTable(
+        as_of=str(data.get("as_of", "unknown")),
+        source=str(data.get("source", "unknown")),
+        currency=str(data.get("currency", "USD")),
+        regions=data.get("regions", {}),
+    )

@@ -1,0 +1,323 @@
+"""fmc plan: figures checked against hand arithmetic and against the floor-1 functions the
+constructs call, the --json schema, price overrides and usage errors. No AWS, no CDK."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.cli.goal import parse_quantity
+from fm_constructs.cli.plan import (
+    build_plan,
+    efa_layout_for,
+    private_subnet_prefix,
+)
+from fm_constructs.cli.pricing import load_prices
+from fm_constructs.config import load_profile
+from fm_constructs.config.rules import pod_ips_per_node
+from fm_constructs.config.sizing import fsx_sizing_request
+from fm_constructs.planning.efa_layout import efa_interface_count, efa_interface_layout
+from fm_constructs.planning.fsx_sizing import PERSISTENT_2_PRICE_USD_PER_GB_MONTH, size_fsx_lustre
+from fm_constructs.planning.ip_budget import check_ip_budget
+from tests.unit.cli_stubs import DEFAULT_PROFILE, PLATFORM, REPO, run, write_profile
+
+
+@pytest.fixture(scope="module")
+def default_json() -> dict:  # type: ignore[type-arg]
+    result = run("plan", "--config", DEFAULT_PROFILE, "--json", "--params", "7B", "--tokens", "1T")
+    assert result.code == 0, result.err
+    return json.loads(result.out)  # type: ignore[no-any-return]
+
+
+def _workload(doc: dict, name: str) -> dict:  # type: ignore[type-arg]
+    (w,) = (w for w in doc["workloads"] if w["name"] == name)
+    return w  # type: ignore[no-any-return]
+
+
+def test_default_pretraining_cluster_figures(default_json: dict) -> None:  # type: ignore[type-arg]
+    w = _workload(default_json, "pretraining")
+    # 4 x p5.48xlarge, 8 H100 of 80 GiB each: 32 GPUs, 4 * 8 * 80 = 2560 GiB.
+    assert (w["nodes"], w["accelerators"], w["accelerator"]) == (4, 32, "H100")
+    assert w["total_accelerator_memory_gib"] == 2560
+    # 32 EFA cards of 100 Gbps per node = 3200 Gbps; 4 nodes = 12800 Gbps.
+    assert w["efa_interfaces_per_node"] == 32
+    assert w["efa_bandwidth_gbps_per_node"] == 3200
+    assert w["efa_bandwidth_gbps_total"] == 12800
+    # efa-only layout: only the primary ENA interface takes an address, plus 110 pod addresses
+    # (kubelet's pod limit, as the profile rules count): 111 per node, 4 nodes -> 444.
+    assert (w["ip_addresses_per_node"], w["ip_addresses"]) == (111, 444)
+    # all three workloads share the /18 of us-east-1a: 16384 - 5 = 16379 usable;
+    # (4 + 2 + 2) nodes * 111 = 888 needed.
+    subnet = default_json["subnet"]
+    assert (subnet["prefix"], subnet["usable"], subnet["required"]) == (18, 16379, 888)
+
+
+def test_default_pretraining_fsx_is_the_hand_computed_sizing(default_json: dict) -> None:  # type: ignore[type-arg]
+    s = _workload(default_json, "pretraining")["storage"]
+    # checkpoint = 70e9 params * 16 B / 2**30 = 1043.08 GiB (1,120,000 MB)
+    assert s["checkpoint_size_gib"] == pytest.approx(70e9 * 16 / 2**30)
+    # space = (2000 + (3 + 1) * 1043.08) * 1.2 = 7407 GiB -> next valid size 9600 (4 x 2400)
+    # write: 1,120,000 MB / 300 s = 3733 MB/s; at 500 MB/s/TiB 9600 GiB gives 4800 MB/s
+    # price: 9600 * 0.34 = 3264 $/month (cheaper than 16800 GiB at 250: 3528)
+    assert (s["storage_capacity_gib"], s["throughput_mb_s_per_tib"]) == (9600, 500)
+    assert s["aggregate_throughput_mb_s"] == 4800
+    # write time: 1,120,000 MB / 4800 MB/s = 233.3 s
+    assert s["checkpoint_write_seconds"] == pytest.approx(1_120_000 / 4800)
+    assert s["usd_per_month"] == pytest.approx(9600 * 0.34)
+
+
+def test_default_costs_are_list_price_times_nodes_plus_storage(default_json: dict) -> None:  # type: ignore[type-arg]
+    w = _workload(default_json, "pretraining")
+    # 4 * $55.04 = $220.16/h compute; 9600 GiB * $0.34 / 730 h = $4.4712/h storage
+    assert w["cost"]["compute_usd_per_hour"] == pytest.approx(220.16)
+    assert w["cost"]["storage_usd_per_hour"] == pytest.approx(3264 / 730)
+    assert w["cost"]["usd_per_hour"] == pytest.approx(220.16 + 3264 / 730)
+    inference = _workload(default_json, "inference")
+    # inference has no FSx by default: 2 * $30.13118
+    assert inference["storage"] is None
+    assert inference["cost"]["usd_per_hour"] == pytest.approx(2 * 30.13118)
+    # post_training: 2 * 63.296 + 4800 GiB * 0.21 / 730
+    post = _workload(default_json, "post_training")
+    assert post["cost"]["usd_per_hour"] == pytest.approx(2 * 63.296 + 4800 * 0.21 / 730)
+    total = sum(
+        _workload(default_json, n)["cost"]["usd_per_hour"]
+        for n in ("pretraining", "post_training", "inference")
+    )
+    assert default_json["totals"]["usd_per_hour"] == pytest.approx(total)
+
+
+def test_training_goal_hand_computed(default_json: dict) -> None:  # type: ignore[type-arg]
+    g = _workload(default_json, "pretraining")["training_goal"]
+    # 6 * 7e9 * 1e12 = 4.2e22 FLOPs
+    assert g["flops"] == pytest.approx(4.2e22)
+    # per GPU: 989e12 * 0.4 = 3.956e14 FLOP/s -> 4.2e22 / 3.956e14 / 3600 = 29,491 GPU-hours
+    assert g["accelerator_hours"] == pytest.approx(4.2e22 / 3.956e14 / 3600)
+    assert g["accelerator_hours"] == pytest.approx(29_491.07, rel=1e-5)
+    # 32 GPUs: 921.6 h = 38.40 days
+    assert g["wall_clock_days"] == pytest.approx(29_491.07 / 32 / 24, rel=1e-5)
+    # cost: 921.6 h * (220.16 + 4.4712) $/h
+    assert g["usd"] == pytest.approx(29_491.07 / 32 * (220.16 + 3264 / 730), rel=1e-5)
+
+
+def test_json_schema(default_json: dict) -> None:  # type: ignore[type-arg]
+    assert default_json["schema"] == "fmc.plan/v1"
+    assert set(default_json) == {
+        "schema",
+        "profile",
+        "region",
+        "availability_zone",
+        "prices",
+        "workloads",
+        "subnet",
+        "totals",
+        "problems",
+    }
+    assert set(default_json["prices"]) == {"as_of", "source"}
+    assert set(default_json["subnet"]) >= {"prefix", "usable", "required", "free", "fits"}
+    w = default_json["workloads"][0]
+    assert set(w) >= {
+        "name",
+        "instance_type",
+        "nodes",
+        "accelerators",
+        "total_accelerator_memory_gib",
+        "efa_bandwidth_gbps_total",
+        "ip_addresses",
+        "cost",
+        "storage",
+        "training_goal",
+        "notes",
+    }
+    assert set(w["cost"]) == {
+        "instance_usd_per_hour",
+        "compute_usd_per_hour",
+        "storage_usd_per_hour",
+        "usd_per_hour",
+        "basis",
+    }
+    assert default_json["problems"] == []
+
+
+def test_plan_agrees_with_the_floor_1_functions() -> None:
+    """Plan and template never disagree: every figure is what the construct-side functions
+    return for the same profile."""
+    profile = load_profile(DEFAULT_PROFILE)
+    plan = build_plan(profile, load_prices())
+    prefix = private_subnet_prefix(profile.platform.vpc_cidr)
+    used = 0
+    for workload, planned in zip(profile.enabled_workloads, plan.workloads, strict=True):
+        spec = get_instance_type(workload.instance_type)
+        layout = efa_layout_for(workload)
+        assert planned.efa_interfaces_per_node == efa_interface_count(
+            efa_interface_layout(spec, layout)
+        )
+        budget = check_ip_budget(
+            node_count=workload.instance_count,
+            spec=spec,
+            layout=layout,
+            subnet_cidr=prefix,
+            pod_ips_per_node=pod_ips_per_node(workload),
+            other_addresses=used,
+        )
+        used += budget.required
+        assert planned.ip_addresses == budget.required
+        request = fsx_sizing_request(workload.storage)
+        if request is not None:
+            sized = size_fsx_lustre(request)
+            assert planned.storage is not None
+            assert planned.storage.storage_capacity_gib == sized.storage_capacity_gib
+            assert planned.storage.throughput_mb_s_per_tib == sized.throughput_mb_s_per_tib
+            assert planned.storage.checkpoint_write_seconds == pytest.approx(
+                sized.checkpoint_write_seconds
+            )
+    assert plan.subnet.required == used
+
+
+def test_builtin_fsx_prices_match_the_sizing_prices() -> None:
+    """The CLI's us-east-1 FSx prices are the ones sizing chooses with, so cost and choice agree."""
+    prices = load_prices()
+    for tier, price in PERSISTENT_2_PRICE_USD_PER_GB_MONTH.items():
+        assert prices.fsx_usd_per_gb_month("us-east-1", "PERSISTENT_2", tier) == price
+    assert prices.as_of and prices.source
+
+
+def test_ip_budget_shortfall_fails_with_exit_1(tmp_path: Path) -> None:
+    # /20 VPC -> /22 node subnet: 1024 - 5 = 1019 usable. The profile check counts 110 pod IPs:
+    # 4 * (1 + 110) = 444 fits. With 300 pod IPs per node: 4 * 301 = 1204 > 1019, short by 185.
+    config = write_profile(
+        tmp_path,
+        PLATFORM.replace("availability_zones", 'vpc_cidr = "10.0.0.0/20"\navailability_zones')
+        + """
+[pretraining]
+enabled = true
+instance_type = "p5.48xlarge"
+instance_count = 4
+""",
+    )
+    result = run("plan", "--config", config, "--json", "--pod-ips-per-node", "300")
+    assert result.code == 1
+    doc = json.loads(result.out)
+    expected = {"prefix": 22, "usable": 1019, "required": 1204, "fits": False, "free": -185}
+    assert doc["subnet"] | expected == doc["subnet"]
+    assert any("short by 185" in p for p in doc["problems"])
+    assert run("plan", "--config", config).code == 0  # the profile's own count fits
+
+
+def test_unknown_peak_flops_is_said_not_guessed(tmp_path: Path) -> None:
+    config = write_profile(
+        tmp_path,
+        PLATFORM
+        + """
+[inference]
+enabled = true
+instance_type = "g5.48xlarge"
+instance_count = 1
+""",
+    )
+    result = run(
+        "plan",
+        "--config",
+        config,
+        "--params",
+        "1B",
+        "--tokens",
+        "1B",
+        "--goal-workload",
+        "inference",
+    )
+    assert result.code == 0, result.err
+    assert "no peak FLOPS figure for A10G" in result.out
+
+
+def test_price_override_file(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(
+        json.dumps(
+            {
+                "as_of": "2030-01-01",
+                "source": "negotiated",
+                "regions": {"us-east-1": {"on_demand_usd_per_hour": {"g6e.48xlarge": 10.0}}},
+            }
+        )
+    )
+    result = run("plan", "--config", DEFAULT_PROFILE, "--json", "--prices", str(prices))
+    doc = json.loads(result.out)
+    assert doc["prices"] == {"as_of": "2030-01-01", "source": "negotiated"}
+    assert _workload(doc, "inference")["cost"]["usd_per_hour"] == pytest.approx(20.0)
+    # untouched entries keep their built-in value
+    assert _workload(doc, "pretraining")["cost"]["instance_usd_per_hour"] == 55.04
+
+
+def test_text_output_names_every_section() -> None:
+    result = run("plan", "--config", DEFAULT_PROFILE, "--params", "70B", "--tokens", "15T")
+    assert result.code == 0
+    for text in (
+        "p5.48xlarge",
+        "32 x H100",
+        "FSx for Lustre",
+        "IP budget",
+        "training goal",
+        "list prices as of",
+    ):
+        assert text in result.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["plan", "--params", "70B"], "give --params and --tokens together"),
+        (["plan", "--params", "seventy", "--tokens", "1T"], "must be a number"),
+        (["plan", "--mfu", "1.5", "--params", "1B", "--tokens", "1B"], "must be in (0, 1]"),
+        (["plan", "--config", "/nonexistent.toml"], "cannot read profile"),
+        (["plan", "--prices", "/nonexistent.json"], "--prices: cannot read"),
+        (["bogus"], "invalid choice"),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(argv: list[str], message: str) -> None:
+    if "--config" not in argv:
+        argv = [*argv, "--config", DEFAULT_PROFILE] if argv[0] == "plan" else argv
+    result = run(*argv)
+    assert result.code == 2
+    assert message in result.err
+    assert "Traceback" not in result.err
+
+
+def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("--help").code == 0
+    out = capsys.readouterr().out
+    assert "exit codes:" in out and "3  AWS error" in out
+
+
+def test_parse_quantity() -> None:
+    assert parse_quantity("70B") == 70e9
+    assert parse_quantity("15T") == 15e12
+    assert parse_quantity("1.5e12") == 1.5e12
+    assert parse_quantity("7g") == 7e9
+    with pytest.raises(ValueError, match="greater than 0"):
+        parse_quantity("0")
+
+
+def test_module_entry_point_smoke() -> None:
+    """`python -m fm_constructs.cli plan --json` in a fresh interpreter, without aws_cdk."""
+    code = (
+        "import sys, runpy; sys.argv = ['fmc', 'plan', '--json', '--config', sys.argv[1]];"
+        "\ntry:\n    runpy.run_module('fm_constructs.cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    assert 'aws_cdk' not in sys.modules, 'fmc imported aws_cdk'\n"
+        "    raise"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, DEFAULT_PROFILE],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["schema"] == "fmc.plan/v1"

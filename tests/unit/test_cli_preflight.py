@@ -1,0 +1,383 @@
+"""fmc preflight with every AWS call stubbed (botocore Stubber): passes, failures with fixes,
+throttling and access denied (clear message, exit 3, no traceback), and the --json schema."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.unit.cli_stubs import DEFAULT_PROFILE, PLATFORM, Stubs, run, stubs, write_profile
+
+__all__ = ["stubs"]  # the fixture
+
+
+def _offerings(instance_type: str, zones: list[str]) -> dict:  # type: ignore[type-arg]
+    return {
+        "InstanceTypeOfferings": [
+            {"InstanceType": instance_type, "LocationType": "availability-zone", "Location": z}
+            for z in zones
+        ]
+    }
+
+
+def _offering_params(instance_type: str) -> dict:  # type: ignore[type-arg]
+    return {
+        "LocationType": "availability-zone",
+        "Filters": [{"Name": "instance-type", "Values": [instance_type]}],
+    }
+
+
+def _quota(code: str, value: float) -> dict:  # type: ignore[type-arg]
+    return {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": code, "Value": value}}
+
+
+def _queue_default_profile(stubs: Stubs, *, p_quota: float = 1152.0) -> None:
+    ec2 = stubs["ec2"]
+    for instance_type in ("p5.48xlarge", "p5en.48xlarge", "g6e.48xlarge"):
+        ec2.add_response(
+            "describe_instance_type_offerings",
+            _offerings(instance_type, ["us-east-1a", "us-east-1b"]),
+            _offering_params(instance_type),
+        )
+    quotas = stubs["service-quotas"]
+    # P: 4 * 192 (p5) + 2 * 192 (p5en) = 1152 vCPUs; G: 2 * 192 (g6e) = 384
+    quotas.add_response(
+        "get_service_quota",
+        _quota("L-417A185B", p_quota),
+        {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"},
+    )
+    quotas.add_response(
+        "get_service_quota",
+        _quota("L-DB2E81BA", 384.0),
+        {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"},
+    )
+    quotas.add_response(
+        "list_service_quotas",
+        {
+            "Quotas": [
+                {
+                    "QuotaCode": "L-FSX1",
+                    "QuotaName": "Lustre Persistent_2 storage capacity",
+                    "Value": 100800.0,
+                }
+            ]
+        },
+        {"ServiceCode": "fsx"},
+    )
+    stubs["fsx"].add_response(
+        "describe_file_systems",
+        {
+            "FileSystems": [
+                {
+                    "FileSystemId": "fs-0123456789abcdef0",
+                    "FileSystemType": "LUSTRE",
+                    "StorageCapacity": 2400,
+                    "LustreConfiguration": {"DeploymentType": "PERSISTENT_2"},
+                }
+            ]
+        },
+        {},
+    )
+    stubs["eks"].add_response(
+        "describe_cluster_versions",
+        {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
+        {"defaultOnly": True},
+    )
+
+
+def test_default_profile_passes(stubs: Stubs) -> None:
+    _queue_default_profile(stubs)
+    result = run("preflight", "--config", DEFAULT_PROFILE)
+    assert result.code == 0, result.out + result.err
+    assert "FAIL" not in result.out
+    assert "p5.48xlarge is offered in us-east-1a" in result.out
+    # 1152 vCPUs needed of 1152: passes; FSx 2400 existing + 9600 + 4800 planned <= 100800
+    assert "1,152 vCPUs, the profile needs 1,152" in result.out
+    assert "existing PERSISTENT_2 file systems 2,400 GiB + planned 14,400 GiB" in result.out
+    assert "EKS's default in us-east-1 is 1.33" in result.out
+    stubs.assert_done()
+
+
+def test_json_schema_and_low_quota_fails_with_the_increase_command(stubs: Stubs) -> None:
+    _queue_default_profile(stubs, p_quota=768.0)
+    result = run("preflight", "--config", DEFAULT_PROFILE, "--json")
+    assert result.code == 1
+    doc = json.loads(result.out)
+    assert doc["schema"] == "fmc.preflight/v1"
+    assert set(doc) == {
+        "schema",
+        "profile",
+        "region",
+        "availability_zone",
+        "checks",
+        "summary",
+        "exit_code",
+    }
+    assert set(doc["checks"][0]) == {"name", "workload", "status", "detail", "fix"}
+    assert doc["exit_code"] == 1 and doc["summary"]["fail"] == 1
+    (failed,) = [c for c in doc["checks"] if c["status"] == "fail"]
+    assert "768 vCPUs, the profile needs 1,152" in failed["detail"]
+    assert "--quota-code L-417A185B --desired-value 1152" in failed["fix"]
+    assert result.err == ""  # no progress lines in --json mode
+
+
+def test_zone_without_the_type_fails_and_names_the_zones(stubs: Stubs) -> None:
+    _queue_default_profile(stubs)
+    ec2 = stubs["ec2"]
+    # replace the first queued answer: p5 only in us-east-1b and us-east-1c
+    ec2._queue.popleft()
+    queued = list(ec2._queue)
+    ec2._queue.clear()
+    ec2.add_response(
+        "describe_instance_type_offerings",
+        _offerings("p5.48xlarge", ["us-east-1c", "us-east-1b"]),
+        _offering_params("p5.48xlarge"),
+    )
+    ec2._queue.extend(queued)
+    result = run("preflight", "--config", DEFAULT_PROFILE)
+    assert result.code == 1
+    assert "not offered in us-east-1a; it is offered in us-east-1b, us-east-1c" in result.out
+    assert "set platform.availability_zone to one of us-east-1b, us-east-1c" in result.out
+
+
+CAPACITY_BLOCK = (
+    PLATFORM
+    + """
+[pretraining]
+enabled = true
+instance_type = "p5.48xlarge"
+instance_count = 2
+
+[pretraining.capacity]
+kind = "capacity-block"
+reservation_id = "cr-0123456789abcdef0"
+
+[pretraining.storage]
+enabled = false
+"""
+)
+
+
+def _reservation(**overrides: object) -> dict:  # type: ignore[type-arg]
+    r = {
+        "CapacityReservationId": "cr-0123456789abcdef0",
+        "InstanceType": "p5.48xlarge",
+        "AvailabilityZone": "us-east-1a",
+        "TotalInstanceCount": 2,
+        "State": "active",
+        "ReservationType": "capacity-block",
+        "EndDate": datetime.now(UTC) + timedelta(days=5),
+    }
+    r.update(overrides)
+    return {"CapacityReservations": [r]}
+
+
+def _queue_capacity_block(stubs: Stubs, reservation: dict | None, error: str | None = None) -> None:  # type: ignore[type-arg]
+    stubs["ec2"].add_response(
+        "describe_instance_type_offerings",
+        _offerings("p5.48xlarge", ["us-east-1a"]),
+        _offering_params("p5.48xlarge"),
+    )
+    params = {"CapacityReservationIds": ["cr-0123456789abcdef0"]}
+    if error:
+        stubs["ec2"].add_client_error(
+            "describe_capacity_reservations", service_error_code=error, expected_params=params
+        )
+    else:
+        stubs["ec2"].add_response("describe_capacity_reservations", reservation, params)
+    stubs["eks"].add_response(
+        "describe_cluster_versions",
+        {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
+        {"defaultOnly": True},
+    )
+
+
+def test_capacity_block_matching_passes(stubs: Stubs, tmp_path: Path) -> None:
+    _queue_capacity_block(stubs, _reservation())
+    result = run("preflight", "--config", write_profile(tmp_path, CAPACITY_BLOCK))
+    assert result.code == 0, result.out
+    assert "cr-0123456789abcdef0: active, 2 x p5.48xlarge in us-east-1a" in result.out
+    # no EC2 quota call: Capacity Blocks are reserved capacity
+    assert "no on-demand or ODCR workload" in result.out
+    stubs.assert_done()
+
+
+def test_capacity_block_mismatches_fail_and_expiry_warns(stubs: Stubs, tmp_path: Path) -> None:
+    _queue_capacity_block(
+        stubs,
+        _reservation(
+            AvailabilityZone="us-east-1b",
+            TotalInstanceCount=1,
+            EndDate=datetime.now(UTC) + timedelta(hours=5),
+        ),
+    )
+    result = run("preflight", "--config", write_profile(tmp_path, CAPACITY_BLOCK), "--json")
+    assert result.code == 1
+    (check,) = [c for c in json.loads(result.out)["checks"] if c["name"] == "capacity reservation"]
+    assert check["status"] == "fail"
+    assert "it is in us-east-1b, the GPU zone is us-east-1a" in check["detail"]
+    assert "it holds 1 instances, the profile wants 2" in check["detail"]
+    assert "it ends in 5 h" in check["detail"]
+    assert "set platform.availability_zone = 'us-east-1b'" in check["fix"]
+
+
+def test_expiry_alone_is_a_warning(stubs: Stubs, tmp_path: Path) -> None:
+    _queue_capacity_block(stubs, _reservation(EndDate=datetime.now(UTC) + timedelta(hours=30)))
+    result = run("preflight", "--config", write_profile(tmp_path, CAPACITY_BLOCK), "--json")
+    assert result.code == 0
+    (check,) = [c for c in json.loads(result.out)["checks"] if c["name"] == "capacity reservation"]
+    assert check["status"] == "warn" and "terminated" in check["fix"]
+
+
+def test_missing_reservation_fails(stubs: Stubs, tmp_path: Path) -> None:
+    _queue_capacity_block(stubs, None, error="InvalidCapacityReservationId.NotFound")
+    result = run("preflight", "--config", write_profile(tmp_path, CAPACITY_BLOCK))
+    assert result.code == 1
+    assert "cr-0123456789abcdef0 does not exist in us-east-1" in result.out
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        ("ThrottlingException", "AWS throttled the request (ThrottlingException)"),
+        ("RequestLimitExceeded", "AWS throttled the request (RequestLimitExceeded)"),
+        ("UnauthorizedOperation", "access denied (UnauthorizedOperation)"),
+    ],
+)
+def test_throttling_and_access_denied_exit_3_without_traceback(
+    stubs: Stubs, tmp_path: Path, code: str, message: str
+) -> None:
+    stubs["ec2"].add_client_error(
+        "describe_instance_type_offerings",
+        service_error_code=code,
+        expected_params=_offering_params("p5.48xlarge"),
+    )
+    stubs["ec2"].add_response(
+        "describe_capacity_reservations",
+        _reservation(),
+        {"CapacityReservationIds": ["cr-0123456789abcdef0"]},
+    )
+    stubs["eks"].add_response(
+        "describe_cluster_versions",
+        {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
+        {"defaultOnly": True},
+    )
+    result = run("preflight", "--config", write_profile(tmp_path, CAPACITY_BLOCK))
+    assert result.code == 3
+    assert message in result.out
+    assert "ec2:DescribeInstanceTypeOfferings" in result.out
+    assert "Traceback" not in result.out + result.err
+    stubs.assert_done()  # the other checks still ran
+
+
+def test_access_denied_on_quotas(stubs: Stubs) -> None:
+    _queue_default_profile(stubs)
+    quotas = stubs["service-quotas"]
+    quotas._queue.clear()
+    quotas.add_client_error(
+        "get_service_quota",
+        service_error_code="AccessDeniedException",
+        expected_params={"ServiceCode": "ec2", "QuotaCode": "L-417A185B"},
+    )
+    quotas.add_client_error("list_service_quotas", service_error_code="AccessDeniedException")
+    stubs["fsx"]._queue.clear()
+    result = run("preflight", "--config", DEFAULT_PROFILE)
+    assert result.code == 3
+    assert "servicequotas:GetServiceQuota: access denied (AccessDeniedException)" in result.out
+    assert "Traceback" not in result.err
+
+
+HYPERPOD = (
+    PLATFORM
+    + """
+[pretraining]
+enabled = true
+orchestrator = "hyperpod-slurm"
+instance_type = "p5.48xlarge"
+instance_count = 2
+
+[pretraining.capacity]
+kind = "training-plan"
+training_plan_arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/plan-a"
+
+[pretraining.storage]
+enabled = false
+"""
+)
+
+
+def test_hyperpod_training_plan_and_quota(stubs: Stubs, tmp_path: Path) -> None:
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/plan-a"
+    stubs["sagemaker"].add_response(
+        "describe_training_plan",
+        {
+            "TrainingPlanArn": arn,
+            "TrainingPlanName": "plan-a",
+            "Status": "Scheduled",
+            "TotalInstanceCount": 2,
+            "TargetResources": ["hyperpod-cluster"],
+            "ReservedCapacitySummaries": [
+                {
+                    "ReservedCapacityArn": (
+                        "arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/rc-1"
+                    ),
+                    "InstanceType": "ml.p5.48xlarge",
+                    "TotalInstanceCount": 2,
+                    "Status": "Scheduled",
+                }
+            ],
+            "EndTime": datetime.now(UTC) + timedelta(days=10),
+        },
+        {"TrainingPlanName": arn},
+    )
+    stubs["service-quotas"].add_response(
+        "list_service_quotas",
+        {
+            "Quotas": [
+                {"QuotaCode": "L-HP", "QuotaName": "ml.p5.48xlarge for cluster usage", "Value": 1.0}
+            ]
+        },
+        {"ServiceCode": "sagemaker"},
+    )
+    result = run("preflight", "--config", write_profile(tmp_path, HYPERPOD), "--json")
+    doc = json.loads(result.out)
+    statuses = {c["name"]: c["status"] for c in doc["checks"]}
+    assert statuses["training plan"] == "pass"
+    assert statuses["HyperPod instance type"] == "pass"
+    assert statuses["instance type offered"] == "skip"
+    assert statuses["HyperPod quota"] == "fail"  # 1 < 2
+    assert result.code == 1
+    stubs.assert_done()
+
+
+def test_pinned_kubernetes_version_in_extended_support_warns(stubs: Stubs, tmp_path: Path) -> None:
+    _queue_capacity_block(stubs, _reservation())
+    stubs["eks"]._queue.clear()
+    stubs["eks"].add_response(
+        "describe_cluster_versions",
+        {"clusterVersions": [{"clusterVersion": "1.29", "versionStatus": "EXTENDED_SUPPORT"}]},
+        {"clusterVersions": ["1.29"]},
+    )
+    result = run(
+        "preflight",
+        "--config",
+        write_profile(tmp_path, CAPACITY_BLOCK),
+        "--kubernetes-version",
+        "1.29",
+    )
+    assert result.code == 0
+    assert "WARN" in result.out and "extended support" in result.out
+
+
+def test_no_credentials_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.unit.cli_stubs import fake_credentials
+
+    fake_credentials(monkeypatch)
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    result = run("preflight", "--config", DEFAULT_PROFILE)
+    assert result.code == 3
+    assert "no AWS credentials found" in result.err
