@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from stacks.runtime import prefer_venv_node  # noqa: E402
+from stacks.runtime import prefer_venv_node
 
 prefer_venv_node()
 
