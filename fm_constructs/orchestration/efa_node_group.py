@@ -1,0 +1,338 @@
+"""An EKS managed node group of EFA-connected GPU or Trainium nodes in one subnet.
+
+The node group is built over :class:`~fm_constructs.compute.GpuLaunchTemplate`, which carries
+the instance type, every EFA interface, the placement group, the capacity reservation and the
+NVMe RAID0 user data. The node group itself sets no ``instance_types``: aws-cdk-lib's eks_v2
+classifies p5/p5e/p5en/p6/trn types as non-GPU and then either rejects the NVIDIA/Neuron AMI
+type or silently picks a CPU AMI. The AMI type is set explicitly from the catalog instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import jsii
+from aws_cdk import Annotations, Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fm_constructs.catalog import EksAmiFamily, InstanceSpec, require_efa
+from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
+from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.network import EfaSecurityGroup
+from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.policy import acknowledge
+
+#: EKS AMI type per catalog family (AL2023, x86_64: every EFA accelerated type in the catalog).
+AMI_TYPES: dict[EksAmiFamily, eks.NodegroupAmiType] = {
+    "NVIDIA": eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
+    "NEURON": eks.NodegroupAmiType.AL2023_X86_64_NEURON,
+}
+TAINT_KEYS: dict[EksAmiFamily, str] = {
+    "NVIDIA": charts.GPU_TAINT_KEY,
+    "NEURON": charts.NEURON_TAINT_KEY,
+}
+PRESENT_LABELS: dict[EksAmiFamily, str] = {
+    "NVIDIA": charts.GPU_PRESENT_LABEL,
+    "NEURON": charts.NEURON_PRESENT_LABEL,
+}
+WORKLOADS: dict[EksAmiFamily, str] = {"NVIDIA": "gpu", "NEURON": "neuron"}
+#: Labels the construct owns; user labels may not override them.
+RESERVED_LABEL_PREFIXES = ("fm-constructs/", "nvidia.com/", "aws.amazon.com/", "vpc.amazonaws.com/")
+
+
+def node_labels(spec: InstanceSpec, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Labels of an accelerated node: workload role, accelerator presence (what the device
+    plugin charts select on), EFA presence, and the instance family for affinity rules."""
+    family = spec.eks_ami_family
+    labels = {
+        charts.WORKLOAD_LABEL: WORKLOADS[family],
+        "fm-constructs/instance-family": spec.family,
+        PRESENT_LABELS[family]: "true",
+        charts.EFA_PRESENT_LABEL: "true",
+    }
+    labels.update(extra or {})
+    return labels
+
+
+@jsii.implements(ec2.IConnectable)
+class EfaNodeGroup(Construct):
+    """Managed node group of ``desired_size`` EFA nodes of ``instance_type`` in ``subnet``.
+
+    - ``capacity``: on-demand (default), an ODCR, or a Capacity Block (node group capacity type
+      ``CAPACITY_BLOCK``; the launch template targets the reservation with the
+      ``capacity-block`` market type; no placement group).
+    - ``subnet``: one private subnet in the zone of the GPU capacity. It must be in the
+      cluster's GPU zone (``GpuEksCluster(gpu_availability_zone=...)``) and in the
+      reservation's zone when both are known.
+    - ``efa_security_group``: an :class:`EfaSecurityGroup` or any group with the EFA
+      self-rules; created when absent. The cluster security group is added to the primary
+      interface so nodes reach the control plane and the system nodes.
+    - Taint ``nvidia.com/gpu=true:NoSchedule`` (``aws.amazon.com/neuron`` for Trainium) keeps
+      other pods off; labels from :func:`node_labels` plus ``labels``.
+    - Node auto repair on (with the ``eks-node-monitoring-agent`` add-on of the cluster),
+      at most ``max_parallel_repairs`` nodes replaced at once; updates replace
+      ``max_unavailable`` nodes at a time.
+
+    With a :class:`GpuEksCluster`, the device plugin for the family and the EFA device plugin
+    are switched on, and FSx for Lustre file systems mounted with
+    ``cluster.add_lustre_volume`` accept these nodes.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: GpuEksCluster | eks.ICluster,
+        instance_type: str,
+        subnet: ec2.ISubnet,
+        desired_size: int,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        capacity: CapacitySource | None = None,
+        efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
+        labels: Mapping[str, str] | None = None,
+        root_volume_size_gib: int = 500,
+        nvme_raid0: bool = True,
+        auto_repair: bool = True,
+        max_parallel_repairs: int = 1,
+        max_unavailable: int = 1,
+        nodegroup_name: str | None = None,
+        placement_group: ec2.IPlacementGroup | None = None,
+        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        capacity = capacity or CapacitySource.on_demand()
+        problems = Problems(context="EfaNodeGroup")
+        spec = self._resolve_spec(instance_type, problems)
+        eks_cluster = cluster.icluster if isinstance(cluster, GpuEksCluster) else cluster
+        min_nodes = desired_size if min_size is None else min_size
+        max_nodes = desired_size if max_size is None else max_size
+        self._validate(
+            problems,
+            cluster=cluster,
+            eks_cluster=eks_cluster,
+            subnet=subnet,
+            capacity=capacity,
+            sizes=(min_nodes, desired_size, max_nodes),
+            labels=labels or {},
+            max_parallel_repairs=max_parallel_repairs,
+            max_unavailable=max_unavailable,
+        )
+        problems.raise_if_any()
+        assert spec is not None
+        self.instance_spec = spec
+        self.capacity = capacity
+        family = spec.eks_ami_family
+
+        if isinstance(efa_security_group, EfaSecurityGroup):
+            efa_group: ec2.ISecurityGroup = efa_security_group.security_group
+        elif efa_security_group is not None:
+            efa_group = efa_security_group
+        else:
+            efa_group = EfaSecurityGroup(
+                self, "EfaSecurityGroup", vpc=eks_cluster.vpc
+            ).security_group
+        self.efa_security_group = efa_group
+        self.cluster_security_group = _cluster_security_group(eks_cluster)
+
+        self.launch_template = GpuLaunchTemplate(
+            self,
+            "LaunchTemplate",
+            instance_type=spec.name,
+            efa_security_group=efa_group,
+            efa_layout=efa_layout,
+            security_groups=[self.cluster_security_group],
+            capacity=capacity,
+            placement_group=placement_group,
+            subnet_availability_zone=_known_zone(subnet),
+            node_count=max_nodes,
+            root_volume_size_gib=root_volume_size_gib,
+            nvme_raid0=nvme_raid0,
+            tags={"fm-constructs/node-group": construct_id},
+        )
+
+        self.labels = node_labels(spec, labels)
+        self.taint_key = TAINT_KEYS[family]
+        self.nodegroup = eks.Nodegroup(
+            self,
+            "Resource",
+            cluster=eks_cluster,
+            nodegroup_name=nodegroup_name,
+            # No instance_types: the type lives in the launch template (see module docstring).
+            ami_type=AMI_TYPES[family],
+            capacity_type=getattr(eks.CapacityType, capacity.eks_capacity_type()),
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=self.launch_template.launch_template_id,
+                version=self.launch_template.latest_version_number,
+            ),
+            subnets=ec2.SubnetSelection(subnets=[subnet]),
+            min_size=min_nodes,
+            desired_size=desired_size,
+            max_size=max_nodes,
+            labels=self.labels,
+            taints=[
+                eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=self.taint_key, value="true")
+            ],
+            enable_node_auto_repair=auto_repair,
+            max_unavailable=max_unavailable,
+        )
+        resource = self.nodegroup.node.default_child
+        assert isinstance(resource, eks.CfnNodegroup)
+        self.resource = resource
+        if auto_repair:
+            resource.add_property_override(
+                "NodeRepairConfig.MaxParallelNodesRepairedCount", max_parallel_repairs
+            )
+        for policy in (
+            "AmazonEKSWorkerNodePolicy",
+            "AmazonEC2ContainerRegistryReadOnly",
+            "AmazonEKS_CNI_Policy",
+        ):
+            acknowledge(
+                self.nodegroup,
+                f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]",
+                "EKS managed node roles need the AWS-managed worker, CNI and ECR read-only "
+                "policies documented for node IAM roles.",
+            )
+        if capacity.kind is CapacityKind.CAPACITY_BLOCK:
+            Annotations.of(self).add_info(
+                "Capacity Block node group: scale it to 0 before the block ends (11:30 UTC on "
+                "its end date) or EKS drains the nodes when EC2 reclaims them."
+            )
+
+        self._connections = ec2.Connections(
+            security_groups=[efa_group, self.cluster_security_group]
+        )
+        if isinstance(cluster, GpuEksCluster):
+            cluster.enable_device_plugins(family)
+            cluster.enable_efa_device_plugin()
+            cluster.add_node_peer(self)
+
+    # ----------------------------------------------------------------------------- attributes
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The EFA group and the cluster group (both on the nodes' primary interface), so that
+        ``fs.connections.allow_default_port_from(node_group)`` opens the Lustre ports."""
+        return self._connections
+
+    @property
+    def nodegroup_name(self) -> str:
+        return self.nodegroup.nodegroup_name
+
+    @property
+    def role(self) -> iam.IRole:
+        """The node IAM role (grant it access to data buckets, ECR repositories, ...)."""
+        return self.nodegroup.role
+
+    # ----------------------------------------------------------------------------- validation
+
+    @staticmethod
+    def _resolve_spec(instance_type: str, problems: Problems) -> InstanceSpec | None:
+        try:
+            return require_efa(instance_type)
+        except FmValidationError as error:
+            problems.extend(error.problems)
+            return None
+
+    @staticmethod
+    def _validate(
+        problems: Problems,
+        *,
+        cluster: GpuEksCluster | eks.ICluster,
+        eks_cluster: eks.ICluster,
+        subnet: ec2.ISubnet,
+        capacity: CapacitySource,
+        sizes: tuple[int, int, int],
+        labels: Mapping[str, str],
+        max_parallel_repairs: int,
+        max_unavailable: int,
+    ) -> None:
+        zone = _known_zone(subnet)
+        gpu_zone = cluster.gpu_availability_zone if isinstance(cluster, GpuEksCluster) else None
+        if gpu_zone is not None and zone is not None and zone != gpu_zone:
+            problems.add(
+                "subnet",
+                f"{zone} ({subnet.node.path})",
+                f"must be in the cluster's GPU zone {gpu_zone} (where its capacity and FSx for "
+                f"Lustre live); pick the private subnet of {gpu_zone}",
+            )
+        reserved_zone = capacity.availability_zone
+        if (
+            zone is not None
+            and reserved_zone is not None
+            and not Token.is_unresolved(reserved_zone)
+            and zone != reserved_zone
+        ):
+            problems.add(
+                "subnet",
+                f"{zone} ({subnet.node.path})",
+                f"must be in the {capacity.kind.value} reservation's zone {reserved_zone}",
+            )
+        if subnet.node.path in {s.node.path for s in _public_subnets(eks_cluster)}:
+            problems.add(
+                "subnet",
+                subnet.node.path,
+                "must be a private subnet (EFA nodes get no public IP)",
+            )
+        if capacity.kind is CapacityKind.TRAINING_PLAN:
+            problems.add(
+                "capacity",
+                capacity.training_plan_arn,
+                "a SageMaker training plan feeds HyperPod instance groups, not EKS node "
+                "groups; use CapacitySource.capacity_block() or .odcr()",
+            )
+        min_nodes, desired, max_nodes = sizes
+        if not any(Token.is_unresolved(n) for n in sizes) and not (
+            0 <= min_nodes <= desired <= max_nodes and max_nodes >= 1
+        ):
+            problems.add(
+                "min_size/desired_size/max_size",
+                sizes,
+                "must satisfy 0 <= min_size <= desired_size <= max_size and max_size >= 1",
+            )
+        for key in labels:
+            if key.startswith(RESERVED_LABEL_PREFIXES):
+                problems.add(
+                    f"labels[{key!r}]",
+                    labels[key],
+                    "is set by the node group; use keys outside "
+                    + ", ".join(RESERVED_LABEL_PREFIXES),
+                )
+        if max_parallel_repairs < 1:
+            problems.add("max_parallel_repairs", max_parallel_repairs, "must be 1 or more")
+        if max_unavailable < 1:
+            problems.add("max_unavailable", max_unavailable, "must be 1 or more")
+
+
+def _cluster_security_group(cluster: eks.ICluster) -> ec2.ISecurityGroup:
+    """The EKS-created cluster security group (imported clusters need
+    ``cluster_security_group_id``): nodes carry it to reach the control plane and CoreDNS."""
+    try:
+        return cluster.cluster_security_group
+    except Exception as error:  # jsii raises when an imported cluster lacks the attribute
+        raise FmValidationError(
+            [
+                f"cluster: the cluster security group is unknown ({error}); import the cluster "
+                f"with eks.Cluster.from_cluster_attributes(..., cluster_security_group_id=...)"
+            ],
+            context="EfaNodeGroup",
+        ) from error
+
+
+def _known_zone(subnet: ec2.ISubnet) -> str | None:
+    zone = subnet.availability_zone
+    return None if Token.is_unresolved(zone) else zone
+
+
+def _public_subnets(cluster: eks.ICluster) -> Sequence[ec2.ISubnet]:
+    try:
+        return cluster.vpc.public_subnets
+    except Exception:  # imported VPCs without public subnets raise in some CDK versions
+        return ()

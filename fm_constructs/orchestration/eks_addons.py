@@ -1,0 +1,175 @@
+"""EKS managed add-ons for GPU clusters: networking, DNS, Pod Identity, FSx CSI and node health.
+
+Managed add-ons replace hand-written manifests wherever AWS ships one: EKS patches them, checks
+their compatibility on cluster upgrades, and shows their health in the console. Versions are
+left to EKS (the default version for the cluster's Kubernetes version) unless pinned through
+``addon_versions``; a pinned vpc-cni must be new enough for ``efa-only`` interfaces and
+HyperPod.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from aws_cdk import Token
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct, IConstruct
+
+from fm_constructs.errors import Problems
+from fm_constructs.policy import acknowledge
+
+VPC_CNI = "vpc-cni"
+COREDNS = "coredns"
+KUBE_PROXY = "kube-proxy"
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
+FSX_CSI_DRIVER = "aws-fsx-csi-driver"
+NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
+MANAGED_ADDONS: tuple[str, ...] = (
+    VPC_CNI,
+    COREDNS,
+    KUBE_PROXY,
+    POD_IDENTITY_AGENT,
+    FSX_CSI_DRIVER,
+    NODE_MONITORING_AGENT,
+)
+#: Oldest vpc-cni accepted when pinned: SageMaker HyperPod on EKS requires 1.18.3, which also
+#: postdates VPC CNI's support for instances whose secondary interfaces are ``efa-only``.
+MIN_VPC_CNI_VERSION = (1, 18, 3)
+#: Service account of the FSx CSI controller, created by the add-on in kube-system.
+FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+
+_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
+
+
+def check_addon_versions(addon_versions: Mapping[str, str], problems: Problems) -> None:
+    """Record a problem for unknown add-on names, malformed versions, or a vpc-cni older than
+    :data:`MIN_VPC_CNI_VERSION`."""
+    for name, version in addon_versions.items():
+        if name not in MANAGED_ADDONS:
+            problems.add(
+                f"addon_versions[{name!r}]",
+                version,
+                f"names an add-on this cluster does not "
+                f"manage; use one of {', '.join(MANAGED_ADDONS)}",
+            )
+            continue
+        if Token.is_unresolved(version):
+            continue
+        match = _VERSION.match(version)
+        if match is None:
+            problems.add(
+                f"addon_versions[{name!r}]",
+                version,
+                "must be an EKS add-on version such as 'v1.20.4-eksbuild.1' (aws eks "
+                "describe-addon-versions lists them), or be left out for the EKS default",
+            )
+            continue
+        numbers = tuple(int(part) for part in match.groups())
+        if name == VPC_CNI and numbers < MIN_VPC_CNI_VERSION:
+            floor = ".".join(str(n) for n in MIN_VPC_CNI_VERSION)
+            problems.add(
+                f"addon_versions[{name!r}]",
+                version,
+                f"must be v{floor} or newer (efa-only interfaces, SageMaker HyperPod)",
+            )
+
+
+class ClusterAddons(Construct):
+    """The managed add-ons of a GPU cluster.
+
+    vpc-cni, kube-proxy and the Pod Identity agent are created with the cluster (nodes need
+    them to become Ready). coredns, the FSx CSI driver and the node monitoring agent run pods,
+    so they wait for ``system_nodes``: an add-on whose pods cannot schedule stays DEGRADED and
+    would hold the stack. Every add-on overwrites the self-managed copy EKS bootstraps
+    (``ResolveConflicts: OVERWRITE``) so the managed one is the single source of truth.
+
+    The FSx CSI controller gets its IAM role through EKS Pod Identity (the add-on's
+    ``PodIdentityAssociations``), not IRSA: no OIDC provider to manage.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.Cluster,
+        system_nodes: IConstruct,
+        addon_versions: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        versions = dict(addon_versions or {})
+        problems = Problems(context="ClusterAddons")
+        check_addon_versions(versions, problems)
+        problems.raise_if_any()
+
+        self.addons: dict[str, eks.CfnAddon] = {}
+        self.pod_identity_agent = cluster.eks_pod_identity_agent
+        # aws-cdk-lib owns this add-on (ServiceAccount with Pod Identity reuses it); align it
+        # with the others through its L1.
+        agent = self.pod_identity_agent.node.default_child if self.pod_identity_agent else None
+        if isinstance(agent, eks.CfnAddon):
+            agent.resolve_conflicts = "OVERWRITE"
+            if POD_IDENTITY_AGENT in versions:
+                agent.addon_version = versions[POD_IDENTITY_AGENT]
+
+        self.fsx_csi_role = iam.Role(
+            self,
+            "FsxCsiRole",
+            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+            description="FSx CSI controller (EKS Pod Identity): describe FSx file systems",
+        )
+        # Static provisioning only reads file system descriptions; fsx:Describe* has no
+        # resource-level permissions.
+        self.fsx_csi_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["fsx:DescribeFileSystems", "fsx:DescribeVolumes"],
+                resources=["*"],
+            )
+        )
+        acknowledge(
+            self.fsx_csi_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "fsx:DescribeFileSystems and fsx:DescribeVolumes do not support resource-level "
+            "permissions; the FSx CSI controller only reads descriptions for static volumes.",
+        )
+
+        for construct_id_, name, waits_for_nodes in (
+            ("VpcCni", VPC_CNI, False),
+            ("KubeProxy", KUBE_PROXY, False),
+            ("CoreDns", COREDNS, True),
+            ("FsxCsiDriver", FSX_CSI_DRIVER, True),
+            ("NodeMonitoringAgent", NODE_MONITORING_AGENT, True),
+        ):
+            addon = eks.CfnAddon(
+                self,
+                construct_id_,
+                addon_name=name,
+                cluster_name=cluster.cluster_name,
+                addon_version=versions.get(name),
+                resolve_conflicts="OVERWRITE",
+                pod_identity_associations=(
+                    [
+                        eks.CfnAddon.PodIdentityAssociationProperty(
+                            service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
+                            role_arn=self.fsx_csi_role.role_arn,
+                        )
+                    ]
+                    if name == FSX_CSI_DRIVER
+                    else None
+                ),
+            )
+            if waits_for_nodes:
+                addon.node.add_dependency(system_nodes)
+            self.addons[name] = addon
+        if self.pod_identity_agent is not None:
+            self.addons[FSX_CSI_DRIVER].node.add_dependency(self.pod_identity_agent)
+
+    @property
+    def fsx_csi_driver(self) -> eks.CfnAddon:
+        return self.addons[FSX_CSI_DRIVER]
+
+    @property
+    def node_monitoring_agent(self) -> eks.CfnAddon:
+        return self.addons[NODE_MONITORING_AGENT]

@@ -1,0 +1,192 @@
+"""Helm charts installed on GPU EKS clusters: pinned versions, as data, in one place.
+
+Every chart comes from its publisher's public repository (HTTPS Helm repository or OCI
+registry) at a pinned version, so a redeploy never picks up a new release by surprise.
+``source`` records where each version was checked; bump versions here and nowhere else.
+
+The values builders put device plugins on accelerated nodes only (node selectors on the labels
+that :class:`~fm_constructs.orchestration.efa_node_group.EfaNodeGroup` sets) and let them
+tolerate the accelerator taints, so GPU/Trainium nodes stay reserved for training pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Taint keys on accelerated nodes (value "true", effect NoSchedule).
+GPU_TAINT_KEY = "nvidia.com/gpu"
+NEURON_TAINT_KEY = "aws.amazon.com/neuron"
+EFA_TAINT_KEY = "aws.amazon.com/efa"
+
+#: Node labels set on accelerated nodes. ``nvidia.com/gpu.present`` matches the default node
+#: affinity of the NVIDIA device plugin chart; ``aws.amazon.com/neuron.present`` and
+#: ``vpc.amazonaws.com/efa.present`` are the selectors AWS's own EKS blueprints use.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+NEURON_PRESENT_LABEL = "aws.amazon.com/neuron.present"
+EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
+#: Library label naming the role of a node group ("system", "gpu", "neuron").
+WORKLOAD_LABEL = "fm-constructs/workload"
+
+
+@dataclass(frozen=True)
+class HelmChartSpec:
+    """One Helm release: chart name, repository (``https://`` or ``oci://``), pinned version,
+    release name and namespace, and the public page the version was checked against."""
+
+    release: str
+    chart: str
+    repository: str
+    version: str
+    namespace: str
+    source: str
+
+    @property
+    def construct_id(self) -> str:
+        """Stable construct id derived from the release name (``nvidia-device-plugin`` ->
+        ``NvidiaDevicePlugin``)."""
+        return "".join(part.capitalize() for part in self.release.replace("_", "-").split("-"))
+
+
+NVIDIA_DEVICE_PLUGIN = HelmChartSpec(
+    release="nvidia-device-plugin",
+    chart="nvidia-device-plugin",
+    repository="https://nvidia.github.io/k8s-device-plugin",
+    version="0.19.0",
+    namespace="nvidia-device-plugin",
+    source="https://github.com/NVIDIA/k8s-device-plugin/blob/main/CHANGELOG.md#v0190",
+)
+
+NEURON_DEVICE_PLUGIN = HelmChartSpec(
+    release="neuron-helm-chart",
+    chart="neuron-helm-chart",
+    repository="oci://public.ecr.aws/neuron/neuron-helm-chart",
+    version="1.1.2",
+    namespace="kube-system",
+    source="https://github.com/aws-neuron/neuron-helm-charts (chart pinned at 1.1.2 by the "
+    "terraform-aws-eks ML snapshots)",
+)
+
+EFA_DEVICE_PLUGIN = HelmChartSpec(
+    release="aws-efa-k8s-device-plugin",
+    chart="aws-efa-k8s-device-plugin",
+    repository="https://aws.github.io/eks-charts",
+    version="v0.5.20",
+    namespace="kube-system",
+    source="https://github.com/aws/eks-charts/blob/master/stable/aws-efa-k8s-device-plugin/"
+    "Chart.yaml",
+)
+
+DCGM_EXPORTER = HelmChartSpec(
+    release="dcgm-exporter",
+    chart="dcgm-exporter",
+    repository="https://nvidia.github.io/dcgm-exporter/helm-charts",
+    version="4.8.3",
+    namespace="dcgm-exporter",
+    source="https://github.com/NVIDIA/dcgm-exporter/pull/712 (chart 4.8.3, DCGM 4.6.0)",
+)
+
+KUEUE = HelmChartSpec(
+    release="kueue",
+    chart="kueue",
+    repository="oci://registry.k8s.io/kueue/charts/kueue",
+    version="0.16.1",
+    namespace="kueue-system",
+    source="https://github.com/kubernetes/k8s.io/pull/9102 (Kueue: Promote 0.16.1)",
+)
+
+KUBEFLOW_TRAINER = HelmChartSpec(
+    release="kubeflow-trainer",
+    chart="kubeflow-trainer",
+    repository="oci://ghcr.io/kubeflow/charts/kubeflow-trainer",
+    version="2.2.0",
+    namespace="kubeflow-system",
+    source="https://github.com/kubeflow/trainer (Kubeflow Trainer v2, the successor of the "
+    "Kubeflow training operator; chart 2.2.0, JobSet bundled)",
+)
+
+KUBERAY_OPERATOR = HelmChartSpec(
+    release="kuberay-operator",
+    chart="kuberay-operator",
+    repository="https://ray-project.github.io/kuberay-helm/",
+    version="1.5.1",
+    namespace="kuberay-system",
+    source="https://github.com/ray-project/kuberay-helm/pull/77 (KubeRay v1.5.1)",
+)
+
+LEADER_WORKER_SET = HelmChartSpec(
+    release="lws",
+    chart="lws",
+    repository="oci://registry.k8s.io/lws/charts/lws",
+    version="0.8.0",
+    namespace="lws-system",
+    source="https://lws.sigs.k8s.io/docs/installation/ (OCI chart; 0.8.0)",
+)
+
+ALL_CHARTS: tuple[HelmChartSpec, ...] = (
+    NVIDIA_DEVICE_PLUGIN,
+    NEURON_DEVICE_PLUGIN,
+    EFA_DEVICE_PLUGIN,
+    DCGM_EXPORTER,
+    KUEUE,
+    KUBEFLOW_TRAINER,
+    KUBERAY_OPERATOR,
+    LEADER_WORKER_SET,
+)
+
+
+def _toleration(key: str) -> dict[str, str]:
+    return {"key": key, "operator": "Exists", "effect": "NoSchedule"}
+
+
+CRITICAL_ADDONS_TOLERATION: dict[str, str] = {"key": "CriticalAddonsOnly", "operator": "Exists"}
+
+
+def nvidia_device_plugin_values() -> dict[str, Any]:
+    """Run on NVIDIA nodes only (the chart's default affinity matches ``nvidia.com/gpu.present``)
+    and tolerate the GPU taint."""
+    return {
+        "nodeSelector": {GPU_PRESENT_LABEL: "true"},
+        "tolerations": [CRITICAL_ADDONS_TOLERATION, _toleration(GPU_TAINT_KEY)],
+    }
+
+
+def neuron_device_plugin_values(neuron_instance_types: Sequence[str]) -> dict[str, Any]:
+    """Device plugin only (the node monitoring agent add-on covers Neuron health, so the chart's
+    node problem detector stays off); ``neuronInstances`` lists the catalog's Neuron types
+    because the chart's own default list predates Trainium2."""
+    return {
+        "neuronInstances": sorted(neuron_instance_types),
+        "devicePlugin": {
+            "nodeSelector": {NEURON_PRESENT_LABEL: "true"},
+            "tolerations": [CRITICAL_ADDONS_TOLERATION, _toleration(NEURON_TAINT_KEY)],
+        },
+        "npd": {"enabled": False},
+    }
+
+
+def efa_device_plugin_values(efa_instance_types: Sequence[str]) -> dict[str, Any]:
+    """The chart pins its DaemonSet to a list of instance types that lags new releases (p5en,
+    p6): pass the catalog's EFA types instead, select EFA nodes by label and tolerate every
+    accelerator taint."""
+    return {
+        "supportedInstanceLabels": {
+            "keys": ["node.kubernetes.io/instance-type"],
+            "values": sorted(efa_instance_types),
+        },
+        "nodeSelector": {EFA_PRESENT_LABEL: "true"},
+        "tolerations": [
+            _toleration(GPU_TAINT_KEY),
+            _toleration(NEURON_TAINT_KEY),
+            _toleration(EFA_TAINT_KEY),
+        ],
+    }
+
+
+def dcgm_exporter_values() -> dict[str, Any]:
+    """GPU telemetry on NVIDIA nodes only (port 9400); tolerate the GPU taint."""
+    return {
+        "nodeSelector": {GPU_PRESENT_LABEL: "true"},
+        "tolerations": [_toleration(GPU_TAINT_KEY)],
+    }

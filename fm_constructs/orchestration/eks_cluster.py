@@ -1,0 +1,466 @@
+"""An EKS cluster for accelerated training and inference (aws-cdk-lib ``aws_eks_v2``).
+
+Secure defaults in one place: private API endpoint, every control-plane log type, secrets
+envelope-encrypted with a KMS key, access entries (no aws-auth ConfigMap) with admin roles
+given explicitly, managed add-ons, pinned device-plugin and operator charts, and a small CPU
+node group for cluster services. GPU/Trainium capacity is added with
+:class:`~fm_constructs.orchestration.efa_node_group.EfaNodeGroup`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import jsii
+from aws_cdk import Annotations, RemovalPolicy, Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from fm_constructs.catalog import EksAmiFamily, all_instance_types
+from fm_constructs.errors import Problems
+from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.eks_addons import ClusterAddons
+from fm_constructs.orchestration.kubernetes_versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    ENDING_SOON,
+    resolve_version,
+)
+from fm_constructs.orchestration.kubernetes_versions import (
+    kubectl_layer as make_kubectl_layer,
+)
+from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.policy import acknowledge
+
+if TYPE_CHECKING:
+    from fm_constructs.storage.lustre import LustreFileSystem
+
+ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
+    eks.ClusterLoggingTypes.API,
+    eks.ClusterLoggingTypes.AUDIT,
+    eks.ClusterLoggingTypes.AUTHENTICATOR,
+    eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+    eks.ClusterLoggingTypes.SCHEDULER,
+)
+ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class DevicePlugins:
+    """Device plugins and GPU telemetry installed with the cluster.
+
+    ``nvidia``: NVIDIA device plugin (``nvidia.com/gpu``); ``neuron``: Neuron device plugin
+    (``aws.amazon.com/neuron``) for Trainium; ``efa``: AWS EFA device plugin
+    (``vpc.amazonaws.com/efa``); ``dcgm_exporter``: DCGM exporter (GPU metrics on port 9400,
+    needs ``nvidia``). Adding an :class:`EfaNodeGroup` switches on what its family needs.
+    """
+
+    nvidia: bool = True
+    neuron: bool = False
+    efa: bool = True
+    dcgm_exporter: bool = True
+
+
+@dataclass(frozen=True)
+class WorkloadOperators:
+    """Workload operators a training or serving team expects, each switchable per cluster.
+
+    ``kueue``: quotas, queueing and gang admission for batch jobs (pre-training, SFT);
+    ``kubeflow_trainer``: Kubeflow Trainer v2 (TrainJob; successor of the training operator,
+    ships JobSet); ``kuberay``: KubeRay operator (RL post-training on Ray);
+    ``leader_worker_set``: LeaderWorkerSet (multi-node inference replicas).
+    """
+
+    kueue: bool = True
+    kubeflow_trainer: bool = True
+    kuberay: bool = False
+    leader_worker_set: bool = False
+
+
+def _family_types(family: EksAmiFamily) -> list[str]:
+    return [spec.name for spec in all_instance_types() if spec.eks_ami_family == family]
+
+
+def _efa_types() -> list[str]:
+    return [spec.name for spec in all_instance_types() if spec.efa_supported]
+
+
+@jsii.implements(ec2.IConnectable)
+class GpuEksCluster(Construct):
+    """EKS control plane, system node group, managed add-ons and pinned Helm charts.
+
+    - ``kubernetes_version``: one of the versions in EKS standard support (see
+      :data:`~fm_constructs.orchestration.kubernetes_versions.SUPPORTED_VERSIONS`); the matching
+      kubectl layer comes from its PyPI package unless ``kubectl_layer`` is given.
+    - ``gpu_availability_zone``: the zone holding the accelerated capacity and FSx for
+      Lustre; EFA node groups outside it are rejected (cross-zone EFA and Lustre traffic is
+      slow and billed). Unset: no zone check.
+    - ``public_access_cidrs``: empty (default) keeps the API endpoint private; listing CIDRs
+      opens the public endpoint to exactly those ranges (private access stays on).
+    - ``admin_role_arns``: IAM roles granted ``AmazonEKSClusterAdminPolicy`` through access
+      entries. The identity that deploys the stack gets no implicit admin access.
+    - ``secrets_key``: KMS key for envelope encryption of Secrets; created (rotation on,
+      retained on delete) when absent.
+    - ``system_instance_type``/``system_node_count``: the CPU node group in the private
+      subnets that runs CoreDNS, the CSI controller and the operators.
+
+    Authentication mode is ``API`` (access entries only), which SageMaker HyperPod accepts.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        gpu_availability_zone: str | None = None,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+        cluster_name: str | None = None,
+        admin_role_arns: Sequence[str] = (),
+        public_access_cidrs: Sequence[str] = (),
+        secrets_key: kms.IKey | None = None,
+        kubectl_layer: lambda_.ILayerVersion | None = None,
+        system_instance_type: str = "m7i.xlarge",
+        system_node_count: int = 2,
+        addon_versions: Mapping[str, str] | None = None,
+        device_plugins: DevicePlugins | None = None,
+        operators: WorkloadOperators | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="GpuEksCluster")
+        version = resolve_version(kubernetes_version, problems)
+        self._check_inputs(problems, admin_role_arns, public_access_cidrs, system_node_count)
+        layer = kubectl_layer
+        if layer is None and version is not None:
+            layer = make_kubectl_layer(self, "KubectlLayer", version, problems)
+        problems.raise_if_any()
+        assert version is not None and layer is not None
+        if version.version in ENDING_SOON:
+            Annotations.of(self).add_warning_v2(
+                "fm:eks-version-ending",
+                f"Kubernetes {version.version} leaves EKS standard support on "
+                f"{version.end_of_standard_support}; extended support costs more per cluster "
+                f"hour. Prefer {DEFAULT_KUBERNETES_VERSION} or newer.",
+            )
+
+        self.kubernetes_version = version.version
+        self.gpu_availability_zone = gpu_availability_zone
+        self.secrets_key: kms.IKey = secrets_key or kms.Key(
+            self,
+            "SecretsKey",
+            description="EKS secrets envelope encryption",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        endpoint = (
+            eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_access_cidrs)
+            if public_access_cidrs
+            else eks.EndpointAccess.PRIVATE
+        )
+        self.cluster = eks.Cluster(
+            self,
+            "Resource",
+            version=version.eks_version,
+            cluster_name=cluster_name,
+            vpc=vpc,
+            vpc_subnets=[
+                vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+            ],
+            endpoint_access=endpoint,
+            cluster_logging=list(ALL_LOG_TYPES),
+            secrets_encryption_key=self.secrets_key,
+            bootstrap_cluster_creator_admin_permissions=False,
+            default_capacity=0,
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=layer),
+        )
+        # aws-cdk-lib's Python typing does not list Cluster as an ICluster (jsii protocol gap).
+        self.icluster: eks.ICluster = cast(eks.ICluster, self.cluster)
+        self._acknowledge_cluster_findings(public=bool(public_access_cidrs))
+
+        self.admin_access_entries: list[eks.AccessEntry] = []
+        for index, arn in enumerate(admin_role_arns):
+            entry = eks.AccessEntry(
+                self,
+                _admin_entry_id(arn, index),
+                cluster=self.icluster,
+                principal=arn,
+                access_policies=[
+                    eks.AccessPolicy.from_access_policy_name(
+                        ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
+                    )
+                ],
+            )
+            self.admin_access_entries.append(entry)
+
+        self.system_nodes = eks.Nodegroup(
+            self,
+            "SystemNodes",
+            cluster=self.icluster,
+            instance_types=[ec2.InstanceType(system_instance_type)],
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            capacity_type=eks.CapacityType.ON_DEMAND,
+            min_size=system_node_count,
+            desired_size=system_node_count,
+            max_size=max(system_node_count * 2, 2),
+            subnets=vpc_subnets
+            or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            labels={charts.WORKLOAD_LABEL: "system"},
+            enable_node_auto_repair=True,
+            max_unavailable=1,
+        )
+        acknowledge(
+            self.system_nodes,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+            "AmazonEKSWorkerNodePolicy]",
+            "EKS managed node groups require AmazonEKSWorkerNodePolicy on the node role.",
+        )
+        acknowledge(
+            self.system_nodes,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+            "AmazonEC2ContainerRegistryReadOnly]",
+            "Nodes pull add-on and system images from ECR with the AWS-managed read-only "
+            "policy EKS documents for node roles.",
+        )
+        acknowledge(
+            self.system_nodes,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKS_CNI_Policy]",
+            "The VPC CNI on the nodes assigns pod IPs with the AWS-managed CNI policy.",
+        )
+
+        self.addons = ClusterAddons(
+            self,
+            "Addons",
+            cluster=self.cluster,
+            system_nodes=self.system_nodes,
+            addon_versions=addon_versions,
+        )
+
+        self.charts: dict[str, eks.HelmChart] = {}
+        self._kubectl_acknowledged = False
+        self._node_peers: list[ec2.IConnectable] = [self.cluster]
+        self._lustre_file_systems: list[LustreFileSystem] = []
+        plugins = device_plugins or DevicePlugins()
+        if plugins.nvidia:
+            self.enable_device_plugins("NVIDIA", dcgm_exporter=plugins.dcgm_exporter)
+        if plugins.neuron:
+            self.enable_device_plugins("NEURON")
+        if plugins.efa:
+            self._add_chart(charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types()))
+        chosen = operators or WorkloadOperators()
+        for enabled, spec in (
+            (chosen.kueue, charts.KUEUE),
+            (chosen.kubeflow_trainer, charts.KUBEFLOW_TRAINER),
+            (chosen.kuberay, charts.KUBERAY_OPERATOR),
+            (chosen.leader_worker_set, charts.LEADER_WORKER_SET),
+        ):
+            if enabled:
+                self._add_chart(spec, {}, wait=True)
+
+    # ----------------------------------------------------------------------------- attributes
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.cluster_name
+
+    @property
+    def cluster_arn(self) -> str:
+        return self.cluster.cluster_arn
+
+    @property
+    def cluster_security_group(self) -> ec2.ISecurityGroup:
+        return self.cluster.cluster_security_group
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """Connections of the cluster security group (control plane and system nodes)."""
+        return self.cluster.connections
+
+    # ----------------------------------------------------------------------------- features
+
+    def enable_device_plugins(self, family: EksAmiFamily, *, dcgm_exporter: bool = True) -> None:
+        """Install the device plugin for ``family`` ("NVIDIA" or "NEURON") and, for NVIDIA, the
+        DCGM exporter; a no-op for charts already installed."""
+        if family == "NVIDIA":
+            self._add_chart(charts.NVIDIA_DEVICE_PLUGIN, charts.nvidia_device_plugin_values())
+            if dcgm_exporter:
+                self._add_chart(charts.DCGM_EXPORTER, charts.dcgm_exporter_values())
+        else:
+            self._add_chart(
+                charts.NEURON_DEVICE_PLUGIN,
+                charts.neuron_device_plugin_values(_family_types("NEURON")),
+            )
+
+    def enable_efa_device_plugin(self) -> None:
+        """Install the EFA device plugin (a no-op when already installed)."""
+        self._add_chart(charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types()))
+
+    def add_node_peer(self, peer: ec2.IConnectable) -> None:
+        """Register the security groups of a node group so that every FSx for Lustre file system
+        mounted with :meth:`add_lustre_volume` (before or after) accepts its clients."""
+        self._node_peers.append(peer)
+        for file_system in self._lustre_file_systems:
+            file_system.connections.allow_default_port_from(peer)
+
+    def add_lustre_volume(
+        self,
+        file_system: LustreFileSystem,
+        *,
+        name: str = "fsx-lustre",
+        namespace: str = "default",
+    ) -> eks.KubernetesManifest:
+        """Mount ``file_system`` into pods: a static PersistentVolume ``name`` and a claim
+        ``namespace/name`` for the FSx CSI driver add-on, and the Lustre ports opened from
+        every node security group of this cluster (system nodes and EFA node groups, including
+        ones added later). The namespace is created when it does not exist.
+        """
+        problems = Problems(context="GpuEksCluster.add_lustre_volume")
+        for field, value in (("name", name), ("namespace", namespace)):
+            if not Token.is_unresolved(value) and not _K8S_NAME.match(value):
+                problems.add(
+                    field,
+                    value,
+                    "must be a Kubernetes DNS label (lowercase letters, digits and '-', at "
+                    "most 63 characters, starting and ending with a letter or digit)",
+                )
+        problems.raise_if_any()
+        manifests: list[dict[str, Any]] = []
+        if namespace not in ("default", "kube-system"):
+            manifests.append(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
+        manifests.extend(file_system.kubernetes_static_volume(name=name, namespace=namespace))
+        manifest = eks.KubernetesManifest(
+            self,
+            f"LustreVolume-{namespace}-{name}",
+            cluster=self.icluster,
+            manifest=manifests,
+            overwrite=True,
+        )
+        manifest.node.add_dependency(self.addons.fsx_csi_driver)
+        self._acknowledge_kubectl_provider()
+        self._lustre_file_systems.append(file_system)
+        for peer in self._node_peers:
+            file_system.connections.allow_default_port_from(peer)
+        return manifest
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _add_chart(
+        self, spec: charts.HelmChartSpec, values: Mapping[str, Any], *, wait: bool = False
+    ) -> eks.HelmChart:
+        existing = self.charts.get(spec.release)
+        if existing is not None:
+            return existing
+        chart = eks.HelmChart(
+            self,
+            f"Chart{spec.construct_id}",
+            cluster=self.icluster,
+            chart=spec.chart,
+            repository=spec.repository,
+            version=spec.version,
+            release=spec.release,
+            namespace=spec.namespace,
+            create_namespace=True,
+            values=dict(values) or None,
+            wait=wait,
+        )
+        # Controllers need a node to run on; DaemonSets for accelerated nodes do not wait
+        # (the nodes may come later), but installing them after the system nodes keeps the
+        # helm releases from racing the add-ons.
+        chart.node.add_dependency(self.system_nodes)
+        self.charts[spec.release] = chart
+        self._acknowledge_kubectl_provider()
+        return chart
+
+    @staticmethod
+    def _check_inputs(
+        problems: Problems,
+        admin_role_arns: Sequence[str],
+        public_access_cidrs: Sequence[str],
+        system_node_count: int,
+    ) -> None:
+        for index, arn in enumerate(admin_role_arns):
+            if not Token.is_unresolved(arn) and not _ROLE_ARN.match(arn):
+                problems.add(
+                    f"admin_role_arns[{index}]",
+                    arn,
+                    "must be an IAM role ARN such as 'arn:aws:iam::111122223333:role/Admin'",
+                )
+        for index, cidr in enumerate(public_access_cidrs):
+            if Token.is_unresolved(cidr):
+                continue
+            try:
+                network = ipaddress.ip_network(cidr, strict=True)
+            except ValueError:
+                problems.add(
+                    f"public_access_cidrs[{index}]",
+                    cidr,
+                    "must be a CIDR block such as '203.0.113.0/24'",
+                )
+                continue
+            if network.prefixlen == 0:
+                problems.add(
+                    f"public_access_cidrs[{index}]",
+                    cidr,
+                    "must not open the API endpoint to the whole internet; list your office "
+                    "or VPN ranges, or leave public_access_cidrs empty for a private endpoint",
+                )
+        if not 1 <= system_node_count <= 10:
+            problems.add("system_node_count", system_node_count, "must be between 1 and 10")
+
+    def _acknowledge_kubectl_provider(self) -> None:
+        """aws-cdk-lib creates the kubectl provider (a child of the cluster) on the first
+        chart or manifest; acknowledge its findings once it exists."""
+        provider = self.cluster.node.try_find_child("KubectlProvider")
+        if provider is None or self._kubectl_acknowledged:
+            return
+        self._kubectl_acknowledged = True
+        acknowledge_generated_iam(
+            provider,
+            managed_reason="aws-cdk-lib's kubectl provider Lambda roles use "
+            "AWSLambdaBasicExecutionRole, AWSLambdaVPCAccessExecutionRole (the handler runs in "
+            "the cluster VPC to reach the private endpoint) and the ECR read-only policies "
+            "(to pull OCI Helm charts); the library fixes these roles.",
+            wildcard_reason="aws-cdk-lib's provider framework may invoke any version of its "
+            "own kubectl handler (function ARN with :*); the scope is fixed by the library.",
+        )
+        handler = provider.node.try_find_child("Handler")
+        if handler is not None:
+            acknowledge(
+                handler,
+                "AwsSolutions-L1",
+                "The kubectl handler runtime is pinned by aws-cdk-lib to the Python version its "
+                "kubectl/helm layer is built for.",
+            )
+
+    def _acknowledge_cluster_findings(self, *, public: bool) -> None:
+        acknowledge(
+            self.cluster,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSClusterPolicy]",
+            "The EKS cluster service role requires the AWS-managed AmazonEKSClusterPolicy.",
+        )
+        if public:
+            acknowledge(
+                self.cluster,
+                "AwsSolutions-EKS1",
+                "The public API endpoint is enabled on request and restricted to the listed "
+                "public_access_cidrs; private access stays on for nodes.",
+            )
+
+
+def _admin_entry_id(arn: str, index: int) -> str:
+    """Construct id of an admin access entry, from the role's path and name (stable when the
+    list is reordered); a CDK token ARN falls back to its position."""
+    if Token.is_unresolved(arn):
+        return f"Admin{index}"
+    return "Admin-" + arn.split(":role/", 1)[1].replace("/", "-")

@@ -1,0 +1,100 @@
+"""Pure helpers behind the EKS constructs (no synthesis): Kubernetes versions and their kubectl
+layers, add-on version rules, chart pins, node labels, and cdk-nag finding ids."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_eks_v2 as eks
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.errors import Problems
+from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration import node_labels
+from fm_constructs.orchestration.eks_addons import MIN_VPC_CNI_VERSION, check_addon_versions
+from fm_constructs.orchestration.kubernetes_versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    SUPPORTED_VERSIONS,
+    SupportedVersion,
+    kubectl_layer,
+    resolve_version,
+)
+from fm_constructs.orchestration.nag_findings import flatten_reference
+
+
+def test_default_version_supported_with_installed_layer() -> None:
+    entry = SUPPORTED_VERSIONS[DEFAULT_KUBERNETES_VERSION]
+    assert entry.eks_version.version == DEFAULT_KUBERNETES_VERSION
+    assert entry.layer_package == "aws-cdk.lambda-layer-kubectl-v35"
+    assert entry.layer_class == "KubectlV35Layer"
+    problems = Problems()
+    layer = kubectl_layer(cdk.Stack(), "Layer", entry, problems)
+    assert layer is not None and not problems
+
+
+def test_every_supported_version_matches_the_cdk_enum() -> None:
+    for version, entry in SUPPORTED_VERSIONS.items():
+        assert entry.version == version == entry.eks_version.version
+
+
+def test_unknown_version_recorded() -> None:
+    problems = Problems()
+    assert resolve_version("1.30", problems) is None
+    assert "must be a Kubernetes version in EKS standard support: 1.34, 1.35, 1.36" in next(
+        iter(problems)
+    )
+
+
+def test_missing_layer_package_named() -> None:
+    problems = Problems()
+    entry = SupportedVersion("1.99", None, eks.KubernetesVersion.V1_35)
+    assert kubectl_layer(cdk.Stack(), "Layer", entry, problems) is None
+    assert "pip install 'aws-cdk.lambda-layer-kubectl-v99'" in next(iter(problems))
+
+
+@pytest.mark.parametrize(
+    ("versions", "count"),
+    [
+        ({"vpc-cni": "v1.18.3-eksbuild.1"}, 0),
+        ({"vpc-cni": "v1.18.2-eksbuild.9"}, 1),
+        ({"coredns": "v1.12.1-eksbuild.2", "kube-proxy": "1.35"}, 1),
+        ({"karpenter": "v1.0.0-eksbuild.1"}, 1),
+    ],
+)
+def test_addon_version_rules(versions: dict[str, str], count: int) -> None:
+    problems = Problems()
+    check_addon_versions(versions, problems)
+    assert len(problems) == count
+    assert MIN_VPC_CNI_VERSION == (1, 18, 3)
+
+
+def test_chart_pins_are_exact_and_unique() -> None:
+    releases = [spec.release for spec in charts.ALL_CHARTS]
+    assert len(releases) == len(set(releases))
+    for spec in charts.ALL_CHARTS:
+        assert spec.version and not any(c in spec.version for c in "*^~><x")
+        assert spec.repository.startswith(("https://", "oci://"))
+        assert spec.source.startswith("https://")
+    assert charts.NVIDIA_DEVICE_PLUGIN.construct_id == "NvidiaDevicePlugin"
+
+
+def test_node_labels_per_family() -> None:
+    gpu = node_labels(get_instance_type("p5.48xlarge"))
+    assert gpu == {
+        "fm-constructs/workload": "gpu",
+        "fm-constructs/instance-family": "p5",
+        "nvidia.com/gpu.present": "true",
+        "vpc.amazonaws.com/efa.present": "true",
+    }
+    neuron = node_labels(get_instance_type("trn2.48xlarge"), {"team": "rl"})
+    assert neuron["aws.amazon.com/neuron.present"] == "true"
+    assert neuron["team"] == "rl"
+
+
+def test_flatten_reference_matches_cdk_nag() -> None:
+    join = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/X"]]}
+    assert flatten_reference(join) == "arn:<AWS::Partition>:iam::aws:policy/X"
+    assert flatten_reference({"Fn::GetAtt": ["Fn1", "Arn"]}) == "<Fn1.Arn>"
+    condition = {"Fn::If": ["Cond", "a", {"Ref": "AWS::NoValue"}]}
+    assert flatten_reference(condition) == '{"Fn::If":["Cond","a",{"Ref":"AWS::NoValue"}]}'
+    assert flatten_reference("arn:${AWS::Partition}:x") == "arn:<AWS::Partition>:x"

@@ -1,0 +1,320 @@
+"""EfaNodeGroup per accelerator family: explicit AL2023 NVIDIA/Neuron AMI type with the instance
+type only in the launch template (aws-cdk-lib's eks_v2 GPU check does not know p5/p5en/p6/trn),
+every EFA interface, capacity types, taints, labels, auto repair, connections, and bad input.
+One App, synthesized once: one stack per family over an imported cluster, plus variants."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk.assertions import Template
+from cfnlint.api import ManualArgs, lint
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.compute import CapacitySource
+from fm_constructs.errors import FmValidationError
+from fm_constructs.network import EfaSecurityGroup
+from fm_constructs.orchestration import EfaNodeGroup, node_labels
+from fm_constructs.policy import enable_nag
+from tests.support import TEST_ENV
+
+CR = "cr-0123456789abcdef0"
+#: stack name -> (instance type, expected AMI type)
+FAMILIES = {
+    "P4d": ("p4d.24xlarge", "AL2023_x86_64_NVIDIA"),
+    "P5": ("p5.48xlarge", "AL2023_x86_64_NVIDIA"),
+    "P5en": ("p5en.48xlarge", "AL2023_x86_64_NVIDIA"),
+    "P6B200": ("p6-b200.48xlarge", "AL2023_x86_64_NVIDIA"),
+    "P6B300": ("p6-b300.48xlarge", "AL2023_x86_64_NVIDIA"),
+    "Trn2": ("trn2.48xlarge", "AL2023_x86_64_NEURON"),
+    "G6e": ("g6e.48xlarge", "AL2023_x86_64_NVIDIA"),
+}
+VARIANTS = ("CapacityBlock", "GivenGroup")
+#: Trn2 is offered in us-east-2, not us-east-1 (cfn-lint E3628 knows).
+ENVS = {"Trn2": cdk.Environment(account=TEST_ENV.account, region="us-east-2")}
+
+
+def _zone(name: str) -> str:
+    return "us-east-2a" if name == "Trn2" else "us-east-1a"
+
+
+def _cluster(stack: cdk.Stack, zone: str) -> tuple[eks.ICluster, ec2.IVpc]:
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0123456789abcdef0",
+        availability_zones=[zone, zone[:-1] + "b"],
+        private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
+        private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],
+        public_subnet_ids=["subnet-0b000000000000001", "subnet-0b000000000000002"],
+        public_subnet_route_table_ids=["rtb-0b000000000000001", "rtb-0b000000000000002"],
+    )
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack,
+        "Cluster",
+        cluster_name="gpu",
+        vpc=vpc,
+        cluster_security_group_id="sg-0c000000000000001",
+    )
+    return cluster, vpc
+
+
+@dataclass
+class Synth:
+    raw: dict[str, dict[str, Any]]
+    templates: dict[str, Template]
+    groups: dict[str, EfaNodeGroup]
+
+
+@pytest.fixture(scope="module")
+def synth() -> Iterator[Synth]:
+    app = cdk.App()
+    stacks: dict[str, cdk.Stack] = {}
+    groups: dict[str, EfaNodeGroup] = {}
+    for name, (instance_type, _) in FAMILIES.items():
+        stack = stacks[name] = cdk.Stack(app, name, env=ENVS.get(name, TEST_ENV))
+        cluster, vpc = _cluster(stack, _zone(name))
+        groups[name] = EfaNodeGroup(
+            stack,
+            "Nodes",
+            cluster=cluster,
+            instance_type=instance_type,
+            subnet=vpc.private_subnets[0],
+            desired_size=2,
+            max_size=4,
+            labels={"team": "pretraining"},
+        )
+
+    stack = stacks["CapacityBlock"] = cdk.Stack(app, "CapacityBlock", env=TEST_ENV)
+    cluster, vpc = _cluster(stack, "us-east-1a")
+    groups["CapacityBlock"] = EfaNodeGroup(
+        stack,
+        "Nodes",
+        cluster=cluster,
+        instance_type="p5en.48xlarge",
+        subnet=vpc.private_subnets[0],
+        desired_size=8,
+        min_size=0,
+        capacity=CapacitySource.capacity_block(
+            CR, availability_zone="us-east-1a", instance_count=8, instance_type="p5en.48xlarge"
+        ),
+        nodegroup_name="p5en-block",
+        max_parallel_repairs=2,
+    )
+
+    stack = stacks["GivenGroup"] = cdk.Stack(app, "GivenGroup", env=TEST_ENV)
+    cluster, vpc = _cluster(stack, "us-east-1a")
+    efa = EfaSecurityGroup(stack, "Efa", vpc=vpc)
+    groups["GivenGroup"] = EfaNodeGroup(
+        stack,
+        "Nodes",
+        cluster=cluster,
+        instance_type="p5.48xlarge",
+        subnet=vpc.private_subnets[0],
+        desired_size=1,
+        efa_security_group=efa,
+        auto_repair=False,
+    )
+
+    enable_nag(app)
+    assembly = app.synth()
+    raw = {name: assembly.get_stack_by_name(name).template for name in stacks}
+    yield Synth(
+        raw=raw, templates={n: Template.from_json(t) for n, t in raw.items()}, groups=groups
+    )
+
+
+def _one(raw: dict[str, Any], kind: str) -> dict[str, Any]:
+    found = [v for v in raw["Resources"].values() if v["Type"] == kind]
+    assert len(found) == 1, kind
+    props: dict[str, Any] = found[0]["Properties"]
+    return props
+
+
+# ----------------------------------------------------------------------------- per family
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_ami_type_explicit_and_no_instance_types(synth: Synth, name: str) -> None:
+    instance_type, ami_type = FAMILIES[name]
+    group = _one(synth.raw[name], "AWS::EKS::Nodegroup")
+    assert group["AmiType"] == ami_type
+    assert "InstanceTypes" not in group
+    lt = _one(synth.raw[name], "AWS::EC2::LaunchTemplate")
+    assert lt["LaunchTemplateData"]["InstanceType"] == instance_type
+    assert "Ref" in group["LaunchTemplate"]["Id"]
+    assert group["LaunchTemplate"]["Version"]["Fn::GetAtt"][1] == "LatestVersionNumber"
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_every_efa_interface_in_launch_template(synth: Synth, name: str) -> None:
+    spec = get_instance_type(FAMILIES[name][0])
+    lt = _one(synth.raw[name], "AWS::EC2::LaunchTemplate")
+    interfaces = lt["LaunchTemplateData"]["NetworkInterfaces"]
+    efa = [i for i in interfaces if i["InterfaceType"] in ("efa", "efa-only")]
+    assert len(efa) == spec.max_efa_interfaces
+    # The cluster security group rides on the primary interface next to the EFA group.
+    primary = next(i for i in interfaces if i["NetworkCardIndex"] == 0 and i["DeviceIndex"] == 0)
+    assert "sg-0c000000000000001" in primary["Groups"]
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_taint_labels_and_single_subnet(synth: Synth, name: str) -> None:
+    spec = get_instance_type(FAMILIES[name][0])
+    group = _one(synth.raw[name], "AWS::EKS::Nodegroup")
+    taint_key = "aws.amazon.com/neuron" if spec.eks_ami_family == "NEURON" else "nvidia.com/gpu"
+    assert group["Taints"] == [{"Effect": "NO_SCHEDULE", "Key": taint_key, "Value": "true"}]
+    assert group["Labels"] == node_labels(spec, {"team": "pretraining"})
+    assert group["Labels"]["vpc.amazonaws.com/efa.present"] == "true"
+    assert group["Subnets"] == ["subnet-0a000000000000001"]
+    assert group["CapacityType"] == "ON_DEMAND"
+    assert group["ScalingConfig"] == {"MinSize": 2, "DesiredSize": 2, "MaxSize": 4}
+    assert group["NodeRepairConfig"] == {"Enabled": True, "MaxParallelNodesRepairedCount": 1}
+    assert group["UpdateConfig"] == {"MaxUnavailable": 1}
+
+
+def test_on_demand_families_get_a_placement_group(synth: Synth) -> None:
+    for name in FAMILIES:
+        synth.templates[name].resource_count_is("AWS::EC2::PlacementGroup", 1)
+
+
+# ----------------------------------------------------------------------------- variants
+
+
+def test_capacity_block(synth: Synth) -> None:
+    raw = synth.raw["CapacityBlock"]
+    group = _one(raw, "AWS::EKS::Nodegroup")
+    assert group["CapacityType"] == "CAPACITY_BLOCK"
+    assert group["NodegroupName"] == "p5en-block"
+    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 8, "MaxSize": 8}
+    assert group["NodeRepairConfig"]["MaxParallelNodesRepairedCount"] == 2
+    data = _one(raw, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": CR}
+    }
+    # A cluster placement group on top of a Capacity Block fails: none is created.
+    synth.templates["CapacityBlock"].resource_count_is("AWS::EC2::PlacementGroup", 0)
+
+
+def test_given_efa_group_and_repair_off(synth: Synth) -> None:
+    raw = synth.raw["GivenGroup"]
+    synth.templates["GivenGroup"].resource_count_is("AWS::EC2::SecurityGroup", 1)
+    group = _one(raw, "AWS::EKS::Nodegroup")
+    assert "NodeRepairConfig" not in group
+    node_group = synth.groups["GivenGroup"]
+    ids = {
+        json.dumps(cdk.Stack.of(node_group).resolve(g.security_group_id))
+        for g in node_group.connections.security_groups
+    }
+    assert '"sg-0c000000000000001"' in ids and len(ids) == 2
+
+
+def test_connections_cover_efa_and_cluster_groups(synth: Synth) -> None:
+    group = synth.groups["P5"]
+    assert group.connections.security_groups[0] is group.efa_security_group
+    assert group.efa_security_group.node.path.startswith("P5/Nodes/EfaSecurityGroup")
+
+
+# ----------------------------------------------------------------------------- policy
+
+
+@pytest.mark.parametrize("name", [*FAMILIES, *VARIANTS])
+def test_cfn_lint_clean(synth: Synth, name: str) -> None:
+    region = ENVS.get(name, TEST_ENV).region
+    matches = lint(json.dumps(synth.raw[name]), config=ManualArgs(regions=[region]))
+    assert [str(m) for m in matches] == []
+
+
+def test_nag_ran_clean(synth: Synth) -> None:
+    assert set(synth.raw) == set(FAMILIES) | set(VARIANTS)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.fixture
+def bad() -> tuple[cdk.Stack, eks.ICluster, ec2.IVpc]:
+    stack = cdk.Stack(cdk.App(), "Bad", env=TEST_ENV)
+    cluster, vpc = _cluster(stack, "us-east-1a")
+    return stack, cluster, vpc
+
+
+def test_type_without_efa(bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc]) -> None:
+    stack, cluster, vpc = bad
+    with pytest.raises(FmValidationError, match=r"instance_type: must support EFA.*'g6\.xlarge'"):
+        EfaNodeGroup(
+            stack,
+            "N",
+            cluster=cluster,
+            instance_type="g6.xlarge",
+            subnet=vpc.private_subnets[0],
+            desired_size=1,
+        )
+
+
+def test_subnet_outside_reservation_zone(bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc]) -> None:
+    stack, cluster, vpc = bad
+    with pytest.raises(FmValidationError, match=r"reservation's zone us-east-1a"):
+        EfaNodeGroup(
+            stack,
+            "N",
+            cluster=cluster,
+            instance_type="p5.48xlarge",
+            subnet=vpc.private_subnets[1],  # us-east-1b
+            desired_size=1,
+            capacity=CapacitySource.odcr(CR, availability_zone="us-east-1a"),
+        )
+
+
+def test_public_subnet_training_plan_sizes_and_labels(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
+) -> None:
+    stack, cluster, vpc = bad
+    with pytest.raises(FmValidationError) as error:
+        EfaNodeGroup(
+            stack,
+            "N",
+            cluster=cluster,
+            instance_type="p5.48xlarge",
+            subnet=vpc.public_subnets[0],
+            desired_size=4,
+            max_size=2,
+            capacity=CapacitySource.training_plan(
+                "arn:aws:sagemaker:us-east-1:111122223333:training-plan/p5-plan"
+            ),
+            labels={"nvidia.com/gpu.present": "false"},
+            max_parallel_repairs=0,
+        )
+    problems = "\n".join(error.value.problems)
+    for fragment in (
+        "subnet: must be a private subnet",
+        "capacity: a SageMaker training plan feeds HyperPod",
+        "min_size/desired_size/max_size",
+        "labels['nvidia.com/gpu.present']",
+        "max_parallel_repairs",
+    ):
+        assert fragment in problems, fragment
+
+
+def test_imported_cluster_without_security_group(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
+) -> None:
+    stack, _, vpc = bad
+    cluster = eks.Cluster.from_cluster_attributes(stack, "NoSg", cluster_name="gpu", vpc=vpc)
+    with pytest.raises(FmValidationError, match=r"cluster_security_group_id"):
+        EfaNodeGroup(
+            stack,
+            "N",
+            cluster=cluster,
+            instance_type="p5.48xlarge",
+            subnet=vpc.private_subnets[0],
+            desired_size=1,
+        )
