@@ -52,6 +52,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
             vpc=platform.vpc,
             subnet=subnet,
             data_bucket=platform.data,
+            observability=platform.observability,
             env=env,
         )
         for workload in profile.enabled_workloads

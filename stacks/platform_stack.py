@@ -9,6 +9,7 @@ from constructs import Construct
 
 from fm_constructs.config import NatGateways, PlatformConfig
 from fm_constructs.network.gpu_vpc import GpuClusterVpc
+from fm_constructs.patterns import ObservabilityPlatform
 from fm_constructs.storage import DataBucket
 
 
@@ -21,7 +22,7 @@ class PlatformStack(Stack):
         super().__init__(
             scope,
             construct_id,
-            description="fm-constructs shared platform: GPU VPC and data bucket",
+            description="fm-constructs shared platform: GPU VPC, data bucket, observability",
             termination_protection=platform.termination_protection,
             **kwargs,
         )
@@ -34,6 +35,30 @@ class PlatformStack(Stack):
         )
         self.vpc = self.network.vpc
         self.data = DataBucket(self, "Data")
+        self.observability: ObservabilityPlatform | None = None
+        if platform.observability:
+            self.observability = ObservabilityPlatform(
+                self, "Observability", grafana=platform.grafana
+            )
+            CfnOutput(
+                self,
+                "PrometheusEndpoint",
+                value=self.observability.prometheus.prometheus_endpoint,
+                description="Amazon Managed Service for Prometheus query endpoint",
+            )
+            CfnOutput(
+                self,
+                "AlertTopicArn",
+                value=self.observability.alert_topic.topic_arn,
+                description="Subscribe on-call to this encrypted SNS topic",
+            )
+            if self.observability.grafana is not None:
+                CfnOutput(
+                    self,
+                    "GrafanaUrl",
+                    value=f"https://{self.observability.grafana.endpoint}",
+                    description="Amazon Managed Grafana (assign users in IAM Identity Center)",
+                )
         CfnOutput(self, "VpcId", value=self.vpc.vpc_id, description="VPC of the GPU clusters")
         CfnOutput(
             self,

@@ -1,8 +1,8 @@
 """One accelerated workload (pre-training, post-training or inference) on the shared platform.
 
-Built from a validated profile: the EFA security group, the capacity the profile names, a GPU
-launch template with every EFA interface wired, and (for training) an FSx for Lustre file
-system linked to the data bucket and reachable from the nodes.
+Built from a validated profile: FSx for Lustre linked to the data bucket (training), the capacity
+the profile names, and the orchestrator: an EKS cluster with an EFA node group, scraped into the
+shared Prometheus workspace.
 """
 
 from __future__ import annotations
@@ -13,16 +13,27 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fm_constructs.compute import CapacitySource, GpuLaunchTemplate
+from fm_constructs.compute import CapacitySource
 from fm_constructs.config import Orchestrator, PlatformConfig, WorkloadConfig
 from fm_constructs.config.sizing import fsx_sizing_request
-from fm_constructs.network import EfaSecurityGroup
+from fm_constructs.errors import FmValidationError
+from fm_constructs.observability import FsxLustreAlarms
+from fm_constructs.orchestration import WorkloadOperators
+from fm_constructs.patterns import EksAcceleratedWorkload, ObservabilityPlatform
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 
 _TITLES = {
     "pretraining": "pre-training",
     "post_training": "post-training (SFT, RL)",
     "inference": "inference",
+}
+
+#: Kubernetes operators each workload expects: Kueue and Kubeflow Trainer for training jobs,
+#: KubeRay for RL post-training, LeaderWorkerSet for multi-node serving.
+OPERATORS = {
+    "pretraining": WorkloadOperators(kueue=True, kubeflow_trainer=True),
+    "post_training": WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True),
+    "inference": WorkloadOperators(kueue=False, kubeflow_trainer=False, leader_worker_set=True),
 }
 
 
@@ -39,6 +50,7 @@ class WorkloadStack(Stack):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         data_bucket: IDataBucket,
+        observability: ObservabilityPlatform | None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -48,61 +60,94 @@ class WorkloadStack(Stack):
             f"{workload.instance_type} in {platform.availability_zone}",
             **kwargs,
         )
-        zone = platform.availability_zone
-        self.efa_security_group = EfaSecurityGroup(
-            self, "EfaSecurityGroup", vpc=vpc, description=f"EFA traffic of {workload.name} nodes"
-        )
-        self.capacity = CapacitySource.from_config(
-            workload.capacity, availability_zone=zone, instance_type=workload.instance_type
-        )
-        self.launch_template: GpuLaunchTemplate | None = None
-        if workload.orchestrator is Orchestrator.EKS:
-            # HyperPod launches its own instances from instance groups: no launch template.
-            self.launch_template = GpuLaunchTemplate(
+        if workload.orchestrator is not Orchestrator.EKS:
+            raise FmValidationError(
+                [
+                    f"{workload.name}.orchestrator: this release deploys 'eks' only; "
+                    f"SageMaker HyperPod orchestrators are not available yet, got "
+                    f"{workload.orchestrator.value!r}"
+                ]
+            )
+        self.file_system = self._file_system(workload, vpc, subnet, data_bucket)
+        fs = self.file_system
+        if fs is not None and fs.throughput_mb_s_per_tib is not None and observability is not None:
+            FsxLustreAlarms(
                 self,
-                "LaunchTemplate",
+                "FileSystemAlarms",
+                file_system_id=fs.file_system_id,
+                storage_capacity_gib=fs.storage_capacity_gib,
+                per_unit_storage_throughput_mb_s_per_tib=fs.throughput_mb_s_per_tib,
+                alert_topic=observability.alert_topic,
+            )
+        self.compute = EksAcceleratedWorkload(
+            self,
+            "Eks",
+            vpc=vpc,
+            gpu_subnet=subnet,
+            instance_type=workload.instance_type,
+            node_count=workload.instance_count,
+            capacity=CapacitySource.from_config(
+                workload.capacity,
+                availability_zone=platform.availability_zone,
                 instance_type=workload.instance_type,
-                efa_security_group=self.efa_security_group.security_group,
-                efa_layout=workload.efa_layout,
-                capacity=self.capacity,
-                subnet_availability_zone=zone,
-                node_count=workload.instance_count,
-                root_volume_size_gib=workload.root_volume_size_gib,
-            )
-            CfnOutput(
-                self,
-                "LaunchTemplateId",
-                value=self.launch_template.launch_template_id,
-                description="GPU launch template (every EFA interface, IMDSv2, NVMe RAID0)",
-            )
+            ),
+            efa_layout=workload.efa_layout,
+            root_volume_size_gib=workload.root_volume_size_gib,
+            kubernetes_version=platform.kubernetes_version,
+            admin_role_arns=platform.admin_role_arns,
+            public_access_cidrs=platform.public_access_cidrs,
+            operators=OPERATORS[workload.name],
+            file_system=self.file_system,
+            workspace=observability.prometheus if observability is not None else None,
+            scraper_subnets=vpc.private_subnets,
+        )
+        self._outputs(platform)
 
-        self.file_system: LustreFileSystem | None = None
+    def _file_system(
+        self,
+        workload: WorkloadConfig,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        data_bucket: IDataBucket,
+    ) -> LustreFileSystem | None:
         storage = workload.storage
-        if storage.enabled:
-            self.file_system = LustreFileSystem(
-                self,
-                "FileSystem",
-                vpc=vpc,
-                subnet=subnet,
-                data_bucket=data_bucket,
-                storage_capacity_gib=storage.storage_capacity_gib,
-                throughput_mb_s_per_tib=storage.throughput_mb_s_per_tib,
-                sizing=fsx_sizing_request(storage),
-                metadata_iops=storage.metadata_iops,
-                efa_enabled=storage.efa_enabled,
-                automatic_backup_retention_days=storage.backup_retention_days,
-            )
-            self.file_system.connections.allow_default_port_from(self.efa_security_group)
+        if not storage.enabled:
+            return None
+        return LustreFileSystem(
+            self,
+            "FileSystem",
+            vpc=vpc,
+            subnet=subnet,
+            data_bucket=data_bucket,
+            storage_capacity_gib=storage.storage_capacity_gib,
+            throughput_mb_s_per_tib=storage.throughput_mb_s_per_tib,
+            sizing=fsx_sizing_request(storage),
+            metadata_iops=storage.metadata_iops,
+            efa_enabled=storage.efa_enabled,
+            automatic_backup_retention_days=storage.backup_retention_days,
+        )
+
+    def _outputs(self, platform: PlatformConfig) -> None:
+        cluster = self.compute.cluster
+        CfnOutput(self, "ClusterName", value=cluster.cluster_name)
+        CfnOutput(
+            self,
+            "KubeconfigCommand",
+            value=f"aws eks update-kubeconfig --region {platform.region} "
+            f"--name {cluster.cluster_name}",
+            description="Then: kubectl get nodes -L node.kubernetes.io/instance-type",
+        )
+        CfnOutput(
+            self,
+            "GpuNodeGroup",
+            value=self.compute.gpu_nodes.nodegroup_name,
+            description="Managed node group of the EFA-connected accelerated nodes",
+        )
+        if self.file_system is not None:
             CfnOutput(self, "FileSystemId", value=self.file_system.file_system_id)
             CfnOutput(
                 self,
                 "MountCommand",
                 value=self.file_system.mount_command("/fsx"),
-                description="Mount the Lustre file system on a node (as root)",
+                description="Mount on a node as root; pods use the PVC fsx-lustre",
             )
-        CfnOutput(
-            self,
-            "EfaSecurityGroupId",
-            value=self.efa_security_group.security_group_id,
-            description="Attach to every EFA interface of this workload's nodes",
-        )

@@ -120,6 +120,17 @@ def _platform(t: TableReader) -> PlatformConfig:
         nat_gateways=t.choice(
             "nat_gateways", NatGateways, _default(PlatformConfig, "nat_gateways")
         ),
+        kubernetes_version=t.string(
+            "kubernetes_version",
+            _default(PlatformConfig, "kubernetes_version"),
+            pattern=r"1\.\d{2}",
+            hint="must be a Kubernetes minor version such as '1.35'",
+        )
+        or _default(PlatformConfig, "kubernetes_version"),
+        admin_role_arns=t.string_list("admin_role_arns"),
+        public_access_cidrs=t.string_list("public_access_cidrs"),
+        observability=t.boolean("observability", _default(PlatformConfig, "observability")),
+        grafana=t.boolean("grafana", _default(PlatformConfig, "grafana")),
         termination_protection=t.boolean(
             "termination_protection", _default(PlatformConfig, "termination_protection")
         ),

@@ -204,6 +204,32 @@ class PlatformConfig:
     termination_protection: bool = field(
         default=True, metadata={"doc": "Termination protection on the platform stack."}
     )
+    kubernetes_version: str = field(
+        default="1.35",
+        metadata={"doc": "Kubernetes version of the EKS clusters (1.34, 1.35 or 1.36)."},
+    )
+    admin_role_arns: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "IAM role ARNs given cluster-admin on every EKS cluster (access entries)."
+        },
+    )
+    public_access_cidrs: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "CIDRs allowed to reach the EKS API publicly; empty keeps the endpoint private."
+        },
+    )
+    observability: bool = field(
+        default=True,
+        metadata={"doc": "Managed Prometheus workspace, alert rules, scrapers and alarms."},
+    )
+    grafana: bool = field(
+        default=True,
+        metadata={
+            "doc": "Managed Grafana workspace (IAM Identity Center sign-in) with the dashboards."
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 
-from aws_cdk import CfnResource, RemovalPolicy, Stack, Token
+from aws_cdk import RemovalPolicy, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -70,7 +70,6 @@ class GpuClusterVpc(Construct):
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
             },
         )
-        self._drop_obsolete_provider_dependency()
         flow_log_group = logs.LogGroup(
             self,
             "FlowLogs",
@@ -82,16 +81,6 @@ class GpuClusterVpc(Construct):
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
-
-    def _drop_obsolete_provider_dependency(self) -> None:
-        """The default-security-group custom resource provider's function both references its
-        role (GetAtt) and DependsOn it; the explicit dependency is redundant (cfn-lint W3005)."""
-        provider = Stack.of(self).node.try_find_child(
-            "Custom::VpcRestrictDefaultSGCustomResourceProvider"
-        )
-        handler = provider.node.try_find_child("Handler") if provider else None
-        if isinstance(handler, CfnResource):
-            handler.add_deletion_override("DependsOn")
 
     def private_subnet(self, availability_zone: str) -> ec2.ISubnet:
         """The private subnet in ``availability_zone`` (where GPU nodes and FSx go)."""

@@ -29,7 +29,6 @@ STATEFUL_TYPES = {
     "AWS::KMS::Key",
     "AWS::FSx::FileSystem",
     "AWS::APS::Workspace",
-    "AWS::Logs::LogGroup",
 }
 PINNED_IDS_FILE = Path(__file__).with_name("pinned_logical_ids.json")
 
@@ -47,8 +46,14 @@ def test_profile_synthesizes_expected_stacks_without_nag_findings(profile: str) 
     report = json.loads((result.outdir / "validation-report.json").read_text())
     plugins = {p["pluginName"]: p for p in report["pluginReports"]}
     for name, plugin in plugins.items():
-        assert plugin["conclusion"] == "success", name
-        assert plugin["violations"] == [], name
+        unexpected = [
+            v
+            for v in plugin["violations"]
+            # Our own warnings (``fm:`` ids) explain a deliberate choice, e.g. no placement
+            # group on a Capacity Block; anything else, from any plugin, fails.
+            if not (v["severity"] == "warning" and v["ruleName"].startswith("Annotation::fm:"))
+        ]
+        assert unexpected == [], name
 
 
 @pytest.mark.parametrize(("profile", "stack"), stack_params())

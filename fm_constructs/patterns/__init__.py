@@ -1,0 +1,7 @@
+"""L3 patterns: compositions of the building blocks that a user imports into their own app."""
+
+from fm_constructs.patterns.eks_monitoring import EksClusterScraping
+from fm_constructs.patterns.eks_workload import EksAcceleratedWorkload
+from fm_constructs.patterns.observability import ObservabilityPlatform
+
+__all__ = ["EksAcceleratedWorkload", "EksClusterScraping", "ObservabilityPlatform"]

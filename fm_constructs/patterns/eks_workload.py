@@ -1,0 +1,93 @@
+"""An accelerated workload on EKS: cluster, EFA node group, FSx mount and metrics, wired."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fm_constructs.compute import CapacitySource
+from fm_constructs.network import EfaSecurityGroup
+from fm_constructs.observability import IPrometheusWorkspace
+from fm_constructs.orchestration import (
+    DEFAULT_KUBERNETES_VERSION,
+    EfaNodeGroup,
+    GpuEksCluster,
+    WorkloadOperators,
+)
+from fm_constructs.patterns.eks_monitoring import EksClusterScraping
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.storage import LustreFileSystem
+
+
+class EksAcceleratedWorkload(Construct):
+    """A GPU/Trainium EKS cluster for one workload, in one statement.
+
+    * a private EKS cluster (device plugins, EFA device plugin, DCGM exporter, the chosen
+      operators) and a managed EFA node group in ``gpu_subnet`` with every EFA interface, the
+      capacity given, placement group where the capacity allows one, NVMe RAID0, auto-repair;
+    * ``file_system`` (optional) mounted into pods as PersistentVolume/Claim ``fsx-lustre`` and
+      reachable from every node;
+    * ``workspace`` (optional) fed by an AMP managed scraper running in ``scraper_subnets``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        gpu_subnet: ec2.ISubnet,
+        instance_type: str,
+        node_count: int,
+        capacity: CapacitySource | None = None,
+        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        root_volume_size_gib: int = 500,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+        admin_role_arns: Sequence[str] = (),
+        public_access_cidrs: Sequence[str] = (),
+        operators: WorkloadOperators | None = None,
+        file_system: LustreFileSystem | None = None,
+        workspace: IPrometheusWorkspace | None = None,
+        scraper_subnets: Sequence[ec2.ISubnet] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.efa_security_group = EfaSecurityGroup(
+            self, "EfaSecurityGroup", vpc=vpc, description="EFA traffic between GPU nodes"
+        )
+        self.cluster = GpuEksCluster(
+            self,
+            "Cluster",
+            vpc=vpc,
+            gpu_availability_zone=gpu_subnet.availability_zone,
+            kubernetes_version=kubernetes_version,
+            admin_role_arns=admin_role_arns,
+            public_access_cidrs=public_access_cidrs,
+            operators=operators,
+        )
+        self.gpu_nodes = EfaNodeGroup(
+            self,
+            "GpuNodes",
+            cluster=self.cluster,
+            instance_type=instance_type,
+            subnet=gpu_subnet,
+            desired_size=node_count,
+            capacity=capacity,
+            efa_security_group=self.efa_security_group,
+            efa_layout=efa_layout,
+            root_volume_size_gib=root_volume_size_gib,
+        )
+        self.file_system = file_system
+        if file_system is not None:
+            self.cluster.add_lustre_volume(file_system, name="fsx-lustre", namespace="default")
+        self.scraping: EksClusterScraping | None = None
+        if workspace is not None:
+            self.scraping = EksClusterScraping(
+                self,
+                "Scraping",
+                cluster=self.cluster,
+                workspace=workspace,
+                subnets=list(scraper_subnets or vpc.private_subnets),
+                node_peers=[self.gpu_nodes],
+            )

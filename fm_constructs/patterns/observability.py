@@ -1,0 +1,36 @@
+"""The shared observability layer of a deployment: one Prometheus workspace with alert rules
+routed to an encrypted SNS topic, and a Grafana workspace with its dashboards provisioned."""
+
+from __future__ import annotations
+
+from constructs import Construct
+
+from fm_constructs.observability import (
+    AlertRules,
+    AlertTopic,
+    GrafanaDashboards,
+    GrafanaWorkspace,
+    PrometheusWorkspace,
+)
+
+
+class ObservabilityPlatform(Construct):
+    """Prometheus (AMP) + alert rules + SNS alerts, and optionally Grafana (AMG) with the
+    shipped dashboards, provisioned on deploy."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, grafana: bool = True) -> None:
+        super().__init__(scope, construct_id)
+        self.prometheus = PrometheusWorkspace(self, "Prometheus")
+        self.alert_topic = AlertTopic(self, "Alerts")
+        self.rules = AlertRules(
+            self, "Rules", workspace=self.prometheus, alert_topic=self.alert_topic
+        )
+        self.grafana: GrafanaWorkspace | None = None
+        self.dashboards: GrafanaDashboards | None = None
+        if grafana:
+            self.grafana = GrafanaWorkspace(
+                self, "Grafana", prometheus_workspaces=[self.prometheus]
+            )
+            self.dashboards = GrafanaDashboards(
+                self, "Dashboards", grafana=self.grafana, prometheus=self.prometheus
+            )
