@@ -18,7 +18,7 @@ CONFIG ?= config/default.toml
 PROFILES := $(wildcard config/*.toml)
 PY_SOURCES := fm_constructs stacks tests app.py tools
 
-.PHONY: synth test lint typecheck unit bench setup clean docs-config
+.PHONY: synth test lint typecheck unit bench setup clean docs-config docs-figures
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -58,3 +58,6 @@ clean:
 
 docs-config: setup
 	python -c 'from fm_constructs.config.reference import render_reference as r; print(r(), end="")' > docs/configuration.md
+
+docs-figures: setup
+	python tools/docs_figures.py
