@@ -12,18 +12,16 @@ from stacks.runtime import prefer_venv_node
 
 prefer_venv_node()
 
-import aws_cdk as cdk  # noqa: E402
-
 from fm_constructs.config import load_profile  # noqa: E402
 from fm_constructs.errors import FmValidationError  # noqa: E402
 from fm_constructs.policy import enable_nag  # noqa: E402
-from stacks.app_builder import build_stacks  # noqa: E402
+from stacks.app_builder import build_stacks, create_app  # noqa: E402
 
 DEFAULT_PROFILE = "config/default.toml"
 
 
 def main() -> int:
-    app = cdk.App()
+    app = create_app()
     config_path = str(app.node.try_get_context("config") or DEFAULT_PROFILE)
     try:
         profile = load_profile(config_path)

@@ -16,10 +16,14 @@ from constructs import Construct
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config import Orchestrator, PlatformConfig, WorkloadConfig
 from fm_constructs.config.sizing import fsx_sizing_request
-from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import FsxLustreAlarms
 from fm_constructs.orchestration import WorkloadOperators
-from fm_constructs.patterns import EksAcceleratedWorkload, ObservabilityPlatform
+from fm_constructs.orchestration.hyperpod import Orchestrator as HyperPodOrchestrator
+from fm_constructs.patterns import (
+    EksAcceleratedWorkload,
+    HyperPodAcceleratedWorkload,
+    ObservabilityPlatform,
+)
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 
 _TITLES = {
@@ -34,6 +38,12 @@ OPERATORS = {
     "pretraining": WorkloadOperators(kueue=True, kubeflow_trainer=True),
     "post_training": WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True),
     "inference": WorkloadOperators(kueue=False, kubeflow_trainer=False, leader_worker_set=True),
+}
+
+
+HYPERPOD_ORCHESTRATORS = {
+    Orchestrator.HYPERPOD_SLURM: HyperPodOrchestrator.SLURM,
+    Orchestrator.HYPERPOD_EKS: HyperPodOrchestrator.EKS,
 }
 
 
@@ -60,14 +70,6 @@ class WorkloadStack(Stack):
             f"{workload.instance_type} in {platform.availability_zone}",
             **kwargs,
         )
-        if workload.orchestrator is not Orchestrator.EKS:
-            raise FmValidationError(
-                [
-                    f"{workload.name}.orchestrator: this release deploys 'eks' only; "
-                    f"SageMaker HyperPod orchestrators are not available yet, got "
-                    f"{workload.orchestrator.value!r}"
-                ]
-            )
         self.file_system = self._file_system(workload, vpc, subnet, data_bucket)
         fs = self.file_system
         if fs is not None and fs.throughput_mb_s_per_tib is not None and observability is not None:
@@ -79,28 +81,49 @@ class WorkloadStack(Stack):
                 per_unit_storage_throughput_mb_s_per_tib=fs.throughput_mb_s_per_tib,
                 alert_topic=observability.alert_topic,
             )
-        self.compute = EksAcceleratedWorkload(
-            self,
-            "Eks",
-            vpc=vpc,
-            gpu_subnet=subnet,
+        capacity = CapacitySource.from_config(
+            workload.capacity,
+            availability_zone=platform.availability_zone,
             instance_type=workload.instance_type,
-            node_count=workload.instance_count,
-            capacity=CapacitySource.from_config(
-                workload.capacity,
-                availability_zone=platform.availability_zone,
-                instance_type=workload.instance_type,
-            ),
-            efa_layout=workload.efa_layout,
-            root_volume_size_gib=workload.root_volume_size_gib,
-            kubernetes_version=platform.kubernetes_version,
-            admin_role_arns=platform.admin_role_arns,
-            public_access_cidrs=platform.public_access_cidrs,
-            operators=OPERATORS[workload.name],
-            file_system=self.file_system,
-            workspace=observability.prometheus if observability is not None else None,
-            scraper_subnets=vpc.private_subnets,
         )
+        cluster_access: dict[str, Any] = {
+            "kubernetes_version": platform.kubernetes_version,
+            "admin_role_arns": platform.admin_role_arns,
+            "public_access_cidrs": platform.public_access_cidrs,
+            "operators": OPERATORS[workload.name],
+            "scraper_subnets": vpc.private_subnets,
+        }
+        self.compute: EksAcceleratedWorkload | HyperPodAcceleratedWorkload
+        if workload.orchestrator is Orchestrator.EKS:
+            self.compute = EksAcceleratedWorkload(
+                self,
+                "Eks",
+                vpc=vpc,
+                gpu_subnet=subnet,
+                instance_type=workload.instance_type,
+                node_count=workload.instance_count,
+                capacity=capacity,
+                efa_layout=workload.efa_layout,
+                root_volume_size_gib=workload.root_volume_size_gib,
+                file_system=self.file_system,
+                workspace=observability.prometheus if observability is not None else None,
+                **cluster_access,
+            )
+        else:
+            self.compute = HyperPodAcceleratedWorkload(
+                self,
+                "HyperPod",
+                vpc=vpc,
+                gpu_subnet=subnet,
+                orchestrator=HYPERPOD_ORCHESTRATORS[workload.orchestrator],
+                instance_type=workload.instance_type,
+                node_count=workload.instance_count,
+                capacity=capacity,
+                file_system=self.file_system,
+                workspace=observability.prometheus if observability is not None else None,
+                alert_topic=observability.alert_topic if observability is not None else None,
+                **cluster_access,
+            )
         self._outputs(platform)
 
     def _file_system(
@@ -128,26 +151,38 @@ class WorkloadStack(Stack):
         )
 
     def _outputs(self, platform: PlatformConfig) -> None:
-        cluster = self.compute.cluster
-        CfnOutput(self, "ClusterName", value=cluster.cluster_name)
-        CfnOutput(
-            self,
-            "KubeconfigCommand",
-            value=f"aws eks update-kubeconfig --region {platform.region} "
-            f"--name {cluster.cluster_name}",
-            description="Then: kubectl get nodes -L node.kubernetes.io/instance-type",
+        compute = self.compute
+        eks_cluster = (
+            compute.cluster if isinstance(compute, EksAcceleratedWorkload) else compute.eks_cluster
         )
-        CfnOutput(
-            self,
-            "GpuNodeGroup",
-            value=self.compute.gpu_nodes.nodegroup_name,
-            description="Managed node group of the EFA-connected accelerated nodes",
-        )
+        if eks_cluster is not None:
+            CfnOutput(self, "EksClusterName", value=eks_cluster.cluster_name)
+            CfnOutput(
+                self,
+                "KubeconfigCommand",
+                value=f"aws eks update-kubeconfig --region {platform.region} "
+                f"--name {eks_cluster.cluster_name}",
+                description="Then: kubectl get nodes -L node.kubernetes.io/instance-type",
+            )
+        if isinstance(compute, EksAcceleratedWorkload):
+            CfnOutput(
+                self,
+                "GpuNodeGroup",
+                value=compute.gpu_nodes.nodegroup_name,
+                description="Managed node group of the EFA-connected accelerated nodes",
+            )
+        else:
+            CfnOutput(
+                self,
+                "HyperPodClusterName",
+                value=compute.cluster.cluster_name,
+                description="aws sagemaker list-cluster-nodes --cluster-name <this>",
+            )
         if self.file_system is not None:
             CfnOutput(self, "FileSystemId", value=self.file_system.file_system_id)
             CfnOutput(
                 self,
                 "MountCommand",
                 value=self.file_system.mount_command("/fsx"),
-                description="Mount on a node as root; pods use the PVC fsx-lustre",
+                description="Mount on a node as root (HyperPod nodes mount it at /fsx)",
             )

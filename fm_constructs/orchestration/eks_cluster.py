@@ -23,7 +23,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from fm_constructs.catalog import EksAmiFamily, all_instance_types
+from fm_constructs.catalog import EksAmiFamily, InstanceSpec, all_instance_types
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_addons import ClusterAddons
@@ -85,12 +85,20 @@ class WorkloadOperators:
     leader_worker_set: bool = False
 
 
+def _names(spec: InstanceSpec) -> list[str]:
+    """Values a node's ``node.kubernetes.io/instance-type`` label can take for ``spec``: the EC2
+    name on EKS node groups, the ``ml.`` name on SageMaker HyperPod nodes."""
+    return [spec.name, *([spec.hyperpod_name] if spec.hyperpod_name else [])]
+
+
 def _family_types(family: EksAmiFamily) -> list[str]:
-    return [spec.name for spec in all_instance_types() if spec.eks_ami_family == family]
+    return [
+        n for spec in all_instance_types() if spec.eks_ami_family == family for n in _names(spec)
+    ]
 
 
 def _efa_types() -> list[str]:
-    return [spec.name for spec in all_instance_types() if spec.efa_supported]
+    return [n for spec in all_instance_types() if spec.efa_supported for n in _names(spec)]
 
 
 @jsii.implements(ec2.IConnectable)

@@ -2,6 +2,12 @@
 
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.patterns.eks_workload import EksAcceleratedWorkload
+from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
 from fm_constructs.patterns.observability import ObservabilityPlatform
 
-__all__ = ["EksAcceleratedWorkload", "EksClusterScraping", "ObservabilityPlatform"]
+__all__ = [
+    "EksAcceleratedWorkload",
+    "EksClusterScraping",
+    "HyperPodAcceleratedWorkload",
+    "ObservabilityPlatform",
+]

@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aws_cdk as cdk
 import pytest
 
 from fm_constructs.config import Profile, load_profile
 from fm_constructs.policy import enable_nag
-from stacks.app_builder import DeploymentStacks, build_stacks
+from stacks.app_builder import DeploymentStacks, build_stacks, create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE_PATHS = sorted((ROOT / "config").glob("*.toml"))
@@ -47,7 +46,7 @@ def synthesize(name: str) -> SynthesizedProfile:
     """Synthesize ``config/<name>.toml`` with cdk-nag on; unacknowledged findings raise here."""
     profile = load_profile(ROOT / "config" / f"{name}.toml")
     outdir = Path(tempfile.mkdtemp(prefix=f"fm-synth-{name}-"))
-    app = cdk.App(outdir=str(outdir), context=cdk_json_context())
+    app = create_app(outdir=str(outdir), context=cdk_json_context())
     stacks = build_stacks(app, profile)
     enable_nag(app)
     assembly = app.synth()

@@ -1,0 +1,47 @@
+"""SageMaker HyperPod: clusters orchestrated by Slurm or EKS, their typed instance groups,
+execution role, lifecycle scripts and EKS dependencies."""
+
+from fm_constructs.orchestration.hyperpod.cluster import HyperPodCluster, NodeRecovery
+from fm_constructs.orchestration.hyperpod.eks import (
+    HyperPodEksDependencies,
+    health_monitoring_agent_manifests,
+    hyperpod_node_labels,
+)
+from fm_constructs.orchestration.hyperpod.instance_groups import (
+    HYPERPOD_CPU_INSTANCE_TYPES,
+    DeepHealthCheck,
+    InstanceGroup,
+    KubernetesTaint,
+    Orchestrator,
+    SlurmNodeType,
+    check_layout,
+    lookup_instance_type,
+    slurm_instance_groups,
+)
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    LifecycleScripts,
+    provisioning_parameters,
+    scripts_directory,
+)
+from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
+
+__all__ = [
+    "HYPERPOD_CPU_INSTANCE_TYPES",
+    "DeepHealthCheck",
+    "HyperPodCluster",
+    "HyperPodEksDependencies",
+    "HyperPodExecutionRole",
+    "InstanceGroup",
+    "KubernetesTaint",
+    "LifecycleScripts",
+    "NodeRecovery",
+    "Orchestrator",
+    "SlurmNodeType",
+    "check_layout",
+    "health_monitoring_agent_manifests",
+    "hyperpod_node_labels",
+    "lookup_instance_type",
+    "provisioning_parameters",
+    "scripts_directory",
+    "slurm_instance_groups",
+]

@@ -1,0 +1,331 @@
+"""A SageMaker HyperPod cluster (``AWS::SageMaker::Cluster``), Slurm or EKS orchestrated.
+
+One construct creates the cluster with resilient defaults (automatic node recovery, continuous
+node provisioning, deep health checks on accelerated groups), its execution role, its lifecycle
+scripts and provisioning parameters in S3, and the network it needs: the cluster subnet (in the
+zone of the accelerated capacity and of FSx for Lustre), an EFA security group that reaches the
+file system and, for EKS, the cluster security group. For EKS it also installs what HyperPod
+needs on the cluster first (see :mod:`~fm_constructs.orchestration.hyperpod.eks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+import jsii
+from aws_cdk import Names, RemovalPolicy, Stack, Tags, Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from fm_constructs.errors import Problems
+from fm_constructs.network import EfaSecurityGroup
+from fm_constructs.observability import IPrometheusWorkspace
+from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.orchestration.hyperpod.eks import (
+    HyperPodEksDependencies,
+    hyperpod_node_labels,
+)
+from fm_constructs.orchestration.hyperpod.instance_groups import (
+    GROUP_NAME_PATTERN,
+    InstanceGroup,
+    Orchestrator,
+    check_layout,
+)
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    DEFAULT_MOUNT_POINT,
+    LifecycleScripts,
+    provisioning_parameters,
+)
+from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
+from fm_constructs.storage import LustreFileSystem
+
+CLUSTER_NAME_MAX_LENGTH = 63
+
+
+class NodeRecovery(StrEnum):
+    """What HyperPod does with a node that fails a health check."""
+
+    AUTOMATIC = "Automatic"
+    NONE = "None"
+
+
+@jsii.implements(ec2.IConnectable)
+class HyperPodCluster(Construct):
+    """A HyperPod cluster of ``instance_groups`` in ``subnet``.
+
+    - ``orchestrator``: Slurm (default; a controller, optional login and worker groups, see
+      :func:`~fm_constructs.orchestration.hyperpod.slurm_instance_groups`) or EKS (pass
+      ``eks_cluster``; worker groups only).
+    - ``subnet``: one private subnet in the zone of the accelerated capacity and of
+      ``lustre``; checked against the zones of training plans and of the EKS cluster's GPU zone.
+    - ``lustre``: mounted on every node by the lifecycle scripts (over EFA when the file system
+      has EFA enabled), its security group opened to the nodes.
+    - ``prometheus``: the nodes' Prometheus agents remote-write to it.
+    - ``security_group``: an :class:`EfaSecurityGroup` (or any group with the EFA self rules);
+      created when absent.
+    - ``lifecycle_bucket``: where the lifecycle scripts go; a small bucket is created when absent.
+    - ``cluster_name``: derived from the construct path when absent. It is create-only:
+      changing it (or the construct path) replaces the cluster.
+    - ``removal_policy``: DESTROY by default. A HyperPod cluster holds no data of its own
+      (datasets and checkpoints live on FSx and S3), and a retained one keeps billing
+      accelerator hours and holds network interfaces in the VPC.
+
+    Children (ids are a contract): ``Resource`` (the ``CfnCluster``), ``ExecutionRole``,
+    ``SecurityGroup`` (when created), ``Lifecycle``, ``EksDependencies`` (EKS).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        instance_groups: Sequence[InstanceGroup],
+        orchestrator: Orchestrator = Orchestrator.SLURM,
+        eks_cluster: GpuEksCluster | None = None,
+        lustre: LustreFileSystem | None = None,
+        lustre_mount_point: str = DEFAULT_MOUNT_POINT,
+        prometheus: IPrometheusWorkspace | None = None,
+        security_group: EfaSecurityGroup | None = None,
+        lifecycle_bucket: s3.IBucket | None = None,
+        cluster_name: str | None = None,
+        node_recovery: NodeRecovery = NodeRecovery.AUTOMATIC,
+        training_operator: bool = True,
+        task_governance: bool = False,
+        removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        orchestrator = Orchestrator(orchestrator)
+        groups = list(instance_groups)
+        problems = Problems(context="HyperPodCluster")
+        problems.extend(check_layout(groups, orchestrator))
+        self._check_orchestrator(problems, orchestrator, eks_cluster)
+        self._check_zones(problems, subnet, groups, eks_cluster)
+        if (
+            cluster_name is not None
+            and not Token.is_unresolved(cluster_name)
+            and (not GROUP_NAME_PATTERN.match(cluster_name) or len(cluster_name) > 63)
+        ):
+            problems.add(
+                "cluster_name",
+                cluster_name,
+                "must be 1-63 letters, digits and hyphens, starting and ending with a "
+                "letter or digit",
+            )
+        if not lustre_mount_point.startswith("/"):
+            problems.add("lustre_mount_point", lustre_mount_point, "must be an absolute path")
+        problems.raise_if_any()
+
+        self.orchestrator = orchestrator
+        self.instance_groups: tuple[InstanceGroup, ...] = tuple(groups)
+        self.cluster_name: str = cluster_name or Names.unique_resource_name(
+            self, max_length=CLUSTER_NAME_MAX_LENGTH, separator="-", allowed_special_characters="-"
+        )
+        self.efa_security_group = security_group or EfaSecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=vpc,
+            description="HyperPod nodes: EFA (all traffic within the group), FSx, endpoints",
+        )
+        groups_for_nodes: list[ec2.ISecurityGroup] = [self.efa_security_group.security_group]
+        if eks_cluster is not None:
+            # HyperPod nodes join the cluster like managed nodes: the cluster security group
+            # lets them reach the API server, CoreDNS and the system nodes (and back).
+            groups_for_nodes.append(eks_cluster.cluster_security_group)
+        self._connections = ec2.Connections(security_groups=groups_for_nodes)
+        if lustre is not None:
+            lustre.connections.allow_default_port_from(self.efa_security_group)
+        if eks_cluster is not None:
+            eks_cluster.add_node_peer(self.efa_security_group)
+
+        stack = Stack.of(self)
+        self.execution_role = HyperPodExecutionRole(
+            self,
+            "ExecutionRole",
+            vpc=vpc,
+            subnet=subnet,
+            security_groups=groups_for_nodes,
+            eks_cluster_arn=eks_cluster.cluster_arn if eks_cluster is not None else None,
+        )
+        role = self.execution_role.role
+        fsx = None
+        if lustre is not None:
+            fsx = {
+                "dns_name": lustre.dns_name,
+                "mount_name": lustre.mount_name,
+                "mount_point": lustre_mount_point,
+                "efa_enabled": bool(lustre.efa_enabled),
+            }
+        parameters = provisioning_parameters(
+            orchestrator=orchestrator,
+            cluster_name=self.cluster_name,
+            region=stack.region,
+            instance_groups=groups,
+            fsx=fsx,
+            prometheus_remote_write_url=prometheus.remote_write_url if prometheus else None,
+        )
+        self.lifecycle = LifecycleScripts(
+            self, "Lifecycle", parameters=parameters, bucket=lifecycle_bucket
+        )
+        self.lifecycle.grant_read(role)
+        if prometheus is not None:
+            prometheus.grant_remote_write(role)
+
+        self.eks_dependencies: HyperPodEksDependencies | None = None
+        if eks_cluster is not None:
+            self.eks_dependencies = HyperPodEksDependencies(
+                self,
+                "EksDependencies",
+                eks_cluster=eks_cluster,
+                instance_groups=groups,
+                training_operator=training_operator,
+                task_governance=task_governance,
+            )
+
+        self.cluster = sagemaker.CfnCluster(
+            self,
+            "Resource",
+            cluster_name=self.cluster_name,
+            orchestrator=self._orchestrator_property(eks_cluster),
+            instance_groups=[self._group_property(g, role) for g in groups],
+            node_recovery=NodeRecovery(node_recovery).value,
+            node_provisioning_mode="Continuous",
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=[g.security_group_id for g in groups_for_nodes],
+                subnets=[subnet.subnet_id],
+            ),
+        )
+        self.cluster.apply_removal_policy(removal_policy)
+        # Nodes read their scripts and use their permissions as soon as they boot.
+        self.cluster.node.add_dependency(self.lifecycle.deployment, role)
+        self.cluster.node.add_dependency(self.execution_role.policy)
+        for child in role.node.children:
+            self.cluster.node.add_dependency(child)
+        if self.eks_dependencies is not None:
+            self.cluster.node.add_dependency(*self.eks_dependencies.prerequisites)
+            # The training operator add-on is installed from the EKS console only on clusters
+            # tagged SageMaker=true; tag it so either path works.
+            Tags.of(self.cluster).add("SageMaker", "true")
+            self.eks_dependencies.add_post_cluster_addons(self.cluster)
+
+        self.cluster_arn: str = self.cluster.attr_cluster_arn
+
+    # ----------------------------------------------------------------------------- attributes
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """Connections of the node security groups (EFA group, plus the EKS cluster group)."""
+        return self._connections
+
+    @property
+    def role(self) -> iam.IRole:
+        """The execution role of every instance group."""
+        return self.execution_role.role
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _group_property(
+        self, group: InstanceGroup, role: iam.IRole
+    ) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+        storage = None
+        if group.ebs_volume_size_gib is not None:
+            storage = [
+                sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                    ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
+                        volume_size_in_gb=group.ebs_volume_size_gib,
+                        volume_kms_key_id=group.ebs_kms_key.key_arn if group.ebs_kms_key else None,
+                    )
+                )
+            ]
+        kubernetes = None
+        if self.orchestrator is Orchestrator.EKS:
+            labels = hyperpod_node_labels(group)
+            taints = [
+                sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
+                    key=t.key, effect=t.effect, value=t.value
+                )
+                for t in group.kubernetes_taints
+            ]
+            if labels or taints:
+                kubernetes = sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
+                    labels=labels or None, taints=taints or None
+                )
+        checks = [c.value for c in group.resolved_deep_health_checks]
+        return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
+            instance_group_name=group.name,
+            instance_type=group.hyperpod_instance_type,
+            instance_count=group.instance_count,
+            execution_role=role.role_arn,
+            life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+                source_s3_uri=self.lifecycle.source_s3_uri, on_create=self.lifecycle.on_create
+            ),
+            threads_per_core=group.resolved_threads_per_core,
+            instance_storage_configs=storage,
+            on_start_deep_health_checks=checks or None,
+            training_plan_arn=group.training_plan_arn,
+            kubernetes_config=kubernetes,
+            image_id=group.image_id,
+        )
+
+    @staticmethod
+    def _orchestrator_property(
+        eks_cluster: GpuEksCluster | None,
+    ) -> sagemaker.CfnCluster.OrchestratorProperty:
+        if eks_cluster is None:
+            return sagemaker.CfnCluster.OrchestratorProperty(
+                slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty()
+            )
+        return sagemaker.CfnCluster.OrchestratorProperty(
+            eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
+                cluster_arn=eks_cluster.cluster_arn
+            )
+        )
+
+    @staticmethod
+    def _check_orchestrator(
+        problems: Problems, orchestrator: Orchestrator, eks_cluster: GpuEksCluster | None
+    ) -> None:
+        if orchestrator is Orchestrator.EKS and eks_cluster is None:
+            problems.add(
+                "eks_cluster",
+                None,
+                "an EKS-orchestrated cluster needs the GpuEksCluster it attaches to",
+            )
+        if orchestrator is Orchestrator.SLURM and eks_cluster is not None:
+            problems.add(
+                "eks_cluster",
+                "<GpuEksCluster>",
+                "is only used with orchestrator=Orchestrator.EKS; remove it or switch the "
+                "orchestrator",
+            )
+
+    @staticmethod
+    def _check_zones(
+        problems: Problems,
+        subnet: ec2.ISubnet,
+        groups: Sequence[InstanceGroup],
+        eks_cluster: GpuEksCluster | None,
+    ) -> None:
+        zone = subnet.availability_zone
+        if Token.is_unresolved(zone):
+            return
+        if (
+            eks_cluster is not None
+            and eks_cluster.gpu_availability_zone is not None
+            and not Token.is_unresolved(eks_cluster.gpu_availability_zone)
+            and eks_cluster.gpu_availability_zone != zone
+        ):
+            problems.add(
+                "subnet",
+                zone,
+                f"must be in the EKS cluster's GPU zone {eks_cluster.gpu_availability_zone}",
+            )
+        for group in groups:
+            if group.capacity is not None and group.capacity.availability_zone is not None:
+                for problem in group.capacity.problems_with(availability_zone=zone):
+                    problems.add_message(f"instance_groups[{group.name!r}].capacity: {problem}")

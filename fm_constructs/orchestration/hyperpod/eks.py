@@ -1,0 +1,364 @@
+"""What an EKS cluster needs before HyperPod nodes join it, and the HyperPod add-ons after.
+
+Before the HyperPod cluster (its ``CfnCluster`` depends on these):
+
+- the device plugins of the accelerators in the instance groups (NVIDIA or Neuron) and the
+  EFA device plugin, installed through :class:`~fm_constructs.orchestration.GpuEksCluster`;
+  HyperPod nodes get the library's node labels (see :func:`hyperpod_node_labels`) so those
+  charts select them;
+- the HyperPod health monitoring agent (HMA), the DaemonSet that reports accelerator and EFA
+  faults for node recovery. AWS ships it inside the HyperPod dependencies Helm chart, which is
+  published as a Git directory rather than a chart repository, so it is deployed here as a
+  manifest: namespace ``aws-hyperpod``, its RBAC, and one DaemonSet per accelerator family,
+  running AWS's regional image (:data:`HMA_IMAGE_ACCOUNTS`, :data:`HMA_IMAGE_TAG`);
+- the managed VPC CNI add-on (HyperPod requires vpc-cni 1.18.3 or newer).
+
+After the HyperPod cluster (its controller runs on HyperPod nodes):
+
+- ``cert-manager`` and the AWS add-on ``amazon-sagemaker-hyperpod-training-operator`` with its
+  EKS Pod Identity role (``AmazonSageMakerHyperPodTrainingOperatorAccess``);
+- optionally ``amazon-sagemaker-hyperpod-taskgovernance`` (it brings its own Kueue, so the
+  cluster's Kueue chart must be off).
+
+HyperPod creates the ``HYPERPOD_LINUX`` access entry of the execution role itself during
+CreateCluster (the resource handler holds ``eks:CreateAccessEntry`` and
+``eks:AssociateAccessPolicy``), so no access entry is declared here: a second one for the same
+principal would make the creation fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import Stack, Token
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct, IConstruct
+
+from fm_constructs.catalog import EksAmiFamily, InstanceSpec
+from fm_constructs.errors import Problems
+from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.efa_node_group import node_labels
+from fm_constructs.orchestration.eks_addons import VPC_CNI
+from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.orchestration.hyperpod.instance_groups import InstanceGroup
+from fm_constructs.policy import acknowledge
+
+HYPERPOD_NAMESPACE = "aws-hyperpod"
+TRAINING_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-training-operator"
+TASK_GOVERNANCE_ADDON = "amazon-sagemaker-hyperpod-taskgovernance"
+CERT_MANAGER_ADDON = "cert-manager"
+TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
+TRAINING_OPERATOR_POLICY = "AmazonSageMakerHyperPodTrainingOperatorAccess"
+#: Label HyperPod puts on its nodes in EKS.
+HYPERPOD_COMPUTE_TYPE_LABEL = "sagemaker.amazonaws.com/compute-type"
+
+#: ECR registry accounts of the health monitoring agent image, by region (from the
+#: health-monitoring-agent chart of aws/sagemaker-hyperpod-cli, helm_chart/HyperPodHelmChart).
+HMA_IMAGE_ACCOUNTS: dict[str, str] = {
+    "us-east-1": "767398015722",
+    "us-east-2": "851725546812",
+    "us-west-1": "011528288828",
+    "us-west-2": "905418368575",
+    "eu-central-1": "211125453373",
+    "eu-north-1": "654654141839",
+    "eu-west-1": "533267293120",
+    "eu-west-2": "011528288831",
+    "ap-northeast-1": "533267052152",
+    "ap-south-1": "011528288864",
+    "ap-southeast-1": "905418428165",
+    "ap-southeast-2": "851725636348",
+    "sa-east-1": "025066253954",
+}
+#: Pinned agent image tag (the chart's default at the time of writing); bump it here only.
+HMA_IMAGE_TAG = "1.0.935.0_1.0.282.0"
+HMA_NAME = "health-monitoring-agent"
+#: Charts HyperPod nodes need before they join (accelerator, EFA and GPU telemetry plugins).
+DEVICE_CHARTS = (
+    charts.NVIDIA_DEVICE_PLUGIN,
+    charts.NEURON_DEVICE_PLUGIN,
+    charts.EFA_DEVICE_PLUGIN,
+    charts.DCGM_EXPORTER,
+)
+
+
+def hyperpod_node_labels(group: InstanceGroup) -> dict[str, str]:
+    """Labels for the nodes of an EKS-orchestrated group: the library's accelerator labels
+    (so the device plugin and DCGM charts of :class:`GpuEksCluster` schedule on HyperPod
+    nodes) under the user's own labels, which win. No default taints: the HyperPod training
+    operator runs its controller on HyperPod nodes and must be able to schedule there."""
+    spec = group.spec
+    labels: dict[str, str] = {}
+    if spec is not None and spec.is_accelerated:
+        labels = node_labels(spec)
+        if not spec.efa_supported:
+            labels.pop(charts.EFA_PRESENT_LABEL, None)
+    labels.update(group.kubernetes_labels)
+    return labels
+
+
+def hma_image(region: str) -> str:
+    return (
+        f"{HMA_IMAGE_ACCOUNTS[region]}.dkr.ecr.{region}.amazonaws.com/"
+        f"hyperpod-health-monitoring-agent:{HMA_IMAGE_TAG}"
+    )
+
+
+def _daemon_set(
+    name: str, image: str, instance_types: Sequence[str], neuron: bool
+) -> dict[str, Any]:
+    env: list[dict[str, Any]] = [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "NODE_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+    ]
+    container: dict[str, Any] = {
+        "name": name,
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": {
+            "requests": {"cpu": "500m", "memory": "512Mi"},
+            "limits": {"cpu": "500m", "memory": "512Mi"},
+        },
+        "securityContext": {"runAsUser": 1000, "runAsGroup": 2000},
+        "env": env,
+        "volumeMounts": [
+            {"name": "log", "mountPath": "/var/log"},
+            {"name": "kmsg", "mountPath": "/dev/kmsg", "readOnly": True},
+            {"name": "localtime", "mountPath": "/etc/localtime", "readOnly": True},
+        ],
+    }
+    if neuron:
+        # Neuron nodes: no NVIDIA runtime hooks, and the system-log monitor instead of the
+        # Kubernetes exporter.
+        container["args"] = [
+            "--enable-k8s-exporter=false",
+            "--config.system-log-monitor=/config/system-message-monitor.json",
+        ]
+        env += [
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"},
+            {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": ""},
+        ]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": HYPERPOD_NAMESPACE, "labels": {"app": name}},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "serviceAccountName": HMA_NAME,
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {
+                                                "key": "node.kubernetes.io/instance-type",
+                                                "operator": "In",
+                                                "values": sorted(instance_types),
+                                            }
+                                        ]
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "log", "hostPath": {"path": "/var/log/"}},
+                        {"name": "kmsg", "hostPath": {"path": "/dev/kmsg"}},
+                        {"name": "localtime", "hostPath": {"path": "/etc/localtime"}},
+                    ],
+                    "tolerations": [
+                        {"operator": "Exists", "effect": "NoSchedule"},
+                        {"operator": "Exists", "effect": "NoExecute"},
+                    ],
+                },
+            },
+        },
+    }
+
+
+def health_monitoring_agent_manifests(
+    region: str, specs: Sequence[InstanceSpec]
+) -> list[dict[str, Any]]:
+    """Namespace, RBAC and DaemonSets of the HyperPod health monitoring agent for the
+    accelerated HyperPod types in ``specs`` (NVIDIA and Neuron get separate DaemonSets)."""
+    image = hma_image(region)
+    manifests: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HYPERPOD_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": HMA_NAME, "namespace": HYPERPOD_NAMESPACE},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": HMA_NAME},
+            "rules": [
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+                {"apiGroups": [""], "resources": ["nodes", "nodes/status"], "verbs": ["patch"]},
+                {
+                    "apiGroups": ["", "events.k8s.io"],
+                    "resources": ["events"],
+                    "verbs": ["create", "patch", "update"],
+                },
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": HMA_NAME},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": HMA_NAME,
+            },
+            "subjects": [
+                {"kind": "ServiceAccount", "name": HMA_NAME, "namespace": HYPERPOD_NAMESPACE}
+            ],
+        },
+    ]
+    families: dict[EksAmiFamily, list[str]] = {}
+    for spec in specs:
+        if spec.hyperpod_name and spec.is_accelerated:
+            families.setdefault(spec.eks_ami_family, []).append(spec.hyperpod_name)
+    if "NVIDIA" in families:
+        manifests.append(_daemon_set(HMA_NAME, image, sorted(set(families["NVIDIA"])), False))
+    if "NEURON" in families:
+        manifests.append(
+            _daemon_set(f"{HMA_NAME}-neuron", image, sorted(set(families["NEURON"])), True)
+        )
+    return manifests
+
+
+class HyperPodEksDependencies(Construct):
+    """Prepares ``eks_cluster`` for the accelerated types of ``instance_groups``.
+
+    ``prerequisites`` lists what the HyperPod cluster must be created after; call
+    :meth:`add_post_cluster_addons` once the ``CfnCluster`` exists. Children:
+    ``HealthMonitoringAgent``, and after that call ``CertManager``, ``TrainingOperatorRole``,
+    ``TrainingOperator``, ``TaskGovernance``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        eks_cluster: GpuEksCluster,
+        instance_groups: Sequence[InstanceGroup],
+        training_operator: bool = True,
+        task_governance: bool = False,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="HyperPodEksDependencies")
+        region = Stack.of(self).region
+        if Token.is_unresolved(region) or region not in HMA_IMAGE_ACCOUNTS:
+            problems.add(
+                "region",
+                region,
+                "the HyperPod health monitoring agent image is published in "
+                f"{', '.join(sorted(HMA_IMAGE_ACCOUNTS))}; deploy the stack with an explicit "
+                "env region from that list",
+            )
+        if task_governance and "kueue" in eks_cluster.charts:
+            problems.add(
+                "task_governance",
+                task_governance,
+                "the task governance add-on installs its own Kueue; turn the cluster's Kueue "
+                "chart off (GpuEksCluster(operators=WorkloadOperators(kueue=False)))",
+            )
+        problems.raise_if_any()
+        self.eks_cluster = eks_cluster
+        self.training_operator = training_operator
+        self.task_governance = task_governance
+        specs = [g.spec for g in instance_groups]
+        accelerated = [s for s in specs if s is not None and s.is_accelerated]
+
+        families = sorted({s.eks_ami_family for s in accelerated})
+        for family in families:
+            eks_cluster.enable_device_plugins(family)
+        if any(s.efa_supported for s in accelerated):
+            eks_cluster.enable_efa_device_plugin()
+        self.health_monitoring_agent = eks.KubernetesManifest(
+            self,
+            "HealthMonitoringAgent",
+            cluster=eks_cluster.icluster,
+            manifest=health_monitoring_agent_manifests(region, accelerated),
+            overwrite=True,
+        )
+        self.prerequisites: list[IConstruct] = [
+            self.health_monitoring_agent,
+            *(
+                eks_cluster.charts[spec.release]
+                for spec in DEVICE_CHARTS
+                if spec.release in eks_cluster.charts
+            ),
+        ]
+        vpc_cni = eks_cluster.addons.addons.get(VPC_CNI)
+        if vpc_cni is not None:
+            self.prerequisites.append(vpc_cni)
+        self.addons: dict[str, eks.CfnAddon] = {}
+        self.training_operator_role: iam.Role | None = None
+
+    def add_post_cluster_addons(self, hyperpod_cluster: IConstruct) -> None:
+        """Create the HyperPod add-ons that need HyperPod nodes (after ``hyperpod_cluster``)."""
+        cluster_name = self.eks_cluster.cluster_name
+        if self.training_operator:
+            cert_manager = eks.CfnAddon(
+                self,
+                "CertManager",
+                addon_name=CERT_MANAGER_ADDON,
+                cluster_name=cluster_name,
+                resolve_conflicts="OVERWRITE",
+            )
+            cert_manager.node.add_dependency(self.eks_cluster.system_nodes)
+            role = iam.Role(
+                self,
+                "TrainingOperatorRole",
+                assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+                description="HyperPod training operator (EKS Pod Identity)",
+                managed_policies=[
+                    iam.ManagedPolicy.from_aws_managed_policy_name(TRAINING_OPERATOR_POLICY)
+                ],
+            )
+            acknowledge(
+                role,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                f"{TRAINING_OPERATOR_POLICY}]",
+                "AmazonSageMakerHyperPodTrainingOperatorAccess is the policy AWS documents for "
+                "the training operator add-on's Pod Identity role.",
+            )
+            self.training_operator_role = role
+            operator = eks.CfnAddon(
+                self,
+                "TrainingOperator",
+                addon_name=TRAINING_OPERATOR_ADDON,
+                cluster_name=cluster_name,
+                resolve_conflicts="OVERWRITE",
+                pod_identity_associations=[
+                    eks.CfnAddon.PodIdentityAssociationProperty(
+                        service_account=TRAINING_OPERATOR_SERVICE_ACCOUNT, role_arn=role.role_arn
+                    )
+                ],
+            )
+            operator.node.add_dependency(cert_manager, hyperpod_cluster)
+            if self.eks_cluster.addons.pod_identity_agent is not None:
+                operator.node.add_dependency(self.eks_cluster.addons.pod_identity_agent)
+            self.addons[CERT_MANAGER_ADDON] = cert_manager
+            self.addons[TRAINING_OPERATOR_ADDON] = operator
+        if self.task_governance:
+            governance = eks.CfnAddon(
+                self,
+                "TaskGovernance",
+                addon_name=TASK_GOVERNANCE_ADDON,
+                cluster_name=cluster_name,
+                resolve_conflicts="OVERWRITE",
+            )
+            governance.node.add_dependency(hyperpod_cluster)
+            self.addons[TASK_GOVERNANCE_ADDON] = governance

@@ -1,0 +1,235 @@
+"""Lifecycle scripts for HyperPod nodes, shipped in this package and deployed to S3.
+
+HyperPod copies every object under ``LifeCycleConfig.SourceS3Uri`` onto each node and runs
+``OnCreate`` from there, so the scripts must sit in S3 as individual objects (a CDK asset is a
+single zip). :class:`LifecycleScripts` therefore deploys the package's ``lifecycle_scripts``
+directory with a ``BucketDeployment`` under one prefix of a bucket, together with
+``provisioning_parameters.json`` (rendered here, with deploy-time values such as the FSx DNS
+name), and grants read of exactly that prefix: the bucket is not named ``sagemaker-*``, so the
+AWS managed instance policy alone would not let nodes read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Names, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
+from constructs import Construct
+
+from fm_constructs.orchestration.hyperpod.instance_groups import (
+    InstanceGroup,
+    Orchestrator,
+    SlurmNodeType,
+)
+from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam, flatten_reference
+from fm_constructs.policy import acknowledge
+
+ON_CREATE = "on_create.sh"
+PARAMETERS_FILE = "provisioning_parameters.json"
+PARAMETERS_VERSION = "1.0.0"
+DEFAULT_MOUNT_POINT = "/fsx"
+#: Exporter ports (node exporter, DCGM exporter, EFA exporter).
+EXPORTER_PORTS = {"node": 9100, "dcgm": 9400, "efa": 9109}
+#: Share of an instance's memory Slurm may hand to jobs (the rest stays with the OS, the
+#: HyperPod agents and the page cache). slurmd refuses to register when RealMemory exceeds
+#: what the OS reports, so it must stay below the nominal size.
+SLURM_MEMORY_FRACTION = 0.9
+
+
+def scripts_directory() -> Path:
+    """The packaged ``lifecycle_scripts`` directory."""
+    return Path(str(resources.files("fm_constructs.orchestration.hyperpod") / "lifecycle_scripts"))
+
+
+def worker_group_parameters(group: InstanceGroup) -> dict[str, Any]:
+    """What a node needs to know about a worker group to describe it to Slurm and to pick its
+    exporters: partition, CPU count as Slurm sees it, memory, GPUs, EFA."""
+    spec = group.spec
+    entry: dict[str, Any] = {
+        "instance_group_name": group.name,
+        "instance_type": group.hyperpod_instance_type,
+        "partition_name": group.resolved_partition_name,
+        "gpus": 0,
+        "efa": False,
+    }
+    if spec is not None:
+        threads = group.resolved_threads_per_core or 2
+        entry.update(
+            cpus=spec.vcpus // 2 if threads == 1 else spec.vcpus,
+            real_memory_mib=int(spec.memory_gib * 1024 * SLURM_MEMORY_FRACTION),
+            gpus=spec.accelerator_count if spec.accelerator_kind == "gpu" else 0,
+            neuron_devices=spec.accelerator_count if spec.accelerator_kind == "trainium" else 0,
+            efa=spec.efa_supported,
+        )
+    return entry
+
+
+def provisioning_parameters(
+    *,
+    orchestrator: Orchestrator,
+    cluster_name: str,
+    region: str,
+    instance_groups: Sequence[InstanceGroup],
+    fsx: dict[str, Any] | None = None,
+    prometheus_remote_write_url: str | None = None,
+) -> dict[str, Any]:
+    """The ``provisioning_parameters.json`` the lifecycle scripts read (values may be CDK
+    tokens; BucketDeployment substitutes them at deploy time).
+
+    Keys: ``version``, ``workload_manager`` (slurm|eks), ``cluster_name``, ``region``,
+    ``controller_group``, ``login_group``, ``worker_groups`` (see
+    :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
+    ``mount_point``, ``efa_enabled``) or null, ``prometheus`` (``remote_write_url``) or null,
+    ``exporter_ports``.
+    """
+
+    def first(node_type: SlurmNodeType) -> str | None:
+        names = [g.name for g in instance_groups if g.slurm_node_type is node_type]
+        return names[0] if names else None
+
+    slurm = orchestrator is Orchestrator.SLURM
+    return {
+        "version": PARAMETERS_VERSION,
+        "workload_manager": "slurm" if slurm else "eks",
+        "cluster_name": cluster_name,
+        "region": region,
+        "controller_group": first(SlurmNodeType.CONTROLLER) if slurm else None,
+        "login_group": first(SlurmNodeType.LOGIN) if slurm else None,
+        "worker_groups": [
+            worker_group_parameters(g)
+            for g in instance_groups
+            if g.slurm_node_type is SlurmNodeType.WORKER
+        ],
+        "fsx": fsx,
+        "prometheus": (
+            {"remote_write_url": prometheus_remote_write_url}
+            if prometheus_remote_write_url is not None
+            else None
+        ),
+        "exporter_ports": dict(EXPORTER_PORTS),
+    }
+
+
+class LifecycleScripts(Construct):
+    """The lifecycle scripts and provisioning parameters of one cluster under one S3 prefix.
+
+    ``bucket``: where to put them; created when absent (S3-managed encryption, TLS only, no
+    public access, versioned, destroyed with the stack since its content is generated).
+    Children: ``Bucket`` (when created), ``Deployment``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        parameters: dict[str, Any],
+        bucket: s3.IBucket | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if bucket is None:
+            created = s3.Bucket(
+                self,
+                "Bucket",
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                enforce_ssl=True,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                versioned=True,
+                removal_policy=RemovalPolicy.RETAIN,
+                auto_delete_objects=False,
+            )
+            acknowledge(
+                created,
+                "AwsSolutions-S1",
+                "The bucket only holds lifecycle scripts generated from this package (a copy "
+                "of the CDK asset); their content and every change are in the template and "
+                "CloudTrail, so server access logs would add nothing.",
+            )
+            bucket = created
+        self.bucket: s3.IBucket = bucket
+        self.prefix = f"hyperpod-lifecycle/{Names.unique_id(self)}/"
+        self.on_create = ON_CREATE
+        self.deployment = s3deploy.BucketDeployment(
+            self,
+            "Deployment",
+            destination_bucket=bucket,
+            destination_key_prefix=self.prefix,
+            sources=[
+                s3deploy.Source.asset(str(scripts_directory()), exclude=["__pycache__", "*.pyc"]),
+                s3deploy.Source.json_data(PARAMETERS_FILE, parameters),
+            ],
+            prune=True,
+            retain_on_delete=False,
+        )
+        self._acknowledge_deployment_handler()
+
+    @property
+    def source_s3_uri(self) -> str:
+        """``s3://<bucket>/<prefix>`` for ``LifeCycleConfig.SourceS3Uri``."""
+        return f"s3://{self.bucket.bucket_name}/{self.prefix}"
+
+    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` list and read the objects under this prefix, nothing else."""
+        objects = self.bucket.arn_for_objects(f"{self.prefix}*")
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:GetObject"], resource_arns=[objects]
+        )
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:ListBucket"],
+            resource_arns=[self.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{self.prefix}*"]}},
+        )
+        if self.bucket.encryption_key is not None:
+            self.bucket.encryption_key.grant_decrypt(grantee)
+        if isinstance(grantee, Construct):
+            stack = Stack.of(self)
+            acknowledge(
+                grantee,
+                f"AwsSolutions-IAM5[Resource::{flatten_reference(stack.resolve(objects))}]",
+                "Nodes read every lifecycle script under this cluster's own prefix; the file "
+                "names are generated from the package.",
+            )
+        return grant
+
+    def _acknowledge_deployment_handler(self) -> None:
+        """BucketDeployment runs a stack-wide singleton Lambda; acknowledge the findings of
+        that handler (and only it), which aws-cdk-lib fixes."""
+        stack = Stack.of(self)
+        for child in stack.node.children:
+            if not child.node.id.startswith("Custom::CDKBucketDeployment"):
+                continue
+            acknowledge_generated_iam(
+                child,
+                managed_reason="aws-cdk-lib's BucketDeployment handler role uses "
+                "AWSLambdaBasicExecutionRole for its logs; the library fixes this role.",
+                wildcard_reason="aws-cdk-lib's BucketDeployment handler copies the asset "
+                "objects into the destination prefix; its s3 action and object wildcards "
+                "are generated by the library and scoped to the two buckets.",
+            )
+            for policy in child.node.find_all():
+                if not isinstance(policy, iam.CfnPolicy):
+                    continue
+                document = stack.resolve(policy.policy_document) or {}
+                for statement in document.get("Statement", []):
+                    actions = statement.get("Action", [])
+                    for action in actions if isinstance(actions, list) else [actions]:
+                        if "*" in action:
+                            acknowledge(
+                                policy,
+                                f"AwsSolutions-IAM5[Action::{action}]",
+                                "aws-cdk-lib's BucketDeployment handler needs the S3 read, "
+                                "list and delete action groups it generates to sync the "
+                                "prefix.",
+                            )
+            acknowledge(
+                child,
+                "AwsSolutions-L1",
+                "The BucketDeployment handler runtime is pinned by aws-cdk-lib.",
+            )

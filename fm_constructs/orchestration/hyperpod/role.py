@@ -1,0 +1,173 @@
+"""The execution role of HyperPod instance groups, with least privilege.
+
+What the nodes need, and nothing more:
+
+- ``AmazonSageMakerClusterInstanceRolePolicy`` (AWS managed): the cluster agent, CloudWatch
+  logs and metrics of ``/aws/sagemaker/Clusters``, and reads of ``sagemaker-*`` buckets only;
+- the network-interface actions HyperPod uses to attach the instances to the VPC, limited to
+  this VPC, subnet and security groups wherever IAM has resource-level permissions;
+- ``fsx:DescribeFileSystems`` (Lustre over EFA looks up the file system's EFA settings);
+- read of exactly the lifecycle-script prefix (granted by
+  :class:`~fm_constructs.orchestration.hyperpod.lifecycle.LifecycleScripts`, because that
+  bucket is not named ``sagemaker-*``);
+- remote write to one Prometheus workspace (granted by the cluster);
+- EKS only: the VPC CNI policy, ECR pulls and ``eks-auth:AssumeRoleForPodIdentity`` on the
+  one EKS cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fm_constructs.orchestration.nag_findings import flatten_reference
+from fm_constructs.policy import acknowledge
+
+INSTANCE_ROLE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+EKS_CNI_POLICY = "AmazonEKS_CNI_Policy"
+ECR_READ_ONLY_POLICY = "AmazonEC2ContainerRegistryReadOnly"
+
+#: Describe calls HyperPod makes while attaching instances to the VPC; EC2 Describe* actions
+#: have no resource-level permissions.
+DESCRIBE_ACTIONS: tuple[str, ...] = (
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeVpcs",
+)
+#: Actions on network interfaces HyperPod creates in the cluster VPC.
+INTERFACE_ACTIONS: tuple[str, ...] = (
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DetachNetworkInterface",
+)
+
+
+class HyperPodExecutionRole(Construct):
+    """The IAM role every instance group of one HyperPod cluster assumes.
+
+    Children: ``Resource`` (the role). Add grants with the usual ``grant_*`` methods of other
+    constructs (``role`` is an ``iam.IGrantable``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        security_groups: Sequence[ec2.ISecurityGroup],
+        eks_cluster_arn: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        managed = [iam.ManagedPolicy.from_aws_managed_policy_name(INSTANCE_ROLE_POLICY)]
+        if eks_cluster_arn is not None:
+            managed += [
+                iam.ManagedPolicy.from_aws_managed_policy_name(EKS_CNI_POLICY),
+                iam.ManagedPolicy.from_aws_managed_policy_name(ECR_READ_ONLY_POLICY),
+            ]
+        self.role = iam.Role(
+            self,
+            "Resource",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="SageMaker HyperPod instance groups (nodes) of one cluster",
+            managed_policies=managed,
+        )
+        interfaces = stack.format_arn(
+            service="ec2", resource="network-interface", resource_name="*"
+        )
+        vpc_arn = stack.format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
+        subnet_arn = stack.format_arn(
+            service="ec2", resource="subnet", resource_name=subnet.subnet_id
+        )
+        group_arns = [
+            stack.format_arn(
+                service="ec2", resource="security-group", resource_name=group.security_group_id
+            )
+            for group in security_groups
+        ]
+        statements = [
+            iam.PolicyStatement(
+                sid="CreateInterfacesInClusterSubnet",
+                actions=["ec2:CreateNetworkInterface"],
+                resources=[interfaces, subnet_arn, *group_arns],
+            ),
+            iam.PolicyStatement(
+                sid="ManageInterfacesInClusterVpc",
+                actions=list(INTERFACE_ACTIONS),
+                resources=[interfaces],
+                conditions={"ArnEquals": {"ec2:Vpc": vpc_arn}},
+            ),
+            iam.PolicyStatement(
+                sid="TagNewInterfaces",
+                actions=["ec2:CreateTags"],
+                resources=[interfaces],
+                conditions={"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}},
+            ),
+            iam.PolicyStatement(
+                sid="DescribeNetwork", actions=list(DESCRIBE_ACTIONS), resources=["*"]
+            ),
+            iam.PolicyStatement(
+                sid="DescribeFileSystems", actions=["fsx:DescribeFileSystems"], resources=["*"]
+            ),
+        ]
+        if eks_cluster_arn is not None:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="PodIdentity",
+                    actions=["eks-auth:AssumeRoleForPodIdentity"],
+                    resources=[eks_cluster_arn],
+                )
+            )
+        self.policy = iam.Policy(self, "Policy", statements=statements)
+        self.policy.attach_to_role(self.role)
+        self._acknowledge(stack, interfaces, eks=eks_cluster_arn is not None)
+
+    @property
+    def role_arn(self) -> str:
+        return self.role.role_arn
+
+    def _acknowledge(self, stack: Stack, interfaces: str, *, eks: bool) -> None:
+        flat_interfaces = flatten_reference(stack.resolve(interfaces))
+        acknowledge(
+            self.policy,
+            f"AwsSolutions-IAM5[Resource::{flat_interfaces}]",
+            "HyperPod creates the node network interfaces itself, so their ids are unknown "
+            "in advance; creation is limited to the cluster subnet and security groups, other "
+            "actions to interfaces in the cluster VPC (ec2:Vpc condition), tagging to "
+            "CreateNetworkInterface calls.",
+        )
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "EC2 Describe* actions and fsx:DescribeFileSystems have no resource-level "
+            "permissions; they only read descriptions.",
+        )
+        partition = "arn:<AWS::Partition>:iam::aws:policy/"
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM4[Policy::{partition}{INSTANCE_ROLE_POLICY}]",
+            "AmazonSageMakerClusterInstanceRolePolicy is the policy SageMaker HyperPod "
+            "requires on instance-group roles (cluster agent, health reporting, logs).",
+        )
+        if eks:
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM4[Policy::{partition}{EKS_CNI_POLICY}]",
+                "The VPC CNI on HyperPod nodes assigns pod IPs with the AWS-managed CNI "
+                "policy, as the EKS and HyperPod guides require.",
+            )
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM4[Policy::{partition}{ECR_READ_ONLY_POLICY}]",
+                "HyperPod nodes in EKS pull system and add-on images from ECR with the "
+                "AWS-managed read-only policy EKS documents for node roles.",
+            )

@@ -1,0 +1,115 @@
+"""An accelerated workload on SageMaker HyperPod, orchestrated by Slurm or by EKS, wired to FSx,
+Prometheus and the alert topic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.compute import CapacitySource
+from fm_constructs.observability import AlertTopic, HyperPodHealthEvents, IPrometheusWorkspace
+from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
+from fm_constructs.orchestration.hyperpod import (
+    HyperPodCluster,
+    InstanceGroup,
+    Orchestrator,
+    slurm_instance_groups,
+)
+from fm_constructs.patterns.eks_monitoring import EksClusterScraping
+from fm_constructs.storage import LustreFileSystem
+
+#: Name of the accelerated instance group (Slurm: the worker partition's group).
+WORKER_GROUP = "accelerated-workers"
+
+
+class HyperPodAcceleratedWorkload(Construct):
+    """A resilient HyperPod cluster for one workload, in one statement.
+
+    Deep health checks before nodes join, automatic node recovery, the training plan of
+    ``capacity`` (if any) on the accelerated group, FSx for Lustre mounted on every node.
+    Slurm: controller, login and worker groups; nodes remote-write metrics to ``workspace``.
+    EKS: a private EKS cluster with the HyperPod dependencies, scraped into ``workspace``.
+    HyperPod node health events go to ``alert_topic``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        gpu_subnet: ec2.ISubnet,
+        orchestrator: Orchestrator,
+        instance_type: str,
+        node_count: int,
+        capacity: CapacitySource | None = None,
+        file_system: LustreFileSystem | None = None,
+        workspace: IPrometheusWorkspace | None = None,
+        alert_topic: AlertTopic | None = None,
+        kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+        admin_role_arns: Sequence[str] = (),
+        public_access_cidrs: Sequence[str] = (),
+        operators: WorkloadOperators | None = None,
+        scraper_subnets: Sequence[ec2.ISubnet] | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.eks_cluster: GpuEksCluster | None = None
+        if orchestrator is Orchestrator.SLURM:
+            groups = slurm_instance_groups(
+                worker_instance_type=instance_type,
+                worker_count=node_count,
+                worker_capacity=capacity,
+                worker_group_name=WORKER_GROUP,
+            )
+        else:
+            groups = [
+                InstanceGroup(
+                    name=WORKER_GROUP,
+                    instance_type=instance_type,
+                    instance_count=node_count,
+                    capacity=capacity,
+                    ebs_volume_size_gib=500,
+                )
+            ]
+            self.eks_cluster = GpuEksCluster(
+                self,
+                "EksCluster",
+                vpc=vpc,
+                gpu_availability_zone=gpu_subnet.availability_zone,
+                kubernetes_version=kubernetes_version,
+                admin_role_arns=admin_role_arns,
+                public_access_cidrs=public_access_cidrs,
+                operators=operators,
+            )
+            self.eks_cluster.enable_device_plugins(get_instance_type(instance_type).eks_ami_family)
+            self.eks_cluster.enable_efa_device_plugin()
+        self.cluster = HyperPodCluster(
+            self,
+            "Cluster",
+            vpc=vpc,
+            subnet=gpu_subnet,
+            instance_groups=groups,
+            orchestrator=orchestrator,
+            eks_cluster=self.eks_cluster,
+            lustre=file_system,
+            prometheus=workspace if orchestrator is Orchestrator.SLURM else None,
+        )
+        if self.eks_cluster is not None and file_system is not None:
+            self.eks_cluster.add_lustre_volume(file_system, name="fsx-lustre", namespace="default")
+        self.scraping: EksClusterScraping | None = None
+        if self.eks_cluster is not None and workspace is not None:
+            self.scraping = EksClusterScraping(
+                self,
+                "Scraping",
+                cluster=self.eks_cluster,
+                workspace=workspace,
+                subnets=list(scraper_subnets or vpc.private_subnets),
+                node_peers=[self.cluster],
+            )
+        if alert_topic is not None:
+            HyperPodHealthEvents(
+                self, "HealthEvents", alert_topic=alert_topic, cluster_arn=self.cluster.cluster_arn
+            )
