@@ -62,8 +62,12 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     env = environment(profile)
     platform = PlatformStack(app, f"{name}-platform", platform=profile.platform, env=env)
     subnet = platform.network.private_subnet(profile.platform.availability_zone)
-    workloads = {
-        workload.name: WorkloadStack(
+    workloads: dict[str, WorkloadStack] = {}
+    for workload in profile.enabled_workloads:
+        shared = None
+        if workload.storage.reuse_pretraining:
+            shared = workloads["pretraining"].file_system
+        workloads[workload.name] = WorkloadStack(
             app,
             f"{name}-{workload.name.replace('_', '-')}",
             workload=workload,
@@ -72,9 +76,8 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
             subnet=subnet,
             data_bucket=platform.data,
             observability=platform.observability,
+            shared_file_system=shared,
             env=env,
         )
-        for workload in profile.enabled_workloads
-    }
     cdk.Tags.of(app).add("fm-constructs:deployment", name)
     return DeploymentStacks(platform=platform, workloads=workloads)

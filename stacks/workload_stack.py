@@ -17,7 +17,8 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.config import Orchestrator, PlatformConfig, WorkloadConfig
 from fm_constructs.config.sizing import fsx_sizing_request
 from fm_constructs.observability import FsxLustreAlarms
-from fm_constructs.orchestration import WorkloadOperators
+from fm_constructs.orchestration import EfaNodeGroup, WorkloadOperators
+from fm_constructs.orchestration.hyperpod import InstanceGroup
 from fm_constructs.orchestration.hyperpod import Orchestrator as HyperPodOrchestrator
 from fm_constructs.patterns import (
     EksAcceleratedWorkload,
@@ -41,6 +42,10 @@ OPERATORS = {
 }
 
 
+#: Node label and group name of the RL rollout (generation) nodes.
+ROLE_LABEL = "workload-role"
+ROLLOUT_GROUP = "rollout"
+
 HYPERPOD_ORCHESTRATORS = {
     Orchestrator.HYPERPOD_SLURM: HyperPodOrchestrator.SLURM,
     Orchestrator.HYPERPOD_EKS: HyperPodOrchestrator.EKS,
@@ -61,6 +66,7 @@ class WorkloadStack(Stack):
         subnet: ec2.ISubnet,
         data_bucket: IDataBucket,
         observability: ObservabilityPlatform | None,
+        shared_file_system: LustreFileSystem | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -70,9 +76,17 @@ class WorkloadStack(Stack):
             f"{workload.instance_type} in {platform.availability_zone}",
             **kwargs,
         )
-        self.file_system = self._file_system(workload, vpc, subnet, data_bucket)
+        self.owns_file_system = shared_file_system is None
+        self.file_system = shared_file_system or self._file_system(
+            workload, vpc, subnet, data_bucket
+        )
         fs = self.file_system
-        if fs is not None and fs.throughput_mb_s_per_tib is not None and observability is not None:
+        if (
+            fs is not None
+            and self.owns_file_system
+            and fs.throughput_mb_s_per_tib is not None
+            and observability is not None
+        ):
             FsxLustreAlarms(
                 self,
                 "FileSystemAlarms",
@@ -122,9 +136,47 @@ class WorkloadStack(Stack):
                 file_system=self.file_system,
                 workspace=observability.prometheus if observability is not None else None,
                 alert_topic=observability.alert_topic if observability is not None else None,
+                extra_instance_groups=self._rollout_instance_groups(workload),
                 **cluster_access,
             )
+        self.rollout_nodes = self._rollout_node_group(workload, subnet)
         self._outputs(platform)
+
+    def _rollout_instance_groups(self, workload: WorkloadConfig) -> list[InstanceGroup]:
+        """HyperPod: the RL rollout group joins the cluster (its own Slurm partition)."""
+        rollout = workload.rollout
+        if not rollout.enabled:
+            return []
+        return [
+            InstanceGroup(
+                name=ROLLOUT_GROUP,
+                instance_type=rollout.instance_type,
+                instance_count=rollout.instance_count,
+                partition_name="rollout"
+                if workload.orchestrator is Orchestrator.HYPERPOD_SLURM
+                else None,
+            )
+        ]
+
+    def _rollout_node_group(
+        self, workload: WorkloadConfig, subnet: ec2.ISubnet
+    ) -> EfaNodeGroup | None:
+        """EKS: the RL rollout group as a second EFA node group on the same cluster, labelled
+        so generation workers (vLLM/Ray) land on it and trainers do not."""
+        rollout = workload.rollout
+        if not rollout.enabled or not isinstance(self.compute, EksAcceleratedWorkload):
+            return None
+        return EfaNodeGroup(
+            self,
+            "RolloutNodes",
+            cluster=self.compute.cluster,
+            instance_type=rollout.instance_type,
+            subnet=subnet,
+            desired_size=rollout.instance_count,
+            efa_security_group=self.compute.efa_security_group,
+            efa_layout=workload.efa_layout,
+            labels={ROLE_LABEL: ROLLOUT_GROUP},
+        )
 
     def _file_system(
         self,
@@ -177,6 +229,13 @@ class WorkloadStack(Stack):
                 "HyperPodClusterName",
                 value=compute.cluster.cluster_name,
                 description="aws sagemaker list-cluster-nodes --cluster-name <this>",
+            )
+        if self.rollout_nodes is not None:
+            CfnOutput(
+                self,
+                "RolloutNodeGroup",
+                value=self.rollout_nodes.nodegroup_name,
+                description="Rollout nodes: generation workers select workload-role=rollout",
             )
         if self.file_system is not None:
             CfnOutput(self, "FileSystemId", value=self.file_system.file_system_id)

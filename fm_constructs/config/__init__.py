@@ -8,6 +8,7 @@ from fm_constructs.config.model import (
     Orchestrator,
     PlatformConfig,
     Profile,
+    RolloutConfig,
     StorageConfig,
     WorkloadConfig,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "Orchestrator",
     "PlatformConfig",
     "Profile",
+    "RolloutConfig",
     "StorageConfig",
     "WorkloadConfig",
     "load_profile",

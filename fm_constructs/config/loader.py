@@ -16,6 +16,7 @@ from fm_constructs.config.model import (
     Orchestrator,
     PlatformConfig,
     Profile,
+    RolloutConfig,
     StorageConfig,
     WorkloadConfig,
 )
@@ -166,6 +167,7 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
             maximum=16_384,
         )
         or 0,
+        rollout=_rollout(t.table("rollout", _keys(RolloutConfig))),
         storage=_storage(
             t.table("storage", _keys(StorageConfig)), default_enabled=name != "inference"
         ),
@@ -182,9 +184,31 @@ def _capacity(t: TableReader) -> CapacityConfig:
     )
 
 
+def _rollout(t: TableReader) -> RolloutConfig:
+    enabled = t.boolean("enabled", _default(RolloutConfig, "enabled"))
+    return RolloutConfig(
+        enabled=enabled,
+        instance_type=t.string(
+            "instance_type",
+            "",
+            required=enabled,
+            pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
+            hint="must be an EC2 instance type name such as 'g6e.48xlarge'",
+        )
+        or "",
+        instance_count=t.integer(
+            "instance_count", _default(RolloutConfig, "instance_count"), minimum=1, maximum=10_000
+        )
+        or 1,
+    )
+
+
 def _storage(t: TableReader, *, default_enabled: bool) -> StorageConfig:
     return StorageConfig(
         enabled=t.boolean("enabled", default_enabled),
+        reuse_pretraining=t.boolean(
+            "reuse_pretraining", _default(StorageConfig, "reuse_pretraining")
+        ),
         storage_capacity_gib=t.integer("storage_capacity_gib", minimum=1),
         throughput_mb_s_per_tib=t.integer("throughput_mb_s_per_tib", minimum=1),
         checkpoint_size_gib=t.number("checkpoint_size_gib"),

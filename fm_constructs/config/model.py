@@ -85,6 +85,12 @@ class StorageConfig:
             "doc": "Create an FSx for Lustre file system linked to the data bucket (default: on for training, off for inference)."
         },
     )
+    reuse_pretraining: bool = field(
+        default=False,
+        metadata={
+            "doc": "post_training only: mount the pre-training file system instead of creating one (same zone, same data; the post-training stack then deploys after the pre-training stack)."
+        },
+    )
     storage_capacity_gib: int | None = field(
         default=None,
         metadata={"doc": "Explicit capacity (PERSISTENT_2: 1200, 2400, then multiples of 2400)."},
@@ -142,6 +148,19 @@ class StorageConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RolloutConfig:
+    """``[post_training.rollout]``: a second group of nodes that generates samples from the
+    current policy for RL (vLLM/Ray workers), beside the trainer group."""
+
+    enabled: bool = field(default=False, metadata={"doc": "Add the rollout (generation) group."})
+    instance_type: str = field(
+        default="",
+        metadata={"doc": "EC2 instance type of the rollout nodes (EFA-capable, from the catalog)."},
+    )
+    instance_count: int = field(default=1, metadata={"doc": "Rollout nodes (on demand)."})
+
+
+@dataclass(frozen=True, kw_only=True)
 class WorkloadConfig:
     """``[pretraining]``, ``[post_training]`` or ``[inference]``: one accelerated workload."""
 
@@ -172,6 +191,10 @@ class WorkloadConfig:
     )
     storage: StorageConfig = field(
         default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}
+    )
+    rollout: RolloutConfig = field(
+        default_factory=RolloutConfig,
+        metadata={"doc": "The [post_training.rollout] table (post_training only)."},
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from fm_constructs.config.model import (
     CapacityConfig,
     PlatformConfig,
+    RolloutConfig,
     StorageConfig,
     WorkloadConfig,
 )
@@ -22,6 +23,11 @@ _TABLES: tuple[tuple[str, type[Any], str], ...] = (
         "One table per workload; a workload with `enabled = false` builds nothing.",
     ),
     ("[<workload>.capacity]", CapacityConfig, "Where the workload's instances come from."),
+    (
+        "[post_training.rollout]",
+        RolloutConfig,
+        "RL post-training: a generation group beside the trainer group.",
+    ),
     (
         "[<workload>.storage]",
         StorageConfig,

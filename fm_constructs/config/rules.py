@@ -42,7 +42,46 @@ def check_profile(profile: Profile) -> list[str]:
     for workload in profile.enabled_workloads:
         problems += _check_workload(workload)
         problems += _check_storage(workload.name, workload.storage)
+        problems += _check_post_training_extras(profile, workload)
     return problems
+
+
+def _check_post_training_extras(profile: Profile, w: WorkloadConfig) -> list[str]:
+    """Rollout groups and file-system reuse belong to post-training, and reuse needs a
+    pre-training file system to reuse."""
+    out: list[str] = []
+    if w.rollout.enabled:
+        if w.name != "post_training":
+            out.append(
+                f"{w.name}.rollout.enabled: only post_training has a rollout group, got True"
+            )
+        elif w.rollout.instance_type:
+            try:
+                require_efa(w.rollout.instance_type, field=f"{w.name}.rollout.instance_type")
+            except FmValidationError as error:
+                out.extend(error.problems)
+    if w.storage.reuse_pretraining:
+        if w.name != "post_training":
+            out.append(
+                f"{w.name}.storage.reuse_pretraining: only post_training can reuse the "
+                "pre-training file system, got True"
+            )
+        elif not (profile.pretraining.enabled and profile.pretraining.storage.enabled):
+            out.append(
+                "post_training.storage.reuse_pretraining: needs an enabled pretraining workload "
+                "with storage enabled, got True"
+            )
+        explicit = (
+            w.storage.storage_capacity_gib,
+            w.storage.throughput_mb_s_per_tib,
+            w.storage.metadata_iops,
+        )
+        if any(v is not None for v in explicit) or w.storage.is_sized:
+            out.append(
+                f"{w.name}.storage: a reused file system takes no size of its own; remove the "
+                "capacity, throughput, metadata and sizing keys or set reuse_pretraining = false"
+            )
+    return out
 
 
 def check_ip_budget_of(profile: Profile) -> list[str]:
@@ -62,6 +101,11 @@ def check_ip_budget_of(profile: Profile) -> list[str]:
         )
         for w in workloads
     }
+    for w in workloads:
+        if w.rollout.enabled:
+            needs[f"{w.name}.rollout"] = w.rollout.instance_count * ip_addresses_per_node(
+                get_instance_type(w.rollout.instance_type), w.efa_layout, pod_ips_per_node(w)
+            )
     first = workloads[0]
     try:
         check_ip_budget(

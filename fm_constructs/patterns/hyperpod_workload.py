@@ -32,7 +32,8 @@ class HyperPodAcceleratedWorkload(Construct):
     ``capacity`` (if any) on the accelerated group, FSx for Lustre mounted on every node.
     Slurm: controller, login and worker groups; nodes remote-write metrics to ``workspace``.
     EKS: a private EKS cluster with the HyperPod dependencies, scraped into ``workspace``.
-    HyperPod node health events go to ``alert_topic``.
+    HyperPod node health events go to ``alert_topic``. ``extra_instance_groups`` (e.g. an RL
+    rollout group) join the same cluster.
     """
 
     def __init__(
@@ -54,6 +55,7 @@ class HyperPodAcceleratedWorkload(Construct):
         public_access_cidrs: Sequence[str] = (),
         operators: WorkloadOperators | None = None,
         scraper_subnets: Sequence[ec2.ISubnet] | None = None,
+        extra_instance_groups: Sequence[InstanceGroup] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.eks_cluster: GpuEksCluster | None = None
@@ -86,6 +88,7 @@ class HyperPodAcceleratedWorkload(Construct):
             )
             self.eks_cluster.enable_device_plugins(get_instance_type(instance_type).eks_ami_family)
             self.eks_cluster.enable_efa_device_plugin()
+        groups = [*groups, *extra_instance_groups]
         self.cluster = HyperPodCluster(
             self,
             "Cluster",

@@ -69,10 +69,15 @@ def _allow(
 ) -> None:
     """Let ``source`` reach ``target`` on ``port``: ingress on the target, and egress on the
     source only where its egress is restricted (an all-outbound group needs none, and CDK
-    warns when one is added)."""
-    target.add_ingress_rule(source, port, description)
+    warns when one is added).
+
+    Rules are "remote": when the groups live in different stacks, CDK puts the rule in the
+    source's stack, so a consumer stack (nodes) depends on the provider stack (file system) and
+    never the other way round.
+    """
+    target.add_ingress_rule(source, port, description, True)
     if not source.allow_all_outbound:
-        source.add_egress_rule(target, port, description)
+        source.add_egress_rule(target, port, description, True)
 
 
 class LustreConnections(ec2.Connections):
@@ -94,13 +99,20 @@ class LustreConnections(ec2.Connections):
     def allow_default_port_from(
         self, other: ec2.IConnectable, description: str | None = None
     ) -> None:
-        for port in LUSTRE_PORTS:
-            self.allow_from(other, port, description or "Lustre clients")
-        if self._efa_enabled:
-            self.allow_from(other, ec2.Port.all_traffic(), description or "EFA from clients")
-            for client in other.connections.security_groups:
-                for server in self.security_groups:
-                    _allow(server, client, ec2.Port.all_traffic(), description or "EFA to clients")
+        clients = other.connections.security_groups
+        if not clients:  # a CIDR or prefix-list peer: plain rules on our groups
+            for port in LUSTRE_PORTS:
+                self.allow_from(other, port, description or "Lustre clients")
+            return
+        for client in clients:
+            for server in self.security_groups:
+                for port in LUSTRE_PORTS:
+                    _allow(client, server, port, description or "Lustre clients")
+                if self._efa_enabled:
+                    all_traffic = ec2.Port.all_traffic()
+                    _allow(client, server, all_traffic, description or "EFA from clients")
+                    # Ingress on the client's own group, kept in the client's stack.
+                    client.add_ingress_rule(server, all_traffic, description or "EFA to clients")
 
     def allow_default_port_internally(self, description: str | None = None) -> None:
         ports = [*LUSTRE_PORTS, ec2.Port.all_traffic()] if self._efa_enabled else LUSTRE_PORTS

@@ -391,3 +391,45 @@ def test_all_workloads_must_fit_the_gpu_subnet() -> None:
     assert "pretraining 222, inference 111" in problem
     assert "/26 has only 59 usable" in problem
     assert "222 of them needed elsewhere" in problem or "111 of them needed elsewhere" in problem
+
+
+def test_rollout_group_belongs_to_post_training() -> None:
+    (problem,) = problems_of(
+        profile_with(
+            **{
+                "pretraining.rollout.enabled": True,
+                "pretraining.rollout.instance_type": "g6e.48xlarge",
+            }
+        )
+    )
+    assert (
+        problem == "pretraining.rollout.enabled: only post_training has a rollout group, got True"
+    )
+
+
+def test_rollout_needs_an_efa_type() -> None:
+    data = profile_with(
+        **{
+            "post_training.enabled": True,
+            "post_training.instance_type": "p5en.48xlarge",
+            "post_training.rollout.enabled": True,
+            "post_training.rollout.instance_type": "g6e.4xlarge",
+        }
+    )
+    (problem,) = problems_of(data)
+    assert problem.startswith("post_training.rollout.instance_type: must support EFA")
+
+
+def test_reuse_needs_a_pretraining_file_system_and_no_size() -> None:
+    data = profile_with(
+        **{
+            "pretraining.storage.enabled": False,
+            "post_training.enabled": True,
+            "post_training.instance_type": "p5en.48xlarge",
+            "post_training.storage.reuse_pretraining": True,
+            "post_training.storage.storage_capacity_gib": 2400,
+        }
+    )
+    problems = "\n".join(problems_of(data))
+    assert "needs an enabled pretraining workload with storage enabled" in problems
+    assert "a reused file system takes no size of its own" in problems
