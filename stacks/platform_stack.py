@@ -32,6 +32,7 @@ class PlatformStack(Stack):
             availability_zones=platform.availability_zones,
             cidr=platform.vpc_cidr,
             nat_gateways_per_az=platform.nat_gateways is NatGateways.PER_AZ,
+            interface_endpoints=platform.interface_endpoints,
         )
         self.vpc = self.network.vpc
         self.data = DataBucket(self, "Data")

@@ -130,6 +130,9 @@ def _platform(t: TableReader) -> PlatformConfig:
         or _default(PlatformConfig, "kubernetes_version"),
         admin_role_arns=t.string_list("admin_role_arns"),
         public_access_cidrs=t.string_list("public_access_cidrs"),
+        interface_endpoints=t.boolean(
+            "interface_endpoints", _default(PlatformConfig, "interface_endpoints")
+        ),
         observability=t.boolean("observability", _default(PlatformConfig, "observability")),
         grafana=t.boolean("grafana", _default(PlatformConfig, "grafana")),
         termination_protection=t.boolean(

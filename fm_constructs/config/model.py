@@ -243,6 +243,12 @@ class PlatformConfig:
             "doc": "CIDRs allowed to reach the EKS API publicly; empty keeps the endpoint private."
         },
     )
+    interface_endpoints: bool = field(
+        default=True,
+        metadata={
+            "doc": "VPC interface endpoints for a private cluster (ECR, STS, EKS, EC2, logs, Prometheus, SageMaker, Session Manager)."
+        },
+    )
     observability: bool = field(
         default=True,
         metadata={"doc": "Managed Prometheus workspace, alert rules, scrapers and alarms."},

@@ -16,12 +16,33 @@ from fm_constructs.planning.vpc_layout import subnet_prefixes
 MAX_ZONES = 3
 
 
+#: Interface endpoints a private cluster's nodes use constantly: image pulls (ECR), node and
+#: pod identity (STS, EKS Auth), the EKS and EC2 APIs, logs, metrics remote write, HyperPod,
+#: and Session Manager instead of SSH. They keep that traffic inside the VPC, off the NAT
+#: gateways. (S3 has a gateway endpoint.)
+PRIVATE_CLUSTER_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
+    "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
+    "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+    "Sts": ec2.InterfaceVpcEndpointAwsService.STS,
+    "Eks": ec2.InterfaceVpcEndpointAwsService.EKS,
+    "EksAuth": ec2.InterfaceVpcEndpointAwsService.EKS_AUTH,
+    "Ec2": ec2.InterfaceVpcEndpointAwsService.EC2,
+    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+    "PrometheusWorkspaces": ec2.InterfaceVpcEndpointAwsService.PROMETHEUS_WORKSPACES,
+    "SageMakerApi": ec2.InterfaceVpcEndpointAwsService.SAGEMAKER_API,
+    "Ssm": ec2.InterfaceVpcEndpointAwsService.SSM,
+    "SsmMessages": ec2.InterfaceVpcEndpointAwsService.SSM_MESSAGES,
+    "Ec2Messages": ec2.InterfaceVpcEndpointAwsService.EC2_MESSAGES,
+}
+
+
 class GpuClusterVpc(Construct):
     """VPC for accelerated clusters.
 
     One public and one private subnet per listed zone. ``availability_zones`` are names, not
     looked up, so synthesis needs no AWS account; the first GPU zone of a deployment must be one
-    of them. An S3 gateway endpoint keeps dataset and checkpoint traffic off the NAT gateways.
+    of them. An S3 gateway endpoint keeps dataset and checkpoint traffic off the NAT gateways;
+    ``interface_endpoints`` adds the private-cluster endpoints (PRIVATE_CLUSTER_ENDPOINTS).
     """
 
     def __init__(
@@ -33,6 +54,7 @@ class GpuClusterVpc(Construct):
         cidr: str = "10.0.0.0/16",
         nat_gateways_per_az: bool = True,
         flow_log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        interface_endpoints: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context="GpuClusterVpc")
@@ -70,6 +92,28 @@ class GpuClusterVpc(Construct):
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
             },
         )
+        self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
+        if interface_endpoints:
+            # One group for every endpoint: HTTPS from the VPC's own (literal) CIDR.
+            endpoint_group = ec2.SecurityGroup(
+                self,
+                "EndpointSecurityGroup",
+                vpc=self.vpc,
+                description="HTTPS to the VPC interface endpoints from inside the VPC",
+                allow_all_outbound=False,
+            )
+            endpoint_group.add_ingress_rule(
+                ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from the VPC"
+            )
+            for name, service in PRIVATE_CLUSTER_ENDPOINTS.items():
+                self.interface_endpoints[name] = self.vpc.add_interface_endpoint(
+                    f"{name}Endpoint",
+                    service=service,
+                    private_dns_enabled=True,
+                    open=False,
+                    security_groups=[endpoint_group],
+                    subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                )
         flow_log_group = logs.LogGroup(
             self,
             "FlowLogs",
