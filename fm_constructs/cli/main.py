@@ -104,7 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument("--tokens", type=_quantity, help="training goal: training tokens (15T)")
     plan.add_argument(
-        "--mfu", type=_fraction, default=0.4, help="training goal: expected MFU (default 0.4)"
+        "--mfu",
+        type=_fraction,
+        default=None,
+        help="training goal: expected MFU (default: the profile's target_mfu, else 0.4)",
     )
     plan.add_argument(
         "--goal-workload",
@@ -195,6 +198,29 @@ def _load(path: str) -> Profile:
     return load_profile(path)
 
 
+def _profile_goal(
+    profile: Profile, goal_workload: str, mfu: float | None
+) -> tuple[TrainingGoal | None, str]:
+    """The ``[<workload>.training_goal]`` of the profile: ``goal_workload``'s when it has one,
+    else the first enabled workload's that has one."""
+    candidates = sorted(
+        (w for w in profile.enabled_workloads if w.training_goal.is_set),
+        key=lambda w: w.name != goal_workload,
+    )
+    if not candidates:
+        return None, goal_workload
+    workload = candidates[0]
+    table = workload.training_goal
+    return (
+        TrainingGoal(
+            parameters=(table.model_parameters_billion or 0.0) * 1e9,
+            tokens=(table.training_tokens_billion or 0.0) * 1e9,
+            mfu=mfu if mfu is not None else table.target_mfu,
+        ),
+        workload.name,
+    )
+
+
 def _run_plan(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     from fm_constructs.cli.plan import build_plan, render_plan
     from fm_constructs.cli.pricing import load_prices
@@ -204,18 +230,20 @@ def _run_plan(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
             "plan: give --params and --tokens together (a training goal needs both)",
             ExitCode.USAGE,
         )
-    goal = (
-        TrainingGoal(parameters=args.params, tokens=args.tokens, mfu=args.mfu)
-        if args.params is not None
-        else None
-    )
     profile = _load(args.config)
+    goal_workload = args.goal_workload
+    if args.params is not None:
+        goal: TrainingGoal | None = TrainingGoal(
+            parameters=args.params, tokens=args.tokens, mfu=args.mfu or 0.4
+        )
+    else:
+        goal, goal_workload = _profile_goal(profile, goal_workload, args.mfu)
     prices = load_prices(args.prices)
     plan = build_plan(
         profile,
         prices,
         goal=goal,
-        goal_workload=args.goal_workload,
+        goal_workload=goal_workload,
         pod_ips_per_node=args.pod_ips_per_node,
     )
     if args.json:

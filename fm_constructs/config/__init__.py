@@ -10,6 +10,7 @@ from fm_constructs.config.model import (
     Profile,
     RolloutConfig,
     StorageConfig,
+    TrainingGoalConfig,
     WorkloadConfig,
 )
 
@@ -22,6 +23,7 @@ __all__ = [
     "Profile",
     "RolloutConfig",
     "StorageConfig",
+    "TrainingGoalConfig",
     "WorkloadConfig",
     "load_profile",
     "parse_profile",

@@ -18,6 +18,7 @@ from fm_constructs.config.model import (
     Profile,
     RolloutConfig,
     StorageConfig,
+    TrainingGoalConfig,
     WorkloadConfig,
 )
 from fm_constructs.config.reader import TableReader
@@ -170,6 +171,7 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
             maximum=16_384,
         )
         or 0,
+        training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
         rollout=_rollout(t.table("rollout", _keys(RolloutConfig))),
         storage=_storage(
             t.table("storage", _keys(StorageConfig)), default_enabled=name != "inference"
@@ -184,6 +186,18 @@ def _capacity(t: TableReader) -> CapacityConfig:
         resource_group_arn=t.string("resource_group_arn"),
         training_plan_arn=t.string("training_plan_arn"),
         reserved_instance_count=t.integer("reserved_instance_count", minimum=1),
+    )
+
+
+def _training_goal(t: TableReader) -> TrainingGoalConfig:
+    mfu = t.number("target_mfu")
+    if mfu is not None and mfu > 1:
+        t.problems.add(t.key_path("target_mfu"), mfu, "must be at most 1 (a fraction such as 0.4)")
+        mfu = None
+    return TrainingGoalConfig(
+        model_parameters_billion=t.number("model_parameters_billion"),
+        training_tokens_billion=t.number("training_tokens_billion"),
+        target_mfu=_default(TrainingGoalConfig, "target_mfu") if mfu is None else mfu,
     )
 
 

@@ -148,6 +148,29 @@ class StorageConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TrainingGoalConfig:
+    """``[<workload>.training_goal]``: what the run should train, for ``fmc plan``'s compute
+    estimate (about 6 x parameters x tokens FLOPs at the target MFU)."""
+
+    model_parameters_billion: float | None = field(
+        default=None, metadata={"doc": "Model parameters, in billions."}
+    )
+    training_tokens_billion: float | None = field(
+        default=None, metadata={"doc": "Training tokens, in billions."}
+    )
+    target_mfu: float = field(
+        default=0.4,
+        metadata={"doc": "Expected model FLOPs utilization, above 0 and at most 1."},
+    )
+
+    @property
+    def is_set(self) -> bool:
+        return (
+            self.model_parameters_billion is not None and self.training_tokens_billion is not None
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class RolloutConfig:
     """``[post_training.rollout]``: a second group of nodes that generates samples from the
     current policy for RL (vLLM/Ray workers), beside the trainer group."""
@@ -191,6 +214,10 @@ class WorkloadConfig:
     )
     storage: StorageConfig = field(
         default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}
+    )
+    training_goal: TrainingGoalConfig = field(
+        default_factory=TrainingGoalConfig,
+        metadata={"doc": "The [<workload>.training_goal] table (training workloads)."},
     )
     rollout: RolloutConfig = field(
         default_factory=RolloutConfig,

@@ -12,6 +12,7 @@ from fm_constructs.config.model import (
     PlatformConfig,
     RolloutConfig,
     StorageConfig,
+    TrainingGoalConfig,
     WorkloadConfig,
 )
 
@@ -23,6 +24,11 @@ _TABLES: tuple[tuple[str, type[Any], str], ...] = (
         "One table per workload; a workload with `enabled = false` builds nothing.",
     ),
     ("[<workload>.capacity]", CapacityConfig, "Where the workload's instances come from."),
+    (
+        "[<workload>.training_goal]",
+        TrainingGoalConfig,
+        "Training workloads: what to train, for the compute estimate of `fmc plan`.",
+    ),
     (
         "[post_training.rollout]",
         RolloutConfig,

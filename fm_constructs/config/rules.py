@@ -43,7 +43,22 @@ def check_profile(profile: Profile) -> list[str]:
         problems += _check_workload(workload)
         problems += _check_storage(workload.name, workload.storage)
         problems += _check_post_training_extras(profile, workload)
+        problems += _check_training_goal(workload)
     return problems
+
+
+def _check_training_goal(w: WorkloadConfig) -> list[str]:
+    goal = w.training_goal
+    given = (goal.model_parameters_billion, goal.training_tokens_billion)
+    prefix = f"{w.name}.training_goal"
+    if w.name == "inference" and any(v is not None for v in given):
+        return [f"{prefix}: inference has no training goal; remove the table, got {given!r}"]
+    if (given[0] is None) != (given[1] is None):
+        return [
+            f"{prefix}: give model_parameters_billion and training_tokens_billion together, "
+            f"got {given[0]!r} and {given[1]!r}"
+        ]
+    return []
 
 
 def _check_post_training_extras(profile: Profile, w: WorkloadConfig) -> list[str]:

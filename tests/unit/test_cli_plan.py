@@ -321,3 +321,14 @@ def test_module_entry_point_smoke() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["schema"] == "fmc.plan/v1"
+
+
+def test_plan_takes_the_training_goal_from_the_profile() -> None:
+    # 70B params x 2T tokens x 6 = 8.4e23 FLOPs, the default profile's [pretraining.training_goal]
+    default = Path(__file__).resolve().parents[2] / "config" / "default.toml"
+    result = run("plan", "--config", str(default), "--json")
+    assert result.code == 0
+    workloads = {w["name"]: w for w in json.loads(result.out)["workloads"]}
+    goal = workloads["pretraining"]["training_goal"]
+    assert goal["flops"] == pytest.approx(8.4e23)
+    assert workloads["post_training"]["training_goal"] is None

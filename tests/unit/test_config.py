@@ -433,3 +433,23 @@ def test_reuse_needs_a_pretraining_file_system_and_no_size() -> None:
     problems = "\n".join(problems_of(data))
     assert "needs an enabled pretraining workload with storage enabled" in problems
     assert "a reused file system takes no size of its own" in problems
+
+
+def test_training_goal_needs_both_numbers_and_a_fraction() -> None:
+    problems = problems_of(
+        profile_with(
+            **{
+                "pretraining.training_goal.model_parameters_billion": 70,
+                "pretraining.training_goal.target_mfu": 40,
+            }
+        )
+    )
+    joined = "\n".join(problems)
+    assert "pretraining.training_goal.target_mfu: must be at most 1" in joined
+    assert "pretraining.training_goal: give model_parameters_billion and training_tokens" in joined
+
+
+def test_default_profile_states_its_training_goal() -> None:
+    goal = load_profile(ROOT / "config" / "default.toml").pretraining.training_goal
+    assert goal.is_set
+    assert (goal.model_parameters_billion, goal.training_tokens_billion) == (70, 2000)

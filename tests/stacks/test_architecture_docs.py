@@ -1,0 +1,38 @@
+"""The committed architecture diagrams and retained-resource lists match the synthesized app.
+
+Each profile is rendered from the synthesis the other stack tests share (tests/stacks/profiles,
+cached per process, grouped per profile for xdist), so this adds no synthesis of its own.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.stacks.profiles import PROFILE_NAMES, ROOT, profile_params, synthesize
+
+sys.path.insert(0, str(ROOT / "tools"))
+
+import docs_figures
+
+
+def _templates(profile: str) -> dict[str, dict[str, object]]:
+    return synthesize(profile).templates
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_committed_diagrams_are_current(profile: str) -> None:
+    names = (f"architecture-{profile}", f"retained-{profile}")
+    page = ROOT / "docs" / "architecture" / f"{profile}.md"
+    for name in names:
+        assert f"<!-- figures:{name} -->" in page.read_text(), f"{page.name} lacks {name}"
+    for path in sorted((ROOT / "docs").glob("**/*.md")):
+        text = path.read_text()
+        fresh = docs_figures.render(text, synthesize=_templates, names=names)
+        assert fresh == text, f"{path.relative_to(ROOT)} is stale: run make diagrams"
+
+
+def test_every_profile_has_an_architecture_page() -> None:
+    pages = {p.stem for p in (ROOT / "docs" / "architecture").glob("*.md")} - {"index"}
+    assert pages == set(PROFILE_NAMES)
