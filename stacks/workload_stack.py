@@ -21,8 +21,11 @@ from fm_constructs.orchestration import EfaNodeGroup, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import InstanceGroup
 from fm_constructs.orchestration.hyperpod import Orchestrator as HyperPodOrchestrator
 from fm_constructs.patterns import (
+    AutoscalingPolicy,
     EksAcceleratedWorkload,
     HyperPodAcceleratedWorkload,
+    InferenceService,
+    ModelServerSpec,
     ObservabilityPlatform,
 )
 from fm_constructs.storage import IDataBucket, LustreFileSystem
@@ -119,6 +122,7 @@ class WorkloadStack(Stack):
                 capacity=capacity,
                 efa_layout=workload.efa_layout,
                 root_volume_size_gib=workload.root_volume_size_gib,
+                max_node_count=workload.max_instance_count,
                 file_system=self.file_system,
                 workspace=observability.prometheus if observability is not None else None,
                 **cluster_access,
@@ -140,7 +144,48 @@ class WorkloadStack(Stack):
                 **cluster_access,
             )
         self.rollout_nodes = self._rollout_node_group(workload, subnet)
+        self.model_server = self._model_server(workload, data_bucket, observability)
         self._outputs(platform)
+
+    def _model_server(
+        self,
+        workload: WorkloadConfig,
+        data_bucket: IDataBucket,
+        observability: ObservabilityPlatform | None,
+    ) -> InferenceService | None:
+        """Inference: the vLLM server of ``[inference.model]`` on the EKS GPU nodes, behind the
+        chosen load balancer, autoscaled on its serving metric from Prometheus."""
+        model = workload.model
+        if not model.enabled or not isinstance(self.compute, EksAcceleratedWorkload):
+            return None
+        optional: dict[str, Any] = {"image": model.image, "max_model_len": model.max_model_len}
+        spec = ModelServerSpec(
+            model_s3_prefix=model.model_s3_prefix or "",
+            served_model_name=model.served_model_name or "",
+            tensor_parallel_size=model.tensor_parallel_size,
+            pipeline_parallel_size=model.pipeline_parallel_size,
+            replicas=model.replicas,
+            max_replicas=model.max_replicas or model.replicas,
+            gpu_memory_utilization=model.gpu_memory_utilization,
+            **{key: value for key, value in optional.items() if value is not None},
+        )
+        scaling = workload.autoscaling
+        autoscaling = (
+            AutoscalingPolicy(metric=scaling.metric, target=scaling.target)
+            if scaling.enabled and observability is not None and spec.max_replicas > spec.replicas
+            else None
+        )
+        return InferenceService(
+            self,
+            "ModelServer",
+            cluster=self.compute.cluster,
+            gpu_nodes=self.compute.gpu_nodes,
+            model=spec,
+            data_bucket=data_bucket,
+            load_balancer=workload.load_balancer,
+            autoscaling=autoscaling,
+            workspace=observability.prometheus if observability is not None else None,
+        )
 
     def _rollout_instance_groups(self, workload: WorkloadConfig) -> list[InstanceGroup]:
         """HyperPod: the RL rollout group joins the cluster (its own Slurm partition)."""
@@ -236,6 +281,14 @@ class WorkloadStack(Stack):
                 "RolloutNodeGroup",
                 value=self.rollout_nodes.nodegroup_name,
                 description="Rollout nodes: generation workers select workload-role=rollout",
+            )
+        if self.model_server is not None:
+            CfnOutput(
+                self,
+                "ModelEndpointCommand",
+                value=f"kubectl -n {self.model_server.namespace} get service "
+                f"{self.model_server.service_name}",
+                description="OpenAI-compatible API of the model server (port 80 of the NLB)",
             )
         if self.file_system is not None:
             CfnOutput(self, "FileSystemId", value=self.file_system.file_system_id)

@@ -10,13 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from fm_constructs.config.model import (
+    AutoscalingConfig,
     CapacityConfig,
     CapacityKind,
+    LoadBalancer,
+    ModelConfig,
     NatGateways,
     Orchestrator,
     PlatformConfig,
     Profile,
     RolloutConfig,
+    ServingMetric,
     StorageConfig,
     TrainingGoalConfig,
     WorkloadConfig,
@@ -171,6 +175,12 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
             maximum=16_384,
         )
         or 0,
+        max_instance_count=t.integer("max_instance_count", minimum=1, maximum=10_000),
+        load_balancer=t.choice(
+            "load_balancer", LoadBalancer, _default(WorkloadConfig, "load_balancer")
+        ),
+        model=_model(t.table("model", _keys(ModelConfig))),
+        autoscaling=_autoscaling(t.table("autoscaling", _keys(AutoscalingConfig))),
         training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
         rollout=_rollout(t.table("rollout", _keys(RolloutConfig))),
         storage=_storage(
@@ -186,6 +196,38 @@ def _capacity(t: TableReader) -> CapacityConfig:
         resource_group_arn=t.string("resource_group_arn"),
         training_plan_arn=t.string("training_plan_arn"),
         reserved_instance_count=t.integer("reserved_instance_count", minimum=1),
+    )
+
+
+def _model(t: TableReader) -> ModelConfig:
+    utilization = t.number("gpu_memory_utilization")
+    if utilization is not None and not 0.1 <= utilization <= 0.98:
+        t.problems.add(t.key_path("gpu_memory_utilization"), utilization, "must be 0.1 to 0.98")
+        utilization = None
+    return ModelConfig(
+        model_s3_prefix=t.string(
+            "model_s3_prefix",
+            pattern=r"[^/\s][^\s]*/",
+            hint="must be a key prefix in the data bucket ending in '/', without s3:// or bucket",
+        ),
+        served_model_name=t.string("served_model_name"),
+        tensor_parallel_size=t.integer("tensor_parallel_size", 1, minimum=1, maximum=64) or 1,
+        pipeline_parallel_size=t.integer("pipeline_parallel_size", 1, minimum=1, maximum=64) or 1,
+        replicas=t.integer("replicas", 1, minimum=1, maximum=1000) or 1,
+        max_replicas=t.integer("max_replicas", minimum=1, maximum=1000),
+        max_model_len=t.integer("max_model_len", minimum=1),
+        gpu_memory_utilization=utilization
+        if utilization is not None
+        else _default(ModelConfig, "gpu_memory_utilization"),
+        image=t.string("image"),
+    )
+
+
+def _autoscaling(t: TableReader) -> AutoscalingConfig:
+    return AutoscalingConfig(
+        enabled=t.boolean("enabled", _default(AutoscalingConfig, "enabled")),
+        metric=t.choice("metric", ServingMetric, _default(AutoscalingConfig, "metric")),
+        target=t.number("target") or _default(AutoscalingConfig, "target"),
     )
 
 

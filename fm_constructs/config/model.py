@@ -29,6 +29,23 @@ class CapacityKind(StrEnum):
     TRAINING_PLAN = "training-plan"
 
 
+class LoadBalancer(StrEnum):
+    """How the inference endpoint is exposed: an internal NLB (default), an internet-facing
+    NLB (the vLLM API has no authentication of its own), or no load balancer."""
+
+    INTERNAL = "internal"
+    INTERNET_FACING = "internet-facing"
+    NONE = "none"
+
+
+class ServingMetric(StrEnum):
+    """What inference autoscaling follows: waiting requests per replica, or p90 time to
+    first token."""
+
+    QUEUE_DEPTH = "queue-depth"
+    TTFT_P90 = "ttft-p90"
+
+
 class NatGateways(StrEnum):
     """One NAT gateway per availability zone (resilient) or a single one (cheaper)."""
 
@@ -171,6 +188,61 @@ class TrainingGoalConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """``[inference.model]``: the model server (vLLM) deployed on the inference cluster. Without
+    ``model_s3_prefix`` no server is deployed (the GPU cluster is still built)."""
+
+    model_s3_prefix: str | None = field(
+        default=None,
+        metadata={
+            "doc": "Key prefix of the weights in the data bucket, ending in '/' (e.g. 'models/llama-3-70b/')."
+        },
+    )
+    served_model_name: str | None = field(
+        default=None, metadata={"doc": "Model name clients send and metrics carry."}
+    )
+    tensor_parallel_size: int = field(
+        default=1,
+        metadata={"doc": "GPUs one replica shards each layer over (at most the GPUs of a node)."},
+    )
+    pipeline_parallel_size: int = field(
+        default=1,
+        metadata={"doc": "Pipeline stages; above 1 a replica spans nodes (LeaderWorkerSet)."},
+    )
+    replicas: int = field(default=1, metadata={"doc": "Replicas at the least."})
+    max_replicas: int | None = field(
+        default=None, metadata={"doc": "Replicas at the most (autoscaling); default replicas."}
+    )
+    max_model_len: int | None = field(
+        default=None, metadata={"doc": "Context length cap; the model's own when absent."}
+    )
+    gpu_memory_utilization: float = field(
+        default=0.9, metadata={"doc": "Share of GPU memory vLLM may use (0.1 to 0.98)."}
+    )
+    image: str | None = field(
+        default=None,
+        metadata={"doc": "vLLM OpenAI server image pinned by tag; the library's pin when absent."},
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.model_s3_prefix is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoscalingConfig:
+    """``[inference.autoscaling]``: KEDA scales replicas between ``replicas`` and
+    ``max_replicas`` on a serving metric read from Managed Prometheus."""
+
+    enabled: bool = field(default=True, metadata={"doc": "Scale replicas on the serving metric."})
+    metric: ServingMetric = field(
+        default=ServingMetric.QUEUE_DEPTH,
+        metadata={"doc": "'queue-depth' (waiting requests per replica) or 'ttft-p90' (seconds)."},
+    )
+    target: float = field(default=8.0, metadata={"doc": "Target value of the metric per replica."})
+
+
+@dataclass(frozen=True, kw_only=True)
 class RolloutConfig:
     """``[post_training.rollout]``: a second group of nodes that generates samples from the
     current policy for RL (vLLM/Ray workers), beside the trainer group."""
@@ -214,6 +286,24 @@ class WorkloadConfig:
     )
     storage: StorageConfig = field(
         default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}
+    )
+    max_instance_count: int | None = field(
+        default=None,
+        metadata={
+            "doc": "Largest node group size (inference autoscaling headroom); default instance_count."
+        },
+    )
+    load_balancer: LoadBalancer = field(
+        default=LoadBalancer.INTERNAL,
+        metadata={"doc": "inference: 'internal' NLB, 'internet-facing' NLB, or 'none'."},
+    )
+    model: ModelConfig = field(
+        default_factory=ModelConfig,
+        metadata={"doc": "The [inference.model] table (inference only)."},
+    )
+    autoscaling: AutoscalingConfig = field(
+        default_factory=AutoscalingConfig,
+        metadata={"doc": "The [inference.autoscaling] table (inference only)."},
     )
     training_goal: TrainingGoalConfig = field(
         default_factory=TrainingGoalConfig,

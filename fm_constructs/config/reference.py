@@ -8,7 +8,9 @@ from enum import Enum
 from typing import Any
 
 from fm_constructs.config.model import (
+    AutoscalingConfig,
     CapacityConfig,
+    ModelConfig,
     PlatformConfig,
     RolloutConfig,
     StorageConfig,
@@ -24,6 +26,17 @@ _TABLES: tuple[tuple[str, type[Any], str], ...] = (
         "One table per workload; a workload with `enabled = false` builds nothing.",
     ),
     ("[<workload>.capacity]", CapacityConfig, "Where the workload's instances come from."),
+    (
+        "[inference.model]",
+        ModelConfig,
+        "The model server (vLLM): weights from the data bucket onto the nodes' NVMe, one pod per "
+        "replica, or a LeaderWorkerSet group of nodes when a replica spans nodes.",
+    ),
+    (
+        "[inference.autoscaling]",
+        AutoscalingConfig,
+        "KEDA scales the replicas on a serving metric from Managed Prometheus.",
+    ),
     (
         "[<workload>.training_goal]",
         TrainingGoalConfig,

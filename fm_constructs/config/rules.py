@@ -44,7 +44,43 @@ def check_profile(profile: Profile) -> list[str]:
         problems += _check_storage(workload.name, workload.storage)
         problems += _check_post_training_extras(profile, workload)
         problems += _check_training_goal(workload)
+        problems += _check_inference_keys(workload)
     return problems
+
+
+def _check_inference_keys(w: WorkloadConfig) -> list[str]:
+    out: list[str] = []
+    model = w.model
+    if w.name != "inference":
+        for key, used in (
+            ("model", model != type(model)()),
+            ("autoscaling", w.autoscaling != type(w.autoscaling)()),
+            ("load_balancer", w.load_balancer.value != "internal"),
+            ("max_instance_count", w.max_instance_count is not None),
+        ):
+            if used:
+                out.append(f"{w.name}.{key}: only inference takes this key; remove it")
+        return out
+    if w.max_instance_count is not None and w.max_instance_count < w.instance_count:
+        out.append(
+            f"inference.max_instance_count: must be >= inference.instance_count "
+            f"({w.instance_count}), got {w.max_instance_count}"
+        )
+    if not model.enabled:
+        if model != type(model)():
+            out.append(
+                "inference.model.model_s3_prefix: the model table needs the weights' prefix in "
+                "the data bucket (e.g. 'models/llama-3-70b/'), got None"
+            )
+        return out
+    if model.served_model_name is None:
+        out.append("inference.model.served_model_name: is required with a model, got None")
+    if model.max_replicas is not None and model.max_replicas < model.replicas:
+        out.append(
+            f"inference.model.max_replicas: must be >= inference.model.replicas "
+            f"({model.replicas}), got {model.max_replicas}"
+        )
+    return out
 
 
 def _check_training_goal(w: WorkloadConfig) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 
-from aws_cdk import RemovalPolicy, Token
+from aws_cdk import RemovalPolicy, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -92,6 +92,11 @@ class GpuClusterVpc(Construct):
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
             },
         )
+        # Subnet discovery for Kubernetes load balancers (internal NLBs for model endpoints).
+        for subnet in self.vpc.private_subnets:
+            Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
+        for subnet in self.vpc.public_subnets:
+            Tags.of(subnet).add("kubernetes.io/role/elb", "1")
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
         if interface_endpoints:
             # One group for every endpoint: HTTPS from the VPC's own (literal) CIDR.

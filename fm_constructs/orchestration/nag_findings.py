@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsii
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
-from constructs import IConstruct
+from constructs import IConstruct, IValidation
 
 from fm_constructs.policy import acknowledge
 
@@ -52,19 +53,40 @@ def acknowledge_generated_iam(
     scope: IConstruct, *, managed_reason: str, wildcard_reason: str
 ) -> None:
     """Acknowledge, finding by finding, the AWS-managed policies (IAM4) and wildcard resources
-    (IAM5) of every IAM role and policy under ``scope``."""
-    for child in scope.node.find_all():
-        if isinstance(child, iam.CfnRole):
-            stack = Stack.of(child)
-            for arn in _as_list(stack.resolve(child.managed_policy_arns)):
-                flat = flatten_reference(stack.resolve(arn))
-                if ":iam::aws:" in flat:
-                    acknowledge(child, f"AwsSolutions-IAM4[Policy::{flat}]", managed_reason)
-        elif isinstance(child, iam.CfnPolicy):
-            stack = Stack.of(child)
-            document = stack.resolve(child.policy_document) or {}
-            for statement in _as_list(document.get("Statement")):
-                for resource in _as_list(statement.get("Resource")):
-                    flat = flatten_reference(resource)
-                    if "*" in flat:
-                        acknowledge(child, f"AwsSolutions-IAM5[Resource::{flat}]", wildcard_reason)
+    (IAM5) of every IAM role and policy under ``scope``.
+
+    The findings are computed when the app synthesizes, after CDK has turned references to
+    other stacks into exports (``Fn::ImportValue``), which is the form cdk-nag names them by.
+    Roles and policies added under ``scope`` later are covered too.
+    """
+    scope.node.add_validation(_GeneratedIamAcknowledgement(scope, managed_reason, wildcard_reason))
+
+
+@jsii.implements(IValidation)
+class _GeneratedIamAcknowledgement:
+    """Runs in CDK's validation phase (after references are resolved, before cdk-nag)."""
+
+    def __init__(self, scope: IConstruct, managed_reason: str, wildcard_reason: str) -> None:
+        self._scope = scope
+        self._managed_reason = managed_reason
+        self._wildcard_reason = wildcard_reason
+
+    def validate(self) -> list[str]:
+        for child in self._scope.node.find_all():
+            if isinstance(child, iam.CfnRole):
+                stack = Stack.of(child)
+                for arn in _as_list(stack.resolve(child.managed_policy_arns)):
+                    flat = flatten_reference(stack.resolve(arn))
+                    if ":iam::aws:" in flat:
+                        reason = self._managed_reason
+                        acknowledge(child, f"AwsSolutions-IAM4[Policy::{flat}]", reason)
+            elif isinstance(child, iam.CfnPolicy):
+                stack = Stack.of(child)
+                document = stack.resolve(child.policy_document) or {}
+                for statement in _as_list(document.get("Statement")):
+                    for resource in _as_list(statement.get("Resource")):
+                        flat = flatten_reference(resource)
+                        if "*" in flat:
+                            reason = self._wildcard_reason
+                            acknowledge(child, f"AwsSolutions-IAM5[Resource::{flat}]", reason)
+        return []

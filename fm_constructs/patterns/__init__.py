@@ -3,11 +3,17 @@
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.patterns.eks_workload import EksAcceleratedWorkload
 from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
+from fm_constructs.patterns.inference import InferenceService, KedaAutoscaler
+from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.patterns.observability import ObservabilityPlatform
 
 __all__ = [
+    "AutoscalingPolicy",
     "EksAcceleratedWorkload",
     "EksClusterScraping",
     "HyperPodAcceleratedWorkload",
+    "InferenceService",
+    "KedaAutoscaler",
+    "ModelServerSpec",
     "ObservabilityPlatform",
 ]

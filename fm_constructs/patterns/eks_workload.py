@@ -27,6 +27,9 @@ class EksAcceleratedWorkload(Construct):
     * a private EKS cluster (device plugins, EFA device plugin, DCGM exporter, the chosen
       operators) and a managed EFA node group in ``gpu_subnet`` with every EFA interface, the
       capacity given, placement group where the capacity allows one, NVMe RAID0, auto-repair;
+    * ``min_node_count``/``max_node_count``: the node group's bounds around ``node_count``
+      (both default to ``node_count``: a fixed size); an inference service sizes them for its
+      ``max_replicas``;
     * ``file_system`` (optional) mounted into pods as PersistentVolume/Claim ``fsx-lustre`` and
       reachable from every node;
     * ``workspace`` (optional) fed by an AMP managed scraper running in ``scraper_subnets``.
@@ -41,6 +44,8 @@ class EksAcceleratedWorkload(Construct):
         gpu_subnet: ec2.ISubnet,
         instance_type: str,
         node_count: int,
+        min_node_count: int | None = None,
+        max_node_count: int | None = None,
         capacity: CapacitySource | None = None,
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = 500,
@@ -73,6 +78,8 @@ class EksAcceleratedWorkload(Construct):
             instance_type=instance_type,
             subnet=gpu_subnet,
             desired_size=node_count,
+            min_size=min_node_count,
+            max_size=max_node_count,
             capacity=capacity,
             efa_security_group=self.efa_security_group,
             efa_layout=efa_layout,

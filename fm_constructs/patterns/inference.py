@@ -1,0 +1,350 @@
+"""Test-time compute on EKS: a vLLM model server on EFA GPU nodes, weights from S3 on the
+instance store, an internal load balancer, and autoscaling on serving metrics from Prometheus.
+
+Manifests are rendered by :mod:`fm_constructs.patterns.inference_manifests` (pure Python) and
+applied through the cluster's kubectl provider.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Annotations, Stack, Token
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fm_constructs.config.model import LoadBalancer
+from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.observability import IPrometheusWorkspace
+from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, HelmChartSpec
+from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.patterns import inference_manifests as render
+from fm_constructs.patterns.inference_manifests import (
+    AutoscalingPolicy,
+    ModelServerSpec,
+    ServingLayout,
+)
+from fm_constructs.storage import IDataBucket
+
+#: KEDA (event-driven autoscaling; scales Deployments and any scale subresource, such as
+#: LeaderWorkerSet) from its publisher's Helm repository, pinned.
+KEDA = HelmChartSpec(
+    release="keda",
+    chart="keda",
+    repository="https://kedacore.github.io/charts",
+    version="2.19.0",
+    namespace="keda",
+    source="https://github.com/kedacore/keda/releases/tag/v2.19.0 (tested on Kubernetes "
+    "1.32-1.34 per https://keda.sh/docs/2.19/operate/cluster/)",
+)
+#: Service account the KEDA chart creates for its operator (the identity that queries AMP).
+KEDA_OPERATOR_SERVICE_ACCOUNT = "keda-operator"
+#: Name of the TriggerAuthentication of every ScaledObject in a namespace.
+TRIGGER_AUTHENTICATION = "amp-pod-identity"
+
+
+def _pod_identity_role(scope: Construct, construct_id: str, description: str) -> iam.Role:
+    return iam.Role(
+        scope,
+        construct_id,
+        assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+        description=description,
+    )
+
+
+def _namespace(cluster: GpuEksCluster, namespace: str) -> eks.KubernetesManifest:
+    """The namespace, created once per cluster and shared by every model server in it (so
+    removing one server never deletes the namespace under the others)."""
+    construct_id = "InferenceNamespace-" + namespace
+    existing = cluster.node.try_find_child(construct_id)
+    if isinstance(existing, eks.KubernetesManifest):
+        return existing
+    return eks.KubernetesManifest(
+        cluster,
+        construct_id,
+        cluster=cluster.icluster,
+        manifest=[render.namespace_manifest(namespace)],
+    )
+
+
+class KedaAutoscaler(Construct):
+    """KEDA installed once per cluster, with its operator's AWS identity (EKS Pod Identity).
+
+    Use :meth:`of` to get (or create) the cluster's instance; :meth:`allow_queries` grants the
+    operator ``aps:QueryMetrics`` and friends on a Prometheus workspace.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
+        super().__init__(scope, construct_id)
+        self.role = _pod_identity_role(
+            self, "OperatorRole", "KEDA operator (EKS Pod Identity): query Managed Prometheus"
+        )
+        self.pod_identity = eks.CfnPodIdentityAssociation(
+            self,
+            "PodIdentity",
+            cluster_name=cluster.cluster_name,
+            namespace=KEDA.namespace,
+            service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
+            role_arn=self.role.role_arn,
+        )
+        self.chart = eks.HelmChart(
+            self,
+            "Chart",
+            cluster=cluster.icluster,
+            chart=KEDA.chart,
+            repository=KEDA.repository,
+            version=KEDA.version,
+            release=KEDA.release,
+            namespace=KEDA.namespace,
+            create_namespace=True,
+            values={"serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}}},
+            wait=True,
+        )
+        # The operator must start with its credentials (the Pod Identity agent injects them
+        # at pod creation) and needs a node to run on.
+        self.chart.node.add_dependency(self.pod_identity)
+        self.chart.node.add_dependency(cluster.system_nodes)
+        if cluster.addons.pod_identity_agent is not None:
+            self.chart.node.add_dependency(cluster.addons.pod_identity_agent)
+        self._workspaces: set[str] = set()
+
+    @classmethod
+    def of(cls, cluster: GpuEksCluster) -> KedaAutoscaler:
+        existing = cluster.node.try_find_child("Keda")
+        if isinstance(existing, KedaAutoscaler):
+            return existing
+        return cls(cluster, "Keda", cluster=cluster)
+
+    def allow_queries(self, workspace: IPrometheusWorkspace) -> None:
+        """Let the operator query ``workspace`` (once per workspace)."""
+        key = workspace.node.path if isinstance(workspace, Construct) else workspace.workspace_arn
+        if key not in self._workspaces:
+            self._workspaces.add(key)
+            workspace.grant_query(self.role)
+
+
+class InferenceService(Construct):
+    """Serve ``model`` with vLLM on ``gpu_nodes``, in one statement.
+
+    * Layout from the instance catalog: a ``Deployment`` when a replica fits one node, a
+      ``LeaderWorkerSet`` of whole nodes (Ray, pipeline stages over EFA) when it does not (the
+      cluster needs ``WorkloadOperators(leader_worker_set=True)``).
+    * Weights copied at pod start from ``s3://<data bucket>/<model_s3_prefix>`` to the NVMe
+      instance store by an init container; the pods' service account gets, through EKS Pod
+      Identity, read access to that prefix only (and decrypt on the bucket key).
+    * ``load_balancer``: an internal Network Load Balancer by default (see
+      :func:`~fm_constructs.patterns.inference_manifests.service_manifest`).
+    * ``autoscaling`` with ``workspace``: KEDA scales replicas between ``model.replicas`` and
+      ``model.max_replicas`` on vLLM queue depth or p90 time to first token queried from
+      Managed Prometheus (the pods carry ``prometheus.io/scrape`` annotations, which the
+      cluster's managed scraper collects into that workspace and the inference dashboard
+      shows). GPU nodes are not added automatically: no node autoscaler runs on the cluster,
+      so size ``gpu_nodes`` for ``max_replicas`` (a warning says when it is too small).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: GpuEksCluster,
+        gpu_nodes: EfaNodeGroup,
+        model: ModelServerSpec,
+        data_bucket: IDataBucket,
+        namespace: str = "inference",
+        load_balancer: LoadBalancer = LoadBalancer.INTERNAL,
+        autoscaling: AutoscalingPolicy | None = None,
+        workspace: IPrometheusWorkspace | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context="InferenceService")
+        layout: ServingLayout | None = None
+        try:
+            layout = render.plan_layout(model, gpu_nodes.instance_spec)
+        except FmValidationError as error:
+            problems.extend(error.problems)
+        if not render.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
+            problems.add(
+                "namespace",
+                namespace,
+                "must be a Kubernetes DNS label other than kube-system and keda",
+            )
+        if autoscaling is not None:
+            render.validate_policy(autoscaling, model, problems)
+            if workspace is None:
+                problems.add(
+                    "workspace",
+                    None,
+                    "must be the Prometheus workspace the cluster is scraped into when "
+                    "autoscaling is set (KEDA queries the serving metrics there)",
+                )
+        if (
+            layout is not None
+            and layout.multi_node
+            and charts.LEADER_WORKER_SET.release not in (cluster.charts)
+        ):
+            problems.add(
+                "cluster",
+                cluster.node.path,
+                f"must run LeaderWorkerSet for {layout.nodes_per_replica}-node replicas; "
+                "create it with operators=WorkloadOperators(leader_worker_set=True)",
+            )
+        problems.raise_if_any()
+        assert layout is not None
+        self.layout = layout
+        self.model = model
+        self.namespace = namespace
+        stack = Stack.of(self)
+
+        # -- identity: read the model prefix, nothing else ------------------------------------
+        self.role = _pod_identity_role(
+            self, "ServerRole", f"Model server {model.kubernetes_name}: read its weights from S3"
+        )
+        self.grant = self._grant_model_read(data_bucket, model.model_s3_prefix)
+        self.service_account_name = f"{model.kubernetes_name}-server"
+        self.pod_identity = eks.CfnPodIdentityAssociation(
+            self,
+            "PodIdentity",
+            cluster_name=cluster.cluster_name,
+            namespace=namespace,
+            service_account=self.service_account_name,
+            role_arn=self.role.role_arn,
+        )
+
+        # -- workload and endpoint ------------------------------------------------------------
+        self.render_context = render.RenderContext(
+            namespace=namespace,
+            service_account=self.service_account_name,
+            bucket_name=data_bucket.bucket_name,
+            region=stack.region,
+            node_labels={charts.WORKLOAD_LABEL: gpu_nodes.labels[charts.WORKLOAD_LABEL]},
+            taint_key=gpu_nodes.taint_key,
+        )
+        workload = (
+            render.leader_worker_set_manifest(model, layout, self.render_context)
+            if layout.multi_node
+            else render.deployment_manifest(model, layout, self.render_context)
+        )
+        scheme = None if load_balancer is LoadBalancer.NONE else load_balancer.value
+        self.namespace_manifest = _namespace(cluster, namespace)
+        self.manifests: list[dict[str, Any]] = [
+            render.service_account_manifest(self.service_account_name, namespace),
+            workload,
+            render.service_manifest(
+                model, self.render_context, load_balancer=scheme, multi_node=layout.multi_node
+            ),
+        ]
+        self.server = eks.KubernetesManifest(
+            self, "Server", cluster=cluster.icluster, manifest=self.manifests
+        )
+        self.server.node.add_dependency(self.namespace_manifest)
+        # Pods get credentials only if the association exists when they are created.
+        self.server.node.add_dependency(self.pod_identity)
+        self.server.node.add_dependency(self.role)
+        if layout.multi_node:
+            self.server.node.add_dependency(cluster.charts[charts.LEADER_WORKER_SET.release])
+
+        # -- autoscaling on serving metrics ---------------------------------------------------
+        self.autoscaler: KedaAutoscaler | None = None
+        self.scaling: eks.KubernetesManifest | None = None
+        if autoscaling is not None and workspace is not None:
+            self.autoscaler = KedaAutoscaler.of(cluster)
+            self.autoscaler.allow_queries(workspace)
+            server_address = (
+                f"https://aps-workspaces.{stack.region}.{stack.url_suffix}/workspaces/"
+                f"{workspace.workspace_id}"
+            )
+            self.scaling = eks.KubernetesManifest(
+                self,
+                "Scaling",
+                cluster=cluster.icluster,
+                manifest=[
+                    render.trigger_authentication_manifest(namespace, TRIGGER_AUTHENTICATION),
+                    render.scaled_object_manifest(
+                        model,
+                        autoscaling,
+                        self.render_context,
+                        multi_node=layout.multi_node,
+                        server_address=server_address,
+                        authentication=TRIGGER_AUTHENTICATION,
+                    ),
+                ],
+            )
+            self.scaling.node.add_dependency(self.autoscaler.chart)
+            self.scaling.node.add_dependency(self.server)
+
+        self._warn(gpu_nodes, load_balancer, layout)
+
+    # ----------------------------------------------------------------------------- attributes
+
+    @property
+    def service_name(self) -> str:
+        """The Kubernetes Service of the endpoint (port 80, OpenAI-compatible API)."""
+        return self.model.kubernetes_name
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _grant_model_read(self, data_bucket: IDataBucket, prefix: str) -> iam.Grant:
+        """Get objects under ``prefix`` and list only that prefix (``aws s3 sync`` lists before
+        it copies). The bucket's ``grant_read`` would let the server list every key of the
+        bucket (datasets, checkpoints of other runs); this grant stops at the model."""
+        bucket = data_bucket.bucket
+        grant = iam.Grant.add_to_principal(
+            grantee=self.role,
+            actions=["s3:GetObject"],
+            resource_arns=[bucket.arn_for_objects(f"{prefix}*")],
+        )
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+            )
+        )
+        if data_bucket.key is not None:
+            data_bucket.key.grant_decrypt(self.role)
+        acknowledge_generated_iam(
+            self.role,
+            managed_reason="The model server role uses no AWS-managed policy.",
+            wildcard_reason=f"Read access is limited to the model's key prefix '{prefix}' "
+            "(every object of the model is needed to serve it).",
+        )
+        return grant
+
+    def _warn(
+        self, gpu_nodes: EfaNodeGroup, load_balancer: LoadBalancer, layout: ServingLayout
+    ) -> None:
+        annotations = Annotations.of(self)
+        if load_balancer is LoadBalancer.INTERNET_FACING:
+            annotations.add_warning_v2(
+                "fm:inference-public-endpoint",
+                "The model endpoint is an internet-facing load balancer and vLLM serves without "
+                "authentication; prefer LoadBalancer.INTERNAL behind an authenticating "
+                "gateway.",
+            )
+        if self.model.port != render.DEFAULT_PORT:
+            annotations.add_warning_v2(
+                "fm:inference-metrics-port",
+                f"The model server listens on {self.model.port}; the managed scraper reaches "
+                f"GPU nodes on {render.DEFAULT_PORT} only, so open the new port to the "
+                "scraper's security group or the inference dashboard stays empty.",
+            )
+        if not layout.node_has_nvme:
+            annotations.add_warning_v2(
+                "fm:inference-no-instance-store",
+                f"{layout.instance_type} has no NVMe instance store; weights are copied to the "
+                "root EBS volume (size it with root_volume_size_gib).",
+            )
+        scaling = Stack.of(self).resolve(gpu_nodes.resource.scaling_config) or {}
+        max_nodes = scaling.get("maxSize")
+        needed = layout.nodes_for(self.model.max_replicas)
+        if isinstance(max_nodes, int) and not Token.is_unresolved(max_nodes) and needed > max_nodes:
+            annotations.add_warning_v2(
+                "fm:inference-node-capacity",
+                f"max_replicas={self.model.max_replicas} needs {needed} {layout.instance_type} "
+                f"nodes but the node group holds at most {max_nodes}; replicas beyond that stay "
+                "Pending. Raise the node group's max size (and its desired size: no node "
+                "autoscaler runs on the cluster).",
+            )

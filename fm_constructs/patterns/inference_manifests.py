@@ -1,0 +1,714 @@
+"""Kubernetes manifests of a vLLM model server, rendered as plain dicts (no aws_cdk import).
+
+:class:`InferenceService` applies these with the cluster's kubectl provider; keeping the
+rendering pure makes every field testable in milliseconds and keeps sizing decisions (GPUs per
+pod, nodes per replica, CPU/memory/instance-store shares) in one place.
+
+Layout rules (:func:`plan_layout`):
+
+* A replica needs ``tensor_parallel_size x pipeline_parallel_size`` GPUs. When they fit on one
+  node it is a ``Deployment`` pod; otherwise it is a ``LeaderWorkerSet`` group of whole nodes
+  (vLLM's multi-node recipe: Ray head on the leader, Ray workers on the others, pipeline
+  stages across nodes over EFA).
+* Tensor parallelism stays inside a node (NVLink): a tensor-parallel size larger than the GPUs
+  of one node is rejected with the pipeline-parallel split that fixes it.
+* Weights are copied from S3 by an init container into an ``emptyDir``. EKS nodes built by
+  :class:`~fm_constructs.orchestration.EfaNodeGroup` keep the kubelet directory on the NVMe
+  RAID0 (nodeadm local storage), so the copy lands on the instance store without a hostPath.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from fm_constructs.catalog import InstanceSpec
+from fm_constructs.config.model import ServingMetric
+from fm_constructs.errors import FmValidationError, Problems
+
+#: vLLM's OpenAI-compatible server (docker.io, published by the vLLM project), pinned.
+VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.27.1"
+#: AWS CLI v2 from the AWS public ECR gallery, pinned; copies the weights at start-up.
+AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.36.15"
+#: Port of the model server: the port the AMP scraper already reaches on GPU nodes
+#: (``EksClusterScraping.EXPORTER_PORTS``) and the one vLLM's LWS recipe uses.
+DEFAULT_PORT = 8080
+#: Where the weights live inside the pods.
+MODEL_MOUNT_PATH = "/models"
+#: Script shipped in the vLLM image that forms the Ray cluster of a multi-node replica.
+MULTI_NODE_SCRIPT = "/vllm-workspace/examples/online_serving/multi-node-serving.sh"
+#: Share of a node's CPU, memory and instance store a model server may request; the rest is
+#: left to the DaemonSets (device plugins, DCGM/EFA exporters, CNI, node monitoring agent).
+NODE_SHARE = 0.85
+#: Shared memory for NCCL and vLLM's worker processes.
+SHM_SIZE = "64Gi"
+
+#: Label keys.
+APP_LABEL = "app.kubernetes.io/name"
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+ROLE_LABEL = "fm-constructs/role"
+WORKLOAD_LABEL = "fm-constructs/workload"
+GPU_RESOURCE = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+GPU_TAINT_KEY = "nvidia.com/gpu"
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
+_IMAGE = re.compile(r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$")
+
+
+@dataclass(frozen=True)
+class ModelServerSpec:
+    """What to serve and how: the model under ``model_s3_prefix`` of the data bucket, served as
+    ``served_model_name`` by ``replicas`` (up to ``max_replicas``) vLLM replicas of
+    ``tensor_parallel_size x pipeline_parallel_size`` GPUs each.
+
+    ``name`` is the Kubernetes name of the workload and service (derived from
+    ``served_model_name`` when None). ``model_cache_size_gib`` caps the instance-store space of
+    the weight copy (default: the pod's share of the node's NVMe). ``startup_timeout_s`` is how
+    long the server may take to load weights before it is restarted.
+    """
+
+    model_s3_prefix: str
+    served_model_name: str
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    replicas: int = 1
+    max_replicas: int = 1
+    image: str = VLLM_IMAGE
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None
+    port: int = DEFAULT_PORT
+    name: str | None = None
+    extra_args: tuple[str, ...] = ()
+    model_cache_size_gib: int | None = None
+    startup_timeout_s: int = 1800
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def kubernetes_name(self) -> str:
+        """``name``, or ``served_model_name`` made a DNS label (``meta-llama/Llama-3.1-8B``
+        -> ``meta-llama-llama-3-1-8b``)."""
+        if self.name is not None:
+            return self.name
+        slug = re.sub(r"[^a-z0-9]+", "-", self.served_model_name.lower()).strip("-")
+        return slug[:40].rstrip("-") or "model"
+
+
+@dataclass(frozen=True)
+class AutoscalingPolicy:
+    """Replica autoscaling on a serving metric read from Prometheus by KEDA.
+
+    ``target``: per-replica waiting requests (QUEUE_DEPTH) or seconds of p90 time to first
+    token (TTFT_P90). ``scale_down_stabilization_s`` keeps a replica (and its GPUs) for that
+    long after load drops: a new replica costs minutes of weight loading.
+    """
+
+    metric: ServingMetric = ServingMetric.QUEUE_DEPTH
+    target: float = 8.0
+    polling_interval_s: int = 30
+    scale_down_stabilization_s: int = 600
+
+
+@dataclass(frozen=True)
+class ServingLayout:
+    """How one replica maps onto nodes of one instance type (see :func:`plan_layout`)."""
+
+    instance_type: str
+    multi_node: bool
+    nodes_per_replica: int
+    gpus_per_pod: int
+    efa_per_pod: int
+    cpu_request: int
+    memory_request_gib: int
+    model_cache_size_gib: int
+    node_has_nvme: bool
+    pods_per_node: int = field(default=1)
+
+    def nodes_for(self, replicas: int) -> int:
+        """GPU nodes needed to run ``replicas`` replicas."""
+        if self.multi_node:
+            return replicas * self.nodes_per_replica
+        return math.ceil(replicas / self.pods_per_node)
+
+
+def validate_spec(spec: ModelServerSpec, problems: Problems) -> None:
+    """Record every problem of ``spec`` that does not depend on the instance type."""
+    prefix = spec.model_s3_prefix
+    if not prefix or prefix.startswith(("/", "s3://")) or not prefix.endswith("/"):
+        problems.add(
+            "model_s3_prefix",
+            prefix,
+            "must be a key prefix inside the data bucket ending with '/', without 's3://' or a "
+            "leading '/', e.g. 'models/llama-3.1-70b-instruct/'",
+        )
+    if not _SERVED_NAME.match(spec.served_model_name):
+        problems.add(
+            "served_model_name",
+            spec.served_model_name,
+            "must be 1-128 characters of letters, digits and . _ / : - (it is the 'model' of "
+            "API requests and the model_name label of the metrics)",
+        )
+    if not DNS_LABEL.match(spec.kubernetes_name) or len(spec.kubernetes_name) > 40:
+        problems.add(
+            "name",
+            spec.kubernetes_name,
+            "must be a DNS label of at most 40 characters (lowercase letters, digits, '-'); "
+            "pod names of a LeaderWorkerSet append group and worker indexes to it",
+        )
+    for name, value in (
+        ("tensor_parallel_size", spec.tensor_parallel_size),
+        ("pipeline_parallel_size", spec.pipeline_parallel_size),
+        ("replicas", spec.replicas),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.add(name, value, "must be a whole number >= 1")
+    if not isinstance(spec.max_replicas, int) or spec.max_replicas < spec.replicas:
+        problems.add(
+            "max_replicas",
+            spec.max_replicas,
+            f"must be a whole number >= replicas ({spec.replicas})",
+        )
+    if not _IMAGE.match(spec.image) or spec.image.endswith(":latest"):
+        problems.add(
+            "image",
+            spec.image,
+            "must be a registry/repository reference pinned to a version tag or sha256 digest "
+            f"(not 'latest'), e.g. {VLLM_IMAGE!r}",
+        )
+    if not 0.1 <= spec.gpu_memory_utilization <= 0.98:
+        problems.add(
+            "gpu_memory_utilization",
+            spec.gpu_memory_utilization,
+            "must be between 0.1 and 0.98 (fraction of each GPU's memory vLLM may use)",
+        )
+    if spec.max_model_len is not None and spec.max_model_len < 1:
+        problems.add("max_model_len", spec.max_model_len, "must be >= 1 or None (model default)")
+    if not 1024 <= spec.port <= 65535 or spec.port in (9100, 9109, 9400):
+        problems.add(
+            "port",
+            spec.port,
+            "must be 1024-65535 and not an exporter port (9100, 9109, 9400)",
+        )
+    if spec.model_cache_size_gib is not None and spec.model_cache_size_gib < 1:
+        problems.add("model_cache_size_gib", spec.model_cache_size_gib, "must be >= 1 or None")
+    if spec.startup_timeout_s < 60:
+        problems.add("startup_timeout_s", spec.startup_timeout_s, "must be >= 60")
+    for index, arg in enumerate(spec.extra_args):
+        flag = arg.split("=", 1)[0]
+        if flag in _MANAGED_FLAGS:
+            problems.add(
+                f"extra_args[{index}]",
+                arg,
+                f"is set from the spec; use the matching field instead of {flag}",
+            )
+
+
+_MANAGED_FLAGS = frozenset(
+    {
+        "--tensor-parallel-size",
+        "--pipeline-parallel-size",
+        "--served-model-name",
+        "--port",
+        "--gpu-memory-utilization",
+        "--max-model-len",
+        "--distributed-executor-backend",
+    }
+)
+
+
+def plan_layout(spec: ModelServerSpec, instance: InstanceSpec) -> ServingLayout:
+    """Map a replica onto ``instance`` nodes; raise FmValidationError listing every problem."""
+    problems = Problems(context="ModelServerSpec")
+    validate_spec(spec, problems)
+    gpus = instance.accelerator_count
+    if instance.eks_ami_family != "NVIDIA":
+        problems.add(
+            "instance_type",
+            instance.name,
+            "must be an NVIDIA GPU type: the vLLM CUDA image does not run on "
+            f"{instance.accelerator_name}",
+        )
+    elif spec.tensor_parallel_size > gpus:
+        nodes = math.ceil(spec.tensor_parallel_size / gpus)
+        problems.add(
+            "tensor_parallel_size",
+            spec.tensor_parallel_size,
+            f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
+            f"needs NVLink); for a {spec.gpus_per_replica}-GPU replica set "
+            f"tensor_parallel_size={gpus} and pipeline_parallel_size="
+            f"{nodes * spec.pipeline_parallel_size}",
+        )
+    elif spec.gpus_per_replica > gpus and spec.gpus_per_replica % gpus:
+        problems.add(
+            "tensor_parallel_size x pipeline_parallel_size",
+            spec.gpus_per_replica,
+            f"must fill whole {instance.name} nodes ({gpus} GPUs each) when a replica spans "
+            f"several nodes",
+        )
+    problems.raise_if_any()
+
+    multi_node = spec.gpus_per_replica > gpus
+    gpus_per_pod = gpus if multi_node else spec.gpus_per_replica
+    share = gpus_per_pod / gpus
+    node_has_nvme = instance.nvme is not None
+    # GB of NVMe -> GiB, times the pod's share; without NVMe the copy goes to the root volume.
+    nvme_gib = int(instance.nvme_total_gb * 1e9 / 2**30 * share * NODE_SHARE)
+    cache = spec.model_cache_size_gib or (nvme_gib if node_has_nvme else 200)
+    if node_has_nvme and cache > nvme_gib:
+        raise FmValidationError(
+            [
+                f"model_cache_size_gib: must fit the pod's share of the {instance.name} "
+                f"instance store ({nvme_gib} GiB), got {cache}"
+            ],
+            context="ModelServerSpec",
+        )
+    return ServingLayout(
+        instance_type=instance.name,
+        multi_node=multi_node,
+        nodes_per_replica=spec.gpus_per_replica // gpus if multi_node else 1,
+        gpus_per_pod=gpus_per_pod,
+        efa_per_pod=instance.max_efa_interfaces if multi_node else 0,
+        cpu_request=max(1, int(instance.vcpus * share * NODE_SHARE)),
+        memory_request_gib=max(1, int(instance.memory_gib * share * NODE_SHARE)),
+        model_cache_size_gib=cache,
+        node_has_nvme=node_has_nvme,
+        pods_per_node=1 if multi_node else gpus // gpus_per_pod,
+    )
+
+
+# --------------------------------------------------------------------------------- renderers
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """Deployment facts the manifests need besides the spec: namespace, service account, the
+    bucket holding the weights, the Region (for the AWS CLI), and node selection."""
+
+    namespace: str
+    service_account: str
+    bucket_name: str
+    region: str
+    node_labels: dict[str, str]
+    taint_key: str = GPU_TAINT_KEY
+
+
+def labels(spec: ModelServerSpec) -> dict[str, str]:
+    return {
+        APP_LABEL: "vllm",
+        INSTANCE_LABEL: spec.kubernetes_name,
+        COMPONENT_LABEL: "model-server",
+    }
+
+
+def namespace_manifest(namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+
+
+def service_account_manifest(name: str, namespace: str) -> dict[str, Any]:
+    """Service account of the model server; its AWS identity comes from an EKS Pod Identity
+    association (no annotation needed, unlike IRSA)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace},
+    }
+
+
+def model_path(spec: ModelServerSpec) -> str:
+    return f"{MODEL_MOUNT_PATH}/{spec.kubernetes_name}"
+
+
+def _download_container(spec: ModelServerSpec, ctx: RenderContext) -> dict[str, Any]:
+    """Copy the weights from S3 with the CRT transfer client (many parallel ranged GETs)."""
+    source = f"s3://{ctx.bucket_name}/{spec.model_s3_prefix}"
+    script = (
+        "set -eu; aws configure set default.s3.preferred_transfer_client crt; "
+        f'aws s3 sync "{source}" "{model_path(spec)}" --only-show-errors --exact-timestamps'
+    )
+    return {
+        "name": "fetch-weights",
+        "image": AWS_CLI_IMAGE,
+        "command": ["/bin/sh", "-c", script],
+        "env": [
+            {"name": "AWS_REGION", "value": ctx.region},
+            {"name": "HOME", "value": "/tmp"},
+        ],
+        "resources": {"requests": {"cpu": "4", "memory": "8Gi"}},
+        "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_MOUNT_PATH}],
+        "securityContext": {"allowPrivilegeEscalation": False},
+    }
+
+
+def _serve_args(spec: ModelServerSpec, layout: ServingLayout) -> list[str]:
+    args = [
+        model_path(spec),
+        "--served-model-name",
+        spec.served_model_name,
+        "--tensor-parallel-size",
+        str(spec.tensor_parallel_size),
+        "--pipeline-parallel-size",
+        str(spec.pipeline_parallel_size),
+        "--gpu-memory-utilization",
+        str(spec.gpu_memory_utilization),
+        "--port",
+        str(spec.port),
+    ]
+    if spec.max_model_len is not None:
+        args += ["--max-model-len", str(spec.max_model_len)]
+    if layout.multi_node:
+        args += ["--distributed-executor-backend", "ray"]
+    return args + list(spec.extra_args)
+
+
+def _resources(layout: ServingLayout) -> dict[str, Any]:
+    requests: dict[str, Any] = {
+        "cpu": str(layout.cpu_request),
+        "memory": f"{layout.memory_request_gib}Gi",
+        "ephemeral-storage": f"{layout.model_cache_size_gib}Gi",
+    }
+    limits: dict[str, Any] = {GPU_RESOURCE: str(layout.gpus_per_pod)}
+    if layout.efa_per_pod:
+        limits[EFA_RESOURCE] = str(layout.efa_per_pod)
+    requests.update(limits)
+    return {"requests": requests, "limits": limits}
+
+
+def _probes(spec: ModelServerSpec) -> dict[str, Any]:
+    """Startup probe covers weight loading; readiness/liveness probe vLLM's /health."""
+
+    def probe(period: int, failures: int) -> dict[str, Any]:
+        return {
+            "httpGet": {"path": "/health", "port": "http"},
+            "periodSeconds": period,
+            "timeoutSeconds": 5,
+            "failureThreshold": failures,
+        }
+
+    return {
+        "startupProbe": probe(10, max(1, spec.startup_timeout_s // 10)),
+        "readinessProbe": probe(10, 3),
+        "livenessProbe": probe(30, 3),
+    }
+
+
+def _env(multi_node: bool) -> list[dict[str, str]]:
+    env = [
+        {"name": "HF_HUB_OFFLINE", "value": "1"},
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+        {"name": "DO_NOT_TRACK", "value": "1"},
+    ]
+    if multi_node:
+        env.append({"name": "NCCL_DEBUG", "value": "WARN"})
+    return env
+
+
+def _pod_spec(
+    spec: ModelServerSpec,
+    layout: ServingLayout,
+    ctx: RenderContext,
+    container: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "serviceAccountName": ctx.service_account,
+        "nodeSelector": dict(ctx.node_labels),
+        "tolerations": [{"key": ctx.taint_key, "operator": "Exists", "effect": "NoSchedule"}],
+        "terminationGracePeriodSeconds": 60,
+        "initContainers": [_download_container(spec, ctx)],
+        "containers": [container],
+        "volumes": [
+            {
+                "name": "model-cache",
+                "emptyDir": {"sizeLimit": f"{layout.model_cache_size_gib}Gi"},
+            },
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
+        ],
+    }
+
+
+def _server_container(
+    spec: ModelServerSpec, layout: ServingLayout, *, name: str, serving: bool
+) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": name,
+        "image": spec.image,
+        "env": _env(layout.multi_node),
+        "resources": _resources(layout),
+        "volumeMounts": [
+            {"name": "model-cache", "mountPath": MODEL_MOUNT_PATH, "readOnly": True},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+        ],
+    }
+    if serving:
+        container["ports"] = [{"name": "http", "containerPort": spec.port, "protocol": "TCP"}]
+        container.update(_probes(spec))
+    return container
+
+
+def _pod_annotations(spec: ModelServerSpec) -> dict[str, str]:
+    return {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(spec.port),
+        "prometheus.io/path": "/metrics",
+    }
+
+
+def deployment_manifest(
+    spec: ModelServerSpec, layout: ServingLayout, ctx: RenderContext
+) -> dict[str, Any]:
+    """Single-node replicas: one pod per replica, ``vllm serve`` with tensor parallelism."""
+    if layout.multi_node:
+        raise ValueError("deployment_manifest renders single-node layouts only")
+    container = _server_container(spec, layout, name="vllm", serving=True)
+    container["command"] = ["vllm", "serve"]
+    container["args"] = _serve_args(spec, layout)
+    pod_labels = labels(spec)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": spec.kubernetes_name,
+            "namespace": ctx.namespace,
+            "labels": pod_labels,
+        },
+        "spec": {
+            "replicas": spec.replicas,
+            "selector": {"matchLabels": pod_labels},
+            # Surge onto spare GPUs only if there are any; never drop below the serving count.
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+            },
+            "template": {
+                "metadata": {"labels": pod_labels, "annotations": _pod_annotations(spec)},
+                "spec": _pod_spec(spec, layout, ctx, container),
+            },
+        },
+    }
+
+
+def leader_worker_set_manifest(
+    spec: ModelServerSpec, layout: ServingLayout, ctx: RenderContext
+) -> dict[str, Any]:
+    """Multi-node replicas: a LeaderWorkerSet group of ``nodes_per_replica`` pods, one per node.
+
+    The leader starts the Ray head, waits for the group, then runs ``vllm serve`` over Ray; the
+    workers join the head (vLLM's documented LWS recipe). Every pod copies the weights to its
+    own instance store, since each pipeline stage loads its layers locally. A failed pod
+    recreates the whole group (``RecreateGroupOnPodRestart``): a Ray group missing a member
+    cannot serve.
+    """
+    if not layout.multi_node:
+        raise ValueError("leader_worker_set_manifest renders multi-node layouts only")
+    serve = " ".join(["vllm", "serve", *(_quote(a) for a in _serve_args(spec, layout))])
+    leader = _server_container(spec, layout, name="vllm-leader", serving=True)
+    leader["command"] = [
+        "/bin/bash",
+        "-c",
+        f"bash {MULTI_NODE_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE) && exec {serve}",
+    ]
+    worker = _server_container(spec, layout, name="vllm-worker", serving=False)
+    worker["command"] = [
+        "/bin/bash",
+        "-c",
+        f"bash {MULTI_NODE_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS)",
+    ]
+    base = labels(spec)
+    leader_labels = {**base, ROLE_LABEL: "leader"}
+    worker_labels = {**base, ROLE_LABEL: "worker"}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": spec.kubernetes_name, "namespace": ctx.namespace, "labels": base},
+        "spec": {
+            "replicas": spec.replicas,
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {
+                "size": layout.nodes_per_replica,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": {
+                    "metadata": {"labels": leader_labels, "annotations": _pod_annotations(spec)},
+                    "spec": _pod_spec(spec, layout, ctx, leader),
+                },
+                "workerTemplate": {
+                    "metadata": {"labels": worker_labels},
+                    "spec": _pod_spec(spec, layout, ctx, worker),
+                },
+            },
+        },
+    }
+
+
+def _quote(arg: str) -> str:
+    """Single-quote ``arg`` for bash when it holds anything but safe characters."""
+    if re.fullmatch(r"[A-Za-z0-9._/:=,+-]+", arg):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
+def service_manifest(
+    spec: ModelServerSpec, ctx: RenderContext, *, load_balancer: str | None, multi_node: bool
+) -> dict[str, Any]:
+    """The model's endpoint on port 80.
+
+    ``load_balancer`` "internal" or "internet-facing": a Network Load Balancer created by the
+    cluster's AWS cloud provider service controller (``aws-load-balancer-type: nlb``), with the
+    scheme set both for that controller (``aws-load-balancer-internal``) and for the AWS Load
+    Balancer Controller (``aws-load-balancer-scheme``), so the scheme holds whichever
+    controller reconciles the Service. ``externalTrafficPolicy: Local`` sends traffic only to
+    nodes running a server. None: a ClusterIP Service.
+    """
+    selector = labels(spec)
+    if multi_node:
+        selector = {**selector, ROLE_LABEL: "leader"}
+    manifest: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": spec.kubernetes_name,
+            "namespace": ctx.namespace,
+            "labels": labels(spec),
+        },
+        "spec": {
+            "selector": selector,
+            "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+    if load_balancer is None:
+        manifest["spec"]["type"] = "ClusterIP"
+        return manifest
+    if load_balancer not in ("internal", "internet-facing"):
+        raise ValueError(
+            f"load_balancer must be 'internal' or 'internet-facing', got {load_balancer!r}"
+        )
+    manifest["metadata"]["annotations"] = {
+        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+        "service.beta.kubernetes.io/aws-load-balancer-internal": str(
+            load_balancer == "internal"
+        ).lower(),
+        "service.beta.kubernetes.io/aws-load-balancer-scheme": load_balancer,
+    }
+    manifest["spec"]["type"] = "LoadBalancer"
+    manifest["spec"]["externalTrafficPolicy"] = "Local"
+    return manifest
+
+
+def metric_query(spec: ModelServerSpec, metric: ServingMetric, namespace: str) -> str:
+    """PromQL returning one number for KEDA: total waiting requests, or p90 TTFT (seconds)."""
+    selector = f'namespace="{namespace}",model_name="{spec.served_model_name}"'
+    if metric is ServingMetric.QUEUE_DEPTH:
+        return f"sum(vllm:num_requests_waiting{{{selector}}}) or vector(0)"
+    return (
+        "histogram_quantile(0.9, sum by (le) "
+        f"(rate(vllm:time_to_first_token_seconds_bucket{{{selector}}}[2m]))) or vector(0)"
+    )
+
+
+def trigger_authentication_manifest(namespace: str, name: str) -> dict[str, Any]:
+    """KEDA authenticates to Amazon Managed Prometheus with its own operator identity (EKS Pod
+    Identity, SigV4)."""
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "TriggerAuthentication",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"podIdentity": {"provider": "aws"}},
+    }
+
+
+def scaled_object_manifest(
+    spec: ModelServerSpec,
+    policy: AutoscalingPolicy,
+    ctx: RenderContext,
+    *,
+    multi_node: bool,
+    server_address: str,
+    authentication: str,
+) -> dict[str, Any]:
+    """KEDA ScaledObject scaling the Deployment (or the LeaderWorkerSet, through its scale
+    subresource: one unit is a whole multi-node group) between ``replicas`` and
+    ``max_replicas`` on ``policy.metric``."""
+    target = (
+        {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"}
+        if multi_node
+        else {"apiVersion": "apps/v1", "kind": "Deployment"}
+    )
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {
+            "name": spec.kubernetes_name,
+            "namespace": ctx.namespace,
+            "labels": labels(spec),
+        },
+        "spec": {
+            "scaleTargetRef": {**target, "name": spec.kubernetes_name},
+            "minReplicaCount": spec.replicas,
+            "maxReplicaCount": spec.max_replicas,
+            "pollingInterval": policy.polling_interval_s,
+            "advanced": {
+                "horizontalPodAutoscalerConfig": {
+                    "behavior": {
+                        "scaleDown": {
+                            "stabilizationWindowSeconds": policy.scale_down_stabilization_s,
+                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}],
+                        },
+                        "scaleUp": {
+                            "stabilizationWindowSeconds": 0,
+                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+                        },
+                    }
+                }
+            },
+            "triggers": [
+                {
+                    "type": "prometheus",
+                    "metricType": "AverageValue"
+                    if policy.metric is ServingMetric.QUEUE_DEPTH
+                    else "Value",
+                    "authenticationRef": {"name": authentication},
+                    "metadata": {
+                        "serverAddress": server_address,
+                        "awsRegion": ctx.region,
+                        "identityOwner": "operator",
+                        "query": metric_query(spec, policy.metric, ctx.namespace),
+                        "threshold": _number(policy.target),
+                        "ignoreNullValues": "true",
+                    },
+                }
+            ],
+        },
+    }
+
+
+def validate_policy(policy: AutoscalingPolicy, spec: ModelServerSpec, problems: Problems) -> None:
+    if policy.target <= 0:
+        problems.add("autoscaling.target", policy.target, "must be > 0")
+    if policy.polling_interval_s < 15:
+        problems.add(
+            "autoscaling.polling_interval_s",
+            policy.polling_interval_s,
+            "must be >= 15 (metrics arrive every 30 s from the managed scraper)",
+        )
+    if policy.scale_down_stabilization_s < 0:
+        problems.add(
+            "autoscaling.scale_down_stabilization_s",
+            policy.scale_down_stabilization_s,
+            "must be >= 0",
+        )
+    if spec.max_replicas <= spec.replicas:
+        problems.add(
+            "max_replicas",
+            spec.max_replicas,
+            f"must be greater than replicas ({spec.replicas}) for autoscaling to have room; "
+            "raise max_replicas or pass autoscaling=None",
+        )
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)

@@ -1,0 +1,375 @@
+"""InferenceService on a GPU EKS cluster: manifests applied, Pod Identity, IAM scoped to the
+model prefix, KEDA and its ScaledObject, warnings, bad input, cdk-nag and cfn-lint.
+One App, synthesized once: "Single" (g6e.48xlarge, Deployment, queue-depth autoscaling) and
+"Multi" (p5.48xlarge, LeaderWorkerSet, no autoscaling, ClusterIP)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk.assertions import Annotations, Match, Template
+from cfnlint.api import ManualArgs, lint
+
+from fm_constructs.errors import FmValidationError
+from fm_constructs.observability import PrometheusWorkspace
+from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, WorkloadOperators
+from fm_constructs.patterns.inference import KEDA, InferenceService, LoadBalancer
+from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
+from fm_constructs.policy import enable_nag
+from fm_constructs.storage import DataBucket
+from tests.support import TEST_ENV
+
+SMALL = ModelServerSpec(
+    model_s3_prefix="models/llama-3.1-8b/",
+    served_model_name="llama-8b",
+    tensor_parallel_size=2,
+    replicas=1,
+    max_replicas=8,
+)
+LARGE = ModelServerSpec(
+    model_s3_prefix="models/llama-3.1-405b/",
+    served_model_name="llama-405b",
+    tensor_parallel_size=8,
+    pipeline_parallel_size=2,
+    replicas=1,
+    max_replicas=1,
+)
+
+
+def _vpc(stack: cdk.Stack) -> ec2.IVpc:
+    return ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0123456789abcdef0",
+        availability_zones=["us-east-1a", "us-east-1b"],
+        private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
+        private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],
+        public_subnet_ids=["subnet-0b000000000000001", "subnet-0b000000000000002"],
+        public_subnet_route_table_ids=["rtb-0b000000000000001", "rtb-0b000000000000002"],
+    )
+
+
+def _platform(
+    stack: cdk.Stack, instance_type: str, *, lws: bool, max_size: int
+) -> tuple[GpuEksCluster, EfaNodeGroup, DataBucket]:
+    vpc = _vpc(stack)
+    cluster = GpuEksCluster(
+        stack,
+        "Eks",
+        vpc=vpc,
+        gpu_availability_zone="us-east-1a",
+        operators=WorkloadOperators(kueue=False, kubeflow_trainer=False, leader_worker_set=lws),
+    )
+    nodes = EfaNodeGroup(
+        stack,
+        "Gpu",
+        cluster=cluster,
+        instance_type=instance_type,
+        subnet=vpc.private_subnets[0],
+        desired_size=1,
+        max_size=max_size,
+    )
+    return cluster, nodes, DataBucket(stack, "Data")
+
+
+@dataclass
+class Synth:
+    raw: dict[str, dict[str, Any]]
+    templates: dict[str, Template]
+    services: dict[str, InferenceService]
+    stacks: dict[str, cdk.Stack]
+
+
+@pytest.fixture(scope="module")
+def synth() -> Iterator[Synth]:
+    app = cdk.App()
+    stacks = {name: cdk.Stack(app, name, env=TEST_ENV) for name in ("Single", "Multi")}
+    services: dict[str, InferenceService] = {}
+
+    s = stacks["Single"]
+    cluster, nodes, bucket = _platform(s, "g6e.48xlarge", lws=False, max_size=1)
+    services["Single"] = InferenceService(
+        s,
+        "Llama8b",
+        cluster=cluster,
+        gpu_nodes=nodes,
+        model=SMALL,
+        data_bucket=bucket,
+        autoscaling=AutoscalingPolicy(),
+        workspace=PrometheusWorkspace(s, "Prometheus"),
+    )
+
+    s = stacks["Multi"]
+    cluster, nodes, bucket = _platform(s, "p5.48xlarge", lws=True, max_size=2)
+    services["Multi"] = InferenceService(
+        s,
+        "Llama405b",
+        cluster=cluster,
+        gpu_nodes=nodes,
+        model=LARGE,
+        data_bucket=bucket,
+        namespace="serving",
+        load_balancer=LoadBalancer.NONE,
+    )
+
+    enable_nag(app)
+    assembly = app.synth()
+    raw = {name: assembly.get_stack_by_name(name).template for name in stacks}
+    yield Synth(
+        raw=raw,
+        templates={n: Template.from_json(t) for n, t in raw.items()},
+        services=services,
+        stacks=stacks,
+    )
+
+
+def _flatten(value: Any) -> str:
+    """A manifest property as text, CloudFormation references replaced by a marker."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return str(sep).join(_flatten(p) for p in parts)
+    return "TOKEN"
+
+
+def _manifests(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for resource in raw["Resources"].values():
+        if resource["Type"] == "Custom::AWSCDK-EKS-KubernetesResource":
+            found.extend(json.loads(_flatten(resource["Properties"]["Manifest"])))
+    return found
+
+
+def _kind(raw: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [m for m in _manifests(raw) if m["kind"] == kind]
+
+
+# ------------------------------------------------------------------------------- single node
+
+
+def test_single_node_server_is_a_deployment_with_its_service_and_account(synth: Synth) -> None:
+    raw = synth.raw["Single"]
+    (deployment,) = _kind(raw, "Deployment")
+    assert (deployment["metadata"]["name"], deployment["metadata"]["namespace"]) == (
+        "llama-8b",
+        "inference",
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "llama-8b-server"
+    assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert "s3://TOKEN/models/llama-3.1-8b/" in pod["initContainers"][0]["command"][-1]
+    (account,) = _kind(raw, "ServiceAccount")
+    assert (account["metadata"]["name"], account["metadata"]["namespace"]) == (
+        "llama-8b-server",
+        "inference",
+    )
+    assert [n["metadata"]["name"] for n in _kind(raw, "Namespace")] == ["inference"]
+    (service,) = _kind(raw, "Service")
+    assert service["spec"]["type"] == "LoadBalancer"
+    annotations = service["metadata"]["annotations"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
+
+
+def test_pods_get_a_role_through_pod_identity(synth: Synth) -> None:
+    synth.templates["Single"].has_resource_properties(
+        "AWS::EKS::PodIdentityAssociation",
+        {
+            "Namespace": "inference",
+            "ServiceAccount": "llama-8b-server",
+            "RoleArn": {"Fn::GetAtt": [Match.string_like_regexp("Llama8bServerRole"), "Arn"]},
+        },
+    )
+    synth.templates["Single"].has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "AssumeRolePolicyDocument": {
+                "Statement": [
+                    {
+                        "Action": ["sts:AssumeRole", "sts:TagSession"],
+                        "Effect": "Allow",
+                        "Principal": {"Service": "pods.eks.amazonaws.com"},
+                    }
+                ]
+            },
+            "Description": "Model server llama-8b: read its weights from S3",
+        },
+    )
+
+
+def test_server_role_reads_the_model_prefix_only(synth: Synth) -> None:
+    raw = synth.raw["Single"]
+    (policy,) = [
+        r
+        for k, r in raw["Resources"].items()
+        if r["Type"] == "AWS::IAM::Policy" and k.startswith("Llama8bServerRole")
+    ]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    by_action = {json.dumps(s["Action"]): s for s in statements}
+    get = by_action['"s3:GetObject"']
+    assert _flatten(get["Resource"]).endswith("/models/llama-3.1-8b/*")
+    listing = by_action['"s3:ListBucket"']
+    assert listing["Condition"] == {
+        "StringLike": {"s3:prefix": ["models/llama-3.1-8b/", "models/llama-3.1-8b/*"]}
+    }
+    bucket = listing["Resource"]["Fn::GetAtt"][0]
+    assert raw["Resources"][bucket]["Type"] == "AWS::S3::Bucket"
+    decrypt = by_action['"kms:Decrypt"']
+    assert raw["Resources"][decrypt["Resource"]["Fn::GetAtt"][0]]["Type"] == "AWS::KMS::Key"
+    assert len(statements) == 3
+
+
+def test_keda_is_installed_with_an_operator_identity_that_queries_the_workspace(
+    synth: Synth,
+) -> None:
+    template = synth.templates["Single"]
+    template.has_resource_properties(
+        "Custom::AWSCDK-EKS-HelmChart",
+        {
+            "Chart": "keda",
+            "Release": "keda",
+            "Version": KEDA.version,
+            "Repository": "https://kedacore.github.io/charts",
+            "Namespace": "keda",
+        },
+    )
+    template.has_resource_properties(
+        "AWS::EKS::PodIdentityAssociation",
+        {"Namespace": "keda", "ServiceAccount": "keda-operator"},
+    )
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": [
+                    {
+                        "Action": [
+                            "aps:QueryMetrics",
+                            "aps:GetSeries",
+                            "aps:GetLabels",
+                            "aps:GetMetricMetadata",
+                        ],
+                        "Effect": "Allow",
+                        "Resource": {"Fn::GetAtt": [Match.string_like_regexp("Prometheus"), "Arn"]},
+                    }
+                ]
+            },
+            "Roles": [{"Ref": Match.string_like_regexp("EksKedaOperatorRole")}],
+        },
+    )
+
+
+def test_scaled_object_queries_the_workspace_with_sigv4(synth: Synth) -> None:
+    raw = synth.raw["Single"]
+    (scaled,) = _kind(raw, "ScaledObject")
+    assert scaled["spec"]["scaleTargetRef"]["kind"] == "Deployment"
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (1, 8)
+    metadata = scaled["spec"]["triggers"][0]["metadata"]
+    assert metadata["serverAddress"] == ("https://aps-workspaces.us-east-1.TOKEN/workspaces/TOKEN")
+    assert metadata["awsRegion"] == "us-east-1"
+    assert "vllm:num_requests_waiting" in metadata["query"]
+    (auth,) = _kind(raw, "TriggerAuthentication")
+    assert auth["metadata"]["namespace"] == "inference"
+
+
+def test_scaling_waits_for_keda_and_the_server(synth: Synth) -> None:
+    raw = synth.raw["Single"]
+    scaling = [r for k, r in raw["Resources"].items() if k.startswith("Llama8bScaling")]
+    assert len(scaling) == 1
+    depends = scaling[0]["DependsOn"]
+    assert any(d.startswith("EksKedaChart") for d in depends)
+    assert any(d.startswith("Llama8bServer") for d in depends)
+    server = next(
+        r
+        for k, r in raw["Resources"].items()
+        if k.startswith("Llama8bServer") and r["Type"].startswith("Custom::")
+    )
+    assert any(d.startswith("Llama8bPodIdentity") for d in server["DependsOn"])
+
+
+def test_too_small_node_group_is_warned_about(synth: Synth) -> None:
+    warnings = Annotations.from_stack(synth.stacks["Single"]).find_warning(
+        "*", Match.string_like_regexp("max_replicas=8 needs 2 g6e.48xlarge nodes")
+    )
+    assert len(warnings) == 1
+
+
+# -------------------------------------------------------------------------------- multi node
+
+
+def test_multi_node_server_is_a_leader_worker_set_after_the_operator(synth: Synth) -> None:
+    raw = synth.raw["Multi"]
+    (group,) = _kind(raw, "LeaderWorkerSet")
+    assert group["metadata"]["namespace"] == "serving"
+    template = group["spec"]["leaderWorkerTemplate"]
+    assert template["size"] == 2
+    limits = template["workerTemplate"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+    assert _kind(raw, "Deployment") == []
+    (service,) = _kind(raw, "Service")
+    assert service["spec"]["type"] == "ClusterIP"
+    server = next(
+        r
+        for k, r in raw["Resources"].items()
+        if k.startswith("Llama405bServer") and r["Type"].startswith("Custom::")
+    )
+    assert any(d.startswith("EksChartLws") for d in server["DependsOn"])
+
+
+def test_no_autoscaling_means_no_keda(synth: Synth) -> None:
+    template = synth.templates["Multi"]
+    assert _kind(synth.raw["Multi"], "ScaledObject") == []
+    charts = template.find_resources(
+        "Custom::AWSCDK-EKS-HelmChart", {"Properties": {"Chart": "keda"}}
+    )
+    assert charts == {}
+    template.resource_count_is("AWS::EKS::PodIdentityAssociation", 1)
+
+
+# ----------------------------------------------------------------------------------- bad input
+
+
+def test_bad_input_is_reported_at_once() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "Bad", env=TEST_ENV)
+    cluster, nodes, bucket = _platform(stack, "p5.48xlarge", lws=False, max_size=2)
+    with pytest.raises(FmValidationError) as caught:
+        InferenceService(
+            stack,
+            "Bad",
+            cluster=cluster,
+            gpu_nodes=nodes,
+            model=LARGE,
+            data_bucket=bucket,
+            namespace="Kube_System",
+            autoscaling=AutoscalingPolicy(),
+        )
+    message = str(caught.value)
+    assert "namespace: must be a Kubernetes DNS label" in message
+    assert "max_replicas: must be greater than replicas (1)" in message
+    assert "workspace: must be the Prometheus workspace" in message
+    assert "cluster: must run LeaderWorkerSet for 2-node replicas" in message
+    assert "WorkloadOperators(leader_worker_set=True)" in message
+
+
+# ------------------------------------------------------------------------------------- policy
+
+
+@pytest.mark.parametrize("name", ["Single", "Multi"])
+def test_cfn_lint_clean(synth: Synth, name: str) -> None:
+    matches = lint(
+        json.dumps(synth.raw[name]),
+        config=ManualArgs(regions=[TEST_ENV.region], ignore_checks=["W3010", "W3005"]),
+    )
+    assert [str(m) for m in matches] == []
+
+
+def test_nag_clean(synth: Synth) -> None:
+    # enable_nag fails synthesis on any unacknowledged finding; reaching here means clean.
+    assert set(synth.raw) == {"Single", "Multi"}

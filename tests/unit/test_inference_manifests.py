@@ -1,0 +1,404 @@
+"""The vLLM manifests, rendered without synthesis: layout choice, every field, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.patterns import inference_manifests as render
+from fm_constructs.patterns.inference_manifests import (
+    AutoscalingPolicy,
+    ModelServerSpec,
+    ServingMetric,
+)
+
+CTX = render.RenderContext(
+    namespace="inference",
+    service_account="llama-server",
+    bucket_name="data-bucket",
+    region="us-east-1",
+    node_labels={"fm-constructs/workload": "gpu"},
+)
+SMALL = ModelServerSpec(
+    model_s3_prefix="models/llama-3.1-8b/",
+    served_model_name="meta-llama/Llama-3.1-8B-Instruct",
+    tensor_parallel_size=2,
+    replicas=2,
+    max_replicas=6,
+    max_model_len=8192,
+)
+LARGE = ModelServerSpec(
+    model_s3_prefix="models/llama-3.1-405b/",
+    served_model_name="llama-405b",
+    tensor_parallel_size=8,
+    pipeline_parallel_size=2,
+    replicas=1,
+    max_replicas=2,
+)
+
+
+def _container(pod: dict[str, Any]) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = pod["containers"]
+    assert len(containers) == 1
+    return containers[0]
+
+
+# ------------------------------------------------------------------------------------ layout
+
+
+def test_replica_that_fits_one_node_is_single_node_with_its_share_of_the_node() -> None:
+    layout = render.plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
+    assert not layout.multi_node
+    assert layout.gpus_per_pod == 2
+    assert layout.pods_per_node == 4
+    assert layout.efa_per_pod == 0
+    # 2 of 8 GPUs -> a quarter of 192 vCPUs / 1536 GiB / 4 x 1900 GB NVMe, minus headroom.
+    assert layout.cpu_request == int(192 / 4 * render.NODE_SHARE)
+    assert layout.memory_request_gib == int(1536 / 4 * render.NODE_SHARE)
+    assert layout.model_cache_size_gib == int(4 * 1900e9 / 2**30 / 4 * render.NODE_SHARE)
+    assert layout.nodes_for(6) == 2
+
+
+def test_replica_larger_than_a_node_is_a_group_of_whole_nodes_with_every_efa() -> None:
+    p5 = get_instance_type("p5.48xlarge")
+    layout = render.plan_layout(LARGE, p5)
+    assert layout.multi_node
+    assert layout.nodes_per_replica == 2
+    assert layout.gpus_per_pod == 8
+    assert layout.efa_per_pod == p5.max_efa_interfaces == 32
+    assert layout.nodes_for(2) == 4
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "tensor_parallel", "pipeline", "message"),
+    [
+        (
+            "g6e.48xlarge",
+            16,
+            1,
+            r"tensor_parallel_size: must be at most the 8 GPUs of one "
+            r"g6e\.48xlarge .*set tensor_parallel_size=8 and pipeline_parallel_size=2",
+        ),
+        ("p5.48xlarge", 4, 3, r"must fill whole p5\.48xlarge nodes \(8 GPUs each\).*got 12"),
+        ("trn2.48xlarge", 1, 1, r"instance_type: must be an NVIDIA GPU type.*'trn2\.48xlarge'"),
+    ],
+)
+def test_layouts_that_cannot_run_are_rejected_with_the_fix(
+    instance_type: str, tensor_parallel: int, pipeline: int, message: str
+) -> None:
+    spec = dataclasses.replace(
+        SMALL, tensor_parallel_size=tensor_parallel, pipeline_parallel_size=pipeline
+    )
+    with pytest.raises(FmValidationError, match=message):
+        render.plan_layout(spec, get_instance_type(instance_type))
+
+
+def test_every_bad_field_is_reported_at_once() -> None:
+    spec = ModelServerSpec(
+        model_s3_prefix="s3://bucket/models/x",
+        served_model_name="bad name!",
+        tensor_parallel_size=0,
+        replicas=3,
+        max_replicas=2,
+        image="vllm/vllm-openai:latest",
+        gpu_memory_utilization=1.2,
+        max_model_len=0,
+        port=9400,
+        name="Bad_Name",
+        extra_args=("--tensor-parallel-size=4",),
+        startup_timeout_s=10,
+    )
+    with pytest.raises(FmValidationError) as caught:
+        render.plan_layout(spec, get_instance_type("g6e.48xlarge"))
+    fields = [problem.split(":", 1)[0] for problem in caught.value.problems]
+    assert fields == [
+        "model_s3_prefix",
+        "served_model_name",
+        "name",
+        "tensor_parallel_size",
+        "max_replicas",
+        "image",
+        "gpu_memory_utilization",
+        "max_model_len",
+        "port",
+        "startup_timeout_s",
+        "extra_args[0]",
+    ]
+    assert "got 's3://bucket/models/x'" in str(caught.value)
+    assert "ending with '/'" in str(caught.value)
+
+
+def test_model_cache_larger_than_the_instance_store_share_is_rejected() -> None:
+    spec = dataclasses.replace(SMALL, model_cache_size_gib=100_000)
+    with pytest.raises(FmValidationError, match=r"model_cache_size_gib: must fit .* got 100000"):
+        render.plan_layout(spec, get_instance_type("g6e.48xlarge"))
+
+
+def test_kubernetes_name_is_derived_from_the_served_name() -> None:
+    assert SMALL.kubernetes_name == "meta-llama-llama-3-1-8b-instruct"
+    assert dataclasses.replace(SMALL, name="chat").kubernetes_name == "chat"
+
+
+# ------------------------------------------------------------------------------- single node
+
+
+@pytest.fixture(scope="module")
+def deployment() -> dict[str, Any]:
+    layout = render.plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
+    return render.deployment_manifest(SMALL, layout, CTX)
+
+
+def test_deployment_runs_vllm_serve_with_the_spec(deployment: dict[str, Any]) -> None:
+    assert deployment["kind"] == "Deployment"
+    assert deployment["metadata"]["namespace"] == "inference"
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    server = _container(pod)
+    assert server["image"] == render.VLLM_IMAGE
+    assert server["command"] == ["vllm", "serve"]
+    assert server["args"] == [
+        "/models/meta-llama-llama-3-1-8b-instruct",
+        "--served-model-name",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--tensor-parallel-size",
+        "2",
+        "--pipeline-parallel-size",
+        "1",
+        "--gpu-memory-utilization",
+        "0.9",
+        "--port",
+        "8080",
+        "--max-model-len",
+        "8192",
+    ]
+    assert {"name": "HF_HUB_OFFLINE", "value": "1"} in server["env"]
+    assert server["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+
+
+def test_deployment_requests_gpus_cpu_memory_and_instance_store(
+    deployment: dict[str, Any],
+) -> None:
+    resources = _container(deployment["spec"]["template"]["spec"])["resources"]
+    assert resources["limits"] == {"nvidia.com/gpu": "2"}
+    assert resources["requests"]["nvidia.com/gpu"] == "2"
+    assert resources["requests"]["cpu"] == "40"
+    assert resources["requests"]["memory"] == "326Gi"
+    assert resources["requests"]["ephemeral-storage"] == "1504Gi"
+    assert "vpc.amazonaws.com/efa" not in resources["limits"]
+
+
+def test_weights_are_synced_from_the_prefix_to_the_instance_store(
+    deployment: dict[str, Any],
+) -> None:
+    pod = deployment["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    assert init["image"] == render.AWS_CLI_IMAGE
+    script = init["command"][-1]
+    assert (
+        'aws s3 sync "s3://data-bucket/models/llama-3.1-8b/" '
+        '"/models/meta-llama-llama-3-1-8b-instruct"' in script
+    )
+    assert {"name": "AWS_REGION", "value": "us-east-1"} in init["env"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["model-cache"] == {"name": "model-cache", "emptyDir": {"sizeLimit": "1504Gi"}}
+    assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
+    mounts = {m["name"]: m for m in _container(pod)["volumeMounts"]}
+    assert mounts["model-cache"]["readOnly"] is True
+
+
+def test_pods_land_on_gpu_nodes_only_and_tolerate_their_taint(deployment: dict[str, Any]) -> None:
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"fm-constructs/workload": "gpu"}
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    assert pod["serviceAccountName"] == "llama-server"
+
+
+def test_probes_hit_health_and_startup_allows_weight_loading(deployment: dict[str, Any]) -> None:
+    server = _container(deployment["spec"]["template"]["spec"])
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert server[probe]["httpGet"] == {"path": "/health", "port": "http"}
+    startup = server["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] == SMALL.startup_timeout_s
+
+
+def test_pods_are_annotated_for_the_managed_scraper(deployment: dict[str, Any]) -> None:
+    assert deployment["spec"]["template"]["metadata"]["annotations"] == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "8080",
+        "prometheus.io/path": "/metrics",
+    }
+
+
+def test_rolling_update_never_drops_serving_capacity(deployment: dict[str, Any]) -> None:
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+
+
+# -------------------------------------------------------------------------------- multi node
+
+
+@pytest.fixture(scope="module")
+def leader_worker_set() -> dict[str, Any]:
+    layout = render.plan_layout(LARGE, get_instance_type("p5.48xlarge"))
+    return render.leader_worker_set_manifest(LARGE, layout, CTX)
+
+
+def test_leader_worker_set_groups_whole_nodes(leader_worker_set: dict[str, Any]) -> None:
+    assert leader_worker_set["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
+    assert leader_worker_set["kind"] == "LeaderWorkerSet"
+    template = leader_worker_set["spec"]["leaderWorkerTemplate"]
+    assert template["size"] == 2
+    assert template["restartPolicy"] == "RecreateGroupOnPodRestart"
+    assert leader_worker_set["spec"]["replicas"] == 1
+
+
+def test_leader_forms_the_ray_group_then_serves(leader_worker_set: dict[str, Any]) -> None:
+    template = leader_worker_set["spec"]["leaderWorkerTemplate"]
+    leader = _container(template["leaderTemplate"]["spec"])
+    command = leader["command"][-1]
+    assert command.startswith(
+        f"bash {render.MULTI_NODE_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE) && exec "
+        "vllm serve /models/llama-405b"
+    )
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in command
+    assert "--distributed-executor-backend ray" in command
+    assert leader["readinessProbe"]["httpGet"]["path"] == "/health"
+    worker = _container(template["workerTemplate"]["spec"])
+    assert worker["command"][-1] == (
+        f"bash {render.MULTI_NODE_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS)"
+    )
+    assert "readinessProbe" not in worker
+    assert "ports" not in worker
+
+
+def test_every_group_member_gets_all_gpus_efa_and_its_own_weights(
+    leader_worker_set: dict[str, Any],
+) -> None:
+    template = leader_worker_set["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        pod = template[role]["spec"]
+        limits = _container(pod)["resources"]["limits"]
+        assert limits == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+        assert pod["initContainers"][0]["name"] == "fetch-weights"
+    annotations = template["leaderTemplate"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert "annotations" not in template["workerTemplate"]["metadata"]
+
+
+def test_renderers_refuse_the_other_layout() -> None:
+    single = render.plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
+    multi = render.plan_layout(LARGE, get_instance_type("p5.48xlarge"))
+    with pytest.raises(ValueError, match="single-node"):
+        render.deployment_manifest(LARGE, multi, CTX)
+    with pytest.raises(ValueError, match="multi-node"):
+        render.leader_worker_set_manifest(SMALL, single, CTX)
+
+
+def test_extra_args_are_quoted_for_the_leader_shell() -> None:
+    spec = dataclasses.replace(LARGE, extra_args=("--chat-template", "it's {x}"))
+    layout = render.plan_layout(spec, get_instance_type("p5.48xlarge"))
+    manifest = render.leader_worker_set_manifest(spec, layout, CTX)
+    leader = manifest["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    assert "--chat-template 'it'\"'\"'s {x}'" in _container(leader)["command"][-1]
+
+
+# ----------------------------------------------------------------------------------- service
+
+
+def test_service_is_an_internal_nlb_by_annotation() -> None:
+    service = render.service_manifest(SMALL, CTX, load_balancer="internal", multi_node=False)
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["spec"]["externalTrafficPolicy"] == "Local"
+    assert service["metadata"]["annotations"] == {
+        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
+        "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
+        "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
+    }
+    assert service["spec"]["ports"] == [
+        {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}
+    ]
+
+
+def test_multi_node_service_selects_leaders_and_cluster_ip_has_no_lb() -> None:
+    service = render.service_manifest(LARGE, CTX, load_balancer=None, multi_node=True)
+    assert service["spec"]["type"] == "ClusterIP"
+    assert service["spec"]["selector"][render.ROLE_LABEL] == "leader"
+    assert "annotations" not in service["metadata"]
+    public = render.service_manifest(LARGE, CTX, load_balancer="internet-facing", multi_node=True)
+    assert (
+        public["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-internal"]
+        == "false"
+    )
+
+
+# ------------------------------------------------------------------------------- autoscaling
+
+
+def test_scaled_object_scales_the_deployment_on_queue_depth_per_replica() -> None:
+    scaled = render.scaled_object_manifest(
+        SMALL,
+        AutoscalingPolicy(),
+        CTX,
+        multi_node=False,
+        server_address="https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1",
+        authentication="amp",
+    )
+    spec = scaled["spec"]
+    assert spec["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "meta-llama-llama-3-1-8b-instruct",
+    }
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 6)
+    (trigger,) = spec["triggers"]
+    assert trigger["type"] == "prometheus"
+    assert trigger["metricType"] == "AverageValue"
+    assert trigger["authenticationRef"] == {"name": "amp"}
+    assert trigger["metadata"]["awsRegion"] == "us-east-1"
+    assert trigger["metadata"]["identityOwner"] == "operator"
+    assert trigger["metadata"]["threshold"] == "8"
+    assert trigger["metadata"]["query"] == (
+        'sum(vllm:num_requests_waiting{namespace="inference",'
+        'model_name="meta-llama/Llama-3.1-8B-Instruct"}) or vector(0)'
+    )
+    scale_down = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]
+    assert scale_down["stabilizationWindowSeconds"] == 600
+
+
+def test_scaled_object_scales_leader_worker_sets_on_latency() -> None:
+    policy = AutoscalingPolicy(metric=ServingMetric.TTFT_P90, target=1.5)
+    scaled = render.scaled_object_manifest(
+        LARGE, policy, CTX, multi_node=True, server_address="https://x", authentication="amp"
+    )
+    assert scaled["spec"]["scaleTargetRef"]["kind"] == "LeaderWorkerSet"
+    (trigger,) = scaled["spec"]["triggers"]
+    assert trigger["metricType"] == "Value"
+    assert trigger["metadata"]["threshold"] == "1.5"
+    assert trigger["metadata"]["query"].startswith(
+        "histogram_quantile(0.9, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{"
+    )
+
+
+def test_trigger_authentication_uses_the_operator_pod_identity() -> None:
+    auth = render.trigger_authentication_manifest("inference", "amp")
+    assert auth["spec"] == {"podIdentity": {"provider": "aws"}}
+
+
+def test_autoscaling_policy_problems_are_reported() -> None:
+    problems = Problems()
+    render.validate_policy(
+        AutoscalingPolicy(target=0, polling_interval_s=5, scale_down_stabilization_s=-1),
+        dataclasses.replace(SMALL, max_replicas=2),
+        problems,
+    )
+    assert [p.split(":", 1)[0] for p in problems] == [
+        "autoscaling.target",
+        "autoscaling.polling_interval_s",
+        "autoscaling.scale_down_stabilization_s",
+        "max_replicas",
+    ]
