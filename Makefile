@@ -13,12 +13,13 @@ export CDK_DISABLE_VERSION_CHECK := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export PYTHONDONTWRITEBYTECODE := 1
+export NO_MKDOCS_2_WARNING := 1
 
 CONFIG ?= config/default.toml
 PROFILES := $(wildcard config/*.toml)
-PY_SOURCES := fm_constructs stacks tests app.py tools
+PY_SOURCES := fm_constructs stacks tests app.py tools examples
 
-.PHONY: synth test lint typecheck unit bench setup clean docs-config docs-figures
+.PHONY: synth test lint typecheck unit bench setup clean docs-config docs-figures docs diagrams example
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
@@ -44,20 +45,36 @@ lint: setup
 
 typecheck: setup
 	mypy
+	mypy --strict examples/training-cluster/app.py
 
 unit: setup
 	pytest -n 2 --dist loadgroup
 
-test: lint typecheck unit
+# unit includes tests/stacks/test_example.py (the example app synthesized once and cfn-linted)
+# and tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
+test: lint typecheck unit docs
+
+# The documentation site, offline and warning-free (output in site/, gitignored).
+docs: setup
+	mkdocs build --strict --quiet
+
+# Regenerate the architecture diagrams and retained-resource lists from the synthesized profiles.
+diagrams: setup
+	python tools/docs_figures.py architecture retained
+
+# Synthesize and cfn-lint the consumer example alone (also part of `make unit`).
+example: setup
+	pytest -n 0 tests/stacks/test_example.py
 
 bench: setup
 	python tools/bench.py
 
 clean:
-	rm -rf cdk.out .pytest-synth
+	rm -rf cdk.out .pytest-synth site
 
 docs-config: setup
 	python -c 'from fm_constructs.config.reference import render_reference as r; print(r(), end="")' > docs/configuration.md
 
+# Every generated figure in docs/, the diagrams included (synthesizes every profile).
 docs-figures: setup
 	python tools/docs_figures.py

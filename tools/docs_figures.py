@@ -1,21 +1,38 @@
 """Regenerate every figure quoted in docs/ from the code that produces it.
 
 Docs mark a generated block with ``<!-- figures:NAME -->`` ... ``<!-- /figures:NAME -->``.
-``python tools/docs_figures.py`` rewrites the blocks in place (``make docs-figures``);
-``--check`` exits 1 when a committed block is stale (the tests run the same comparison).
+Two kinds of figures:
+
+* ``FIGURES``: computed from the code alone (sizing tables, ``fmc plan`` output, the option
+  tables of the constructs, taken from their signatures);
+* ``SYNTH_FIGURES``: drawn from a synthesized profile (the architecture diagrams of
+  tools/diagrams.py); rendering them synthesizes the profile, a few seconds each.
+
+``python tools/docs_figures.py [--check] [--no-synth] [PREFIX ...]`` rewrites the blocks in
+place (``make docs-figures``; ``make diagrams`` passes the prefix ``architecture``), or with
+``--check`` exits 1 when a committed block is stale. ``tests/unit/test_docs.py`` checks
+``FIGURES`` and ``tests/stacks/test_architecture_docs.py`` checks ``SYNTH_FIGURES`` against the
+synthesis the stack tests share.
 """
 
 from __future__ import annotations
 
+import enum
+import importlib
+import inspect
 import io
 import re
 import sys
-from collections.abc import Callable
-from contextlib import redirect_stdout
+from collections.abc import Callable, Collection, Mapping
+from contextlib import chdir, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import diagrams  # noqa: E402
 
 from fm_constructs.planning.fsx_sizing import (  # noqa: E402
     format_sizing_table,
@@ -35,43 +52,210 @@ def _fsx_sizing_reasoning() -> str:
     return "```text\n" + "\n".join(lines) + "\n```"
 
 
-def _plan_default() -> str:
-    from fm_constructs.cli.main import main
+def _plan(profile: str) -> Callable[[], str]:
+    def figure() -> str:
+        from fm_constructs.cli.main import main
 
-    out = io.StringIO()
-    with redirect_stdout(out):
-        main(["plan", "--config", str(ROOT / "config" / "default.toml")])
-    return "```text\n$ fmc plan --config config/default.toml\n" + out.getvalue().rstrip() + "\n```"
+        out = io.StringIO()
+        # Run from the repository root with a relative path, as a user would: the output
+        # names the profile file and must not depend on where the checkout lives.
+        with chdir(ROOT), redirect_stdout(out):
+            main(["plan", "--config", f"config/{profile}.toml"])
+        command = f"$ fmc plan --config config/{profile}.toml"
+        return f"```text\n{command}\n" + out.getvalue().rstrip() + "\n```"
+
+    return figure
+
+
+#: Constructs and option classes whose keyword options the docs list (figure
+#: ``options-<lowercase class name>``), as ``module:Class``.
+OPTION_CLASSES = (
+    "fm_constructs.network.gpu_vpc:GpuClusterVpc",
+    "fm_constructs.network:EfaSecurityGroup",
+    "fm_constructs.compute:ClusterPlacementGroup",
+    "fm_constructs.compute:OnDemandCapacityReservation",
+    "fm_constructs.compute:GpuLaunchTemplate",
+    "fm_constructs.storage:DataBucket",
+    "fm_constructs.storage:LustreFileSystem",
+    "fm_constructs.storage:DataRepositoryAssociation",
+    "fm_constructs.storage:FsxSizingRequest",
+    "fm_constructs.orchestration:GpuEksCluster",
+    "fm_constructs.orchestration:EfaNodeGroup",
+    "fm_constructs.orchestration:DevicePlugins",
+    "fm_constructs.orchestration:WorkloadOperators",
+    "fm_constructs.orchestration:ClusterAddons",
+    "fm_constructs.orchestration.hyperpod:HyperPodCluster",
+    "fm_constructs.orchestration.hyperpod:InstanceGroup",
+    "fm_constructs.orchestration.hyperpod:LifecycleScripts",
+    "fm_constructs.orchestration.hyperpod:HyperPodEksDependencies",
+    "fm_constructs.observability:PrometheusWorkspace",
+    "fm_constructs.observability:AlertRules",
+    "fm_constructs.observability:AlertTopic",
+    "fm_constructs.observability:ManagedScraper",
+    "fm_constructs.observability:GrafanaWorkspace",
+    "fm_constructs.observability:GrafanaDashboards",
+    "fm_constructs.observability:FsxLustreAlarms",
+    "fm_constructs.observability:HyperPodHealthEvents",
+    "fm_constructs.patterns:EksAcceleratedWorkload",
+    "fm_constructs.patterns:HyperPodAcceleratedWorkload",
+    "fm_constructs.patterns:EksClusterScraping",
+    "fm_constructs.patterns:ObservabilityPlatform",
+)
+
+
+def _default_text(value: Any) -> str:
+    """A default as a reader writes it: enums by member, jsii objects by their own rendering."""
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if hasattr(value, "to_human_string"):  # aws_cdk.Duration
+        return f"Duration ({value.to_human_string()})"
+    text = repr(value)
+    if " object at 0x" in text:
+        raise ValueError(f"no stable rendering for default {text}; extend _default_text")
+    return text
+
+
+def _options(spec: str) -> Callable[[], str]:
+    def figure() -> str:
+        module_name, class_name = spec.split(":")
+        cls = getattr(importlib.import_module(module_name), class_name)
+        init = cls.__init__ if "__init__" in vars(cls) else cls
+        rows = ["| option | type | default |", "|---|---|---|"]
+        for name, param in inspect.signature(init).parameters.items():
+            if name in {"self", "scope", "construct_id"}:
+                continue
+            annotation = param.annotation
+            if not isinstance(annotation, str):
+                annotation = inspect.formatannotation(annotation)
+            default = (
+                "required"
+                if param.default is inspect.Parameter.empty
+                else f"`{_default_text(param.default)}`"
+            )
+            type_text = annotation.replace("|", "\\|")
+            rows.append(f"| `{name}` | `{type_text}` | {default} |")
+        return "\n".join(rows)
+
+    return figure
+
+
+def _alerts() -> str:
+    """Every shipped alert: file, name, severity and runbook, from the rule files."""
+    import yaml
+
+    rows = ["| rule file | alert | severity | for | what to do |", "|---|---|---|---|---|"]
+    rules_dir = ROOT / "fm_constructs" / "observability" / "rules"
+    for path in sorted(rules_dir.glob("*.yaml")):
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                if "alert" not in rule:
+                    continue
+                runbook = " ".join(str(rule.get("annotations", {}).get("runbook", "")).split())
+                runbook = runbook.replace("|", "\\|") or "-"
+                rows.append(
+                    f"| `{path.name}` | `{rule['alert']}` | {rule['labels']['severity']} | "
+                    f"{rule.get('for', '0m')} | {runbook} |"
+                )
+    return "\n".join(rows)
+
+
+def _dashboards() -> str:
+    """Every shipped Grafana dashboard with its panels, from the dashboard files."""
+    import json
+
+    rows = ["| file | dashboard | rows and panels |", "|---|---|---|"]
+    dashboards_dir = ROOT / "fm_constructs" / "observability" / "dashboards"
+    for path in sorted(dashboards_dir.glob("*.json")):
+        data = json.loads(path.read_text())
+        panels = ", ".join(
+            f"**{p['title']}**" if p.get("type") == "row" else p["title"]
+            for p in data.get("panels", [])
+        )
+        rows.append(f"| `{path.name}` | {data['title']} | {panels} |")
+    return "\n".join(rows)
 
 
 FIGURES: dict[str, Callable[[], str]] = {
+    "alerts": _alerts,
+    "dashboards": _dashboards,
     "fsx-sizing": _fsx_sizing,
     "fsx-sizing-reasoning": _fsx_sizing_reasoning,
-    "plan-default": _plan_default,
+    "plan-default": _plan("default"),
+    "plan-hyperpod-slurm": _plan("hyperpod-slurm"),
+    **{f"options-{spec.split(':')[1].lower()}": _options(spec) for spec in OPTION_CLASSES},
 }
+
+#: Figures drawn from a synthesized profile: name -> (profile, renderer of its templates).
+SYNTH_FIGURES: dict[str, tuple[str, Callable[[diagrams.Templates], str]]] = {
+    f"architecture-{path.stem}": (path.stem, diagrams.render_markdown)
+    for path in sorted((ROOT / "config").glob("*.toml"))
+} | {
+    f"retained-{path.stem}": (path.stem, diagrams.retained_resources)
+    for path in sorted((ROOT / "config").glob("*.toml"))
+}
+
+Synthesizer = Callable[[str], Mapping[str, Mapping[str, Any]]]
 
 _BLOCK = re.compile(r"(<!-- figures:([a-z0-9-]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.DOTALL)
 
 
-def render(text: str) -> str:
-    """``text`` with every figures block replaced by freshly generated content."""
-    return _BLOCK.sub(lambda m: m.group(1) + FIGURES[m.group(2)]() + "\n" + m.group(4), text)
+def render(
+    text: str,
+    *,
+    synthesize: Synthesizer | None = None,
+    prefixes: tuple[str, ...] = (),
+    names: Collection[str] | None = None,
+) -> str:
+    """``text`` with figures blocks replaced by freshly generated content.
+
+    Only blocks whose name starts with one of ``prefixes`` (all when empty) and, when
+    ``names`` is given, is one of ``names`` are rendered.
+    ``SYNTH_FIGURES`` blocks are rendered only with ``synthesize`` (profile name -> stack
+    name -> template); without it they are left as they are.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(2)
+        if (prefixes and not name.startswith(prefixes)) or (
+            names is not None and name not in names
+        ):
+            return match.group(0)
+        if name in FIGURES:
+            body = FIGURES[name]()
+        elif name in SYNTH_FIGURES and synthesize is not None:
+            profile, renderer = SYNTH_FIGURES[name]
+            body = renderer(synthesize(profile))
+        elif name in SYNTH_FIGURES:
+            return match.group(0)
+        else:
+            raise KeyError(f"no generator for figures block {name!r}")
+        return match.group(1) + body + "\n" + match.group(4)
+
+    return _BLOCK.sub(replace, text)
 
 
-def stale_documents() -> list[Path]:
+def stale_documents(
+    *, synthesize: Synthesizer | None = None, prefixes: tuple[str, ...] = ()
+) -> list[Path]:
     """Docs whose generated blocks differ from what the code produces now."""
-    return [p for p in sorted(ROOT.glob("docs/**/*.md")) if render(p.read_text()) != p.read_text()]
+    return [
+        path
+        for path in sorted(ROOT.glob("docs/**/*.md"))
+        if render(path.read_text(), synthesize=synthesize, prefixes=prefixes) != path.read_text()
+    ]
 
 
 def main(argv: list[str]) -> int:
+    prefixes = tuple(a for a in argv if not a.startswith("--"))
+    synthesize = None if "--no-synth" in argv else diagrams.synthesize_profile
     if "--check" in argv:
-        stale = stale_documents()
+        stale = stale_documents(synthesize=synthesize, prefixes=prefixes)
         for path in stale:
             print(f"stale figures in {path.relative_to(ROOT)}: run make docs-figures")
         return 1 if stale else 0
     for path in sorted(ROOT.glob("docs/**/*.md")):
         text = path.read_text()
-        new = render(text)
+        new = render(text, synthesize=synthesize, prefixes=prefixes)
         if new != text:
             path.write_text(new)
             print(f"updated {path.relative_to(ROOT)}")
