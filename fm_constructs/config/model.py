@@ -394,5 +394,9 @@ class Profile:
         return (self.pretraining, self.post_training, self.inference)
 
     @property
+    def workloads_by_name(self) -> dict[str, WorkloadConfig]:
+        return {w.name: w for w in self.workloads}
+
+    @property
     def enabled_workloads(self) -> tuple[WorkloadConfig, ...]:
         return tuple(w for w in self.workloads if w.enabled)
