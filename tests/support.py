@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+import yaml
 from aws_cdk.assertions import Template
+from cfnlint.api import ManualArgs, lint
 
 from fm_constructs.policy import enable_nag
 
@@ -25,3 +30,21 @@ def synth_stack(build: Callable[[cdk.Stack], Any], *, nag: bool = True) -> Templ
         enable_nag(app)
     app.synth()
     return Template.from_stack(stack)
+
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def _ignored_cfn_lint_rules() -> tuple[str, ...]:
+    """Rules .cfnlintrc.yaml disables, each with its written reason there."""
+    data = yaml.safe_load((_ROOT / ".cfnlintrc.yaml").read_text()) or {}
+    return tuple(data.get("ignore_checks", []))
+
+
+def cfn_lint(template: str | Mapping[str, Any], region: str) -> list[str]:
+    """cfn-lint findings for ``template`` in ``region``, under the repository's own settings
+    (the same ones `cfn-lint cdk.out/*.template.json` uses)."""
+    text = template if isinstance(template, str) else json.dumps(template)
+    config = ManualArgs(regions=[region], ignore_checks=list(_ignored_cfn_lint_rules()))
+    return [str(match) for match in lint(text, config=config)]

@@ -17,7 +17,6 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
-from cfnlint.api import ManualArgs, lint
 
 from fm_constructs.compute import CapacitySource
 from fm_constructs.errors import FmValidationError
@@ -30,7 +29,7 @@ from fm_constructs.orchestration import (
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket, LustreFileSystem
-from tests.support import TEST_ENV
+from tests.support import TEST_ENV, cfn_lint
 
 ADMIN = "arn:aws:iam::111122223333:role/PlatformAdmin"
 OPS = "arn:aws:iam::111122223333:role/path/Operators"
@@ -429,19 +428,7 @@ def test_lustre_ports_open_from_cluster_and_efa_nodes(synth: Synth) -> None:
 
 @pytest.mark.parametrize("name", ["Default", "Custom", "Neuron"])
 def test_cfn_lint_clean(synth: Synth, name: str) -> None:
-    template = synth.raw[name]
-    matches = lint(
-        json.dumps(template), config=ManualArgs(regions=[ENVS.get(name, TEST_ENV).region])
-    )
-    provider = tuple(k for k in template["Resources"] if "KubectlProvider" in k)
-    remaining = [
-        str(m)
-        for m in matches
-        # aws-cdk-lib's Lambda L2 adds DependsOn on its own role next to the GetAtt of that
-        # role (W3005) inside the kubectl provider it generates; nothing of ours.
-        if not (m.rule.id == "W3005" and any(p in str(m) for p in provider))
-    ]
-    assert remaining == []
+    assert cfn_lint(synth.raw[name], ENVS.get(name, TEST_ENV).region) == []
 
 
 def test_nag_clean_and_synth_fast(synth: Synth) -> None:

@@ -15,7 +15,6 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Template
-from cfnlint.api import ManualArgs, lint
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
@@ -23,7 +22,7 @@ from fm_constructs.errors import FmValidationError
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import EfaNodeGroup, node_labels
 from fm_constructs.policy import enable_nag
-from tests.support import TEST_ENV
+from tests.support import TEST_ENV, cfn_lint
 
 CR = "cr-0123456789abcdef0"
 #: stack name -> (instance type, expected AMI type)
@@ -229,8 +228,7 @@ def test_connections_cover_efa_and_cluster_groups(synth: Synth) -> None:
 @pytest.mark.parametrize("name", [*FAMILIES, *VARIANTS])
 def test_cfn_lint_clean(synth: Synth, name: str) -> None:
     region = ENVS.get(name, TEST_ENV).region
-    matches = lint(json.dumps(synth.raw[name]), config=ManualArgs(regions=[region]))
-    assert [str(m) for m in matches] == []
+    assert cfn_lint(synth.raw[name], region) == []
 
 
 def test_nag_ran_clean(synth: Synth) -> None:

@@ -14,7 +14,6 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Annotations, Match, Template
-from cfnlint.api import ManualArgs, lint
 
 from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import PrometheusWorkspace
@@ -23,7 +22,7 @@ from fm_constructs.patterns.inference import KEDA, InferenceService, LoadBalance
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket
-from tests.support import TEST_ENV
+from tests.support import TEST_ENV, cfn_lint
 
 SMALL = ModelServerSpec(
     model_s3_prefix="models/llama-3.1-8b/",
@@ -363,11 +362,7 @@ def test_bad_input_is_reported_at_once() -> None:
 
 @pytest.mark.parametrize("name", ["Single", "Multi"])
 def test_cfn_lint_clean(synth: Synth, name: str) -> None:
-    matches = lint(
-        json.dumps(synth.raw[name]),
-        config=ManualArgs(regions=[TEST_ENV.region], ignore_checks=["W3010", "W3005"]),
-    )
-    assert [str(m) for m in matches] == []
+    assert cfn_lint(synth.raw[name], TEST_ENV.region) == []
 
 
 def test_nag_clean(synth: Synth) -> None:

@@ -10,7 +10,6 @@ import pytest
 import yaml
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Match, Template
-from cfnlint.api import ManualArgs, lint
 
 from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import (
@@ -26,6 +25,7 @@ from fm_constructs.observability import (
 )
 from fm_constructs.observability.data import shipped_dashboard_files, shipped_rule_files
 from fm_constructs.policy import enable_nag
+from tests.support import cfn_lint
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 CLUSTER_ARN = "arn:aws:eks:us-east-1:111122223333:cluster/gpu-cluster"
@@ -314,8 +314,7 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
 
 def test_cfn_lint_clean(synthesized: Any) -> None:
     _, template_json, _ = synthesized
-    matches = lint(json.dumps(template_json), config=ManualArgs(regions=["us-east-1"]))
-    assert [str(m) for m in matches] == []
+    assert cfn_lint(template_json, "us-east-1") == []
 
 
 # ----------------------------------------------------------------------------- validation

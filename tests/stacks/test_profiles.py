@@ -8,19 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from cfnlint.api import ManualArgs, lint
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from tests.stacks.profiles import (
-    ROOT,
     expected_stack_names,
     mask_asset_hashes,
     profile_params,
     stack_params,
     synthesize,
 )
+from tests.support import cfn_lint
 
 MAX_RESOURCES = 500
 MAX_TEMPLATE_BYTES = 1_000_000
@@ -61,19 +59,11 @@ def test_stack_matches_snapshot(profile: str, stack: str, snapshot_json: Snapsho
     assert mask_asset_hashes(synthesize(profile).templates[stack]) == snapshot_json
 
 
-def _cfn_lint_config() -> dict[str, Any]:
-    """Rules disabled in .cfnlintrc.yaml; each entry there carries its written reason."""
-    data = yaml.safe_load((ROOT / ".cfnlintrc.yaml").read_text()) or {}
-    return {"ignore_checks": list(data.get("ignore_checks", []))}
-
-
 @pytest.mark.parametrize(("profile", "stack"), stack_params())
 def test_stack_passes_cfn_lint(profile: str, stack: str) -> None:
     result = synthesize(profile)
     region = result.profile.platform.region
-    config = ManualArgs(regions=[region], **_cfn_lint_config())
-    matches = lint(result.template_paths[stack].read_text(), config=config)
-    assert [str(m) for m in matches] == []
+    assert cfn_lint(result.template_paths[stack].read_text(), region) == []
 
 
 @pytest.mark.parametrize(("profile", "stack"), stack_params())
