@@ -7,6 +7,8 @@ CLI adds only list prices and the training-goal arithmetic on top.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,9 +17,12 @@ from fm_constructs.cli.flops import peak_flops
 from fm_constructs.cli.goal import GoalEstimate, TrainingGoal, estimate
 from fm_constructs.cli.pricing import HOURS_PER_MONTH, PriceTable
 from fm_constructs.config import (
+    CapacityConfig,
     CapacityKind,
     Orchestrator,
     Profile,
+    RolloutConfig,
+    TrainingGoalConfig,
     WorkloadConfig,
 )
 from fm_constructs.config.rules import KUBERNETES_POD_IPS_PER_NODE
@@ -287,7 +292,7 @@ def build_plan(
         )
     prefix = private_subnet_prefix(profile.platform.vpc_cidr)
     used = 0
-    for workload in enabled:
+    for workload in _node_groups(enabled):
         spec = require_efa(workload.instance_type, field=f"{workload.name}.instance_type")
         layout = efa_layout_for(workload)
         pods = default_pod_ips_per_node(workload) if pod_ips_per_node is None else pod_ips_per_node
@@ -330,6 +335,29 @@ def build_plan(
         subnet=subnet,
         problems=tuple(problems),
     )
+
+
+def _node_groups(workloads: Sequence[WorkloadConfig]) -> list[WorkloadConfig]:
+    """Each workload, followed by its RL rollout group (``post_training.rollout``) as a row of
+    its own: on-demand nodes of the rollout type, no storage, no training goal."""
+    rows: list[WorkloadConfig] = []
+    for workload in workloads:
+        rows.append(workload)
+        rollout = workload.rollout
+        if rollout.enabled:
+            rows.append(
+                dataclasses.replace(
+                    workload,
+                    name=f"{workload.name}.rollout",
+                    instance_type=rollout.instance_type,
+                    instance_count=rollout.instance_count,
+                    capacity=CapacityConfig(),
+                    storage=dataclasses.replace(workload.storage, enabled=False),
+                    training_goal=TrainingGoalConfig(),
+                    rollout=RolloutConfig(),
+                )
+            )
+    return rows
 
 
 def _cost_basis(workload: WorkloadConfig) -> str:

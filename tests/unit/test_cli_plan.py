@@ -19,11 +19,15 @@ from fm_constructs.cli.plan import (
 )
 from fm_constructs.cli.pricing import load_prices
 from fm_constructs.config import load_profile
-from fm_constructs.config.rules import pod_ips_per_node
+from fm_constructs.config.rules import KUBERNETES_POD_IPS_PER_NODE, pod_ips_per_node
 from fm_constructs.config.sizing import fsx_sizing_request
-from fm_constructs.planning.efa_layout import efa_interface_count, efa_interface_layout
+from fm_constructs.planning.efa_layout import (
+    EfaLayout,
+    efa_interface_count,
+    efa_interface_layout,
+)
 from fm_constructs.planning.fsx_sizing import PERSISTENT_2_PRICE_USD_PER_GB_MONTH, size_fsx_lustre
-from fm_constructs.planning.ip_budget import check_ip_budget
+from fm_constructs.planning.ip_budget import check_ip_budget, ip_addresses_per_node
 from tests.unit.cli_stubs import DEFAULT_PROFILE, PLATFORM, REPO, run, write_profile
 
 
@@ -52,9 +56,9 @@ def test_default_pretraining_cluster_figures(default_json: dict) -> None:  # typ
     # (kubelet's pod limit, as the profile rules count): 111 per node, 4 nodes -> 444.
     assert (w["ip_addresses_per_node"], w["ip_addresses"]) == (111, 444)
     # all three workloads share the /18 of us-east-1a: 16384 - 5 = 16379 usable;
-    # (4 + 2 + 2) nodes * 111 = 888 needed.
+    # (4 + 2 + 2 rollout + 2) nodes * 111 = 1110 needed.
     subnet = default_json["subnet"]
-    assert (subnet["prefix"], subnet["usable"], subnet["required"]) == (18, 16379, 888)
+    assert (subnet["prefix"], subnet["usable"], subnet["required"]) == (18, 16379, 1110)
 
 
 def test_default_pretraining_fsx_is_the_hand_computed_sizing(default_json: dict) -> None:  # type: ignore[type-arg]
@@ -84,9 +88,12 @@ def test_default_costs_are_list_price_times_nodes_plus_storage(default_json: dic
     # post_training: 2 * 63.296 + 4800 GiB * 0.21 / 730
     post = _workload(default_json, "post_training")
     assert post["cost"]["usd_per_hour"] == pytest.approx(2 * 63.296 + 4800 * 0.21 / 730)
+    # the RL rollout group of post_training: 2 x g6e.48xlarge on demand, no storage
+    rollout = _workload(default_json, "post_training.rollout")
+    assert rollout["cost"]["usd_per_hour"] == pytest.approx(2 * 30.13118)
     total = sum(
         _workload(default_json, n)["cost"]["usd_per_hour"]
-        for n in ("pretraining", "post_training", "inference")
+        for n in ("pretraining", "post_training", "post_training.rollout", "inference")
     )
     assert default_json["totals"]["usd_per_hour"] == pytest.approx(total)
 
@@ -150,7 +157,14 @@ def test_plan_agrees_with_the_floor_1_functions() -> None:
     plan = build_plan(profile, load_prices())
     prefix = private_subnet_prefix(profile.platform.vpc_cidr)
     used = 0
-    for workload, planned in zip(profile.enabled_workloads, plan.workloads, strict=True):
+    rows = {planned.name: planned for planned in plan.workloads}
+    rollout = profile.post_training.rollout
+    used += rollout.instance_count * ip_addresses_per_node(
+        get_instance_type(rollout.instance_type), EfaLayout.EFA_ONLY, KUBERNETES_POD_IPS_PER_NODE
+    )
+    assert rows["post_training.rollout"].ip_addresses == used
+    for workload in profile.enabled_workloads:
+        planned = rows[workload.name]
         spec = get_instance_type(workload.instance_type)
         layout = efa_layout_for(workload)
         assert planned.efa_interfaces_per_node == efa_interface_count(
@@ -332,3 +346,17 @@ def test_plan_takes_the_training_goal_from_the_profile() -> None:
     goal = workloads["pretraining"]["training_goal"]
     assert goal["flops"] == pytest.approx(8.4e23)
     assert workloads["post_training"]["training_goal"] is None
+
+
+def test_rollout_group_is_planned_as_its_own_row() -> None:
+    default = Path(__file__).resolve().parents[2] / "config" / "default.toml"
+    result = run("plan", "--config", str(default), "--json")
+    rows = {w["name"]: w for w in json.loads(result.out)["workloads"]}
+    rollout = rows["post_training.rollout"]
+    # [post_training.rollout]: 2 x g6e.48xlarge, 8 L40S each, on demand, no FSx of its own
+    assert (rollout["instance_type"], rollout["nodes"], rollout["accelerators"]) == (
+        "g6e.48xlarge",
+        2,
+        16,
+    )
+    assert rollout["storage"] is None
