@@ -27,13 +27,17 @@ def synth_seconds(extra_args: list[str]) -> float:
         outdir = tempfile.mkdtemp(prefix="fm-bench-")
         try:
             start = time.perf_counter()
-            subprocess.run(
+            result = subprocess.run(
                 ["cdk", "synth", "--quiet", "--output", outdir, *extra_args],
                 cwd=ROOT,
-                check=True,
-                stdout=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                check=False,
             )
             times.append(time.perf_counter() - start)
+            if result.returncode != 0:
+                sys.stderr.write(result.stderr)
+                raise SystemExit(f"cdk synth {' '.join(extra_args)} failed")
         finally:
             shutil.rmtree(outdir, ignore_errors=True)
     return statistics.median(times)
