@@ -124,6 +124,28 @@ LEADER_WORKER_SET = HelmChartSpec(
     source="https://lws.sigs.k8s.io/docs/installation/ (OCI chart; 0.8.0)",
 )
 
+#: Kubernetes Cluster Autoscaler, official chart. 9.59.0 is the newest chart release (its
+#: default image is v1.35.0, no chart ships a 1.36 image yet), so the image tag is set from
+#: :data:`CLUSTER_AUTOSCALER_IMAGE_TAGS` to match the cluster's Kubernetes minor, as upstream
+#: asks (one autoscaler minor per Kubernetes minor).
+CLUSTER_AUTOSCALER = HelmChartSpec(
+    release="cluster-autoscaler",
+    chart="cluster-autoscaler",
+    repository="https://kubernetes.github.io/autoscaler",
+    version="9.59.0",
+    namespace="kube-system",
+    source="https://github.com/kubernetes/autoscaler/tree/master/charts/cluster-autoscaler "
+    "(chart 9.59.0, appVersion 1.35.0; 9.54.0+ ship 1.35.0 per kubernetes/autoscaler#10097)",
+)
+
+#: Cluster Autoscaler image per Kubernetes minor: images promoted to registry.k8s.io by
+#: https://github.com/kubernetes/k8s.io/pull/9676 ("Add v1.36.0, v1.35.1, v1.34.4, v1.33.5").
+CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
+    "1.34": "v1.34.4",
+    "1.35": "v1.35.1",
+    "1.36": "v1.36.0",
+}
+
 ALL_CHARTS: tuple[HelmChartSpec, ...] = (
     NVIDIA_DEVICE_PLUGIN,
     NEURON_DEVICE_PLUGIN,
@@ -133,6 +155,7 @@ ALL_CHARTS: tuple[HelmChartSpec, ...] = (
     KUBEFLOW_TRAINER,
     KUBERAY_OPERATOR,
     LEADER_WORKER_SET,
+    CLUSTER_AUTOSCALER,
 )
 
 
@@ -189,4 +212,56 @@ def dcgm_exporter_values() -> dict[str, Any]:
     return {
         "nodeSelector": {GPU_PRESENT_LABEL: "true"},
         "tolerations": [_toleration(GPU_TAINT_KEY)],
+    }
+
+
+#: Service account of the Cluster Autoscaler (the identity its Pod Identity association maps).
+CLUSTER_AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerSettings:
+    """Scaling behaviour of the Cluster Autoscaler.
+
+    ``expander``: how a node group is chosen when several fit (``least-waste`` keeps the
+    fewest idle CPUs/GPUs after the scale-up). ``scale_down_delay_after_add``: no scale-down
+    for this long after any scale-up (a GPU node costs minutes to boot and load weights, so it
+    is not given back right away). ``scale_down_unneeded_time``: how long a node stays
+    unneeded before removal. ``max_node_provision_time``: how long a requested node may take
+    to register before the request counts as failed (p5/p6 nodes with the NVIDIA AMI and EFA
+    often need more than the upstream default of 15 minutes).
+    """
+
+    expander: str = "least-waste"
+    scale_down_delay_after_add: str = "10m"
+    scale_down_unneeded_time: str = "10m"
+    max_node_provision_time: str = "25m"
+
+
+def cluster_autoscaler_values(
+    *, cluster_name: str, region: str, image_tag: str, settings: ClusterAutoscalerSettings
+) -> dict[str, Any]:
+    """Values of the Cluster Autoscaler chart: auto-discovery of this cluster's node groups
+    (the ASG tags EKS puts on managed node groups), the pinned image, the system nodes only
+    (never a GPU node, which it might scale away from under itself), and the flags GPU node
+    groups need: balance groups split by zone, keep nodes with emptyDir (vLLM copies weights
+    to the NVMe instance store through an emptyDir) eligible for scale-down."""
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": region,
+        "autoDiscovery": {"clusterName": cluster_name},
+        "image": {"tag": image_tag},
+        "fullnameOverride": CLUSTER_AUTOSCALER.release,
+        "rbac": {"serviceAccount": {"create": True, "name": CLUSTER_AUTOSCALER_SERVICE_ACCOUNT}},
+        "priorityClassName": "system-cluster-critical",
+        "nodeSelector": {WORKLOAD_LABEL: "system"},
+        "tolerations": [CRITICAL_ADDONS_TOLERATION],
+        "extraArgs": {
+            "balance-similar-node-groups": True,
+            "expander": settings.expander,
+            "skip-nodes-with-local-storage": False,
+            "scale-down-delay-after-add": settings.scale_down_delay_after_add,
+            "scale-down-unneeded-time": settings.scale_down_unneeded_time,
+            "max-node-provision-time": settings.max_node_provision_time,
+        },
     }

@@ -39,6 +39,7 @@ from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.policy import acknowledge
 
 if TYPE_CHECKING:
+    from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
     from fm_constructs.storage.lustre import LustreFileSystem
 
 ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
@@ -307,6 +308,29 @@ class GpuEksCluster(Construct):
                 charts.NEURON_DEVICE_PLUGIN,
                 charts.neuron_device_plugin_values(_family_types("NEURON")),
             )
+
+    def enable_cluster_autoscaler(
+        self, settings: charts.ClusterAutoscalerSettings | None = None
+    ) -> ClusterAutoscaler:
+        """Install the Kubernetes Cluster Autoscaler (once per cluster; later calls return the
+        existing one and must not pass different ``settings``). Node groups with a max size
+        above their min size then follow Pending pods; groups with min == max are left alone.
+        See :mod:`~fm_constructs.orchestration.cluster_autoscaler`."""
+        from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
+
+        existing = self.node.try_find_child("ClusterAutoscaler")
+        if isinstance(existing, ClusterAutoscaler):
+            if settings is not None and settings != existing.settings:
+                problems = Problems(context="GpuEksCluster.enable_cluster_autoscaler")
+                problems.add(
+                    "settings",
+                    settings,
+                    f"must equal the settings the autoscaler is already enabled with "
+                    f"({existing.settings}); enable it once per cluster",
+                )
+                problems.raise_if_any()
+            return existing
+        return ClusterAutoscaler(self, "ClusterAutoscaler", cluster=self, settings=settings)
 
     def enable_efa_device_plugin(self) -> None:
         """Install the EFA device plugin (a no-op when already installed)."""

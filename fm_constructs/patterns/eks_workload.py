@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fm_constructs.compute import CapacitySource
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.compute import CapacityKind, CapacitySource
+from fm_constructs.errors import FmValidationError
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import (
@@ -16,9 +20,29 @@ from fm_constructs.orchestration import (
     GpuEksCluster,
     WorkloadOperators,
 )
+from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
+from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.storage import LustreFileSystem
+
+#: Node label the Cluster Autoscaler's AWS provider reads to know a node will offer GPUs: until
+#: the device plugin advertises them, such a node counts as not ready instead of as a node
+#: without GPUs (which would trigger another scale-up for the same Pending pods).
+GPU_TYPE_LABEL = "k8s.amazonaws.com/accelerator"
+
+
+def gpu_type_label(instance_type: str) -> dict[str, str]:
+    """``{GPU_TYPE_LABEL: "nvidia-h100"}`` for an NVIDIA type of the catalog, ``{}`` for other
+    or unknown types (the node group reports unknown types itself)."""
+    try:
+        spec = get_instance_type(instance_type)
+    except FmValidationError:
+        return {}
+    if spec.eks_ami_family != "NVIDIA":
+        return {}
+    name = re.sub(r"[^a-z0-9]+", "-", spec.accelerator_name.lower()).strip("-")
+    return {GPU_TYPE_LABEL: f"nvidia-{name}"[:63].rstrip("-")}
 
 
 class EksAcceleratedWorkload(Construct):
@@ -30,6 +54,11 @@ class EksAcceleratedWorkload(Construct):
     * ``min_node_count``/``max_node_count``: the node group's bounds around ``node_count``
       (both default to ``node_count``: a fixed size); an inference service sizes them for its
       ``max_replicas``;
+    * node autoscaling: when ``max_node_count`` exceeds ``min_node_count``, the Kubernetes
+      Cluster Autoscaler runs on the system nodes (``autoscaler_settings`` tunes it) and adds
+      GPU nodes for Pending pods, removing idle ones down to ``min_node_count``. A fixed-size
+      node group (the default, and what a training run or a Capacity Block wants) gets no
+      autoscaler and is never resized;
     * ``file_system`` (optional) mounted into pods as PersistentVolume/Claim ``fsx-lustre`` and
       reachable from every node;
     * ``workspace`` (optional) fed by an AMP managed scraper running in ``scraper_subnets``.
@@ -56,8 +85,13 @@ class EksAcceleratedWorkload(Construct):
         file_system: LustreFileSystem | None = None,
         workspace: IPrometheusWorkspace | None = None,
         scraper_subnets: Sequence[ec2.ISubnet] | None = None,
+        autoscaler_settings: ClusterAutoscalerSettings | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        min_nodes = node_count if min_node_count is None else min_node_count
+        max_nodes = node_count if max_node_count is None else max_node_count
+        autoscale = not Token.is_unresolved(min_nodes) and not Token.is_unresolved(max_nodes)
+        autoscale = autoscale and max_nodes > min_nodes
         self.efa_security_group = EfaSecurityGroup(
             self, "EfaSecurityGroup", vpc=vpc, description="EFA traffic between GPU nodes"
         )
@@ -84,7 +118,20 @@ class EksAcceleratedWorkload(Construct):
             efa_security_group=self.efa_security_group,
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
+            labels=gpu_type_label(instance_type) if autoscale else None,
         )
+        self.autoscaler: ClusterAutoscaler | None = None
+        if autoscale:
+            self.autoscaler = self.cluster.enable_cluster_autoscaler(autoscaler_settings)
+            if self.gpu_nodes.capacity.kind in (CapacityKind.CAPACITY_BLOCK, CapacityKind.ODCR):
+                Annotations.of(self).add_warning_v2(
+                    "fm:autoscaler-reserved-capacity",
+                    f"The GPU node group runs on a {self.gpu_nodes.capacity.kind.value} "
+                    f"reservation, billed whether nodes run or not, yet scales between "
+                    f"{min_nodes} and {max_nodes} nodes: the Cluster Autoscaler removes idle "
+                    "nodes down to min_node_count without saving anything. Set "
+                    "min_node_count = max_node_count to keep the reservation filled.",
+                )
         self.file_system = file_system
         if file_system is not None:
             self.cluster.add_lustre_volume(file_system, name="fsx-lustre", namespace="default")

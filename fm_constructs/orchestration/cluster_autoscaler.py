@@ -1,0 +1,188 @@
+"""Kubernetes Cluster Autoscaler for a GPU EKS cluster: nodes follow Pending pods.
+
+KEDA (or a user) raises replicas; when they do not fit, the Cluster Autoscaler raises the
+desired size of a managed node group, within the group's min and max, and gives idle nodes back
+after ``scale_down_unneeded_time``. It only ever changes the desired size: a node group whose
+min equals its max (a fixed training cluster, a Capacity Block sized to the block) is never
+resized, and no group goes below its min.
+
+Node groups are found by auto-discovery: EKS tags the Auto Scaling group of every managed node
+group with ``k8s.io/cluster-autoscaler/enabled`` and ``k8s.io/cluster-autoscaler/<cluster
+name>``. Scaling from zero needs a node template: recent autoscaler releases read the node
+group's labels and taints with ``eks:DescribeNodegroup`` and the instance type (GPU count,
+memory) from the launch template; extended resources the device plugins add (EFA interfaces)
+are unknown until a node exists, so keep ``min_size`` at 1 or more for pods that request
+``vpc.amazonaws.com/efa``.
+
+Identity: EKS Pod Identity (no OIDC provider). The role may describe Auto Scaling groups,
+instance types and node groups everywhere (these actions have no resource-level scope) and may
+change desired capacity or terminate instances only in Auto Scaling groups tagged
+``k8s.io/cluster-autoscaler/enabled=true`` and belonging to this cluster, following the
+recommended policy of the autoscaler's AWS documentation
+(https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/cloudprovider/aws/README.md).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from aws_cdk import Stack, Token
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fm_constructs.errors import Problems
+from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
+from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+
+if TYPE_CHECKING:
+    from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+
+#: Expanders that need no extra configuration (``priority`` needs a priorities ConfigMap).
+EXPANDERS = ("least-waste", "most-pods", "least-nodes", "random")
+#: Read-only calls of the autoscaler (no resource-level permissions exist for them).
+DESCRIBE_ACTIONS = (
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "autoscaling:DescribeLaunchConfigurations",
+    "autoscaling:DescribeScalingActivities",
+    "autoscaling:DescribeTags",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:GetInstanceTypesFromInstanceRequirements",
+    "eks:DescribeNodegroup",
+)
+#: Calls that change capacity, limited to this cluster's tagged Auto Scaling groups.
+SCALING_ACTIONS = (
+    "autoscaling:SetDesiredCapacity",
+    "autoscaling:TerminateInstanceInAutoScalingGroup",
+)
+ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"
+_DURATION = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
+
+
+def scaling_conditions(cluster_name: str) -> dict[str, dict[str, str]]:
+    """IAM conditions scoping :data:`SCALING_ACTIONS` to this cluster's Auto Scaling groups.
+
+    With a literal cluster name, the documented ``k8s.io/cluster-autoscaler/<name>=owned`` tag.
+    A name CloudFormation generates is only known at deploy time and an IAM condition key
+    cannot hold a reference, so the ``eks:cluster-name`` tag (also set by EKS on the Auto
+    Scaling group of each managed node group) carries the name as a value instead.
+    """
+    tags = {f"aws:ResourceTag/{ENABLED_TAG}": "true"}
+    if Token.is_unresolved(cluster_name):
+        tags["aws:ResourceTag/eks:cluster-name"] = cluster_name
+    else:
+        tags[f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}"] = "owned"
+    return {"StringEquals": tags}
+
+
+def check_settings(settings: ClusterAutoscalerSettings, problems: Problems) -> None:
+    """Record a problem for an unknown expander or a malformed duration."""
+    if settings.expander not in EXPANDERS:
+        problems.add(
+            "settings.expander",
+            settings.expander,
+            f"must be one of {', '.join(EXPANDERS)}",
+        )
+    for field in (
+        "scale_down_delay_after_add",
+        "scale_down_unneeded_time",
+        "max_node_provision_time",
+    ):
+        value = getattr(settings, field)
+        if not value or not _DURATION.match(value):
+            problems.add(
+                f"settings.{field}",
+                value,
+                "must be a duration such as '10m', '1h30m' or '90s'",
+            )
+
+
+class ClusterAutoscaler(Construct):
+    """The Cluster Autoscaler chart on the system nodes of ``cluster``, with its IAM role.
+
+    Use :meth:`GpuEksCluster.enable_cluster_autoscaler` (one per cluster) rather than creating
+    it directly. The chart is pinned (:data:`~fm_constructs.orchestration.eks_charts.
+    CLUSTER_AUTOSCALER`) and the image follows the cluster's Kubernetes minor.
+
+    Attributes: ``role`` (the autoscaler's IAM role), ``pod_identity`` (the association of that
+    role with the ``kube-system/cluster-autoscaler`` service account), ``chart``, ``image_tag``
+    and ``settings``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: GpuEksCluster,
+        settings: ClusterAutoscalerSettings | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        chosen = settings or ClusterAutoscalerSettings()
+        problems = Problems(context="ClusterAutoscaler")
+        check_settings(chosen, problems)
+        image_tag = charts.CLUSTER_AUTOSCALER_IMAGE_TAGS.get(cluster.kubernetes_version)
+        if image_tag is None:
+            problems.add(
+                "cluster.kubernetes_version",
+                cluster.kubernetes_version,
+                "has no pinned Cluster Autoscaler image; use one of "
+                + ", ".join(charts.CLUSTER_AUTOSCALER_IMAGE_TAGS),
+            )
+        problems.raise_if_any()
+        assert image_tag is not None
+        self.settings = chosen
+        self.image_tag = image_tag
+
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+            description="Cluster Autoscaler (EKS Pod Identity): resize this cluster's node groups",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=list(DESCRIBE_ACTIONS), resources=["*"])
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=list(SCALING_ACTIONS),
+                resources=["*"],
+                conditions=scaling_conditions(cluster.cluster_name),
+            )
+        )
+        acknowledge_generated_iam(
+            self.role,
+            managed_reason="The Cluster Autoscaler role uses no AWS-managed policy.",
+            wildcard_reason="Describe calls of Auto Scaling, EC2 and EKS have no resource-level "
+            "permissions; SetDesiredCapacity and TerminateInstanceInAutoScalingGroup are "
+            "limited by tag conditions to this cluster's Auto Scaling groups (the policy the "
+            "Cluster Autoscaler's AWS documentation recommends).",
+        )
+        self.pod_identity = eks.CfnPodIdentityAssociation(
+            self,
+            "PodIdentity",
+            cluster_name=cluster.cluster_name,
+            namespace=charts.CLUSTER_AUTOSCALER.namespace,
+            service_account=charts.CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
+            role_arn=self.role.role_arn,
+        )
+        self.values: dict[str, Any] = charts.cluster_autoscaler_values(
+            cluster_name=cluster.cluster_name,
+            region=Stack.of(cluster).region,
+            image_tag=image_tag,
+            settings=chosen,
+        )
+        self.chart: eks.HelmChart = cluster._add_chart(
+            charts.CLUSTER_AUTOSCALER, self.values, wait=True
+        )
+        # The pod must start with credentials: the Pod Identity agent injects them at pod
+        # creation, so the association (and the role's policy) exist first.
+        self.chart.node.add_dependency(self.pod_identity)
+        self.chart.node.add_dependency(self.role)
+        if cluster.addons.pod_identity_agent is not None:
+            self.chart.node.add_dependency(cluster.addons.pod_identity_agent)
