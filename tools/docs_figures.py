@@ -98,6 +98,9 @@ OPTION_CLASSES = (
     "fm_constructs.observability:HyperPodHealthEvents",
     "fm_constructs.patterns:EksAcceleratedWorkload",
     "fm_constructs.patterns:HyperPodAcceleratedWorkload",
+    "fm_constructs.patterns:InferenceService",
+    "fm_constructs.patterns:ModelServerSpec",
+    "fm_constructs.patterns:AutoscalingPolicy",
     "fm_constructs.patterns:EksClusterScraping",
     "fm_constructs.patterns:ObservabilityPlatform",
 )

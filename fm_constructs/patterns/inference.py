@@ -140,8 +140,11 @@ class InferenceService(Construct):
       ``model.max_replicas`` on vLLM queue depth or p90 time to first token queried from
       Managed Prometheus (the pods carry ``prometheus.io/scrape`` annotations, which the
       cluster's managed scraper collects into that workspace and the inference dashboard
-      shows). GPU nodes are not added automatically: no node autoscaler runs on the cluster,
-      so size ``gpu_nodes`` for ``max_replicas`` (a warning says when it is too small).
+      shows). Nodes follow within the node group's min and max sizes when the cluster runs
+      the Cluster Autoscaler (``GpuEksCluster.enable_cluster_autoscaler``; the
+      ``EksAcceleratedWorkload`` pattern enables it for node groups that can grow); give
+      ``gpu_nodes`` a max size that holds ``max_replicas`` (a warning says when it is too
+      small).
     """
 
     def __init__(
@@ -345,6 +348,5 @@ class InferenceService(Construct):
                 "fm:inference-node-capacity",
                 f"max_replicas={self.model.max_replicas} needs {needed} {layout.instance_type} "
                 f"nodes but the node group holds at most {max_nodes}; replicas beyond that stay "
-                "Pending. Raise the node group's max size (and its desired size: no node "
-                "autoscaler runs on the cluster).",
+                "Pending. Raise the node group's max size.",
             )
