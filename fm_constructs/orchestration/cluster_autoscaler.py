@@ -36,6 +36,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 
 if TYPE_CHECKING:
     from fm_constructs.orchestration.eks_cluster import GpuEksCluster
@@ -139,10 +140,9 @@ class ClusterAutoscaler(Construct):
         self.settings = chosen
         self.image_tag = image_tag
 
-        self.role = iam.Role(
+        self.role = pod_identity_role(
             self,
             "Role",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
             description="Cluster Autoscaler (EKS Pod Identity): resize this cluster's node groups",
         )
         self.role.add_to_policy(
@@ -163,13 +163,13 @@ class ClusterAutoscaler(Construct):
             "limited by tag conditions to this cluster's Auto Scaling groups (the policy the "
             "Cluster Autoscaler's AWS documentation recommends).",
         )
-        self.pod_identity = eks.CfnPodIdentityAssociation(
+        self.pod_identity = associate_pod_identity(
             self,
             "PodIdentity",
             cluster_name=cluster.cluster_name,
             namespace=charts.CLUSTER_AUTOSCALER.namespace,
             service_account=charts.CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
-            role_arn=self.role.role_arn,
+            role=self.role,
         )
         self.values: dict[str, Any] = charts.cluster_autoscaler_values(
             cluster_name=cluster.cluster_name,

@@ -18,6 +18,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
 from fm_constructs.errors import Problems
+from fm_constructs.orchestration.pod_identity import pod_identity_role
 from fm_constructs.policy import acknowledge
 
 VPC_CNI = "vpc-cni"
@@ -114,10 +115,9 @@ class ClusterAddons(Construct):
             if POD_IDENTITY_AGENT in versions:
                 agent.addon_version = versions[POD_IDENTITY_AGENT]
 
-        self.fsx_csi_role = iam.Role(
+        self.fsx_csi_role = pod_identity_role(
             self,
             "FsxCsiRole",
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
             description="FSx CSI controller (EKS Pod Identity): describe FSx file systems",
         )
         # Static provisioning only reads file system descriptions; fsx:Describe* has no

@@ -20,6 +20,7 @@ from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, HelmChartSpec
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns import inference_manifests as render
 from fm_constructs.patterns.inference_manifests import (
     AutoscalingPolicy,
@@ -43,15 +44,6 @@ KEDA = HelmChartSpec(
 KEDA_OPERATOR_SERVICE_ACCOUNT = "keda-operator"
 #: Name of the TriggerAuthentication of every ScaledObject in a namespace.
 TRIGGER_AUTHENTICATION = "amp-pod-identity"
-
-
-def _pod_identity_role(scope: Construct, construct_id: str, description: str) -> iam.Role:
-    return iam.Role(
-        scope,
-        construct_id,
-        assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
-        description=description,
-    )
 
 
 def _namespace(cluster: GpuEksCluster, namespace: str) -> eks.KubernetesManifest:
@@ -78,16 +70,18 @@ class KedaAutoscaler(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
         super().__init__(scope, construct_id)
-        self.role = _pod_identity_role(
-            self, "OperatorRole", "KEDA operator (EKS Pod Identity): query Managed Prometheus"
+        self.role = pod_identity_role(
+            self,
+            "OperatorRole",
+            description="KEDA operator (EKS Pod Identity): query Managed Prometheus",
         )
-        self.pod_identity = eks.CfnPodIdentityAssociation(
+        self.pod_identity = associate_pod_identity(
             self,
             "PodIdentity",
             cluster_name=cluster.cluster_name,
             namespace=KEDA.namespace,
             service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
-            role_arn=self.role.role_arn,
+            role=self.role,
         )
         self.chart = eks.HelmChart(
             self,
@@ -202,18 +196,20 @@ class InferenceService(Construct):
         stack = Stack.of(self)
 
         # -- identity: read the model prefix, nothing else ------------------------------------
-        self.role = _pod_identity_role(
-            self, "ServerRole", f"Model server {model.kubernetes_name}: read its weights from S3"
+        self.role = pod_identity_role(
+            self,
+            "ServerRole",
+            description=f"Model server {model.kubernetes_name}: read its weights from S3",
         )
         self.grant = self._grant_model_read(data_bucket, model.model_s3_prefix)
         self.service_account_name = f"{model.kubernetes_name}-server"
-        self.pod_identity = eks.CfnPodIdentityAssociation(
+        self.pod_identity = associate_pod_identity(
             self,
             "PodIdentity",
             cluster_name=cluster.cluster_name,
             namespace=namespace,
             service_account=self.service_account_name,
-            role_arn=self.role.role_arn,
+            role=self.role,
         )
 
         # -- workload and endpoint ------------------------------------------------------------

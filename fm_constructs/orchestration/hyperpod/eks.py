@@ -43,6 +43,7 @@ from fm_constructs.orchestration.efa_node_group import node_labels
 from fm_constructs.orchestration.eks_addons import VPC_CNI
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
 from fm_constructs.orchestration.hyperpod.instance_groups import InstanceGroup
+from fm_constructs.orchestration.pod_identity import pod_identity_role
 from fm_constructs.policy import acknowledge
 
 HYPERPOD_NAMESPACE = "aws-hyperpod"
@@ -318,10 +319,9 @@ class HyperPodEksDependencies(Construct):
                 resolve_conflicts="OVERWRITE",
             )
             cert_manager.node.add_dependency(self.eks_cluster.system_nodes)
-            role = iam.Role(
+            role = pod_identity_role(
                 self,
                 "TrainingOperatorRole",
-                assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
                 description="HyperPod training operator (EKS Pod Identity)",
                 managed_policies=[
                     iam.ManagedPolicy.from_aws_managed_policy_name(TRAINING_OPERATOR_POLICY)

@@ -1,0 +1,52 @@
+"""EKS Pod Identity: IAM roles that Kubernetes service accounts assume, and their associations.
+
+Every in-cluster component with AWS permissions (the FSx CSI driver, the Cluster Autoscaler,
+KEDA, model servers, the HyperPod training operator) gets its role this one way, so the trust
+policy is the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+
+def pod_identity_role(
+    scope: Construct,
+    construct_id: str,
+    *,
+    description: str,
+    managed_policies: Sequence[iam.IManagedPolicy] = (),
+) -> iam.Role:
+    """A role that EKS Pod Identity lets a service account assume (with session tags, so
+    policies can condition on the cluster, namespace and service account)."""
+    return iam.Role(
+        scope,
+        construct_id,
+        assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+        description=description,
+        managed_policies=list(managed_policies) or None,
+    )
+
+
+def associate_pod_identity(
+    scope: Construct,
+    construct_id: str,
+    *,
+    cluster_name: str,
+    namespace: str,
+    service_account: str,
+    role: iam.IRole,
+) -> eks.CfnPodIdentityAssociation:
+    """Map ``namespace/service_account`` of the cluster to ``role``."""
+    return eks.CfnPodIdentityAssociation(
+        scope,
+        construct_id,
+        cluster_name=cluster_name,
+        namespace=namespace,
+        service_account=service_account,
+        role_arn=role.role_arn,
+    )
