@@ -177,7 +177,8 @@ def test_cluster_recovery_provisioning_and_stable_name(synth: Synth) -> None:
     props = slurm["Properties"]
     assert props["NodeRecovery"] == "Automatic"
     assert props["NodeProvisioningMode"] == "Continuous"
-    assert props["Orchestrator"] == {"Slurm": {}}
+    # HyperPod's default orchestrator is Slurm; an empty Slurm block is rejected by the API.
+    assert "Orchestrator" not in props
     name = props["ClusterName"]
     assert name == synth.clusters["Slurm"].cluster_name
     assert len(name) <= 63 and name.startswith("Slurm-HyperPod-")
@@ -342,12 +343,18 @@ def test_execution_role_network_fsx_and_prometheus(synth: Synth) -> None:
     manage = by_sid["ManageInterfacesInClusterVpc"]
     assert "ec2:DeleteNetworkInterface" in manage["Action"]
     assert "ec2:Vpc" in manage["Condition"]["ArnEquals"]
-    tag = by_sid["TagNewInterfaces"]
-    assert tag["Condition"] == {"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}}
+    tag = by_sid["TagInterfaces"]
+    assert tag["Action"] == "ec2:CreateTags" and "Condition" not in tag
+    assert ":network-interface/*" in json.dumps(tag["Resource"])
+    # Slurm EFA workers pull the EFA exporter image from the HyperPod ECR registry only.
+    pull = by_sid["PullExporterImages"]
+    assert ":602401143452:repository/hyperpod/efa_exporter" in json.dumps(pull["Resource"])
+    assert by_sid["EcrLogin"]["Action"] == "ecr:GetAuthorizationToken"
     assert by_sid["DescribeFileSystems"]["Action"] == "fsx:DescribeFileSystems"
     assert any(s["Action"] == "aps:RemoteWrite" for s in statements)
     eks_by_sid = {s.get("Sid"): s for s in _statements(synth.raw["Eks"])}
     assert eks_by_sid["PodIdentity"]["Action"] == "eks-auth:AssumeRoleForPodIdentity"
+    assert "PullExporterImages" not in eks_by_sid  # EKS nodes hold the ECR read-only policy
 
 
 def test_execution_role_reads_exactly_the_lifecycle_prefix(synth: Synth) -> None:

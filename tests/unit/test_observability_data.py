@@ -14,6 +14,7 @@ import yaml
 
 from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import data, promql
+from fm_constructs.orchestration.hyperpod.lifecycle_scripts import dcgm_counters
 
 RULES = {
     p.name: data.load_rule_file(p, data.rule_thresholds(None)) for p in data.shipped_rule_files()
@@ -48,7 +49,6 @@ def test_rule_files_are_shipped_and_cover_the_required_alerts() -> None:
         "GpuPowerThrottling",
         "GpuMissingFromNode",
         "EfaWorkRequestErrors",
-        "EfaRetransmitTimeouts",
         "KubernetesNodeNotReady",
         "FsxLustreFreeCapacityLow",
         "TrainingStalled",
@@ -240,3 +240,56 @@ def test_metric_name_extractor() -> None:
     )
     assert promql.metric_names(expr) == {"a_bucket", "b:rec:avg"}
     assert promql.balanced("sum(rate(x[5m]))") and not promql.balanced("sum(rate(x[5m])")
+
+
+def _read_metrics() -> set[str]:
+    """Every metric a shipped rule or dashboard panel reads."""
+    names: set[str] = set()
+    for expr in promql.rule_expressions(DOCUMENTS).values():
+        names |= promql.metric_names(expr)
+    for dashboard in DASHBOARDS.values():
+        for _, expr in _prometheus_queries(dashboard):
+            names |= promql.metric_names(expr)
+    return names
+
+
+def test_every_dcgm_metric_read_is_in_the_exported_counters() -> None:
+    """dcgm-exporter only emits the fields of its counters list (Slurm nodes and the EKS chart
+    both use dcgm_counters), so a rule on any other DCGM field could never fire."""
+    exported = {field for field, _, _ in dcgm_counters.COUNTERS}
+    read = {name for name in _read_metrics() if name.startswith("DCGM_FI_")}
+    assert read, "no rule or panel reads a DCGM metric"
+    assert read - exported == set()
+
+
+def test_efa_metrics_read_are_published_by_the_amazonefa_collector() -> None:
+    """The EFA exporter's amazonefa collector publishes these hw_counters only (no SRD
+    retransmit statistics); the EKS keep-list and every rule and panel stay within them."""
+    published = {
+        f"node_amazonefa_{name}"
+        for name in (
+            "tx_bytes",
+            "rx_bytes",
+            "tx_pkts",
+            "rx_pkts",
+            "rx_drops",
+            "rdma_read_bytes",
+            "rdma_write_bytes",
+            "rdma_read_wr_err",
+            "rdma_write_wr_err",
+            "rdma_read_wrs",
+            "rdma_write_wrs",
+            "send_bytes",
+            "recv_bytes",
+            "send_wrs",
+            "recv_wrs",
+            "lifespan",
+        )
+    }
+    read = {name for name in _read_metrics() if name.startswith("node_amazonefa_")}
+    assert read and read <= published
+    (efa_job,) = [job for job in SCRAPE["scrape_configs"] if job["job_name"] == "efa-exporter"]
+    (keep,) = [r["regex"] for r in efa_job["metric_relabel_configs"] if r["action"] == "keep"]
+    assert keep.startswith("node_amazonefa_(") and keep.endswith(")")
+    kept = {f"node_amazonefa_{name}" for name in keep[len("node_amazonefa_(") : -1].split("|")}
+    assert kept <= published

@@ -33,12 +33,16 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
     GROUP_NAME_PATTERN,
     InstanceGroup,
     Orchestrator,
+    SlurmNodeType,
     check_layout,
 )
 from fm_constructs.orchestration.hyperpod.lifecycle import (
     DEFAULT_MOUNT_POINT,
+    EFA_EXPORTER_ACCOUNT,
+    EFA_EXPORTER_REPOSITORY,
     LifecycleScripts,
     provisioning_parameters,
+    worker_group_parameters,
 )
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
 from fm_constructs.storage import LustreFileSystem
@@ -59,7 +63,9 @@ class HyperPodCluster(Construct):
 
     - ``orchestrator``: Slurm (default; a controller, optional login and worker groups, see
       :func:`~fm_constructs.orchestration.hyperpod.slurm_instance_groups`) or EKS (pass
-      ``eks_cluster``; worker groups only).
+      ``eks_cluster``; worker groups only). On Slurm, HyperPod's agent writes and maintains
+      ``slurm.conf`` (one partition per worker group) from the provisioning parameters; the
+      lifecycle scripts only start the daemons once it is there.
     - ``subnet``: one private subnet in the zone of the accelerated capacity and of
       ``lustre``; checked against the zones of training plans and of the EKS cluster's GPU zone.
     - ``lustre``: mounted on every node by the lifecycle scripts (over EFA when the file system
@@ -175,6 +181,20 @@ class HyperPodCluster(Construct):
         self.lifecycle.grant_read(role)
         if prometheus is not None:
             prometheus.grant_remote_write(role)
+            if orchestrator is Orchestrator.SLURM and any(
+                worker_group_parameters(g)["efa"]
+                for g in groups
+                if g.slurm_node_type is SlurmNodeType.WORKER
+            ):
+                # EFA workers pull the EFA exporter image from the HyperPod ECR registry.
+                self.execution_role.allow_image_pull(
+                    stack.format_arn(
+                        service="ecr",
+                        account=EFA_EXPORTER_ACCOUNT,
+                        resource="repository",
+                        resource_name=EFA_EXPORTER_REPOSITORY,
+                    )
+                )
 
         self.eks_dependencies: HyperPodEksDependencies | None = None
         if eks_cluster is not None:
@@ -275,11 +295,13 @@ class HyperPodCluster(Construct):
     @staticmethod
     def _orchestrator_property(
         eks_cluster: GpuEksCluster | None,
-    ) -> sagemaker.CfnCluster.OrchestratorProperty:
+    ) -> sagemaker.CfnCluster.OrchestratorProperty | None:
+        """EKS: the cluster ARN. Slurm: no Orchestrator at all, HyperPod's default, in which
+        its agent writes slurm.conf from the lifecycle provisioning parameters (an empty
+        ``Slurm`` block is rejected by the API, and a ``SlurmConfigStrategy`` would hand the
+        partitions to a second mechanism)."""
         if eks_cluster is None:
-            return sagemaker.CfnCluster.OrchestratorProperty(
-                slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty()
-            )
+            return None
         return sagemaker.CfnCluster.OrchestratorProperty(
             eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
                 cluster_arn=eks_cluster.cluster_arn

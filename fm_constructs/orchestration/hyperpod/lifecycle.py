@@ -36,10 +36,20 @@ PARAMETERS_VERSION = "1.0.0"
 DEFAULT_MOUNT_POINT = "/fsx"
 #: Exporter ports (node exporter, DCGM exporter, EFA exporter).
 EXPORTER_PORTS = {"node": 9100, "dcgm": 9400, "efa": 9109}
-#: Share of an instance's memory Slurm may hand to jobs (the rest stays with the OS, the
-#: HyperPod agents and the page cache). slurmd refuses to register when RealMemory exceeds
-#: what the OS reports, so it must stay below the nominal size.
-SLURM_MEMORY_FRACTION = 0.9
+#: The HyperPod EFA exporter image (node exporter with the amazonefa collector, which publishes
+#: the ``node_amazonefa_*`` counters the rules read), as AWS's HyperPod observability lifecycle
+#: scripts pull it: account, repository and tag in the regional HyperPod ECR registry.
+EFA_EXPORTER_ACCOUNT = "602401143452"
+EFA_EXPORTER_REPOSITORY = "hyperpod/efa_exporter"
+EFA_EXPORTER_TAG = "1.0.0"
+
+
+def efa_exporter_image(region: str) -> str:
+    """URI of the EFA exporter image in ``region``'s HyperPod ECR registry."""
+    return (
+        f"{EFA_EXPORTER_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/"
+        f"{EFA_EXPORTER_REPOSITORY}:{EFA_EXPORTER_TAG}"
+    )
 
 
 def scripts_directory() -> Path:
@@ -48,26 +58,19 @@ def scripts_directory() -> Path:
 
 
 def worker_group_parameters(group: InstanceGroup) -> dict[str, Any]:
-    """What a node needs to know about a worker group to describe it to Slurm and to pick its
-    exporters: partition, CPU count as Slurm sees it, memory, GPUs, EFA."""
+    """One ``worker_groups`` entry: ``instance_group_name`` and ``partition_name`` are the keys
+    HyperPod's agent reads to put the group's nodes into a Slurm partition; ``gpus`` and ``efa``
+    tell the lifecycle scripts which exporters to run (and whether to serve a ``gres.conf``)."""
     spec = group.spec
-    entry: dict[str, Any] = {
+    return {
         "instance_group_name": group.name,
         "instance_type": group.hyperpod_instance_type,
         "partition_name": group.resolved_partition_name,
-        "gpus": 0,
-        "efa": False,
+        "gpus": spec.accelerator_count
+        if spec is not None and spec.accelerator_kind == "gpu"
+        else 0,
+        "efa": bool(spec is not None and spec.efa_supported),
     }
-    if spec is not None:
-        threads = group.resolved_threads_per_core or 2
-        entry.update(
-            cpus=spec.vcpus // 2 if threads == 1 else spec.vcpus,
-            real_memory_mib=int(spec.memory_gib * 1024 * SLURM_MEMORY_FRACTION),
-            gpus=spec.accelerator_count if spec.accelerator_kind == "gpu" else 0,
-            neuron_devices=spec.accelerator_count if spec.accelerator_kind == "trainium" else 0,
-            efa=spec.efa_supported,
-        )
-    return entry
 
 
 def provisioning_parameters(
@@ -79,14 +82,15 @@ def provisioning_parameters(
     fsx: dict[str, Any] | None = None,
     prometheus_remote_write_url: str | None = None,
 ) -> dict[str, Any]:
-    """The ``provisioning_parameters.json`` the lifecycle scripts read (values may be CDK
-    tokens; BucketDeployment substitutes them at deploy time).
+    """The ``provisioning_parameters.json`` HyperPod's agent and the lifecycle scripts read
+    (values may be CDK tokens; BucketDeployment substitutes them at deploy time). The agent
+    builds ``slurm.conf`` from ``controller_group``, ``login_group`` and ``worker_groups``.
 
     Keys: ``version``, ``workload_manager`` (slurm|eks), ``cluster_name``, ``region``,
     ``controller_group``, ``login_group``, ``worker_groups`` (see
     :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
     ``mount_point``, ``efa_enabled``) or null, ``prometheus`` (``remote_write_url``) or null,
-    ``exporter_ports``.
+    ``exporter_ports``, ``efa_exporter_image``.
     """
 
     def first(node_type: SlurmNodeType) -> str | None:
@@ -113,6 +117,7 @@ def provisioning_parameters(
             else None
         ),
         "exporter_ports": dict(EXPORTER_PORTS),
+        "efa_exporter_image": efa_exporter_image(region),
     }
 
 
@@ -120,7 +125,9 @@ class LifecycleScripts(Construct):
     """The lifecycle scripts and provisioning parameters of one cluster under one S3 prefix.
 
     ``bucket``: where to put them; created when absent (S3-managed encryption, TLS only, no
-    public access, versioned, destroyed with the stack since its content is generated).
+    public access, versioned). A created bucket is retained when the stack is deleted (its
+    objects are removed with the deployment, so it is left empty apart from old versions);
+    delete it by hand if it is no longer needed.
     Children: ``Bucket`` (when created), ``Deployment``.
     """
 

@@ -106,11 +106,10 @@ class HyperPodExecutionRole(Construct):
                 resources=[interfaces],
                 conditions={"ArnEquals": {"ec2:Vpc": vpc_arn}},
             ),
+            # As HyperPod's IAM guide grants it: ec2:CreateTags on network interfaces, without
+            # an ec2:CreateAction condition (which would deny tagging an existing interface).
             iam.PolicyStatement(
-                sid="TagNewInterfaces",
-                actions=["ec2:CreateTags"],
-                resources=[interfaces],
-                conditions={"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}},
+                sid="TagInterfaces", actions=["ec2:CreateTags"], resources=[interfaces]
             ),
             iam.PolicyStatement(
                 sid="DescribeNetwork", actions=list(DESCRIBE_ACTIONS), resources=["*"]
@@ -135,6 +134,21 @@ class HyperPodExecutionRole(Construct):
     def role_arn(self) -> str:
         return self.role.role_arn
 
+    def allow_image_pull(self, repository_arn: str) -> None:
+        """Let the nodes pull images of one ECR repository (the EFA exporter on Slurm nodes;
+        EKS nodes already hold the ECR read-only policy). ``ecr:GetAuthorizationToken`` has
+        no resource-level permissions."""
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="PullExporterImages",
+                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                resources=[repository_arn],
+            ),
+            iam.PolicyStatement(
+                sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]
+            ),
+        )
+
     def _acknowledge(self, stack: Stack, interfaces: str, *, eks: bool) -> None:
         flat_interfaces = flatten_reference(stack.resolve(interfaces))
         acknowledge(
@@ -142,14 +156,15 @@ class HyperPodExecutionRole(Construct):
             f"AwsSolutions-IAM5[Resource::{flat_interfaces}]",
             "HyperPod creates the node network interfaces itself, so their ids are unknown "
             "in advance; creation is limited to the cluster subnet and security groups, other "
-            "actions to interfaces in the cluster VPC (ec2:Vpc condition), tagging to "
-            "CreateNetworkInterface calls.",
+            "actions to interfaces in the cluster VPC (ec2:Vpc condition), tagging to network "
+            "interfaces.",
         )
         acknowledge(
             self.policy,
             "AwsSolutions-IAM5[Resource::*]",
-            "EC2 Describe* actions and fsx:DescribeFileSystems have no resource-level "
-            "permissions; they only read descriptions.",
+            "EC2 Describe* actions, fsx:DescribeFileSystems and ecr:GetAuthorizationToken have "
+            "no resource-level permissions; they only read descriptions or issue a registry "
+            "login token (image pulls stay limited to one repository).",
         )
         partition = "arn:<AWS::Partition>:iam::aws:policy/"
         acknowledge(

@@ -2,11 +2,15 @@
 # Exporters and the metrics collector: exporters.sh <role> <group> <params>
 #
 # - node exporter on :9100 (every node);
-# - EFA exporter on :9109 (EFA workers): a second node exporter with only the infiniband
-#   collector, which reads the EFA devices' counters from /sys/class/infiniband;
-# - DCGM exporter on :9400 (NVIDIA workers), the NVIDIA container, through the AMI's Docker;
+# - EFA exporter on :9109 (EFA workers): the HyperPod EFA exporter image (a node exporter build
+#   with the amazonefa collector, which reads each EFA device's hw_counters and publishes
+#   node_amazonefa_*; upstream node exporter's infiniband collector reads no EFA counters),
+#   pulled from the HyperPod ECR registry named in the provisioning parameters;
+# - DCGM exporter on :9400 (NVIDIA workers), the NVIDIA container, reading the counters list of
+#   dcgm_counters.py (-f) so every field the rules and dashboards use is exported;
 # - Prometheus in agent mode, remote-writing to Amazon Managed Service for Prometheus with SigV4.
-# Binaries are pinned and checked against the release's sha256 sums before they run.
+# Containers run through the AMI's Docker. Binaries are pinned and checked against the
+# release's sha256 sums before they run.
 set -euo pipefail
 
 ROLE="$1"
@@ -17,8 +21,9 @@ NODE_EXPORTER_VERSION="1.9.1"
 PROMETHEUS_VERSION="3.5.0"
 DCGM_EXPORTER_IMAGE="nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"
 INSTALL_DIR=/opt/fm-metrics
+CONFIG_DIR=/etc/fm-metrics
 ARCH="$(uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')"
-mkdir -p "$INSTALL_DIR"
+mkdir -p "$INSTALL_DIR" "$CONFIG_DIR"
 
 fetch_release() {
   # fetch_release <project> <version>: download and verify a prometheus/<project> release.
@@ -70,21 +75,53 @@ PY
 NODE_EXPORTER_DIR="$(fetch_release node_exporter "$NODE_EXPORTER_VERSION")"
 unit fm-node-exporter "${NODE_EXPORTER_DIR}/node_exporter" --web.listen-address=:9100
 
-if [[ "$ROLE" == "worker" ]] && worker_has efa; then
-  unit fm-efa-exporter "${NODE_EXPORTER_DIR}/node_exporter" --web.listen-address=:9109 \
-    --collector.disable-defaults --collector.infiniband
+param() {
+  python3 - "$PARAMS" "$1" <<'PY'
+import json, sys
+print(json.load(open(sys.argv[1])).get(sys.argv[2]) or "")
+PY
+}
+
+pull_efa_exporter() {
+  # pull_efa_exporter <image>: log in to the image's ECR registry with the node's role and pull.
+  local image="$1" registry="${1%%/*}" region attempt
+  region="$(param region)"
+  for attempt in 1 2 3 4 5; do
+    if aws ecr get-login-password --region "$region" \
+      | docker login --username AWS --password-stdin "$registry" \
+      && docker pull "$image"; then
+      return 0
+    fi
+    echo "exporters: pulling ${image} failed (attempt ${attempt})" >&2
+    sleep $((attempt * 10))
+  done
+  return 1
+}
+
+if [[ "$ROLE" == "worker" ]] && worker_has efa && command -v docker > /dev/null; then
+  EFA_EXPORTER_IMAGE="$(param efa_exporter_image)"
+  if [[ -n "$EFA_EXPORTER_IMAGE" ]] && pull_efa_exporter "$EFA_EXPORTER_IMAGE"; then
+    unit fm-efa-exporter /usr/bin/docker run --rm --name fm-efa-exporter --network host \
+      --pid host -v /:/host:ro,rslave "$EFA_EXPORTER_IMAGE" --path.rootfs=/host \
+      --web.listen-address=:9109 --collector.disable-defaults --collector.amazonefa
+  else
+    echo "exporters: no EFA exporter on this node (image unavailable)" >&2
+  fi
 fi
 
 if [[ "$ROLE" == "worker" ]] && worker_has gpus && command -v docker > /dev/null; then
+  python3 "${SCRIPT_DIR}/dcgm_counters.py" > "${CONFIG_DIR}/dcgm-counters.csv"
   unit fm-dcgm-exporter /usr/bin/docker run --rm --name fm-dcgm-exporter --gpus all \
-    --cap-add SYS_ADMIN --network host "$DCGM_EXPORTER_IMAGE"
+    --cap-add SYS_ADMIN --network host \
+    -v "${CONFIG_DIR}/dcgm-counters.csv:/etc/dcgm-exporter/fm-counters.csv:ro" \
+    "$DCGM_EXPORTER_IMAGE" -f /etc/dcgm-exporter/fm-counters.csv
 fi
 
 PROMETHEUS_DIR="$(fetch_release prometheus "$PROMETHEUS_VERSION")"
-mkdir -p /etc/fm-metrics /var/lib/fm-prometheus-agent
+mkdir -p /var/lib/fm-prometheus-agent
 python3 "${SCRIPT_DIR}/prometheus_agent_config.py" --params "$PARAMS" --role "$ROLE" \
-  --group "$GROUP" --hostname "$(hostname)" > /etc/fm-metrics/prometheus-agent.yml
+  --group "$GROUP" --hostname "$(hostname)" > "${CONFIG_DIR}/prometheus-agent.yml"
 unit fm-prometheus-agent "${PROMETHEUS_DIR}/prometheus" --agent \
-  --config.file=/etc/fm-metrics/prometheus-agent.yml \
+  --config.file="${CONFIG_DIR}/prometheus-agent.yml" \
   --storage.agent.path=/var/lib/fm-prometheus-agent --web.listen-address=127.0.0.1:9090
 echo "exporters: running on ${ROLE} of group ${GROUP}"

@@ -3,8 +3,9 @@
 #
 # Reads provisioning_parameters.json (written next to this script at deploy time) and HyperPod's
 # /opt/ml/config/resource_config.json, then: sets the NCCL/EFA environment, mounts FSx for
-# Lustre (over EFA when the file system has EFA enabled), configures Slurm for this node's role
-# (Slurm clusters only), and starts the exporters and the Prometheus agent.
+# Lustre (over EFA when the file system has EFA enabled), starts Slurm for this node's role once
+# HyperPod's agent has written slurm.conf (Slurm clusters only), and starts the exporters and the
+# Prometheus agent.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -46,8 +47,7 @@ if [[ -n "$FSX_DNS" ]]; then
 fi
 
 if [[ "$WORKLOAD_MANAGER" == "slurm" ]]; then
-  bash "${SCRIPT_DIR}/setup_slurm.sh" "$ROLE" "$GROUP" "$PARAMS" "$RESOURCE_CONFIG" \
-    "$(param fsx.mount_point)"
+  bash "${SCRIPT_DIR}/setup_slurm.sh" "$ROLE" "$GROUP" "$PARAMS" "$RESOURCE_CONFIG"
 fi
 
 if [[ -n "$(param prometheus.remote_write_url)" ]]; then

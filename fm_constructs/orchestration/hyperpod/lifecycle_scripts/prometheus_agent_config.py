@@ -39,11 +39,15 @@ def render(params: dict[str, Any], *, role: str, group_name: str, hostname: str)
     prometheus = params.get("prometheus")
     if not prometheus:
         raise ValueError("provisioning parameters name no Prometheus workspace")
+    # ``node`` is the label every shipped rule and dashboard groups by (on EKS it is the
+    # Kubernetes node name); ``instance`` names the host rather than ``localhost:<port>``.
     labels = {
         "cluster": params["cluster_name"],
         "instance_group": group_name,
         "node_role": role,
         "hostname": hostname,
+        "node": hostname,
+        "instance": hostname,
     }
     config = {
         "global": {"scrape_interval": "30s", "external_labels": {"cluster": labels["cluster"]}},

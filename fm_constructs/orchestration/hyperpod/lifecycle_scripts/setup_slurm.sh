@@ -1,59 +1,87 @@
 #!/usr/bin/env bash
-# Configure Slurm for this node: setup_slurm.sh <role> <group> <params> <resource-config> <shared-dir>
+# Start Slurm on this node: setup_slurm.sh <role> <group> <params> <resource-config>
 #
-# Every node renders the same node/partition fragment (slurm_config.py) into the Slurm
-# configuration of the HyperPod Slurm AMI. The controller publishes the munge key on the shared
-# file system; the other nodes wait for it. Then the role's daemon starts: slurmctld on the
-# controller, slurmd on workers, nothing more on the login node (it only needs the config and
-# munge to submit jobs).
+# HyperPod's agent owns slurm.conf: it writes the controller, nodes and partitions from
+# provisioning_parameters.json (controller_group, login_group, worker_groups) on the controller
+# and rewrites it as nodes join, leave or are replaced, and it sets up munge. So nothing here
+# renders nodes or partitions. The controller waits until the agent's slurm.conf names a
+# controller address, adds a gres.conf (GPU autodetection through NVML) when the agent wrote
+# none and some worker group has GPUs, then (re)starts slurmctld. Workers and the login node run
+# slurmd in configless mode: it fetches slurm.conf and gres.conf from the controller
+# (--conf-server), so every node sees the agent's current configuration.
 set -euo pipefail
 
 ROLE="$1"
 GROUP="$2"
 PARAMS="$3"
 RESOURCE_CONFIG="$4"
-SHARED_DIR="${5:-}"
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SLURM_ETC="${SLURM_ETC:-/opt/slurm/etc}"
-FRAGMENT="${SLURM_ETC}/fm_cluster.conf"
+SLURM_CONF_TIMEOUT="${SLURM_CONF_TIMEOUT:-900}"
 
-python3 "${SCRIPT_DIR}/slurm_config.py" render --params "$PARAMS" \
-  --resource-config "$RESOURCE_CONFIG" > "$FRAGMENT"
-if ! grep -q "^include ${FRAGMENT}$" "${SLURM_ETC}/slurm.conf"; then
-  echo "include ${FRAGMENT}" >> "${SLURM_ETC}/slurm.conf"
-fi
-python3 "${SCRIPT_DIR}/slurm_config.py" gres --params "$PARAMS" \
-  --resource-config "$RESOURCE_CONFIG" --group "$GROUP" > "${SLURM_ETC}/gres.conf"
-
-share_munge_key() {
-  if [[ -z "$SHARED_DIR" ]] || ! mountpoint -q "$SHARED_DIR"; then
-    echo "setup_slurm: no shared file system; keeping the AMI's munge key"
-    return 0
-  fi
-  local shared="${SHARED_DIR}/.fm-slurm/munge.key"
-  if [[ "$ROLE" == "controller" ]]; then
-    install -d -m 0700 "$(dirname "$shared")"
-    install -m 0400 /etc/munge/munge.key "$shared"
-  else
-    local waited=0
-    until [[ -s "$shared" ]]; do
-      if (( waited >= 1800 )); then
-        echo "setup_slurm: munge key not published after ${waited}s" >&2
-        return 1
-      fi
-      sleep 10
-      waited=$((waited + 10))
-    done
-    install -o munge -g munge -m 0400 "$shared" /etc/munge/munge.key
-  fi
-  systemctl restart munge
+slurm_config() {
+  python3 "${SCRIPT_DIR}/slurm_config.py" "$@" --params "$PARAMS" \
+    --resource-config "$RESOURCE_CONFIG"
 }
 
-share_munge_key
+CONTROLLERS="$(slurm_config controllers)"
+echo "setup_slurm: controller address(es) ${CONTROLLERS}"
+
+wait_for_slurm_conf() {
+  local waited=0
+  until slurm_config slurm-conf-ready --slurm-conf "${SLURM_ETC}/slurm.conf"; do
+    if (( waited >= SLURM_CONF_TIMEOUT )); then
+      echo "setup_slurm: ${SLURM_ETC}/slurm.conf names no controller after ${waited}s" >&2
+      return 1
+    fi
+    sleep 5
+    waited=$((waited + 5))
+  done
+  echo "setup_slurm: HyperPod wrote ${SLURM_ETC}/slurm.conf (after ${waited}s)"
+}
+
+write_gres_conf() {
+  local gres
+  gres="$(slurm_config gres)"
+  if [[ -z "$gres" ]]; then
+    return 0
+  fi
+  if [[ -s "${SLURM_ETC}/gres.conf" ]]; then
+    echo "setup_slurm: keeping the existing ${SLURM_ETC}/gres.conf"
+    return 0
+  fi
+  printf '%s' "$gres" > "${SLURM_ETC}/gres.conf"
+  chmod 0644 "${SLURM_ETC}/gres.conf"
+  echo "setup_slurm: wrote ${SLURM_ETC}/gres.conf"
+}
+
+start_configless_slurmd() {
+  # slurmd's unit passes $SLURMD_OPTIONS to the daemon; point it at the controller(s).
+  local servers
+  servers="$(tr ' ' ',' <<< "$CONTROLLERS")"
+  install -d /etc/systemd/system/slurmd.service.d
+  cat > /etc/systemd/system/slurmd.service.d/fm-conf-server.conf <<UNIT
+[Service]
+Environment="SLURMD_OPTIONS=--conf-server ${servers}"
+UNIT
+  systemctl daemon-reload
+  systemctl enable slurmd
+  systemctl restart slurmd
+}
+
 case "$ROLE" in
-  controller) systemctl enable --now slurmctld && systemctl restart slurmctld ;;
-  worker) systemctl enable --now slurmd && systemctl restart slurmd ;;
-  login) echo "setup_slurm: login node configured" ;;
+  controller)
+    wait_for_slurm_conf
+    write_gres_conf
+    systemctl enable slurmctld
+    systemctl restart slurmctld
+    ;;
+  worker) start_configless_slurmd ;;
+  login)
+    # slurmd on the login node only fetches the configuration for the client commands; the
+    # login node is in no partition, so the daemon itself does not register.
+    start_configless_slurmd || echo "setup_slurm: slurmd on the login node did not start"
+    ;;
   *) echo "setup_slurm: unknown role ${ROLE}" >&2; exit 1 ;;
 esac
 echo "setup_slurm: ${ROLE} of group ${GROUP} ready"
