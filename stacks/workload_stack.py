@@ -206,8 +206,9 @@ class WorkloadStack(Stack):
     def _rollout_node_group(
         self, workload: WorkloadConfig, subnet: ec2.ISubnet
     ) -> EfaNodeGroup | None:
-        """EKS: the RL rollout group as a second EFA node group on the same cluster, labelled
-        so generation workers (vLLM/Ray) land on it and trainers do not."""
+        """EKS: the RL rollout group as a second EFA node group on the same cluster, labelled and
+        tainted ``workload-role=rollout``: generation workers (vLLM/Ray) select and tolerate
+        it, trainer pods (which do not tolerate the taint) never land there."""
         rollout = workload.rollout
         if not rollout.enabled or not isinstance(self.compute, EksAcceleratedWorkload):
             return None
@@ -221,6 +222,7 @@ class WorkloadStack(Stack):
             efa_security_group=self.compute.efa_security_group,
             efa_layout=workload.efa_layout,
             labels={ROLE_LABEL: ROLLOUT_GROUP},
+            taints={ROLE_LABEL: ROLLOUT_GROUP},
         )
 
     def _file_system(

@@ -382,5 +382,4 @@ class GpuLaunchTemplate(Construct):
             interface_type=slot.interface_type,
             groups=groups,
             delete_on_termination=True,
-            associate_public_ip_address=False if slot.is_primary else None,
         )

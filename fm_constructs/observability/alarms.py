@@ -12,6 +12,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.errors import Problems
@@ -21,6 +22,7 @@ from fm_constructs.observability.notifications import (
     AlertTopic,
 )
 from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s
+from fm_constructs.policy import acknowledge
 
 FSX_NAMESPACE = "AWS/FSx"
 #: EventBridge detail types SageMaker HyperPod emits for node health and cluster events.
@@ -96,8 +98,11 @@ class FsxLustreAlarms(Construct):
                 namespace=FSX_NAMESPACE,
                 metric_name="FreeDataStorageCapacity",
                 dimensions_map=dimensions,
+                # FSx reports one datapoint per OST per minute and defines Sum as the free
+                # bytes of all OSTs: a one-minute Sum is the file system's free capacity (a
+                # longer period would add several minutes together).
                 statistic="Sum",
-                period=_PERIOD,
+                period=Duration.minutes(1),
             ),
             threshold=capacity_bytes * free_capacity_min_ratio,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
@@ -187,13 +192,23 @@ class HyperPodHealthEvents(Construct):
                 detail={"EventDetails": {"EventLevel": ["Error"]}},
             ),
         )
-        for rule in (self.node_health, self.cluster_errors):
-            rule.add_target(targets.SnsTopic(alert_topic.topic))
-        # The rules reference the topic, so the policies scope to this account's rules rather
-        # than to each rule's ARN (which would be a circular dependency).
-        alert_topic.allow_service(
-            EVENTS_PRINCIPAL,
-            source_arn=Stack.of(self).format_arn(
-                service="events", resource="rule", resource_name="*"
+        # EventBridge publishes through a role of its own: the SNS target's default (a topic
+        # policy statement for events.amazonaws.com) would let any account's rules publish.
+        self.publisher = iam.Role(
+            self,
+            "PublisherRole",
+            assumed_by=iam.ServicePrincipal(
+                EVENTS_PRINCIPAL,
+                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
             ),
+            description="EventBridge: publish HyperPod events to the alert topic",
+        )
+        alert_topic.topic.grant_publish(self.publisher)
+        for rule in (self.node_health, self.cluster_errors):
+            rule.add_target(targets.SnsTopic(alert_topic.topic, role=self.publisher))
+        acknowledge(
+            self.publisher.node.find_child("DefaultPolicy"),
+            "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
+            "SNS needs GenerateDataKey* on the alert topic's own key to publish encrypted "
+            "messages; the statement is limited to that key.",
         )

@@ -105,12 +105,24 @@ class EfaNodeGroup(Construct):
         nodegroup_name: str | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        taints: Mapping[str, str] | None = None,
+        create_placement_group: bool | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
         problems = Problems(context="EfaNodeGroup")
         spec = self._resolve_spec(instance_type, problems)
         eks_cluster = cluster.icluster if isinstance(cluster, GpuEksCluster) else cluster
+        capacity_block = capacity.kind is CapacityKind.CAPACITY_BLOCK
+        if min_size is None and capacity_block:
+            # EKS scales a Capacity Block node group to zero before the block ends and needs
+            # desired size 0 to update it: a minimum above zero would fight both.
+            min_size = 0
+            Annotations.of(self).add_info(
+                "Capacity Block node group: minimum size 0, so EKS can scale it to zero before "
+                "the block ends. Before changing its launch template or AMI, set its desired "
+                "size to 0 (an update needs instances the block does not have)."
+            )
         min_nodes = desired_size if min_size is None else min_size
         max_nodes = desired_size if max_size is None else max_size
         self._validate(
@@ -150,6 +162,7 @@ class EfaNodeGroup(Construct):
             security_groups=[self.cluster_security_group],
             capacity=capacity,
             placement_group=placement_group,
+            create_placement_group=create_placement_group,
             subnet_availability_zone=_known_zone(subnet),
             node_count=max_nodes,
             root_volume_size_gib=root_volume_size_gib,
@@ -177,7 +190,11 @@ class EfaNodeGroup(Construct):
             max_size=max_nodes,
             labels=self.labels,
             taints=[
-                eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=self.taint_key, value="true")
+                eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=self.taint_key, value="true"),
+                *(
+                    eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=key, value=value)
+                    for key, value in (taints or {}).items()
+                ),
             ],
             enable_node_auto_repair=auto_repair,
             max_unavailable=max_unavailable,

@@ -207,11 +207,46 @@ def efa_device_plugin_values(efa_instance_types: Sequence[str]) -> dict[str, Any
     }
 
 
+#: Where the exporter container reads the counters list (the chart's metrics ConfigMap).
+DCGM_COUNTERS_PATH = "/etc/dcgm-exporter/fm-counters.csv"
+
+
 def dcgm_exporter_values() -> dict[str, Any]:
-    """GPU telemetry on NVIDIA nodes only (port 9400); tolerate the GPU taint."""
+    """GPU telemetry on NVIDIA nodes only (port 9400); tolerate the GPU taint.
+
+    The chart's default counters leave out fields the shipped rules and dashboards read (ECC
+    totals, clock-event reasons, SM activity, NVLink bytes). ``customMetrics`` replaces the
+    content of the chart's ``exporter-metrics-config-map`` with the package's list (the one the
+    HyperPod Slurm nodes use), mounted at :data:`DCGM_COUNTERS_PATH` and passed with ``-f``.
+    """
+    # Imported here: the hyperpod package imports this module through the EKS cluster.
+    from fm_constructs.orchestration.hyperpod.lifecycle_scripts import dcgm_counters
+
     return {
+        # The chart renders a Prometheus Operator ServiceMonitor by default; the operator's
+        # CRDs are not installed (the AMP managed scraper collects the metrics), so the
+        # install would fail on the unknown kind.
+        "serviceMonitor": {"enabled": False},
         "nodeSelector": {GPU_PRESENT_LABEL: "true"},
         "tolerations": [_toleration(GPU_TAINT_KEY)],
+        "customMetrics": dcgm_counters.csv_text(),
+        "arguments": ["-f", DCGM_COUNTERS_PATH],
+        "extraConfigMapVolumes": [
+            {
+                "name": "exporter-metrics-volume",
+                "configMap": {
+                    "name": "exporter-metrics-config-map",
+                    "items": [{"key": "metrics", "path": "fm-counters.csv"}],
+                },
+            }
+        ],
+        "extraVolumeMounts": [
+            {
+                "name": "exporter-metrics-volume",
+                "mountPath": DCGM_COUNTERS_PATH,
+                "subPath": "fm-counters.csv",
+            }
+        ],
     }
 
 

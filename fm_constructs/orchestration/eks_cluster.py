@@ -197,6 +197,14 @@ class GpuEksCluster(Construct):
         self._acknowledge_cluster_findings(public=bool(public_access_cidrs))
 
         self.admin_access_entries: list[eks.AccessEntry] = []
+        if not admin_role_arns:
+            Annotations.of(self).add_warning_v2(
+                "fm:no-cluster-admins",
+                "No admin_role_arns: no person or pipeline can use the Kubernetes API of this "
+                "cluster (the deploying identity gets no implicit access). List the IAM roles "
+                "of your operators (platform.admin_role_arns in a profile); access entries can "
+                "be added later without replacing the cluster.",
+            )
         for index, arn in enumerate(admin_role_arns):
             entry = eks.AccessEntry(
                 self,

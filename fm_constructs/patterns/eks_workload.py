@@ -119,6 +119,9 @@ class EksAcceleratedWorkload(Construct):
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
             labels=gpu_type_label(instance_type) if autoscale else None,
+            # A group that grows later must not be pinned to a cluster placement group (adding
+            # instances to one is where insufficient-capacity errors come from).
+            create_placement_group=False if autoscale else None,
         )
         self.autoscaler: ClusterAutoscaler | None = None
         if autoscale:

@@ -222,7 +222,7 @@ def test_create_provisions_data_sources_folder_and_dashboards(
         _event(url, "Create", ["one", "two"]), client, dashboards
     )
     stub.assert_no_pending_responses()  # token created AND deleted
-    assert physical_id == f"{WORKSPACE}/fm"
+    assert physical_id == WORKSPACE
     assert data == {"FolderUid": "fm", "DashboardCount": "2"}
     assert set(fake.dashboards) == {"one", "two"}
     assert all(d["folderUid"] == "fm" for d in fake.dashboards.values())
@@ -253,7 +253,7 @@ def test_update_upserts_and_deletes_dashboards_no_longer_listed(
         "Update",
         ["one", "three"],
         OldResourceProperties=_event(url, "Create", ["one", "two", "three"])["ResourceProperties"],
-        PhysicalResourceId=f"{WORKSPACE}/fm",
+        PhysicalResourceId=WORKSPACE,
     )
     provisioner.provision(event, client, dashboards)
     stub.assert_no_pending_responses()
@@ -269,10 +269,10 @@ def test_delete_removes_what_it_created_and_the_service_account(
     client, _ = _client(existing_account=True)
     provisioner.provision(_event(url, "Create", ["one", "two"]), client, dashboards)
     client, stub = _client(existing_account=True, delete_account=True)
-    event = _event(url, "Delete", ["one", "two"], PhysicalResourceId=f"{WORKSPACE}/fm")
+    event = _event(url, "Delete", ["one", "two"], PhysicalResourceId=WORKSPACE)
     physical_id, _ = provisioner.provision(event, client, dashboards)
     stub.assert_no_pending_responses()
-    assert physical_id == f"{WORKSPACE}/fm"
+    assert physical_id == WORKSPACE
     assert fake.dashboards == {} and fake.folders == {} and fake.data_sources == {}
 
 
@@ -364,4 +364,27 @@ def test_handler_reports_success(
     provisioner.handler(event, None, client=client)
     (response,) = fake.cfn_responses
     assert response["Status"] == "SUCCESS"
-    assert response["PhysicalResourceId"] == f"{WORKSPACE}/fm"
+    assert response["PhysicalResourceId"] == WORKSPACE
+
+
+def test_new_folder_is_an_update_that_keeps_data_sources_and_drops_the_old_folder(
+    grafana: tuple[FakeGrafana, str], dashboards: Path
+) -> None:
+    fake, url = grafana
+    client, _ = _client(existing_account=True)
+    provisioner.provision(_event(url, "Create", ["one"]), client, dashboards)
+    client, stub = _client(existing_account=True)
+    event = _event(
+        url,
+        "Update",
+        ["one"],
+        props={"FolderUid": "fm-new"},
+        OldResourceProperties=_event(url, "Create", ["one"])["ResourceProperties"],
+        PhysicalResourceId=WORKSPACE,
+    )
+    physical_id, _ = provisioner.provision(event, client, dashboards)
+    stub.assert_no_pending_responses()
+    # Same physical id: CloudFormation sends no clean-up Delete for the old folder's resource.
+    assert physical_id == WORKSPACE
+    assert set(fake.folders) == {"fm-new"}
+    assert ("DELETE", "/api/datasources/uid/fm-amp") not in fake.requests

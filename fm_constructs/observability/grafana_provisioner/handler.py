@@ -275,7 +275,9 @@ def provision(
     props = event["ResourceProperties"]
     workspace_id = str(props["WorkspaceId"])
     folder_uid = str(props["FolderUid"])
-    physical_id = f"{workspace_id}/{folder_uid}"
+    # One id per workspace: a new folder is an update, not a replacement, so CloudFormation
+    # never sends a clean-up Delete that would remove the data sources just upserted.
+    physical_id = workspace_id
     request_type = event["RequestType"]
     seconds = int(props.get("TokenSecondsToLive", DEFAULT_TOKEN_SECONDS))
     account_name = str(props["ServiceAccountName"])
@@ -315,6 +317,9 @@ def provision(
             for uid in old_props.get("DashboardUids", []):
                 if same_workspace and str(uid) not in uids:
                     api.delete(f"/api/dashboards/uid/{uid}")
+            old_folder = str(old_props.get("FolderUid", folder_uid))
+            if same_workspace and old_folder != folder_uid:
+                api.delete(f"/api/folders/{old_folder}")
     return physical_id, {"FolderUid": folder_uid, "DashboardCount": str(len(dashboards))}
 
 
