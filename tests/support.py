@@ -10,6 +10,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import yaml
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint
 
@@ -48,3 +49,19 @@ def cfn_lint(template: str | Mapping[str, Any], region: str) -> list[str]:
     text = template if isinstance(template, str) else json.dumps(template)
     config = ManualArgs(regions=[region], ignore_checks=list(_ignored_cfn_lint_rules()))
     return [str(match) for match in lint(text, config=config)]
+
+
+def imported_vpc(stack: cdk.Stack, zone: str = "us-east-1a") -> ec2.IVpc:
+    """A two-zone VPC from attributes (``zone`` and the zone after it): no VPC resources in the
+    template and no lookups, so assertions and cfn-lint see only what the construct adds."""
+    other = zone[:-1] + chr(ord(zone[-1]) + 1)
+    return ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0123456789abcdef0",
+        availability_zones=[zone, other],
+        private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
+        private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],
+        public_subnet_ids=["subnet-0b000000000000001", "subnet-0b000000000000002"],
+        public_subnet_route_table_ids=["rtb-0b000000000000001", "rtb-0b000000000000002"],
+    )

@@ -32,22 +32,13 @@ from fm_constructs.patterns.eks_workload import (
     gpu_type_label,
 )
 from fm_constructs.policy import enable_nag
-from tests.support import TEST_ENV, cfn_lint
+from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
 TOKEN = "<token>"
 
 
 def _vpc(stack: cdk.Stack) -> ec2.IVpc:
-    return ec2.Vpc.from_vpc_attributes(
-        stack,
-        "Vpc",
-        vpc_id="vpc-0123456789abcdef0",
-        availability_zones=["us-east-1a", "us-east-1b"],
-        private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
-        private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],
-        public_subnet_ids=["subnet-0b000000000000001", "subnet-0b000000000000002"],
-        public_subnet_route_table_ids=["rtb-0b000000000000001", "rtb-0b000000000000002"],
-    )
+    return imported_vpc(stack)
 
 
 @dataclass

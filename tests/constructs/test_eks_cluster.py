@@ -29,7 +29,7 @@ from fm_constructs.orchestration import (
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket, LustreFileSystem
-from tests.support import TEST_ENV, cfn_lint
+from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
 ADMIN = "arn:aws:iam::111122223333:role/PlatformAdmin"
 OPS = "arn:aws:iam::111122223333:role/path/Operators"
@@ -39,19 +39,7 @@ ZONES = {"Neuron": "us-east-2a"}
 
 
 def _vpc(stack: cdk.Stack, zone: str) -> ec2.IVpc:
-    """An imported VPC: no VPC resources in the template, so the assertions and cfn-lint see
-    only what the cluster adds."""
-    other = zone[:-1] + "b"
-    return ec2.Vpc.from_vpc_attributes(
-        stack,
-        "Vpc",
-        vpc_id="vpc-0123456789abcdef0",
-        availability_zones=[zone, other],
-        private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
-        private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],
-        public_subnet_ids=["subnet-0b000000000000001", "subnet-0b000000000000002"],
-        public_subnet_route_table_ids=["rtb-0b000000000000001", "rtb-0b000000000000002"],
-    )
+    return imported_vpc(stack, zone)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from fm_constructs.errors import FmValidationError
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import EfaNodeGroup, node_labels
 from fm_constructs.policy import enable_nag
-from tests.support import TEST_ENV, cfn_lint
+from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
 CR = "cr-0123456789abcdef0"
 #: stack name -> (instance type, expected AMI type)
@@ -45,16 +45,7 @@ def _zone(name: str) -> str:
 
 
 def _cluster(stack: cdk.Stack, zone: str) -> tuple[eks.ICluster, ec2.IVpc]:
-    vpc = ec2.Vpc.from_vpc_attributes(
-        stack,
-        "Vpc",
-        vpc_id="vpc-0123456789abcdef0",
-        availability_zones=[zone, zone[:-1] + "b"],
-        private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
-        private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],
-        public_subnet_ids=["subnet-0b000000000000001", "subnet-0b000000000000002"],
-        public_subnet_route_table_ids=["rtb-0b000000000000001", "rtb-0b000000000000002"],
-    )
+    vpc = imported_vpc(stack, zone)
     cluster = eks.Cluster.from_cluster_attributes(
         stack,
         "Cluster",

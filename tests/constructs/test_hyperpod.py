@@ -37,21 +37,14 @@ from fm_constructs.orchestration.hyperpod.eks import (
 )
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket, LustreFileSystem
-from tests.support import TEST_ENV, cfn_lint
+from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
 PLAN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/p5en-two-weeks"
 ZONE = "us-east-1a"
 
 
 def _vpc(stack: cdk.Stack) -> ec2.IVpc:
-    return ec2.Vpc.from_vpc_attributes(
-        stack,
-        "Vpc",
-        vpc_id="vpc-0123456789abcdef0",
-        availability_zones=[ZONE, "us-east-1b"],
-        private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
-        private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],
-    )
+    return imported_vpc(stack, ZONE)
 
 
 @dataclass

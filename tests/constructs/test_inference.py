@@ -22,7 +22,7 @@ from fm_constructs.patterns.inference import KEDA, InferenceService, LoadBalance
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket
-from tests.support import TEST_ENV, cfn_lint
+from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
 SMALL = ModelServerSpec(
     model_s3_prefix="models/llama-3.1-8b/",
@@ -42,16 +42,7 @@ LARGE = ModelServerSpec(
 
 
 def _vpc(stack: cdk.Stack) -> ec2.IVpc:
-    return ec2.Vpc.from_vpc_attributes(
-        stack,
-        "Vpc",
-        vpc_id="vpc-0123456789abcdef0",
-        availability_zones=["us-east-1a", "us-east-1b"],
-        private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
-        private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],
-        public_subnet_ids=["subnet-0b000000000000001", "subnet-0b000000000000002"],
-        public_subnet_route_table_ids=["rtb-0b000000000000001", "rtb-0b000000000000002"],
-    )
+    return imported_vpc(stack)
 
 
 def _platform(
