@@ -177,7 +177,7 @@ class ClusterAutoscaler(Construct):
             image_tag=image_tag,
             settings=chosen,
         )
-        self.chart: eks.HelmChart = cluster._add_chart(
+        self.chart: eks.HelmChart = cluster.add_pinned_chart(
             charts.CLUSTER_AUTOSCALER, self.values, wait=True
         )
         # The pod must start with credentials: the Pod Identity agent injects them at pod

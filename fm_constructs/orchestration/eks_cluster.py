@@ -272,7 +272,9 @@ class GpuEksCluster(Construct):
         if plugins.neuron:
             self.enable_device_plugins("NEURON")
         if plugins.efa:
-            self._add_chart(charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types()))
+            self.add_pinned_chart(
+                charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types())
+            )
         chosen = operators or WorkloadOperators()
         for enabled, spec in (
             (chosen.kueue, charts.KUEUE),
@@ -281,7 +283,7 @@ class GpuEksCluster(Construct):
             (chosen.leader_worker_set, charts.LEADER_WORKER_SET),
         ):
             if enabled:
-                self._add_chart(spec, {}, wait=True)
+                self.add_pinned_chart(spec, {}, wait=True)
 
     # ----------------------------------------------------------------------------- attributes
 
@@ -308,11 +310,11 @@ class GpuEksCluster(Construct):
         """Install the device plugin for ``family`` ("NVIDIA" or "NEURON") and, for NVIDIA, the
         DCGM exporter; a no-op for charts already installed."""
         if family == "NVIDIA":
-            self._add_chart(charts.NVIDIA_DEVICE_PLUGIN, charts.nvidia_device_plugin_values())
+            self.add_pinned_chart(charts.NVIDIA_DEVICE_PLUGIN, charts.nvidia_device_plugin_values())
             if dcgm_exporter:
-                self._add_chart(charts.DCGM_EXPORTER, charts.dcgm_exporter_values())
+                self.add_pinned_chart(charts.DCGM_EXPORTER, charts.dcgm_exporter_values())
         else:
-            self._add_chart(
+            self.add_pinned_chart(
                 charts.NEURON_DEVICE_PLUGIN,
                 charts.neuron_device_plugin_values(_family_types("NEURON")),
             )
@@ -342,7 +344,9 @@ class GpuEksCluster(Construct):
 
     def enable_efa_device_plugin(self) -> None:
         """Install the EFA device plugin (a no-op when already installed)."""
-        self._add_chart(charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types()))
+        self.add_pinned_chart(
+            charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types())
+        )
 
     def add_node_peer(self, peer: ec2.IConnectable) -> None:
         """Register the security groups of a node group so that every FSx for Lustre file system
@@ -393,11 +397,11 @@ class GpuEksCluster(Construct):
             file_system.connections.allow_default_port_from(peer)
         return manifest
 
-    # ----------------------------------------------------------------------------- internals
-
-    def _add_chart(
+    def add_pinned_chart(
         self, spec: charts.HelmChartSpec, values: Mapping[str, Any], *, wait: bool = False
     ) -> eks.HelmChart:
+        """Install the pinned Helm chart ``spec`` once per cluster (a second call returns the
+        first release): after the system nodes, listed in :attr:`charts`."""
         existing = self.charts.get(spec.release)
         if existing is not None:
             return existing
@@ -421,6 +425,8 @@ class GpuEksCluster(Construct):
         self.charts[spec.release] = chart
         self._acknowledge_kubectl_provider()
         return chart
+
+    # ----------------------------------------------------------------------------- internals
 
     @staticmethod
     def _check_inputs(

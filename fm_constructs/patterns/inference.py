@@ -83,23 +83,14 @@ class KedaAutoscaler(Construct):
             service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
             role=self.role,
         )
-        self.chart = eks.HelmChart(
-            self,
-            "Chart",
-            cluster=cluster.icluster,
-            chart=KEDA.chart,
-            repository=KEDA.repository,
-            version=KEDA.version,
-            release=KEDA.release,
-            namespace=KEDA.namespace,
-            create_namespace=True,
-            values={"serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}}},
+        self.chart = cluster.add_pinned_chart(
+            KEDA,
+            {"serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}}},
             wait=True,
         )
         # The operator must start with its credentials (the Pod Identity agent injects them
         # at pod creation) and needs a node to run on.
         self.chart.node.add_dependency(self.pod_identity)
-        self.chart.node.add_dependency(cluster.system_nodes)
         if cluster.addons.pod_identity_agent is not None:
             self.chart.node.add_dependency(cluster.addons.pod_identity_agent)
         self._workspaces: set[str] = set()

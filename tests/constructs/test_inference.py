@@ -273,7 +273,8 @@ def test_scaling_waits_for_keda_and_the_server(synth: Synth) -> None:
     scaling = [r for k, r in raw["Resources"].items() if k.startswith("Llama8bScaling")]
     assert len(scaling) == 1
     depends = scaling[0]["DependsOn"]
-    assert any(d.startswith("EksKedaChart") for d in depends)
+    keda = next(k for k in raw["Resources"] if k.startswith("EksChartKeda"))
+    assert keda in depends
     assert any(d.startswith("Llama8bServer") for d in depends)
     server = next(
         r
