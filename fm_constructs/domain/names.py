@@ -33,7 +33,7 @@ def cluster_queue_name(workload: str) -> str:
 
 
 def local_queue_name(workload: str) -> str:
-    """Kueue LocalQueue in the workload's namespace; jobs set ``kueue.x-k8s.io/queue-name`` to it."""
+    """Kueue LocalQueue in the workload namespace; jobs name it in ``kueue.x-k8s.io/queue-name``."""
     return f"{workload_namespace(workload)}-jobs"
 
 
