@@ -1,0 +1,242 @@
+"""Validate rendered Kubernetes objects against the schema of their kind, strictly.
+
+Use from any test: ``assert_valid(objects, kubernetes_version="1.35")``. Unknown fields are
+errors everywhere.
+
+* Built-in kinds (core, apps, batch, rbac, ... ``*.k8s.io`` groups): the strict OpenAPI JSON
+  schemas of that Kubernetes minor shipped in the ``kubernetes-validate`` package.
+* Kubeflow Trainer kinds (``trainer.kubeflow.org``) and the JobSet kinds Trainer bundles
+  (``jobset.x-k8s.io``): the API models generated from the Trainer CRDs, published on PyPI as
+  ``kubeflow-trainer-api`` at the version of the pinned Trainer chart. The models ignore
+  unknown keys, so :func:`_strict_model_check` walks each object alongside the model's fields
+  and rejects every key the model does not declare, then lets the model check types and enums.
+  Pod and job templates embedded in them are also checked as built-in kinds of the profile's
+  Kubernetes version.
+* Kinds with no schema package on a registry at the pinned version are listed in
+  :data:`NO_REGISTRY_SCHEMA` with the reason; for them only the embedded pod templates can be
+  checked (:data:`EMBEDDED_POD_TEMPLATES`). :func:`assert_valid` fails on any other kind, so a
+  new kind cannot slip through unvalidated.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import metadata
+from typing import Any
+
+import kubernetes_validate
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from fm_constructs.orchestration.eks_charts import KUBEFLOW_TRAINER
+
+#: Custom kinds without a schema package on PyPI/npm at the pinned operator version.
+NO_REGISTRY_SCHEMA: dict[tuple[str, str], str] = {
+    ("kueue.x-k8s.io", "ResourceFlavor"): "Kueue publishes no API-model or CRD package on a "
+    "registry (only Go modules and the Helm chart)",
+    ("kueue.x-k8s.io", "ClusterQueue"): "as ResourceFlavor",
+    ("kueue.x-k8s.io", "LocalQueue"): "as ResourceFlavor",
+    ("kueue.x-k8s.io", "Topology"): "as ResourceFlavor",
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "LeaderWorkerSet publishes no API-model "
+    "or CRD package on a registry",
+    ("keda.sh", "ScaledObject"): "the KEDA model packages on registries (cloudcoil-models-keda "
+    "2.16.1.0) do not match the pinned KEDA 2.19.0",
+    ("keda.sh", "TriggerAuthentication"): "as ScaledObject",
+}
+
+#: Paths of pod templates (PodTemplateSpec) inside custom kinds, checked as built-in objects.
+EMBEDDED_POD_TEMPLATES: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
+        ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+        ("spec", "leaderWorkerTemplate", "workerTemplate"),
+    ),
+}
+
+_TRAINER_MODELS: dict[tuple[str, str], str] = {
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime"): "TrainerV1alpha1ClusterTrainingRuntime",
+    ("trainer.kubeflow.org", "TrainingRuntime"): "TrainerV1alpha1TrainingRuntime",
+    ("trainer.kubeflow.org", "TrainJob"): "TrainerV1alpha1TrainJob",
+    ("jobset.x-k8s.io", "JobSet"): "JobsetV1alpha2JobSet",
+}
+_TRAINER_VERSIONS = {"trainer.kubeflow.org": "v1alpha1", "jobset.x-k8s.io": "v1alpha2"}
+
+
+class SchemaError(AssertionError):
+    """An object does not match the schema of its kind."""
+
+
+def _group_version(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def is_builtin(api_version: str) -> bool:
+    """Core and ``*.k8s.io`` API groups, except the ``x-k8s.io`` SIG projects (CRDs)."""
+    group, _ = _group_version(api_version)
+    return (
+        group == ""
+        or "." not in group
+        or (group.endswith(".k8s.io") and not group.endswith(".x-k8s.io"))
+    )
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{obj.get('kind')}/{meta.get('namespace', '-')}/{meta.get('name', '?')}"
+
+
+def validate_builtin(obj: Mapping[str, Any], kubernetes_version: str) -> None:
+    """Strict schema of the built-in kind for ``kubernetes_version``."""
+    try:
+        kubernetes_validate.validate(dict(obj), kubernetes_version, strict=True)
+    except kubernetes_validate.ValidationError as error:
+        path = ".".join(str(p) for p in error.path)
+        raise SchemaError(f"{_name(obj)}: {path}: {error.message}") from None
+    except kubernetes_validate.SchemaNotFoundError as error:
+        raise SchemaError(f"{_name(obj)}: {error.message}") from None
+
+
+# ---------------------------------------------------------------------------- model walking
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The alternatives of Optional/Union annotations (NoneType dropped)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return [a for a in typing.get_args(annotation) if a is not type(None)]
+    return [annotation]
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _strict_model_check(value: Any, annotation: Any, path: str, errors: list[str]) -> None:
+    """Record every key of ``value`` that ``annotation`` (a model, list or dict of models)
+    does not declare."""
+    for option in _unwrap(annotation):
+        origin = typing.get_origin(option)
+        if _is_model(option):
+            if "actual_instance" in option.model_fields:  # oneOf wrapper (IntOrString, Quantity)
+                return
+            if not isinstance(value, dict):
+                return  # the model's own validation reports the wrong type
+            fields = {(f.alias or n): f.annotation for n, f in option.model_fields.items()}
+            for key, item in value.items():
+                if key not in fields:
+                    errors.append(f"{path}.{key}: unknown field (not in {option.__name__})")
+                else:
+                    _strict_model_check(item, fields[key], f"{path}.{key}", errors)
+            return
+        if origin in (list, Sequence) and isinstance(value, list):
+            (inner,) = typing.get_args(option) or (Any,)
+            for index, item in enumerate(value):
+                _strict_model_check(item, inner, f"{path}[{index}]", errors)
+            return
+        if origin in (dict, Mapping) and isinstance(value, dict):
+            args = typing.get_args(option)
+            inner = args[1] if len(args) == 2 else Any
+            for key, item in value.items():
+                _strict_model_check(item, inner, f"{path}.{key}", errors)
+            return
+
+
+def trainer_api_version() -> str:
+    return metadata.version("kubeflow-trainer-api")
+
+
+def validate_trainer_kind(obj: Mapping[str, Any], kubernetes_version: str) -> None:
+    """Trainer/JobSet kinds: the models of ``kubeflow-trainer-api`` at the chart's version."""
+    installed = trainer_api_version()
+    if installed != KUBEFLOW_TRAINER.version:
+        raise SchemaError(
+            f"kubeflow-trainer-api {installed} is installed, the pinned Trainer chart is "
+            f"{KUBEFLOW_TRAINER.version}: pin the package to the chart version in pyproject.toml"
+        )
+    group, version = _group_version(str(obj.get("apiVersion")))
+    kind = str(obj.get("kind"))
+    if version != _TRAINER_VERSIONS[group]:
+        raise SchemaError(f"{_name(obj)}: apiVersion {obj.get('apiVersion')} is not served")
+    module = importlib.import_module("kubeflow_trainer_api.models")
+    model = getattr(module, _TRAINER_MODELS[(group, kind)])
+    errors: list[str] = []
+    _strict_model_check(obj, model, kind, errors)
+    try:
+        model.from_dict(dict(obj))
+    except (PydanticValidationError, ValueError, TypeError) as error:
+        errors.append(str(error))
+    if errors:
+        raise SchemaError(f"{_name(obj)}:\n  " + "\n  ".join(errors))
+    for job in _replicated_jobs(obj):
+        validate_builtin(job, kubernetes_version)
+
+
+def _replicated_jobs(obj: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
+    """The job templates of a runtime's (or JobSet's) replicated jobs, as batch/v1 Jobs."""
+    spec = obj.get("spec") or {}
+    jobset_spec = (spec.get("template") or {}).get("spec") if "template" in spec else spec
+    for replicated in (jobset_spec or {}).get("replicatedJobs") or []:
+        template = replicated.get("template") or {}
+        metadata_ = {"name": replicated.get("name", "job"), **(template.get("metadata") or {})}
+        yield {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": metadata_,
+            "spec": template.get("spec") or {},
+        }
+
+
+def _dig(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
+    value: Any = obj
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def validate_object(obj: Mapping[str, Any], kubernetes_version: str) -> str:
+    """Validate one object; return how (``builtin``, ``trainer-api``, ``pod-templates-only``)."""
+    api_version = str(obj.get("apiVersion", ""))
+    kind = str(obj.get("kind", ""))
+    if is_builtin(api_version):
+        validate_builtin(obj, kubernetes_version)
+        return "builtin"
+    group, _ = _group_version(api_version)
+    if (group, kind) in _TRAINER_MODELS:
+        validate_trainer_kind(obj, kubernetes_version)
+        return "trainer-api"
+    if (group, kind) in NO_REGISTRY_SCHEMA:
+        for path in EMBEDDED_POD_TEMPLATES.get((group, kind), ()):
+            template = _dig(obj, path)
+            if template is None:
+                raise SchemaError(f"{_name(obj)}: no pod template at {'.'.join(path)}")
+            validate_builtin(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PodTemplate",
+                    "metadata": {"name": path[-1].lower()},
+                    "template": template,
+                },
+                kubernetes_version,
+            )
+        return "pod-templates-only"
+    raise SchemaError(
+        f"{_name(obj)}: no schema source for {group}/{kind}; add its registry package here, "
+        "or list it in NO_REGISTRY_SCHEMA with the reason"
+    )
+
+
+def assert_valid(objects: Iterable[Mapping[str, Any]], *, kubernetes_version: str) -> list[str]:
+    """Validate every object (all errors at once); return how each was validated."""
+    how: list[str] = []
+    errors: list[str] = []
+    for obj in objects:
+        try:
+            how.append(validate_object(obj, kubernetes_version))
+        except SchemaError as error:
+            errors.append(str(error))
+    if errors:
+        raise SchemaError("\n".join(errors))
+    return how

@@ -1,0 +1,180 @@
+"""The schema harness itself (it must reject what the API server would reject), and every
+Kubernetes object of the inference pattern validated with it for each supported version."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.orchestration.kubernetes_versions import SUPPORTED_VERSIONS
+from fm_constructs.patterns import inference_manifests as render
+from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
+from tests.kubernetes_schemas import (
+    NO_REGISTRY_SCHEMA,
+    SchemaError,
+    assert_valid,
+    is_builtin,
+    validate_object,
+)
+
+VERSIONS = sorted(SUPPORTED_VERSIONS)
+CTX = render.RenderContext(
+    namespace="inference",
+    service_account="inference-workload",
+    bucket_name="data-bucket",
+    region="us-east-1",
+    node_labels={"fm-constructs/workload": "gpu"},
+)
+SINGLE = ModelServerSpec(
+    model_s3_prefix="models/llama-3.1-8b/",
+    served_model_name="llama-8b",
+    tensor_parallel_size=2,
+    replicas=1,
+    max_replicas=3,
+)
+MULTI = ModelServerSpec(
+    model_s3_prefix="models/llama-3.1-405b/",
+    served_model_name="llama-405b",
+    tensor_parallel_size=8,
+    pipeline_parallel_size=2,
+    replicas=1,
+    max_replicas=2,
+)
+
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "n"},
+    "spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]},
+}
+RUNTIME: dict[str, Any] = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainingRuntime",
+    "metadata": {"name": "r", "namespace": "n"},
+    "spec": {
+        "mlPolicy": {"numNodes": 1, "torch": {}},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "spec": {
+                                "template": {
+                                    "spec": {"containers": [{"name": "node", "image": "x:1"}]}
+                                }
+                            }
+                        },
+                    }
+                ]
+            }
+        },
+    },
+}
+
+
+def inference_objects() -> list[dict[str, Any]]:
+    """Every object the inference pattern renders, single- and multi-node."""
+    objects: list[dict[str, Any]] = [
+        render.namespace_manifest("inference"),
+        render.service_account_manifest("inference-workload", "inference"),
+        render.trigger_authentication_manifest("inference", "amp"),
+    ]
+    node = get_instance_type("p5.48xlarge")
+    for spec in (SINGLE, MULTI):
+        layout = render.plan_layout(spec, node)
+        objects.append(
+            render.leader_worker_set_manifest(spec, layout, CTX)
+            if layout.multi_node
+            else render.deployment_manifest(spec, layout, CTX)
+        )
+        for lb in (None, "internal"):
+            objects.append(
+                render.service_manifest(spec, CTX, load_balancer=lb, multi_node=layout.multi_node)
+            )
+        objects.append(
+            render.scaled_object_manifest(
+                spec,
+                AutoscalingPolicy(),
+                CTX,
+                multi_node=layout.multi_node,
+                server_address="https://aps.example/workspaces/ws-1",
+                authentication="amp",
+            )
+        )
+    return objects
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_inference_objects_match_their_schemas(version: str) -> None:
+    how = assert_valid(inference_objects(), kubernetes_version=version)
+    assert "builtin" in how and "pod-templates-only" in how
+
+
+def test_builtin_groups_are_told_apart_from_custom_resources() -> None:
+    assert is_builtin("v1") and is_builtin("apps/v1") and is_builtin("batch/v1")
+    assert is_builtin("rbac.authorization.k8s.io/v1")
+    assert not is_builtin("kueue.x-k8s.io/v1beta1")
+    assert not is_builtin("trainer.kubeflow.org/v1alpha1")
+
+
+def test_unknown_field_in_a_builtin_kind_is_an_error() -> None:
+    pod = copy.deepcopy(POD)
+    pod["spec"]["containers"][0]["imagePullPolcy"] = "Always"
+    with pytest.raises(SchemaError, match="imagePullPolcy"):
+        validate_object(pod, "1.35")
+
+
+def test_wrong_type_in_a_builtin_kind_is_an_error() -> None:
+    pod = copy.deepcopy(POD)
+    pod["spec"]["containers"][0]["ports"] = [{"containerPort": "8080"}]
+    with pytest.raises(SchemaError, match="containerPort"):
+        validate_object(pod, "1.35")
+
+
+def test_a_valid_trainer_runtime_passes() -> None:
+    assert validate_object(RUNTIME, "1.35") == "trainer-api"
+
+
+def test_unknown_field_in_a_trainer_kind_is_an_error() -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    runtime["spec"]["mlPolicy"]["numNode"] = 2
+    with pytest.raises(SchemaError, match=r"mlPolicy\.numNode: unknown field"):
+        validate_object(runtime, "1.35")
+
+
+def test_unknown_field_deep_in_a_trainer_pod_template_is_an_error() -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    job["template"]["spec"]["template"]["spec"]["containers"][0]["resource"] = {}
+    with pytest.raises(SchemaError, match="resource: unknown field"):
+        validate_object(runtime, "1.35")
+
+
+def test_wrong_enum_in_a_trainer_kind_is_an_error() -> None:
+    runtime = copy.deepcopy(RUNTIME)
+    job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]
+    job["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Sometimes"
+    with pytest.raises(SchemaError):
+        validate_object(runtime, "1.35")
+
+
+def test_unknown_field_in_a_pod_template_of_a_kind_without_schema_is_an_error() -> None:
+    layout = render.plan_layout(MULTI, get_instance_type("p5.48xlarge"))
+    lws = render.leader_worker_set_manifest(MULTI, layout, CTX)
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelectr"] = {}
+    with pytest.raises(SchemaError, match="nodeSelectr"):
+        validate_object(lws, "1.35")
+
+
+def test_a_kind_without_any_schema_source_is_refused() -> None:
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    with pytest.raises(SchemaError, match="no schema source"):
+        validate_object(obj, "1.35")
+
+
+def test_every_kind_without_a_registry_schema_says_why() -> None:
+    assert all(reason.strip() for reason in NO_REGISTRY_SCHEMA.values())
