@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import fields
@@ -29,6 +30,7 @@ from fm_constructs.config.reader import TableReader
 from fm_constructs.config.rules import check_profile
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.kubernetes_versions import SUPPORTED_VERSIONS, supported_versions_text
 
 WORKLOAD_KEYS = ("pretraining", "post_training", "inference")
 
@@ -129,8 +131,9 @@ def _platform(t: TableReader) -> PlatformConfig:
         kubernetes_version=t.string(
             "kubernetes_version",
             _default(PlatformConfig, "kubernetes_version"),
-            pattern=r"1\.\d{2}",
-            hint="must be a Kubernetes minor version such as '1.35'",
+            pattern="|".join(re.escape(v) for v in SUPPORTED_VERSIONS),
+            hint="must be a Kubernetes version in EKS standard support: "
+            f"{supported_versions_text()}",
         )
         or _default(PlatformConfig, "kubernetes_version"),
         admin_role_arns=t.string_list("admin_role_arns"),

@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.kubernetes_versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    supported_versions_text,
+)
 
 
 class Orchestrator(StrEnum):
@@ -345,8 +349,10 @@ class PlatformConfig:
         default=True, metadata={"doc": "Termination protection on the platform stack."}
     )
     kubernetes_version: str = field(
-        default="1.35",
-        metadata={"doc": "Kubernetes version of the EKS clusters (1.34, 1.35 or 1.36)."},
+        default=DEFAULT_KUBERNETES_VERSION,
+        metadata={
+            "doc": f"Kubernetes version of the EKS clusters: {supported_versions_text()}, in EKS standard support."
+        },
     )
     admin_role_arns: tuple[str, ...] = field(
         default=(),

@@ -53,7 +53,10 @@ class TableReader:
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
         if not ok:
-            self.problems.add(self.key_path(key), value, f"must be {_TYPE_NAMES[kind]}")
+            requirement = f"must be {_TYPE_NAMES[kind]}"
+            if kind is str and isinstance(value, int | float) and not isinstance(value, bool):
+                requirement += f' (quote it: {key} = "{value}")'
+            self.problems.add(self.key_path(key), value, requirement)
             return None
         return value
 

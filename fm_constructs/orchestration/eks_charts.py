@@ -1,8 +1,8 @@
-"""Helm charts installed on GPU EKS clusters: pinned versions, as data, in one place.
+"""Helm charts installed on GPU EKS clusters: releases of the pinned charts, and their values.
 
 Every chart comes from its publisher's public repository (HTTPS Helm repository or OCI
-registry) at a pinned version, so a redeploy never picks up a new release by surprise.
-``source`` records where each version was checked; bump versions here and nowhere else.
+registry) at a pinned version, so a redeploy never picks up a new release by surprise. The
+versions and their sources live in :mod:`fm_constructs.pins`; bump them there and nowhere else.
 
 The values builders put device plugins on accelerated nodes only (node selectors on the labels
 that :class:`~fm_constructs.orchestration.efa_node_group.EfaNodeGroup` sets) and let them
@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from fm_constructs import pins
 
 #: Taint keys on accelerated nodes (value "true", effect NoSchedule).
 GPU_TAINT_KEY = "nvidia.com/gpu"
@@ -49,101 +51,36 @@ class HelmChartSpec:
         return "".join(part.capitalize() for part in self.release.replace("_", "-").split("-"))
 
 
-NVIDIA_DEVICE_PLUGIN = HelmChartSpec(
-    release="nvidia-device-plugin",
-    chart="nvidia-device-plugin",
-    repository="https://nvidia.github.io/k8s-device-plugin",
-    version="0.19.0",
-    namespace="nvidia-device-plugin",
-    source="https://github.com/NVIDIA/k8s-device-plugin/blob/main/CHANGELOG.md#v0190",
-)
+def pinned_chart(name: str, *, namespace: str, release: str | None = None) -> HelmChartSpec:
+    """The release of chart pin ``name`` (see :mod:`fm_constructs.pins`) in ``namespace``;
+    the release is named after the pin unless ``release`` is given."""
+    pin = pins.chart(name)
+    return HelmChartSpec(
+        release=release or name,
+        chart=pin.chart,
+        repository=pin.repository,
+        version=pin.version,
+        namespace=namespace,
+        source=pin.source,
+    )
 
-NEURON_DEVICE_PLUGIN = HelmChartSpec(
-    release="neuron-helm-chart",
-    chart="neuron-helm-chart",
-    repository="oci://public.ecr.aws/neuron/neuron-helm-chart",
-    version="1.1.2",
-    namespace="kube-system",
-    source="https://github.com/aws-neuron/neuron-helm-charts (chart pinned at 1.1.2 by the "
-    "terraform-aws-eks ML snapshots)",
-)
 
-EFA_DEVICE_PLUGIN = HelmChartSpec(
-    release="aws-efa-k8s-device-plugin",
-    chart="aws-efa-k8s-device-plugin",
-    repository="https://aws.github.io/eks-charts",
-    version="v0.5.20",
-    namespace="kube-system",
-    source="https://github.com/aws/eks-charts/blob/master/stable/aws-efa-k8s-device-plugin/"
-    "Chart.yaml",
-)
-
-DCGM_EXPORTER = HelmChartSpec(
-    release="dcgm-exporter",
-    chart="dcgm-exporter",
-    repository="https://nvidia.github.io/dcgm-exporter/helm-charts",
-    version="4.8.3",
-    namespace="dcgm-exporter",
-    source="https://github.com/NVIDIA/dcgm-exporter/pull/712 (chart 4.8.3, DCGM 4.6.0)",
-)
-
-KUEUE = HelmChartSpec(
-    release="kueue",
-    chart="kueue",
-    repository="oci://registry.k8s.io/kueue/charts/kueue",
-    version="0.16.1",
-    namespace="kueue-system",
-    source="https://github.com/kubernetes/k8s.io/pull/9102 (Kueue: Promote 0.16.1)",
-)
-
-KUBEFLOW_TRAINER = HelmChartSpec(
-    release="kubeflow-trainer",
-    chart="kubeflow-trainer",
-    repository="oci://ghcr.io/kubeflow/charts/kubeflow-trainer",
-    version="2.2.0",
-    namespace="kubeflow-system",
-    source="https://github.com/kubeflow/trainer (Kubeflow Trainer v2, the successor of the "
-    "Kubeflow training operator; chart 2.2.0, JobSet bundled)",
-)
-
-KUBERAY_OPERATOR = HelmChartSpec(
-    release="kuberay-operator",
-    chart="kuberay-operator",
-    repository="https://ray-project.github.io/kuberay-helm/",
-    version="1.5.1",
-    namespace="kuberay-system",
-    source="https://github.com/ray-project/kuberay-helm/pull/77 (KubeRay v1.5.1)",
-)
-
-LEADER_WORKER_SET = HelmChartSpec(
-    release="lws",
-    chart="lws",
-    repository="oci://registry.k8s.io/lws/charts/lws",
-    version="0.8.0",
-    namespace="lws-system",
-    source="https://lws.sigs.k8s.io/docs/installation/ (OCI chart; 0.8.0)",
-)
-
-#: Kubernetes Cluster Autoscaler, official chart. 9.59.0 is the newest chart release (its
-#: default image is v1.35.0, no chart ships a 1.36 image yet), so the image tag is set from
+NVIDIA_DEVICE_PLUGIN = pinned_chart("nvidia-device-plugin", namespace="nvidia-device-plugin")
+NEURON_DEVICE_PLUGIN = pinned_chart("neuron-helm-chart", namespace="kube-system")
+EFA_DEVICE_PLUGIN = pinned_chart("aws-efa-k8s-device-plugin", namespace="kube-system")
+DCGM_EXPORTER = pinned_chart("dcgm-exporter", namespace="dcgm-exporter")
+KUEUE = pinned_chart("kueue", namespace="kueue-system")
+KUBEFLOW_TRAINER = pinned_chart("kubeflow-trainer", namespace="kubeflow-system")
+KUBERAY_OPERATOR = pinned_chart("kuberay-operator", namespace="kuberay-system")
+LEADER_WORKER_SET = pinned_chart("lws", namespace="lws-system")
+#: Kubernetes Cluster Autoscaler, official chart. The image tag is set from
 #: :data:`CLUSTER_AUTOSCALER_IMAGE_TAGS` to match the cluster's Kubernetes minor, as upstream
 #: asks (one autoscaler minor per Kubernetes minor).
-CLUSTER_AUTOSCALER = HelmChartSpec(
-    release="cluster-autoscaler",
-    chart="cluster-autoscaler",
-    repository="https://kubernetes.github.io/autoscaler",
-    version="9.59.0",
-    namespace="kube-system",
-    source="https://github.com/kubernetes/autoscaler/tree/master/charts/cluster-autoscaler "
-    "(chart 9.59.0, appVersion 1.35.0; 9.54.0+ ship 1.35.0 per kubernetes/autoscaler#10097)",
-)
+CLUSTER_AUTOSCALER = pinned_chart("cluster-autoscaler", namespace="kube-system")
 
-#: Cluster Autoscaler image per Kubernetes minor: images promoted to registry.k8s.io by
-#: https://github.com/kubernetes/k8s.io/pull/9676 ("Add v1.36.0, v1.35.1, v1.34.4, v1.33.5").
+#: Cluster Autoscaler image tag per Kubernetes minor (``kubernetes.versions`` in the pins).
 CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
-    "1.34": "v1.34.4",
-    "1.35": "v1.35.1",
-    "1.36": "v1.36.0",
+    version: pin.cluster_autoscaler_image_tag for version, pin in pins.kubernetes().versions.items()
 }
 
 ALL_CHARTS: tuple[HelmChartSpec, ...] = (

@@ -17,7 +17,7 @@ from constructs import Construct
 from fm_constructs.config.model import LoadBalancer
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.observability import IPrometheusWorkspace
-from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, HelmChartSpec
+from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
@@ -31,15 +31,7 @@ from fm_constructs.storage import IDataBucket
 
 #: KEDA (event-driven autoscaling; scales Deployments and any scale subresource, such as
 #: LeaderWorkerSet) from its publisher's Helm repository, pinned.
-KEDA = HelmChartSpec(
-    release="keda",
-    chart="keda",
-    repository="https://kedacore.github.io/charts",
-    version="2.19.0",
-    namespace="keda",
-    source="https://github.com/kedacore/keda/releases/tag/v2.19.0 (tested on Kubernetes "
-    "1.32-1.34 per https://keda.sh/docs/2.19/operate/cluster/)",
-)
+KEDA = charts.pinned_chart("keda", namespace="keda")
 #: Service account the KEDA chart creates for its operator (the identity that queries AMP).
 KEDA_OPERATOR_SERVICE_ACCOUNT = "keda-operator"
 #: Name of the TriggerAuthentication of every ScaledObject in a namespace.

@@ -24,14 +24,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.config.model import ServingMetric
 from fm_constructs.errors import FmValidationError, Problems
 
 #: vLLM's OpenAI-compatible server (docker.io, published by the vLLM project), pinned.
-VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.27.1"
+VLLM_IMAGE = pins.image("vllm-openai").reference
 #: AWS CLI v2 from the AWS public ECR gallery, pinned; copies the weights at start-up.
-AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.36.15"
+AWS_CLI_IMAGE = pins.image("aws-cli").reference
 #: Port of the model server: the port the AMP scraper already reaches on GPU nodes
 #: (``EksClusterScraping.EXPORTER_PORTS``) and the one vLLM's LWS recipe uses.
 DEFAULT_PORT = 8080

@@ -129,7 +129,7 @@ def test_wrong_types_are_reported() -> None:
     )
     assert "pretraining.instance_count: must be an integer, got '4'" in problems
     assert "inference.enabled: must be a boolean, got 1" in problems
-    assert "platform.account: must be a string, got 1" in problems
+    assert 'platform.account: must be a string (quote it: account = "1"), got 1' in problems
 
 
 def test_bool_is_not_an_integer() -> None:

@@ -36,6 +36,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
+from fm_constructs import pins
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
@@ -72,8 +73,8 @@ HMA_IMAGE_ACCOUNTS: dict[str, str] = {
     "ap-southeast-2": "851725636348",
     "sa-east-1": "025066253954",
 }
-#: Pinned agent image tag (the chart's default at the time of writing); bump it here only.
-HMA_IMAGE_TAG = "1.0.935.0_1.0.282.0"
+#: Pinned agent image tag (``hyperpod-health-monitoring-agent`` in :mod:`fm_constructs.pins`).
+HMA_IMAGE_TAG = pins.image_tag("hyperpod-health-monitoring-agent")
 HMA_NAME = "health-monitoring-agent"
 #: Charts HyperPod nodes need before they join (accelerator, EFA and GPU telemetry plugins).
 DEVICE_CHARTS = (

@@ -22,6 +22,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
+from fm_constructs import pins
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
     Orchestrator,
@@ -41,7 +42,7 @@ EXPORTER_PORTS = {"node": 9100, "dcgm": 9400, "efa": 9109}
 #: scripts pull it: account, repository and tag in the regional HyperPod ECR registry.
 EFA_EXPORTER_ACCOUNT = "602401143452"
 EFA_EXPORTER_REPOSITORY = "hyperpod/efa_exporter"
-EFA_EXPORTER_TAG = "1.0.0"
+EFA_EXPORTER_TAG = pins.image_tag("hyperpod-efa-exporter")
 
 
 def efa_exporter_image(region: str) -> str:
@@ -90,7 +91,8 @@ def provisioning_parameters(
     ``controller_group``, ``login_group``, ``worker_groups`` (see
     :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
     ``mount_point``, ``efa_enabled``) or null, ``prometheus`` (``remote_write_url``) or null,
-    ``exporter_ports``, ``efa_exporter_image``.
+    ``exporter_ports``, ``efa_exporter_image``, and the pinned ``node_exporter_version``,
+    ``prometheus_version`` and ``dcgm_exporter_image`` that ``exporters.sh`` installs.
     """
 
     def first(node_type: SlurmNodeType) -> str | None:
@@ -118,6 +120,9 @@ def provisioning_parameters(
         ),
         "exporter_ports": dict(EXPORTER_PORTS),
         "efa_exporter_image": efa_exporter_image(region),
+        "node_exporter_version": pins.binary("node_exporter").version,
+        "prometheus_version": pins.binary("prometheus").version,
+        "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
     }
 
 

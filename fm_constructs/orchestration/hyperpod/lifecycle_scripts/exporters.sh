@@ -9,17 +9,26 @@
 # - DCGM exporter on :9400 (NVIDIA workers), the NVIDIA container, reading the counters list of
 #   dcgm_counters.py (-f) so every field the rules and dashboards use is exported;
 # - Prometheus in agent mode, remote-writing to Amazon Managed Service for Prometheus with SigV4.
-# Containers run through the AMI's Docker. Binaries are pinned and checked against the
-# release's sha256 sums before they run.
+# Containers run through the AMI's Docker. Binaries are pinned (versions from the provisioning
+# parameters) and checked against the release's sha256 sums before they run.
 set -euo pipefail
 
 ROLE="$1"
 GROUP="$2"
 PARAMS="$3"
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-NODE_EXPORTER_VERSION="1.9.1"
-PROMETHEUS_VERSION="3.5.0"
-DCGM_EXPORTER_IMAGE="nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"
+
+param() {
+  python3 - "$PARAMS" "$1" <<'PY'
+import json, sys
+print(json.load(open(sys.argv[1])).get(sys.argv[2]) or "")
+PY
+}
+
+# Versions come from the provisioning parameters (the library's pins), never from this file.
+NODE_EXPORTER_VERSION="$(param node_exporter_version)"
+PROMETHEUS_VERSION="$(param prometheus_version)"
+DCGM_EXPORTER_IMAGE="$(param dcgm_exporter_image)"
 INSTALL_DIR=/opt/fm-metrics
 CONFIG_DIR=/etc/fm-metrics
 ARCH="$(uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')"
@@ -74,13 +83,6 @@ PY
 
 NODE_EXPORTER_DIR="$(fetch_release node_exporter "$NODE_EXPORTER_VERSION")"
 unit fm-node-exporter "${NODE_EXPORTER_DIR}/node_exporter" --web.listen-address=:9100
-
-param() {
-  python3 - "$PARAMS" "$1" <<'PY'
-import json, sys
-print(json.load(open(sys.argv[1])).get(sys.argv[2]) or "")
-PY
-}
 
 pull_efa_exporter() {
   # pull_efa_exporter <image>: log in to the image's ECR registry with the node's role and pull.

@@ -1,0 +1,169 @@
+"""Every version the library pins (charts, images, binaries, Kubernetes versions), with its source.
+
+The versions live in one data file, ``pins.toml`` beside this module; every layer reads them
+from here, so a bump is one edit and a test (``tests/unit/test_pins.py``) fails on a version
+literal anywhere else in the package. Pure data: no aws_cdk import (floor 1).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+#: Name of the data file inside this package.
+PINS_FILE = "pins.toml"
+
+
+@dataclass(frozen=True)
+class ChartPin:
+    """A Helm chart at a pinned version, from an ``https://`` or ``oci://`` repository."""
+
+    name: str
+    chart: str
+    repository: str
+    version: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ImagePin:
+    """A container image: its repository (``<region>``/``<account>`` mark regional parts) and
+    pinned tag (None when the tag is chosen per Kubernetes minor)."""
+
+    name: str
+    repository: str
+    tag: str | None
+    source: str
+
+    @property
+    def reference(self) -> str:
+        """``repository:tag``, for images whose repository is fixed."""
+        if self.tag is None or "<" in self.repository:
+            raise ValueError(f"image pin {self.name!r} has no fixed reference")
+        return f"{self.repository}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class BinaryPin:
+    """A release binary downloaded on nodes (checked against the release's sha256 sums)."""
+
+    name: str
+    version: str
+    source: str
+
+
+@dataclass(frozen=True)
+class KubernetesVersionPin:
+    """A Kubernetes minor version EKS runs for this library: its end of standard support (ISO
+    date, None when not yet published) and the Cluster Autoscaler image tag of that minor."""
+
+    version: str
+    end_of_standard_support: str | None
+    cluster_autoscaler_image_tag: str
+
+
+@dataclass(frozen=True)
+class KubernetesPins:
+    """The supported Kubernetes versions, the default, and those whose support ends soon."""
+
+    default: str
+    ending_soon: frozenset[str]
+    versions: dict[str, KubernetesVersionPin]
+    source: str
+
+
+@dataclass(frozen=True)
+class Pins:
+    """The whole pins file, typed."""
+
+    kubernetes: KubernetesPins
+    charts: dict[str, ChartPin]
+    images: dict[str, ImagePin]
+    binaries: dict[str, BinaryPin]
+
+
+def _parse(data: dict[str, Any]) -> Pins:
+    k8s = data["kubernetes"]
+    kubernetes = KubernetesPins(
+        default=k8s["default"],
+        ending_soon=frozenset(k8s["ending_soon"]),
+        versions={
+            version: KubernetesVersionPin(
+                version=version,
+                end_of_standard_support=entry.get("end_of_standard_support"),
+                cluster_autoscaler_image_tag=entry["cluster_autoscaler_image_tag"],
+            )
+            for version, entry in k8s["versions"].items()
+        },
+        source=k8s["source"],
+    )
+    if kubernetes.default not in kubernetes.versions:
+        raise ValueError(f"{PINS_FILE}: kubernetes.default {kubernetes.default!r} not listed")
+    return Pins(
+        kubernetes=kubernetes,
+        charts={name: ChartPin(name=name, **entry) for name, entry in data["charts"].items()},
+        images={
+            name: ImagePin(
+                name=name,
+                repository=entry["repository"],
+                tag=entry.get("tag"),
+                source=entry["source"],
+            )
+            for name, entry in data["images"].items()
+        },
+        binaries={name: BinaryPin(name=name, **entry) for name, entry in data["binaries"].items()},
+    )
+
+
+@cache
+def load() -> Pins:
+    """The pins file of the installed package (read once)."""
+    text = resources.files(__name__).joinpath(PINS_FILE).read_text(encoding="utf-8")
+    return _parse(tomllib.loads(text))
+
+
+def chart(name: str) -> ChartPin:
+    """The pinned chart ``name`` (the key under ``[charts]``)."""
+    return load().charts[name]
+
+
+def image(name: str) -> ImagePin:
+    """The pinned image ``name`` (the key under ``[images]``)."""
+    return load().images[name]
+
+
+def image_tag(name: str) -> str:
+    """The pinned tag of image ``name`` (for images whose repository is regional)."""
+    tag = image(name).tag
+    if tag is None:
+        raise ValueError(f"image pin {name!r} has no tag of its own")
+    return tag
+
+
+def binary(name: str) -> BinaryPin:
+    """The pinned release binary ``name`` (the key under ``[binaries]``)."""
+    return load().binaries[name]
+
+
+def kubernetes() -> KubernetesPins:
+    """The Kubernetes versions table."""
+    return load().kubernetes
+
+
+__all__ = [
+    "BinaryPin",
+    "ChartPin",
+    "ImagePin",
+    "KubernetesPins",
+    "KubernetesVersionPin",
+    "Pins",
+    "binary",
+    "chart",
+    "image",
+    "image_tag",
+    "kubernetes",
+    "load",
+]
