@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_eks_v2 as eks
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.errors import Problems
@@ -47,7 +46,7 @@ def test_unknown_version_recorded() -> None:
 
 def test_missing_layer_package_named() -> None:
     problems = Problems()
-    entry = SupportedVersion("1.99", None, eks.KubernetesVersion.V1_35)
+    entry = SupportedVersion("1.99", None)
     assert kubectl_layer(cdk.Stack(), "Layer", entry, problems) is None
     assert "pip install 'aws-cdk.lambda-layer-kubectl-v99'" in next(iter(problems))
 
