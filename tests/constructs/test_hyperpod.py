@@ -6,12 +6,15 @@ Lustre, Prometheus) and "Eks" (a GpuEksCluster with a p5 and a trn2 group)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+import cfnlint
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
@@ -169,7 +172,9 @@ def test_cluster_recovery_provisioning_and_stable_name(synth: Synth) -> None:
     _, slurm = _cluster(synth.raw["Slurm"])
     props = slurm["Properties"]
     assert props["NodeRecovery"] == "Automatic"
-    assert props["NodeProvisioningMode"] == "Continuous"
+    # Continuous provisioning is documented for EKS-orchestrated clusters only.
+    assert "NodeProvisioningMode" not in props
+    assert _cluster(synth.raw["Eks"])[1]["Properties"]["NodeProvisioningMode"] == "Continuous"
     # HyperPod's default orchestrator is Slurm; an empty Slurm block is rejected by the API.
     assert "Orchestrator" not in props
     name = props["ClusterName"]
@@ -348,6 +353,39 @@ def test_execution_role_network_fsx_and_prometheus(synth: Synth) -> None:
     eks_by_sid = {s.get("Sid"): s for s in _statements(synth.raw["Eks"])}
     assert eks_by_sid["PodIdentity"]["Action"] == "eks-auth:AssumeRoleForPodIdentity"
     assert "PullExporterImages" not in eks_by_sid  # EKS nodes hold the ECR read-only policy
+
+
+def _arn_resource_type(resource: Any) -> str:
+    """``network-interface`` for an ec2 network-interface ARN (tokens flattened)."""
+    text = json.dumps(resource)
+    if text == '"*"':
+        return "*"
+    found = re.findall(r":([a-z][a-z-]*)/", text)
+    return found[-1] if found else text
+
+
+def test_execution_role_covers_every_resource_type_iam_evaluates(synth: Synth) -> None:
+    """Each EC2 action is allowed on every resource type IAM evaluates for it (cfn-lint's copy
+    of the service authorization reference), e.g. DetachNetworkInterface on the instance too."""
+    policies = json.loads(
+        (Path(cfnlint.__file__).parent / "data" / "AdditionalSpecs" / "Policies.json").read_text()
+    )
+    for name in ("Slurm", "Eks"):
+        allowed: dict[str, set[str]] = {}
+        for statement in _statements(synth.raw[name]):
+            actions = statement["Action"]
+            resources = statement["Resource"]
+            for action in actions if isinstance(actions, list) else [actions]:
+                for resource in resources if isinstance(resources, list) else [resources]:
+                    allowed.setdefault(action, set()).add(_arn_resource_type(resource))
+        for action, types in allowed.items():
+            service, verb = action.split(":")
+            if service != "ec2" or "*" in types:
+                continue
+            required = set(policies["ec2"]["Actions"][verb.lower()]["Resources"])
+            if action == "ec2:CreateTags":
+                required = {"network-interface"}  # tags only what HyperPod creates
+            assert required <= types, (name, action, sorted(required - types))
 
 
 def test_execution_role_reads_exactly_the_lifecycle_prefix(synth: Synth) -> None:

@@ -109,6 +109,8 @@ def test_slurm_roles_groups_and_controllers() -> None:
     assert slurm_config.controller_addresses(RESOURCE_CONFIG, params) == ["10.1.0.10"]
     with pytest.raises(LookupError, match=r"10\.9\.9\.9"):
         slurm_config.node_role(RESOURCE_CONFIG, params, "10.9.9.9")
+    # Candidates in order: a bridge address first does not hide the node.
+    assert slurm_config.node_group(RESOURCE_CONFIG, ["172.17.0.1", "10.1.4.20"]) == "workers"
     without_controller = {
         "InstanceGroups": [
             g for g in RESOURCE_CONFIG["InstanceGroups"] if g["Name"] != "controller"
@@ -118,11 +120,15 @@ def test_slurm_roles_groups_and_controllers() -> None:
         slurm_config.controller_addresses(without_controller, params)
 
 
-def test_gres_conf_only_when_a_worker_group_has_gpus() -> None:
+def test_gres_conf_only_when_a_worker_group_has_gpus_and_slurm_has_nvml(tmp_path: Path) -> None:
     assert slurm_config.gres_conf(_params()) == "AutoDetect=nvml\n"
     cpu_only = _params()
     cpu_only["worker_groups"] = [dict(cpu_only["worker_groups"][0], gpus=0)]
     assert slurm_config.gres_conf(cpu_only) == ""
+    # A Slurm built without NVML has no gpu_nvml.so and rejects AutoDetect=nvml.
+    assert slurm_config.gres_conf(_params(), str(tmp_path)) == ""
+    (tmp_path / "gpu_nvml.so").touch()
+    assert slurm_config.gres_conf(_params(), str(tmp_path)) == "AutoDetect=nvml\n"
 
 
 @pytest.mark.parametrize(
@@ -255,10 +261,17 @@ def test_shell_scripts_pass_shellcheck() -> None:
         "mount_fsx.sh",
         "setup_slurm.sh",
         "nccl_env.sh",
-        "exporters.sh",
+        "metrics.sh",
+        "containers.sh",
+        "accounting.sh",
+        "lnet_efa.sh",
+        "node_storage.sh",
+        "lib.sh",
     }
     result = subprocess.run(
-        [shellcheck, "--severity=style", *map(str, scripts)], capture_output=True, text=True
+        [shellcheck, "-x", "--source-path=SCRIPTDIR", "--severity=style", *map(str, scripts)],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout
 
@@ -284,7 +297,7 @@ def test_dcgm_counters_csv_is_well_formed() -> None:
 
 
 def test_exporters_pass_the_counters_and_run_the_amazonefa_collector() -> None:
-    text = (SCRIPTS / "exporters.sh").read_text()
+    text = (SCRIPTS / "metrics.sh").read_text()
     assert "dcgm_counters.py" in text and "-f /etc/dcgm-exporter/fm-counters.csv" in text
     assert "--collector.amazonefa" in text and "--collector.infiniband" not in text
 

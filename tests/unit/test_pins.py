@@ -148,9 +148,15 @@ def test_lifecycle_scripts_get_their_versions_from_the_parameters() -> None:
     assert params["node_exporter_version"] == pins.binary("node_exporter").version
     assert params["prometheus_version"] == pins.binary("prometheus").version
     assert params["dcgm_exporter_image"] == pins.image("dcgm-exporter").reference
-    script = (lifecycle.scripts_directory() / "exporters.sh").read_text()
+    assert params["enroot_version"] == pins.binary("enroot").version
+    assert params["pyxis_version"] == pins.binary("pyxis").version
+    scripts = lifecycle.scripts_directory()
+    metrics = (scripts / "metrics.sh").read_text()
     for key in ("node_exporter_version", "prometheus_version", "dcgm_exporter_image"):
-        assert f"$(param {key})" in script
+        assert f"$(param {key})" in metrics
+    containers = (scripts / "containers.sh").read_text()
+    for key in ("enroot_version", "pyxis_version"):
+        assert f"$(param {key})" in containers
 
 
 def test_the_dcgm_exporter_image_reference_refuses_regional_repositories() -> None:

@@ -1,11 +1,11 @@
 """A SageMaker HyperPod cluster (``AWS::SageMaker::Cluster``), Slurm or EKS orchestrated.
 
 One construct creates the cluster with resilient defaults (automatic node recovery, continuous
-node provisioning, deep health checks on accelerated groups), its execution role, its lifecycle
-scripts and provisioning parameters in S3, and the network it needs: the cluster subnet (in the
-zone of the accelerated capacity and of FSx for Lustre), an EFA security group that reaches the
-file system and, for EKS, the cluster security group. For EKS it also installs what HyperPod
-needs on the cluster first (see :mod:`~fm_constructs.orchestration.hyperpod.eks`).
+node provisioning on EKS, deep health checks on accelerated groups), its execution role, its
+lifecycle scripts and provisioning parameters in S3, and the network it needs: the cluster subnet
+(in the zone of the accelerated capacity and of FSx for Lustre), an EFA security group that
+reaches the file system and, for EKS, the cluster security group. For EKS it also installs what
+HyperPod needs on the cluster first (see :mod:`~fm_constructs.orchestration.hyperpod.eks`).
 """
 
 from __future__ import annotations
@@ -214,7 +214,10 @@ class HyperPodCluster(Construct):
             orchestrator=self._orchestrator_property(eks_cluster),
             instance_groups=[self._group_property(g, role) for g in groups],
             node_recovery=NodeRecovery(node_recovery).value,
-            node_provisioning_mode="Continuous",
+            # Continuous provisioning is documented for EKS-orchestrated clusters only
+            # (botocore CreateClusterRequest.NodeProvisioningMode); Slurm clusters on the
+            # provisioning-parameters path take the default, as AWS's own samples do.
+            node_provisioning_mode="Continuous" if eks_cluster is not None else None,
             vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
                 security_group_ids=[g.security_group_id for g in groups_for_nodes],
                 subnets=[subnet.subnet_id],

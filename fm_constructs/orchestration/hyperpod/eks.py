@@ -56,8 +56,9 @@ TRAINING_OPERATOR_POLICY = "AmazonSageMakerHyperPodTrainingOperatorAccess"
 #: Label HyperPod puts on its nodes in EKS.
 HYPERPOD_COMPUTE_TYPE_LABEL = "sagemaker.amazonaws.com/compute-type"
 
-#: ECR registry accounts of the health monitoring agent image, by region (from the
-#: health-monitoring-agent chart of aws/sagemaker-hyperpod-cli, helm_chart/HyperPodHelmChart).
+#: ECR registry accounts of the health monitoring agent image, by region: every region of the
+#: health-monitoring-agent chart's map (aws/sagemaker-hyperpod-cli@011ca92,
+#: helm_chart/HyperPodHelmChart/charts/health-monitoring-agent/templates/_helpers.tpl).
 HMA_IMAGE_ACCOUNTS: dict[str, str] = {
     "us-east-1": "767398015722",
     "us-east-2": "851725546812",
@@ -72,6 +73,10 @@ HMA_IMAGE_ACCOUNTS: dict[str, str] = {
     "ap-southeast-1": "905418428165",
     "ap-southeast-2": "851725636348",
     "sa-east-1": "025066253954",
+    "eu-south-2": "626887787726",
+    "ap-southeast-3": "971422672635",
+    "ap-southeast-4": "084375568333",
+    "ca-central-1": "843976229209",
 }
 #: Pinned agent image tag (``hyperpod-health-monitoring-agent`` in :mod:`fm_constructs.pins`).
 HMA_IMAGE_TAG = pins.image_tag("hyperpod-health-monitoring-agent")

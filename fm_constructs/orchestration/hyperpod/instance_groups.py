@@ -371,7 +371,7 @@ def slurm_instance_groups(
     worker_ebs_volume_size_gib: int | None = 500,
     ebs_kms_key: kms.IKey | None = None,
 ) -> list[InstanceGroup]:
-    """The usual Slurm layout: one controller (slurmctld and the accounting database), one login
+    """The usual Slurm layout: one controller (slurmctld, and slurmdbd with its database), one login
     node (users submit and build there, so compute nodes stay clean; None to skip it) and one
     accelerated worker group in a partition named after it.
 

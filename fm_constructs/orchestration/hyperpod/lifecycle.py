@@ -92,7 +92,8 @@ def provisioning_parameters(
     :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
     ``mount_point``, ``efa_enabled``) or null, ``prometheus`` (``remote_write_url``) or null,
     ``exporter_ports``, ``efa_exporter_image``, and the pinned ``node_exporter_version``,
-    ``prometheus_version`` and ``dcgm_exporter_image`` that ``exporters.sh`` installs.
+    ``prometheus_version`` and ``dcgm_exporter_image`` that ``metrics.sh`` installs and the
+    ``enroot_version`` and ``pyxis_version`` that ``containers.sh`` installs.
     """
 
     def first(node_type: SlurmNodeType) -> str | None:
@@ -123,6 +124,8 @@ def provisioning_parameters(
         "node_exporter_version": pins.binary("node_exporter").version,
         "prometheus_version": pins.binary("prometheus").version,
         "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
+        "enroot_version": pins.binary("enroot").version,
+        "pyxis_version": pins.binary("pyxis").version,
     }
 
 

@@ -84,6 +84,9 @@ class HyperPodExecutionRole(Construct):
         interfaces = stack.format_arn(
             service="ec2", resource="network-interface", resource_name="*"
         )
+        instances = stack.format_arn(
+            service="ec2", account="*", resource="instance", resource_name="*"
+        )
         vpc_arn = stack.format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
         subnet_arn = stack.format_arn(
             service="ec2", resource="subnet", resource_name=subnet.subnet_id
@@ -105,6 +108,16 @@ class HyperPodExecutionRole(Construct):
                 actions=list(INTERFACE_ACTIONS),
                 resources=[interfaces],
                 conditions={"ArnEquals": {"ec2:Vpc": vpc_arn}},
+            ),
+            # IAM evaluates ec2:DetachNetworkInterface on the instance as well as on the
+            # interface (resource types [instance, network-interface] in the service
+            # authorization reference); the interface side stays limited to the cluster VPC
+            # above, the instance side is any instance (HyperPod instances live in SageMaker's
+            # accounts, so neither their ids nor their account are known).
+            iam.PolicyStatement(
+                sid="DetachInterfacesFromInstances",
+                actions=["ec2:DetachNetworkInterface"],
+                resources=[instances],
             ),
             # As HyperPod's IAM guide grants it: ec2:CreateTags on network interfaces, without
             # an ec2:CreateAction condition (which would deny tagging an existing interface).
@@ -128,7 +141,7 @@ class HyperPodExecutionRole(Construct):
             )
         self.policy = iam.Policy(self, "Policy", statements=statements)
         self.policy.attach_to_role(self.role)
-        self._acknowledge(stack, interfaces, eks=eks_cluster_arn is not None)
+        self._acknowledge(stack, interfaces, instances, eks=eks_cluster_arn is not None)
 
     @property
     def role_arn(self) -> str:
@@ -149,8 +162,16 @@ class HyperPodExecutionRole(Construct):
             ),
         )
 
-    def _acknowledge(self, stack: Stack, interfaces: str, *, eks: bool) -> None:
+    def _acknowledge(self, stack: Stack, interfaces: str, instances: str, *, eks: bool) -> None:
         flat_interfaces = flatten_reference(stack.resolve(interfaces))
+        acknowledge(
+            self.policy,
+            f"AwsSolutions-IAM5[Resource::{flatten_reference(stack.resolve(instances))}]",
+            "IAM also evaluates ec2:DetachNetworkInterface on the instance; HyperPod instances "
+            "run in SageMaker's accounts, so their ids and account are unknown. Only this one "
+            "action is allowed on instances, and the interface side stays limited to the "
+            "cluster VPC.",
+        )
         acknowledge(
             self.policy,
             f"AwsSolutions-IAM5[Resource::{flat_interfaces}]",

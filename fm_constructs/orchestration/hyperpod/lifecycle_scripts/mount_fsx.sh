@@ -1,66 +1,107 @@
 #!/usr/bin/env bash
-# Mount FSx for Lustre: mount_fsx.sh <dns-name> <mount-name> <mount-point> <efa-enabled>
+# Mount FSx for Lustre:
+#   mount_fsx.sh <dns-name> <mount-name> <mount-point> <efa-enabled> [<instance-type>]
 #
-# With an EFA-enabled file system, LNet is first configured as the FSx for Lustre guide's EFA
-# client procedure does: the EFA LND (kefalnd, bound to the primary interface) and the socket
-# LND are loaded, a "tcp" network is added on the primary interface (the mount names the file
-# system's TCP NID, which clients use to discover it), then an "efa" network on the node's EFA
-# devices, with discovery on and EFA preferred over TCP, so Lustre data bypasses the kernel TCP
-# stack. Without kefalnd (a Lustre client without EFA support) the mount stays on TCP.
+# - With an EFA-enabled file system and an EFA node, LNet is configured as the FSx for Lustre
+#   guide's EFA client procedure does (configure-efa-clients.html): the EFA LND bound to the
+#   primary interface, a tcp network on it (the mount names the TCP NID), then an efa network
+#   on the EFA devices the guide uses for the instance type (every fourth of the 32 on p5 and
+#   p5e, otherwise the first and the last), discovery on and EFA preferred. The same
+#   configuration is installed as fm-lnet-efa (a script and a oneshot unit ordered before
+#   remote file systems), so LNet comes back over EFA after a reboot instead of silently
+#   falling back to TCP.
+# - The mount is retried and verified by writing and removing a file on it.
+# - /etc/fstab gets one entry, mounted on demand (x-systemd.automount) once the network is
+#   online (and, with EFA, once fm-lnet-efa has run).
+# Idempotent: a second run leaves one fstab entry and does not remount.
 set -euo pipefail
 
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "${SCRIPT_DIR}/lib.sh"
 DNS_NAME="$1"
 MOUNT_NAME="$2"
 MOUNT_POINT="${3:-/fsx}"
 EFA_ENABLED="${4:-false}"
+INSTANCE_TYPE="${5:-}"
+MOUNT_ATTEMPTS="${MOUNT_ATTEMPTS:-5}"
+LNET_SCRIPT=/usr/local/sbin/fm-lnet-efa
+LNET_UNIT=fm-lnet-efa.service
 
-if mountpoint -q "$MOUNT_POINT"; then
-  echo "mount_fsx: ${MOUNT_POINT} is already mounted"
-  exit 0
-fi
-
-configure_lnet_efa() {
-  local devices=()
+efa_devices() {
   local device
-  for device in /sys/class/infiniband/*; do
-    [[ -e "$device" ]] && devices+=("$(basename "$device")")
+  for device in "${FM_ROOT}"/sys/class/infiniband/*; do
+    [[ -e "$device" ]] && basename "$device"
   done
-  if [[ ${#devices[@]} -eq 0 ]]; then
-    echo "mount_fsx: no EFA device found; mounting over TCP"
-    return 0
-  fi
-  if ! modinfo kefalnd > /dev/null 2>&1; then
-    echo "mount_fsx: this Lustre client has no EFA LND (kefalnd); mounting over TCP"
-    return 0
-  fi
-  local primary
-  primary="$(ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "dev") {print $(i + 1); exit}}')"
-  if [[ -z "$primary" ]]; then
-    echo "mount_fsx: no primary interface found; mounting over TCP"
-    return 0
-  fi
-  modprobe lnet
-  modprobe kefalnd ipif_name="$primary"
-  modprobe ksocklnd
-  lnetctl lnet configure
-  lnetctl net del --net tcp 2> /dev/null || true
-  lnetctl net add --net tcp --if "$primary"
-  for device in "${devices[@]}"; do
-    lnetctl net add --net efa --if "$device" --peer-credits 32
-  done
-  lnetctl set discovery 1
-  lnetctl udsp add --src efa --priority 0
-  echo "mount_fsx: LNet tcp on ${primary}, efa on ${devices[*]}"
+  return 0
 }
 
-if [[ "$EFA_ENABLED" == "true" ]]; then
-  configure_lnet_efa
+install_lnet_efa() {
+  # Install and run fm-lnet-efa; false when this node cannot use LNet over EFA.
+  if [[ -z "$(efa_devices)" ]]; then
+    echo "mount_fsx: no EFA device on this node; Lustre stays on TCP"
+    return 1
+  fi
+  if ! modinfo kefalnd > /dev/null 2>&1; then
+    echo "mount_fsx: this Lustre client has no EFA LND (kefalnd); Lustre stays on TCP"
+    return 1
+  fi
+  mkdir -p "${FM_ROOT}$(dirname "$LNET_SCRIPT")"
+  install -m 0755 "${SCRIPT_DIR}/lnet_efa.sh" "${FM_ROOT}${LNET_SCRIPT}"
+  local changed
+  changed="$(install_unit "$LNET_UNIT" "[Unit]
+Description=fm-constructs: LNet over EFA for FSx for Lustre
+Wants=network-online.target
+After=network-online.target
+Before=remote-fs-pre.target
+Wants=remote-fs-pre.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=${LNET_SCRIPT} ${INSTANCE_TYPE:-unknown}
+
+[Install]
+WantedBy=remote-fs.target")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
+  systemctl enable "$LNET_UNIT"
+  bash "${FM_ROOT}${LNET_SCRIPT}" "${INSTANCE_TYPE:-unknown}"
+}
+
+mount_and_check() {
+  if ! is_mounted "$MOUNT_POINT"; then
+    mount -t lustre -o relatime,flock "${DNS_NAME}@tcp:/${MOUNT_NAME}" "${FM_ROOT}${MOUNT_POINT}" \
+      || return 1
+  fi
+  local probe
+  probe="${FM_ROOT}${MOUNT_POINT}/.fm-mount-check-$(hostname)"
+  touch "$probe" && rm -f "$probe"
+}
+
+write_fstab() {
+  local options="defaults,relatime,flock,_netdev,x-systemd.automount"
+  options+=",x-systemd.requires=network-online.target,x-systemd.after=network-online.target"
+  if [[ "$1" == "efa" ]]; then
+    options+=",x-systemd.requires=${LNET_UNIT},x-systemd.after=${LNET_UNIT}"
+  fi
+  local fstab="${FM_ROOT}/etc/fstab" entry
+  entry="${DNS_NAME}@tcp:/${MOUNT_NAME} ${MOUNT_POINT} lustre ${options} 0 0"
+  mkdir -p "$(dirname "$fstab")"
+  touch "$fstab"
+  # Keep every other entry; replace ours (a re-run or a changed file system).
+  awk -v point="$MOUNT_POINT" '!($2 == point && $3 == "lustre")' "$fstab" > "${fstab}.fm-new"
+  echo "$entry" >> "${fstab}.fm-new"
+  cat "${fstab}.fm-new" > "$fstab"
+  rm -f "${fstab}.fm-new"
+}
+
+TRANSPORT=tcp
+if [[ "$EFA_ENABLED" == "true" ]] && install_lnet_efa; then
+  TRANSPORT=efa
 fi
 modprobe lustre
-mkdir -p "$MOUNT_POINT"
-mount -t lustre -o relatime,flock "${DNS_NAME}@tcp:/${MOUNT_NAME}" "$MOUNT_POINT"
-chmod 1777 "$MOUNT_POINT"
-if ! grep -q " ${MOUNT_POINT} lustre " /etc/fstab; then
-  echo "${DNS_NAME}@tcp:/${MOUNT_NAME} ${MOUNT_POINT} lustre defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network.service 0 0" >> /etc/fstab
-fi
-echo "mount_fsx: mounted ${MOUNT_NAME} at ${MOUNT_POINT}"
+mkdir -p "${FM_ROOT}${MOUNT_POINT}"
+retry "$MOUNT_ATTEMPTS" 5 mount_and_check
+write_fstab "$TRANSPORT"
+systemctl daemon-reload
+echo "mount_fsx: ${MOUNT_NAME} mounted at ${MOUNT_POINT} (LNet over ${TRANSPORT})"

@@ -7,7 +7,8 @@
 # and NCCL channel and buffer sizes stay at their defaults.
 set -euo pipefail
 
-PROFILE=/etc/profile.d/fm-nccl-efa.sh
+PROFILE="${FM_ROOT:-}/etc/profile.d/fm-nccl-efa.sh"
+mkdir -p "$(dirname "$PROFILE")"
 cat > "$PROFILE" <<'ENV'
 # Written by fm-constructs nccl_env.sh.
 # EFA libfabric and the AWS OFI NCCL plugin shipped with the HyperPod AMI.

@@ -2,55 +2,121 @@
 # Entry point HyperPod runs on every node at creation (LifeCycleConfig.OnCreate).
 #
 # Reads provisioning_parameters.json (written next to this script at deploy time) and HyperPod's
-# /opt/ml/config/resource_config.json, then: sets the NCCL/EFA environment, mounts FSx for
-# Lustre (over EFA when the file system has EFA enabled), starts Slurm for this node's role once
-# HyperPod's agent has written slurm.conf (Slurm clusters only), and starts the exporters and the
-# Prometheus agent.
+# resource configuration ($SAGEMAKER_RESOURCE_CONFIG_PATH, by default
+# /opt/ml/config/resource_config.json). Every step is idempotent, so the script can run again on
+# the same node (UpdateClusterSoftware, a replaced node, a retried creation).
+#
+# Slurm nodes, in order:
+#   1. wait for DNS to settle (HyperPod's agent restarts systemd-resolved while nodes boot);
+#   2. find this node's address by route lookup (with retries) and with it its group and role;
+#   3. the NCCL/EFA environment (nccl_env.sh);
+#   4. FSx for Lustre, retried and verified, remounted at boot (mount_fsx.sh);
+#   5. the steps that need the shared file system, in after_fsx.d/*.sh (name order), each
+#      called as `bash <step> <role> <group> <params>`;
+#   6. containers: Docker and enroot data on the NVMe, the pyxis SPANK plugin (containers.sh);
+#   7. Slurm for this node's role, with accounting on the controller (setup_slurm.sh);
+#   8. metrics, off the critical path: a timer installs the exporters and retries until they
+#      are in place (metrics.sh), so an exporter that cannot be fetched never fails the node.
+# EKS nodes: containerd and kubelet state on the large local volume (node_storage.sh); the
+# cluster's add-ons do the rest.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "${SCRIPT_DIR}/lib.sh"
 PARAMS="${SCRIPT_DIR}/provisioning_parameters.json"
-RESOURCE_CONFIG="${RESOURCE_CONFIG:-/opt/ml/config/resource_config.json}"
-LOG_DIR=/var/log/fm-provision
+load_params
+RESOURCE_CONFIG="${SAGEMAKER_RESOURCE_CONFIG_PATH:-${FM_ROOT}/opt/ml/config/resource_config.json}"
+LOG_DIR="${FM_ROOT}/var/log/fm-provision"
+DNS_SETTLE_TIMEOUT="${DNS_SETTLE_TIMEOUT:-180}"
+ADDRESS_ATTEMPTS="${ADDRESS_ATTEMPTS:-7}"
 mkdir -p "${LOG_DIR}"
 exec > >(tee -a "${LOG_DIR}/on_create.log") 2>&1
 
-param() {
-  # Print one value of the provisioning parameters (empty for null/missing).
-  python3 - "$PARAMS" "$1" <<'PY'
-import json, sys
-value = json.load(open(sys.argv[1]))
-for key in sys.argv[2].split("."):
-    value = value.get(key) if isinstance(value, dict) else None
-print("" if value is None else (str(value).lower() if isinstance(value, bool) else value))
-PY
+WORKLOAD_MANAGER="$(param workload_manager)"
+echo "on_create: workload manager ${WORKLOAD_MANAGER}, resource configuration ${RESOURCE_CONFIG}"
+
+if [[ "$WORKLOAD_MANAGER" == "eks" ]]; then
+  bash "${SCRIPT_DIR}/node_storage.sh"
+  echo "on_create: done"
+  exit 0
+fi
+
+wait_for_dns() {
+  # Resolve a name the node needs (the file system, else the regional S3 endpoint) three times
+  # in a row, 2 s apart: one answer can come just before systemd-resolved is restarted.
+  local name waited=0 streak=0
+  name="$(param fsx.dns_name)"
+  [[ -n "$name" ]] || name="s3.$(param region).amazonaws.com"
+  while ((streak < 3)); do
+    if getent hosts "$name" > /dev/null; then
+      streak=$((streak + 1))
+    else
+      streak=0
+      if ((waited >= DNS_SETTLE_TIMEOUT)); then
+        echo "on_create: ${name} does not resolve after ${waited}s; continuing" >&2
+        return 0
+      fi
+    fi
+    sleep 2
+    waited=$((waited + 2))
+  done
+  echo "on_create: DNS settled (${name} resolves)"
 }
 
-LOCAL_IP="$(hostname -I | awk '{print $1}')"
-WORKLOAD_MANAGER="$(param workload_manager)"
+route_address() {
+  # The source address of the route the node uses for VPC traffic, as HyperPod's own node
+  # detection does it (no packet is sent).
+  ip -4 route get 10.254.254.254 | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}'
+}
+
+node_addresses() {
+  # This node's candidate addresses, the route lookup's first (retried while the network comes
+  # up), then every other local IPv4 address (nodes carry extra interfaces).
+  local address="" attempt=1 delay=5
+  while ((attempt <= ADDRESS_ATTEMPTS)); do
+    address="$(route_address 2> /dev/null || true)"
+    [[ -n "$address" ]] && break
+    echo "on_create: no route to the VPC yet (attempt ${attempt}); retrying in ${delay}s" >&2
+    sleep "$delay"
+    attempt=$((attempt + 1))
+    delay=$((delay * 2 > 60 ? 60 : delay * 2))
+  done
+  {
+    [[ -n "$address" ]] && echo "$address"
+    hostname -I | tr ' ' '\n'
+  } | awk 'NF && !seen[$0]++'
+}
+
+wait_for_dns
+ADDRESS_ARGS=()
+while read -r address; do
+  ADDRESS_ARGS+=(--local-ip "$address")
+done < <(node_addresses)
 GROUP="$(python3 "${SCRIPT_DIR}/slurm_config.py" group --params "$PARAMS" \
-  --resource-config "$RESOURCE_CONFIG" --local-ip "$LOCAL_IP")"
-if [[ "$WORKLOAD_MANAGER" == "slurm" ]]; then
-  ROLE="$(python3 "${SCRIPT_DIR}/slurm_config.py" role --params "$PARAMS" \
-    --resource-config "$RESOURCE_CONFIG" --local-ip "$LOCAL_IP")"
-else
-  ROLE=worker
-fi
-echo "fm-constructs lifecycle: group=${GROUP} role=${ROLE} manager=${WORKLOAD_MANAGER}"
+  --resource-config "$RESOURCE_CONFIG" "${ADDRESS_ARGS[@]}")"
+ROLE="$(python3 "${SCRIPT_DIR}/slurm_config.py" role --params "$PARAMS" \
+  --resource-config "$RESOURCE_CONFIG" "${ADDRESS_ARGS[@]}")"
+echo "on_create: group=${GROUP} role=${ROLE}"
 
 bash "${SCRIPT_DIR}/nccl_env.sh"
 
 FSX_DNS="$(param fsx.dns_name)"
 if [[ -n "$FSX_DNS" ]]; then
   bash "${SCRIPT_DIR}/mount_fsx.sh" "$FSX_DNS" "$(param fsx.mount_name)" \
-    "$(param fsx.mount_point)" "$(param fsx.efa_enabled)"
+    "$(param fsx.mount_point)" "$(param fsx.efa_enabled)" "$(group_param "$GROUP" instance_type)"
+  # Steps that need the shared file system (job templates, shared directories) go here.
+  for step in "${SCRIPT_DIR}"/after_fsx.d/*.sh; do
+    [[ -e "$step" ]] || continue
+    echo "on_create: running $(basename "$step")"
+    bash "$step" "$ROLE" "$GROUP" "$PARAMS"
+  done
 fi
 
-if [[ "$WORKLOAD_MANAGER" == "slurm" ]]; then
-  bash "${SCRIPT_DIR}/setup_slurm.sh" "$ROLE" "$GROUP" "$PARAMS" "$RESOURCE_CONFIG"
-fi
+bash "${SCRIPT_DIR}/containers.sh" "$ROLE"
+bash "${SCRIPT_DIR}/setup_slurm.sh" "$ROLE" "$GROUP" "$PARAMS" "$RESOURCE_CONFIG"
 
 if [[ -n "$(param prometheus.remote_write_url)" ]]; then
-  bash "${SCRIPT_DIR}/exporters.sh" "$ROLE" "$GROUP" "$PARAMS"
+  bash "${SCRIPT_DIR}/metrics.sh" schedule "$ROLE" "$GROUP" "$PARAMS"
 fi
-echo "fm-constructs lifecycle: done"
+echo "on_create: done"

@@ -5,10 +5,16 @@
 # provisioning_parameters.json (controller_group, login_group, worker_groups) on the controller
 # and rewrites it as nodes join, leave or are replaced, and it sets up munge. So nothing here
 # renders nodes or partitions. The controller waits until the agent's slurm.conf names a
-# controller address, adds a gres.conf (GPU autodetection through NVML) when the agent wrote
-# none and some worker group has GPUs, then (re)starts slurmctld. Workers and the login node run
-# slurmd in configless mode: it fetches slurm.conf and gres.conf from the controller
-# (--conf-server), so every node sees the agent's current configuration.
+# controller address, then:
+# - sets up accounting (slurmdbd with MariaDB on the controller, accounting.sh) and, when a
+#   worker group has GPUs, GresTypes=gpu, both in accounting.conf (which the agent's slurm.conf
+#   includes; the include is added when missing);
+# - writes gres.conf with AutoDetect=nvml, only when the AMI's Slurm has the NVML GPU plugin
+#   (a Slurm built without it cannot start slurmd with that setting);
+# - (re)starts slurmctld.
+# Workers and the login node run slurmd in configless mode: it fetches slurm.conf, gres.conf
+# and plugstack.conf from the controller (--conf-server), so every node sees the agent's
+# current configuration.
 set -euo pipefail
 
 ROLE="$1"
@@ -16,7 +22,11 @@ GROUP="$2"
 PARAMS="$3"
 RESOURCE_CONFIG="$4"
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-SLURM_ETC="${SLURM_ETC:-/opt/slurm/etc}"
+# shellcheck source=lib.sh
+source "${SCRIPT_DIR}/lib.sh"
+load_params
+SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
+SLURM_ETC="${FM_ROOT}${SLURM_PREFIX}/etc"
 SLURM_CONF_TIMEOUT="${SLURM_CONF_TIMEOUT:-900}"
 
 slurm_config() {
@@ -30,7 +40,7 @@ echo "setup_slurm: controller address(es) ${CONTROLLERS}"
 wait_for_slurm_conf() {
   local waited=0
   until slurm_config slurm-conf-ready --slurm-conf "${SLURM_ETC}/slurm.conf"; do
-    if (( waited >= SLURM_CONF_TIMEOUT )); then
+    if ((waited >= SLURM_CONF_TIMEOUT)); then
       echo "setup_slurm: ${SLURM_ETC}/slurm.conf names no controller after ${waited}s" >&2
       return 1
     fi
@@ -41,30 +51,28 @@ wait_for_slurm_conf() {
 }
 
 write_gres_conf() {
-  local gres
-  gres="$(slurm_config gres)"
-  if [[ -z "$gres" ]]; then
+  local nvml
+  nvml="$(slurm_config gres --slurm-lib "${FM_ROOT}${SLURM_PREFIX}/lib/slurm")"
+  if [[ -z "$nvml" ]]; then
+    echo "setup_slurm: no gres.conf (no GPU worker group, or this Slurm has no NVML plugin)"
     return 0
   fi
   if [[ -s "${SLURM_ETC}/gres.conf" ]]; then
     echo "setup_slurm: keeping the existing ${SLURM_ETC}/gres.conf"
     return 0
   fi
-  printf '%s' "$gres" > "${SLURM_ETC}/gres.conf"
+  printf '%s\n' "$nvml" > "${SLURM_ETC}/gres.conf"
   chmod 0644 "${SLURM_ETC}/gres.conf"
   echo "setup_slurm: wrote ${SLURM_ETC}/gres.conf"
 }
 
 start_configless_slurmd() {
   # slurmd's unit passes $SLURMD_OPTIONS to the daemon; point it at the controller(s).
-  local servers
+  local servers changed
   servers="$(tr ' ' ',' <<< "$CONTROLLERS")"
-  install -d /etc/systemd/system/slurmd.service.d
-  cat > /etc/systemd/system/slurmd.service.d/fm-conf-server.conf <<UNIT
-[Service]
-Environment="SLURMD_OPTIONS=--conf-server ${servers}"
-UNIT
-  systemctl daemon-reload
+  changed="$(install_unit slurmd.service.d/fm-conf-server.conf "[Service]
+Environment=\"SLURMD_OPTIONS=--conf-server ${servers}\"")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
   systemctl enable slurmd
   systemctl restart slurmd
 }
@@ -72,6 +80,8 @@ UNIT
 case "$ROLE" in
   controller)
     wait_for_slurm_conf
+    GPUS="$(python3 -c 'import json,sys; print(int(any(g.get("gpus") for g in json.load(open(sys.argv[1]))["worker_groups"])))' "$PARAMS")"
+    bash "${SCRIPT_DIR}/accounting.sh" "${CONTROLLERS%% *}" "$GPUS"
     write_gres_conf
     systemctl enable slurmctld
     systemctl restart slurmctld
@@ -82,6 +92,9 @@ case "$ROLE" in
     # login node is in no partition, so the daemon itself does not register.
     start_configless_slurmd || echo "setup_slurm: slurmd on the login node did not start"
     ;;
-  *) echo "setup_slurm: unknown role ${ROLE}" >&2; exit 1 ;;
+  *)
+    echo "setup_slurm: unknown role ${ROLE}" >&2
+    exit 1
+    ;;
 esac
 echo "setup_slurm: ${ROLE} of group ${GROUP} ready"

@@ -14,7 +14,7 @@ never write nodes, partitions or the controller host; this module only answers:
   slurmd as ``--conf-server``;
 - ``slurm-conf-ready``: whether a ``slurm.conf`` names one of those controllers;
 - ``gres``: the ``gres.conf`` the controller serves (NVIDIA GPUs found through NVML), empty when
-  no worker group has GPUs.
+  no worker group has GPUs or the AMI's Slurm has no NVML plugin.
 
 Standard library only; compatible with python3.8 (the oldest python3 on HyperPod AMIs).
 """
@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 #: Where HyperPod writes the cluster's resource configuration on each node.
@@ -36,17 +38,29 @@ def load_json(path: str) -> dict[str, Any]:
     return data
 
 
-def node_group(resource_config: dict[str, Any], local_ip: str) -> str:
-    """Name of the instance group holding the instance with ``local_ip``."""
-    for group in resource_config.get("InstanceGroups", []):
-        for instance in group.get("Instances", []):
-            if instance.get("CustomerIpAddress") == local_ip:
-                return str(group.get("Name"))
-    raise LookupError(f"no instance with IP {local_ip} in the resource configuration")
+def _addresses(local_ip: str | Sequence[str]) -> list[str]:
+    return [local_ip] if isinstance(local_ip, str) else list(local_ip)
 
 
-def node_role(resource_config: dict[str, Any], params: dict[str, Any], local_ip: str) -> str:
-    """``controller``, ``login`` or ``worker`` for the instance with ``local_ip``."""
+def node_group(resource_config: dict[str, Any], local_ip: str | Sequence[str]) -> str:
+    """Name of the instance group holding this node: the first of its candidate addresses
+    (``local_ip``, the route lookup's first, then every local address) that the resource
+    configuration lists as an instance's ``CustomerIpAddress``."""
+    candidates = _addresses(local_ip)
+    for address in candidates:
+        for group in resource_config.get("InstanceGroups", []):
+            for instance in group.get("Instances", []):
+                if instance.get("CustomerIpAddress") == address:
+                    return str(group.get("Name"))
+    raise LookupError(
+        f"no instance with IP {', '.join(candidates) or '(none)'} in the resource configuration"
+    )
+
+
+def node_role(
+    resource_config: dict[str, Any], params: dict[str, Any], local_ip: str | Sequence[str]
+) -> str:
+    """``controller``, ``login`` or ``worker`` for this node (see :func:`node_group`)."""
     name = node_group(resource_config, local_ip)
     if name == params.get("controller_group"):
         return "controller"
@@ -90,11 +104,19 @@ def slurm_conf_ready(slurm_conf: str, controllers: list[str]) -> bool:
     return False
 
 
-def gres_conf(params: dict[str, Any]) -> str:
-    """``gres.conf`` for the cluster: NVIDIA GPUs are found through NVML on each node."""
-    if any(group.get("gpus") for group in params.get("worker_groups", [])):
-        return "AutoDetect=nvml\n"
-    return ""
+#: The GPU plugin a Slurm build has only when it was built against NVML.
+NVML_PLUGIN = "gpu_nvml.so"
+
+
+def gres_conf(params: dict[str, Any], slurm_lib: str | None = None) -> str:
+    """``gres.conf`` for the cluster: NVIDIA GPUs found through NVML on each node. Empty when no
+    worker group has GPUs, or when ``slurm_lib`` (the Slurm plugin directory) lacks the NVML
+    plugin: a Slurm built without NVML refuses ``AutoDetect=nvml`` and slurmd would not start."""
+    if not any(group.get("gpus") for group in params.get("worker_groups", [])):
+        return ""
+    if slurm_lib is not None and not os.path.exists(os.path.join(slurm_lib, NVML_PLUGIN)):
+        return ""
+    return "AutoDetect=nvml\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,12 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--params", required=True)
     parser.add_argument("--resource-config", default=RESOURCE_CONFIG_PATH)
-    parser.add_argument("--local-ip", help="for role and group: this node's private IP")
+    parser.add_argument(
+        "--local-ip",
+        action="append",
+        default=[],
+        help="for role and group: a candidate address of this node (repeat, best first)",
+    )
+    parser.add_argument("--slurm-lib", help="for gres: the Slurm plugin directory")
     parser.add_argument("--slurm-conf", help="for slurm-conf-ready: the slurm.conf to check")
     args = parser.parse_args(argv)
     params = load_json(args.params)
     if args.command == "gres":
-        sys.stdout.write(gres_conf(params))
+        sys.stdout.write(gres_conf(params, args.slurm_lib))
         return 0
     resource_config = load_json(args.resource_config)
     if args.command == "role":

@@ -1,0 +1,90 @@
+# shellcheck shell=bash
+# Helpers shared by the lifecycle scripts (sourced, never run on its own).
+#
+# FM_ROOT prefixes every path the scripts read or write on the node. It is empty on a real node;
+# the tests set it to a temporary directory so the real scripts run in a simulated node.
+export FM_ROOT="${FM_ROOT:-}"
+
+log() {
+  # log <message...>: one line on stderr, named after the running script.
+  echo "$(basename "${0}"): $*" >&2
+}
+
+retry() {
+  # retry <attempts> <first-delay-seconds> <command...>: run the command until it succeeds,
+  # doubling the delay after each failure (capped at 60 s); fails after <attempts> tries.
+  local attempts="$1" delay="$2" attempt=1
+  shift 2
+  until "$@"; do
+    if ((attempt >= attempts)); then
+      log "giving up after ${attempt} attempts: $*"
+      return 1
+    fi
+    log "attempt ${attempt} of ${attempts} failed: $*; retrying in ${delay}s"
+    sleep "$delay"
+    attempt=$((attempt + 1))
+    delay=$((delay * 2 > 60 ? 60 : delay * 2))
+  done
+}
+
+declare -gA FM_PARAM_VALUES=()
+FM_PARAMS_LOADED=""
+
+load_params() {
+  # Read provisioning_parameters.json ($PARAMS) once into FM_PARAM_VALUES, flattened to dotted
+  # keys; worker groups are keyed by name (worker_groups.<group>.<key>).
+  local key value
+  FM_PARAM_VALUES=()
+  while IFS=$'\t' read -r key value; do
+    FM_PARAM_VALUES["$key"]="$value"
+  done < <(python3 - "$PARAMS" <<'PY'
+import json, sys
+
+def walk(prefix, value):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from walk(prefix + key + ".", item)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, dict) and "instance_group_name" in item:
+                yield from walk(prefix + str(item["instance_group_name"]) + ".", item)
+    elif value is not None:
+        yield prefix[:-1], str(value).lower() if isinstance(value, bool) else str(value)
+
+with open(sys.argv[1]) as handle:
+    for key, text in walk("", json.load(handle)):
+        print(key + "\t" + text)
+PY
+  )
+  FM_PARAMS_LOADED=1
+}
+
+param() {
+  # param <dotted.key>: one value of the provisioning parameters (empty for null or missing,
+  # booleans as true/false). Call load_params once first, or every call reads the file.
+  [[ -n "$FM_PARAMS_LOADED" ]] || load_params
+  printf '%s\n' "${FM_PARAM_VALUES[$1]:-}"
+}
+
+group_param() {
+  # group_param <group> <key>: a key of that group's worker_groups entry (empty when absent).
+  param "worker_groups.$1.$2"
+}
+
+install_unit() {
+  # install_unit <name> <content>: write /etc/systemd/system/<name> when its content changed;
+  # prints "changed" when it did, so callers reload systemd only then.
+  local path="${FM_ROOT}/etc/systemd/system/$1"
+  mkdir -p "$(dirname "$path")"
+  if [[ -f "$path" ]] && [[ "$(cat "$path")" == "$2" ]]; then
+    return 0
+  fi
+  printf '%s\n' "$2" > "$path"
+  chmod 0644 "$path"
+  echo changed
+}
+
+is_mounted() {
+  # is_mounted <path>: true when something is mounted at <path> on this node.
+  mountpoint -q "${FM_ROOT}$1"
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Exporters and the metrics collector, off the node-creation critical path:
+#   metrics.sh schedule <role> <group> <params>   (on_create.sh: install the retrying installer)
+#   metrics.sh install <role> <group> <params>    (fm-metrics-install.service: install what is missing)
+#
+# `schedule` copies what the installer needs to /opt/fm-metrics/lifecycle and enables
+# fm-metrics-install.timer, which runs fm-metrics-install.service shortly after boot and every
+# 10 minutes after it last ran, and starts the service without waiting for it. A download that
+# fails is logged and tried again on the next run; it never fails on_create.
+#
+# `install` sets up, each once, and writes a unit only for what it installed:
+# - node exporter on :9100 (every node), a prometheus/node_exporter release;
+# - EFA exporter on :9109 (EFA workers): the HyperPod EFA exporter image (a node exporter build
+#   with the amazonefa collector, publishing node_amazonefa_*), pulled from the HyperPod ECR
+#   registry with the node's role;
+# - DCGM exporter on :9400 (NVIDIA workers), reading the counters of dcgm_counters.py (-f);
+# - Prometheus in agent mode, remote-writing to Amazon Managed Service for Prometheus (SigV4).
+# Release tarballs are checked against the release's sha256 sums, and one that does not match
+# is refused. Versions come from the provisioning parameters (the library's pins).
+set -euo pipefail
+
+COMMAND="$1"
+ROLE="$2"
+GROUP="$3"
+PARAMS="$4"
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "${SCRIPT_DIR}/lib.sh"
+load_params
+INSTALL_DIR=/opt/fm-metrics
+STAGE_DIR="${INSTALL_DIR}/lifecycle"
+CONFIG_DIR=/etc/fm-metrics
+DOCKER=/usr/bin/docker
+
+schedule() {
+  local stage="${FM_ROOT}${STAGE_DIR}" file changed=""
+  mkdir -p "$stage"
+  for file in metrics.sh lib.sh prometheus_agent_config.py dcgm_counters.py; do
+    install -m 0644 "${SCRIPT_DIR}/${file}" "${stage}/${file}"
+  done
+  install -m 0644 "$PARAMS" "${stage}/provisioning_parameters.json"
+  changed+="$(install_unit fm-metrics-install.service "[Unit]
+Description=fm-constructs: install the metrics exporters and the Prometheus agent
+Wants=network-online.target
+After=network-online.target docker.service
+
+[Service]
+Type=oneshot
+ExecStart=/bin/bash ${STAGE_DIR}/metrics.sh install ${ROLE} ${GROUP} ${STAGE_DIR}/provisioning_parameters.json")"
+  changed+="$(install_unit fm-metrics-install.timer "[Unit]
+Description=fm-constructs: retry the metrics installation until everything runs
+
+[Timer]
+OnBootSec=2min
+OnUnitInactiveSec=10min
+
+[Install]
+WantedBy=timers.target")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
+  systemctl enable --now fm-metrics-install.timer
+  systemctl start --no-block fm-metrics-install.service
+  echo "metrics: installation scheduled (fm-metrics-install.timer)"
+}
+
+ARCH="$(uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')"
+FAILED=()
+
+run_service() {
+  # run_service <name> <command...>: a unit that runs the command, started now and at boot.
+  local name="$1" changed
+  shift
+  local pre=""
+  if [[ "$1" == "$DOCKER" ]]; then
+    pre="ExecStartPre=-${DOCKER} rm -f ${name}"
+  fi
+  changed="$(install_unit "${name}.service" "[Unit]
+Description=fm-constructs ${name}
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+${pre}
+ExecStart=$*
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
+  systemctl enable "${name}.service"
+  if [[ -n "$changed" ]]; then
+    systemctl restart "${name}.service"
+  else
+    systemctl start "${name}.service"
+  fi
+}
+
+download() {
+  curl -fsSL --connect-timeout 10 --retry 3 -o "$2" "$1"
+}
+
+RELEASE_DIR=""
+fetch_release() {
+  # fetch_release <project> <version>: put a verified prometheus/<project> release under
+  # /opt/fm-metrics and set RELEASE_DIR (path on the node); false on any failure.
+  local project="$1" version="$2"
+  local name="${project}-${version}.linux-${ARCH}"
+  RELEASE_DIR="${INSTALL_DIR}/${name}"
+  if [[ -x "${FM_ROOT}${RELEASE_DIR}/${project}" ]]; then
+    return 0
+  fi
+  local base="https://github.com/prometheus/${project}/releases/download/v${version}" work
+  work="$(mktemp -d)"
+  if ! download "${base}/${name}.tar.gz" "${work}/${name}.tar.gz" \
+    || ! download "${base}/sha256sums.txt" "${work}/sha256sums.txt"; then
+    log "could not download ${name}"
+    rm -rf "$work"
+    return 1
+  fi
+  local expected actual
+  expected="$(awk -v file="${name}.tar.gz" '$2 == file {print $1}' "${work}/sha256sums.txt")"
+  actual="$(sha256sum "${work}/${name}.tar.gz" | awk '{print $1}')"
+  if [[ -z "$expected" || "$expected" != "$actual" ]]; then
+    log "refusing ${name}.tar.gz: sha256 ${actual} does not match the release's '${expected}'"
+    rm -rf "$work"
+    return 1
+  fi
+  mkdir -p "${FM_ROOT}${INSTALL_DIR}"
+  if ! tar -xzf "${work}/${name}.tar.gz" -C "${FM_ROOT}${INSTALL_DIR}" \
+    || [[ ! -x "${FM_ROOT}${RELEASE_DIR}/${project}" ]]; then
+    log "${name}.tar.gz holds no ${project} binary"
+    rm -rf "$work" "${FM_ROOT:?}${RELEASE_DIR:?}"
+    return 1
+  fi
+  rm -rf "$work"
+}
+
+pull_image() {
+  # pull_image <image> [ecr]: the image is local afterwards (log in to its ECR registry first).
+  local image="$1" registry="${1%%/*}"
+  local docker="${FM_ROOT}${DOCKER}"
+  if "$docker" image inspect "$image" > /dev/null 2>&1; then
+    return 0
+  fi
+  if [[ "${2:-}" == "ecr" ]]; then
+    aws ecr get-login-password --region "$(param region)" \
+      | "$docker" login --username AWS --password-stdin "$registry" || return 1
+  fi
+  "$docker" pull "$image"
+}
+
+install_node_exporter() {
+  fetch_release node_exporter "$(param node_exporter_version)" || return 1
+  run_service fm-node-exporter "${RELEASE_DIR}/node_exporter" --web.listen-address=:9100
+}
+
+install_efa_exporter() {
+  local image
+  image="$(param efa_exporter_image)"
+  pull_image "$image" ecr || return 1
+  run_service fm-efa-exporter "$DOCKER" run --rm --name fm-efa-exporter --network host --pid host \
+    -v /:/host:ro,rslave "$image" --path.rootfs=/host --web.listen-address=:9109 \
+    --collector.disable-defaults --collector.amazonefa
+}
+
+install_dcgm_exporter() {
+  local image
+  image="$(param dcgm_exporter_image)"
+  pull_image "$image" || return 1
+  mkdir -p "${FM_ROOT}${CONFIG_DIR}"
+  python3 "${SCRIPT_DIR}/dcgm_counters.py" > "${FM_ROOT}${CONFIG_DIR}/dcgm-counters.csv"
+  run_service fm-dcgm-exporter "$DOCKER" run --rm --name fm-dcgm-exporter --gpus all \
+    --cap-add SYS_ADMIN --network host \
+    -v "${CONFIG_DIR}/dcgm-counters.csv:/etc/dcgm-exporter/fm-counters.csv:ro" \
+    "$image" -f /etc/dcgm-exporter/fm-counters.csv
+}
+
+install_prometheus_agent() {
+  fetch_release prometheus "$(param prometheus_version)" || return 1
+  mkdir -p "${FM_ROOT}/var/lib/fm-prometheus-agent" "${FM_ROOT}${CONFIG_DIR}"
+  python3 "${SCRIPT_DIR}/prometheus_agent_config.py" --params "$PARAMS" --role "$ROLE" \
+    --group "$GROUP" --hostname "$(hostname)" > "${FM_ROOT}${CONFIG_DIR}/prometheus-agent.yml"
+  run_service fm-prometheus-agent "${RELEASE_DIR}/prometheus" --agent \
+    --config.file="${CONFIG_DIR}/prometheus-agent.yml" \
+    --storage.agent.path=/var/lib/fm-prometheus-agent --web.listen-address=127.0.0.1:9090
+}
+
+attempt() {
+  # attempt <component>: install one component, recording a failure instead of stopping.
+  if "install_$1"; then
+    echo "metrics: $1 running"
+  else
+    log "$1 is not installed yet; the next run of fm-metrics-install tries again"
+    FAILED+=("$1")
+  fi
+}
+
+install_all() {
+  attempt node_exporter
+  if [[ "$ROLE" == "worker" ]] && [[ -x "${FM_ROOT}${DOCKER}" ]]; then
+    if [[ "$(group_param "$GROUP" efa)" == "true" ]]; then
+      attempt efa_exporter
+    fi
+    if [[ "$(group_param "$GROUP" gpus)" =~ ^[1-9] ]]; then
+      attempt dcgm_exporter
+    fi
+  fi
+  attempt prometheus_agent
+  if ((${#FAILED[@]})); then
+    log "not installed: ${FAILED[*]}"
+    return 1
+  fi
+  echo "metrics: all exporters running on ${ROLE} of group ${GROUP}"
+}
+
+case "$COMMAND" in
+  schedule) schedule ;;
+  install) install_all ;;
+  *)
+    echo "metrics: unknown command ${COMMAND}" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,398 @@
+"""A simulated HyperPod node for running the real lifecycle scripts in tests.
+
+The node is a temporary directory used as the scripts' ``FM_ROOT`` (every path they read or
+write is under it) with stubbed system commands first on ``PATH``: ``systemctl``, ``mount``,
+``ip``, ``getent``, ``curl``, ``docker``, ``apt-get`` and the rest behave like a small
+HyperPod node and record every call, and nothing reaches the network. State the stubs share
+lives in ``<root>/sim`` (mounts, active units, addresses, failures to inject), so a test sets
+up a node, runs ``on_create.sh`` and asserts on the files, units, mounts and calls left.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fm_constructs.orchestration.hyperpod import scripts_directory
+
+STUB = r"""#!/usr/bin/env bash
+# Stubbed system command of the simulated HyperPod node.
+name="$(basename "$0")"
+sim="${FM_ROOT}/sim"
+echo "${name} $*" >> "${sim}/calls.log"
+countdown() {  # countdown <file>: true (and one less) while the file holds a positive count
+  local n
+  n="$(cat "$1" 2> /dev/null || echo 0)"
+  if (( n > 0 )); then echo $((n - 1)) > "$1"; return 0; fi
+  return 1
+}
+unit_file() {
+  local u
+  for u in "${FM_ROOT}/etc/systemd/system/$1" "${FM_ROOT}/usr/lib/systemd/system/$1"; do
+    [[ -f "$u" ]] && { echo "$u"; return 0; }
+  done
+  return 1
+}
+case "$name" in
+  sleep|modprobe|true|chown) exit 0 ;;
+  systemctl)
+    args=()
+    for a in "$@"; do [[ "$a" == --* ]] || args+=("$a"); done
+    verb="${args[0]}"
+    case "$verb" in
+      is-active) [[ -e "${sim}/active/${args[1]}" ]] && exit 0; exit 3 ;;
+      cat) unit_file "${args[1]}" > /dev/null && exit 0; exit 1 ;;
+      show) echo active; exit 0 ;;
+      start|restart)
+        for u in "${args[@]:1}"; do
+          [[ "$u" == *.* ]] || u="${u}.service"
+          unit_file "$u" > /dev/null || { echo "Unit ${u} not found." >&2; exit 5; }
+          mkdir -p "${sim}/active"; touch "${sim}/active/${u%.service}" "${sim}/active/${u}"
+        done ;;
+      stop)
+        for u in "${args[@]:1}"; do rm -f "${sim}/active/${u}" "${sim}/active/${u}.service"; done ;;
+      enable)
+        for u in "${args[@]:1}"; do
+          [[ "$u" == *.* ]] || u="${u}.service"
+          unit_file "$u" > /dev/null || { echo "Unit ${u} not found." >&2; exit 5; }
+          mkdir -p "${sim}/enabled"; touch "${sim}/enabled/${u}"
+          if [[ " $* " == *" --now "* ]]; then
+            mkdir -p "${sim}/active"; touch "${sim}/active/${u}"
+          fi
+        done ;;
+    esac
+    exit 0 ;;
+  mount)
+    if (( $# == 0 )); then cat "${sim}/mounts"; exit 0; fi
+    countdown "${sim}/mount-failures" && { echo "mount: failed (injected)" >&2; exit 32; }
+    echo "${@: -1}" >> "${sim}/mounts"; exit 0 ;;
+  mountpoint) grep -qxF "${@: -1}" "${sim}/mounts"; exit $? ;;
+  modinfo) [[ -e "${sim}/kefalnd" ]]; exit $? ;;
+  lnetctl) exit 0 ;;
+  ip)
+    if [[ "$*" == *"route get"* ]]; then
+      countdown "${sim}/route-failures" && exit 2
+      echo "10.254.254.254 via 10.1.0.1 dev ens5 src $(cat "${sim}/route-ip") uid 0"
+    elif [[ "$*" == *"route show default"* ]]; then
+      echo "default via 10.1.0.1 dev ens5 proto dhcp src $(cat "${sim}/route-ip") metric 100"
+    fi
+    exit 0 ;;
+  getent)
+    if [[ "$1" == hosts ]]; then
+      countdown "${sim}/dns-failures" && exit 2
+      echo "10.1.0.200 $2"; exit 0
+    fi
+    exit 2 ;;
+  hostname)
+    if [[ "$1" == -I ]]; then cat "${sim}/addresses"; else cat "${sim}/hostname"; fi
+    exit 0 ;;
+  curl)
+    out=""; url=""
+    while (( $# )); do
+      case "$1" in
+        -o) out="$2"; shift 2 ;;
+        --connect-timeout|--retry) shift 2 ;;
+        -*) shift ;;
+        *) url="$1"; shift ;;
+      esac
+    done
+    [[ -e "${sim}/offline" ]] && { echo "curl: (6) Could not resolve host" >&2; exit 6; }
+    key="$(tr '/:' '__' <<< "$url")"
+    [[ -f "${sim}/downloads/${key}" ]] || { echo "curl: (22) 404 ${url}" >&2; exit 22; }
+    cp "${sim}/downloads/${key}" "$out"; exit 0 ;;
+  aws)
+    [[ -e "${sim}/offline" ]] && exit 255
+    echo "token"; exit 0 ;;
+  docker)
+    key="$(tr '/:' '__' <<< "${@: -1}")"
+    case "$1" in
+      image) [[ -e "${sim}/images/${key}" ]]; exit $? ;;
+      login) cat > /dev/null; [[ -e "${sim}/offline" ]] && exit 1; exit 0 ;;
+      pull)
+        [[ -e "${sim}/offline" ]] && exit 1
+        mkdir -p "${sim}/images"; touch "${sim}/images/${key}"; exit 0 ;;
+    esac
+    exit 0 ;;
+  apt-get)
+    [[ -e "${sim}/offline" ]] && exit 100
+    if [[ "$*" == *enroot* ]]; then ln -sf stub "${FM_ROOT}/usr/bin/enroot"; fi
+    exit 0 ;;
+  dpkg) echo amd64; exit 0 ;;
+  make)
+    for a in "$@"; do [[ "$a" == DESTDIR=* ]] && dest="${a#DESTDIR=}"; done
+    mkdir -p "${dest}/usr/local/lib/slurm"; touch "${dest}/usr/local/lib/slurm/spank_pyxis.so"
+    exit 0 ;;
+  mysql) cat >> "${sim}/mysql.sql"; exit 0 ;;
+esac
+echo "stub: no behaviour for ${name}" >&2
+exit 0
+"""
+
+COMMANDS = [
+    "systemctl",
+    "mount",
+    "mountpoint",
+    "modprobe",
+    "modinfo",
+    "lnetctl",
+    "ip",
+    "getent",
+    "hostname",
+    "curl",
+    "aws",
+    "docker",
+    "apt-get",
+    "dpkg",
+    "make",
+    "mysql",
+    "sleep",
+    "true",
+    "chown",
+]
+STUB_UNITS = [
+    "docker.service",
+    "munge.service",
+    "mariadb.service",
+    "slurmd.service",
+    "slurmctld.service",
+    "containerd.service",
+    "kubelet.service",
+    "dlami-nvme.service",
+]
+
+
+def url_key(url: str) -> str:
+    """The file name under ``sim/downloads`` the curl stub serves ``url`` from."""
+    return url.replace("/", "_").replace(":", "_")
+
+
+def _tarball(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o755
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@dataclass
+class NodeRun:
+    """What one run of a script left: exit status, output and the calls of stubbed commands."""
+
+    returncode: int
+    output: str
+    calls: list[str] = field(default_factory=list)
+
+
+class SimulatedNode:
+    """One HyperPod node under ``tmp_path``: ``root`` is its file system, ``scripts`` the
+    lifecycle scripts as HyperPod downloads them, ``sim`` the stubs' shared state."""
+
+    def __init__(
+        self,
+        tmp_path: Path,
+        *,
+        params: dict[str, Any],
+        resource_config: dict[str, Any] | None,
+        address: str,
+        extra_addresses: tuple[str, ...] = ("172.17.0.1",),
+        hostname: str = "ip-10-1-4-20",
+        mounts: tuple[str, ...] = ("/opt/dlami/nvme", "/opt/sagemaker"),
+        efa_devices: int = 0,
+        kefalnd: bool = True,
+        slurm: bool = True,
+        nvml: bool = True,
+    ) -> None:
+        self.root = tmp_path / "root"
+        self.scripts = tmp_path / "lifecycle"
+        self.sim = self.root / "sim"
+        self.params = params
+        shutil.copytree(scripts_directory(), self.scripts, ignore=shutil.ignore_patterns("__*"))
+        (self.scripts / "provisioning_parameters.json").write_text(json.dumps(params))
+        bin_dir = self.root / "usr" / "bin"
+        bin_dir.mkdir(parents=True)
+        (bin_dir / "stub").write_text(STUB)
+        (bin_dir / "stub").chmod(0o755)
+        for command in COMMANDS:
+            (bin_dir / command).symlink_to("stub")
+        (self.root / "bin").mkdir()
+        shutil.copy2("/bin/bash", self.root / "bin" / "bash")
+        self._systemd_units()
+        self.sim.mkdir()
+        (self.sim / "route-ip").write_text(address)
+        (self.sim / "addresses").write_text(" ".join((*extra_addresses, address)) + "\n")
+        (self.sim / "hostname").write_text(hostname)
+        (self.sim / "mounts").write_text("".join(f"{self.root}{m}\n" for m in mounts))
+        for mount in mounts:
+            (self.root / mount.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        if kefalnd:
+            (self.sim / "kefalnd").touch()
+        for index in range(efa_devices):
+            device = self.root / "sys" / "class" / "infiniband" / f"rdmap{index:02d}s0"
+            device.mkdir(parents=True)
+        if resource_config is not None:
+            path = self.root / "opt" / "ml" / "config" / "resource_config.json"
+            path.parent.mkdir(parents=True)
+            path.write_text(json.dumps(resource_config))
+        if slurm:
+            slurm_dir = self.root / "opt" / "slurm"
+            (slurm_dir / "etc").mkdir(parents=True)
+            (slurm_dir / "include").mkdir()
+            (slurm_dir / "sbin").mkdir()
+            (slurm_dir / "sbin" / "slurmdbd").symlink_to("../../../usr/bin/true")
+            (slurm_dir / "lib" / "slurm").mkdir(parents=True)
+            if nvml:
+                (slurm_dir / "lib" / "slurm" / "gpu_nvml.so").touch()
+        self.serve_releases()
+
+    # ------------------------------------------------------------------------------ set-up
+
+    def _systemd_units(self) -> None:
+        system = self.root / "usr" / "lib" / "systemd" / "system"
+        system.mkdir(parents=True)
+        host = Path("/usr/lib/systemd/system")
+        if host.is_dir():
+            for unit in host.iterdir():
+                if unit.is_file() and not unit.is_symlink() and "@" not in unit.name:
+                    shutil.copy2(unit, system / unit.name)
+        for name in STUB_UNITS:
+            (system / name).write_text(
+                f"[Unit]\nDescription=stub {name}\n\n[Service]\nExecStart=/usr/bin/true\n"
+            )
+
+    def serve_releases(self, *, corrupt: bool = False) -> None:
+        """Put the pinned downloads where the curl stub serves them (``corrupt``: tarballs
+        whose content does not match the published checksums)."""
+        downloads = self.sim / "downloads"
+        downloads.mkdir(parents=True, exist_ok=True)
+        for project in ("node_exporter", "prometheus"):
+            version = self.params[f"{project}_version"]
+            name = f"{project}-{version}.linux-amd64"
+            base = f"https://github.com/prometheus/{project}/releases/download/v{version}"
+            tarball = _tarball({f"{name}/{project}": b"#!/bin/sh\nexit 0\n"})
+            digest = hashlib.sha256(tarball).hexdigest()
+            if corrupt:
+                tarball = _tarball({f"{name}/{project}": b"#!/bin/sh\necho tampered\n"})
+            (downloads / url_key(f"{base}/{name}.tar.gz")).write_bytes(tarball)
+            (downloads / url_key(f"{base}/sha256sums.txt")).write_text(
+                f"{'0' * 64}  {project}-{version}.darwin-amd64.tar.gz\n{digest}  {name}.tar.gz\n"
+            )
+        enroot = self.params["enroot_version"]
+        for package in (f"enroot_{enroot}-1_amd64.deb", f"enroot+caps_{enroot}-1_amd64.deb"):
+            url = f"https://github.com/NVIDIA/enroot/releases/download/v{enroot}/{package}"
+            (downloads / url_key(url)).write_bytes(b"deb")
+        pyxis = self.params["pyxis_version"]
+        url = f"https://github.com/NVIDIA/pyxis/archive/refs/tags/v{pyxis}.tar.gz"
+        (downloads / url_key(url)).write_bytes(_tarball({f"pyxis-{pyxis}/Makefile": b"all:\n"}))
+
+    def inject(self, name: str, count: int | None = None) -> None:
+        """Inject a failure: ``offline`` (no download or pull succeeds), or a number of
+        ``dns-failures``, ``route-failures`` or ``mount-failures`` before success."""
+        path = self.sim / name
+        if count is None:
+            path.touch()
+        else:
+            path.write_text(str(count))
+
+    def heal(self, name: str) -> None:
+        (self.sim / name).unlink(missing_ok=True)
+
+    def write_slurm_conf(self, text: str) -> None:
+        (self.root / "opt" / "slurm" / "etc" / "slurm.conf").write_text(text)
+
+    # ------------------------------------------------------------------------------ running
+
+    def run(self, *args: str, env: dict[str, str] | None = None) -> NodeRun:
+        """Run a lifecycle script (``on_create.sh`` by default) as HyperPod would."""
+        command = list(args) or ["on_create.sh"]
+        calls = self.sim / "calls.log"
+        calls.unlink(missing_ok=True)
+        environment = {
+            "PATH": f"{self.root / 'usr' / 'bin'}:{os.environ['PATH']}",
+            "FM_ROOT": str(self.root),
+            "HOME": str(self.root),
+            "TMPDIR": str(self.root / "tmp"),
+            "LANG": "C.UTF-8",
+            **(env or {}),
+        }
+        (self.root / "tmp").mkdir(exist_ok=True)
+        script = command[0]
+        path = self.scripts / script if "/" not in script else Path(script)
+        result = subprocess.run(
+            ["bash", str(path), *command[1:]],
+            cwd=self.scripts,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        return NodeRun(
+            returncode=result.returncode,
+            output=result.stdout + result.stderr,
+            calls=calls.read_text().splitlines() if calls.exists() else [],
+        )
+
+    def run_metrics_installer(self) -> NodeRun:
+        """Run what fm-metrics-install.service runs (its ExecStart, under this root)."""
+        unit = self.file("etc/systemd/system/fm-metrics-install.service")
+        exec_start = next(
+            line.split("=", 1)[1] for line in unit.splitlines() if line.startswith("ExecStart=")
+        )
+        _bash, script, *args = exec_start.split()
+        return self.run(
+            str(self.root / script.lstrip("/")), *args[:3], str(self.root / args[3].lstrip("/"))
+        )
+
+    # ------------------------------------------------------------------------------ looking
+
+    def file(self, path: str) -> str:
+        return (self.root / path).read_text()
+
+    def exists(self, path: str) -> bool:
+        return (self.root / path).exists()
+
+    @property
+    def mounts(self) -> list[str]:
+        """Mount points, as paths on the node."""
+        prefix = str(self.root)
+        return [m.removeprefix(prefix) for m in (self.sim / "mounts").read_text().split()]
+
+    @property
+    def active(self) -> set[str]:
+        directory = self.sim / "active"
+        return {p.name for p in directory.iterdir()} if directory.exists() else set()
+
+    @property
+    def enabled(self) -> set[str]:
+        directory = self.sim / "enabled"
+        return {p.name for p in directory.iterdir()} if directory.exists() else set()
+
+    def units(self) -> list[Path]:
+        """Every unit file (and drop-in) the scripts wrote under /etc/systemd/system."""
+        system = self.root / "etc" / "systemd" / "system"
+        return sorted(p for p in system.rglob("*") if p.is_file()) if system.exists() else []
+
+    def verify_units(self) -> subprocess.CompletedProcess[str]:
+        """``systemd-analyze verify`` of every unit written, under this root (drop-ins are
+        verified with the unit they extend)."""
+        names = set()
+        for path in self.units():
+            parent = path.parent.name
+            names.add(parent[: -len(".d")] if parent.endswith(".d") else path.name)
+        return subprocess.run(
+            ["systemd-analyze", "verify", f"--root={self.root}", "--man=no", *sorted(names)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )

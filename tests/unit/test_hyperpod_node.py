@@ -1,0 +1,351 @@
+"""The real lifecycle scripts, end to end, in simulated HyperPod nodes (see tests/hyperpod_node.py):
+controller, login and worker of a Slurm cluster and an EKS node, the files, units and mounts
+they leave, ``systemd-analyze verify`` on every unit, and injected failures (downloads that
+fail or do not match their checksums, slow DNS, a late route, a flaky mount, a missing EFA
+LND, a second run)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fm_constructs.orchestration.hyperpod import (
+    InstanceGroup,
+    Orchestrator,
+    provisioning_parameters,
+    slurm_instance_groups,
+)
+from tests.hyperpod_node import SimulatedNode
+
+CONTROLLER_IP, LOGIN_IP, WORKER_IP = "10.1.0.10", "10.1.0.11", "10.1.4.20"
+RESOURCE_CONFIG: dict[str, Any] = {
+    "InstanceGroups": [
+        {
+            "Name": "controller",
+            "InstanceType": "ml.m5.2xlarge",
+            "Instances": [{"InstanceName": "i-1", "CustomerIpAddress": CONTROLLER_IP}],
+        },
+        {
+            "Name": "login",
+            "InstanceType": "ml.m5.4xlarge",
+            "Instances": [{"InstanceName": "i-2", "CustomerIpAddress": LOGIN_IP}],
+        },
+        {
+            "Name": "workers",
+            "InstanceType": "ml.p5.48xlarge",
+            "Instances": [{"InstanceName": "i-3", "CustomerIpAddress": WORKER_IP}],
+        },
+    ]
+}
+SLURM_CONF = f"ClusterName=fm\nSlurmctldHost=ip-10-1-0-10({CONTROLLER_IP})\n"
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+
+
+def slurm_params() -> dict[str, Any]:
+    return provisioning_parameters(
+        orchestrator=Orchestrator.SLURM,
+        cluster_name="fm-test",
+        region="us-east-1",
+        instance_groups=slurm_instance_groups(worker_instance_type="p5.48xlarge", worker_count=1),
+        fsx={
+            "dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+            "mount_name": "abcdefgh",
+            "mount_point": "/fsx",
+            "efa_enabled": True,
+        },
+        prometheus_remote_write_url="https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write",
+    )
+
+
+def node(tmp_path: Path, role: str, **options: Any) -> SimulatedNode:
+    address = {"controller": CONTROLLER_IP, "login": LOGIN_IP, "worker": WORKER_IP}[role]
+    defaults: dict[str, Any] = {"efa_devices": 32 if role == "worker" else 0}
+    defaults.update(options)
+    sim = SimulatedNode(
+        tmp_path,
+        params=slurm_params(),
+        resource_config=RESOURCE_CONFIG,
+        address=address,
+        **defaults,
+    )
+    if role == "controller":
+        sim.write_slurm_conf(SLURM_CONF)
+    return sim
+
+
+def assert_units_verify(sim: SimulatedNode) -> None:
+    if SYSTEMD_ANALYZE is None:
+        pytest.skip("systemd-analyze is not installed (systemd is absent on this machine)")
+    assert sim.units(), "the scripts wrote no unit"
+    result = sim.verify_units()
+    problems = [
+        line
+        for line in result.stderr.splitlines()
+        if not line.startswith("Failed to resolve symlink")
+    ]
+    assert result.returncode == 0, "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------------- workers
+
+
+def test_worker_mounts_fsx_over_efa_and_runs_containers_and_slurmd(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "group=workers role=worker" in run.output
+    # FSx: mounted, verified with a probe file, on demand after the network (and LNet) at boot.
+    assert "/fsx" in sim.mounts
+    (entry,) = [line for line in sim.file("etc/fstab").splitlines() if " /fsx " in line]
+    assert entry.startswith(
+        "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh /fsx lustre"
+    )
+    assert "x-systemd.requires=network-online.target" in entry and "network.service" not in entry
+    assert "x-systemd.requires=fm-lnet-efa.service" in entry
+    # LNet over EFA as the FSx guide does it for p5: every fourth of the 32 devices, persisted.
+    efa_adds = [c for c in run.calls if c.startswith("lnetctl net add --net efa")]
+    assert (
+        len(efa_adds) == 8 and "--if rdmap00s0" in efa_adds[0] and "--if rdmap28s0" in efa_adds[-1]
+    )
+    assert "fm-lnet-efa.service" in sim.enabled
+    lnet_unit = sim.file("etc/systemd/system/fm-lnet-efa.service")
+    assert "Before=remote-fs-pre.target" in lnet_unit
+    assert "ExecStart=/usr/local/sbin/fm-lnet-efa ml.p5.48xlarge" in lnet_unit
+    assert sim.exists("usr/local/sbin/fm-lnet-efa")
+    # Containers: Docker, enroot and pyxis with their data on the NVMe.
+    assert '"data-root": "/opt/dlami/nvme/docker/data-root"' in sim.file("etc/docker/daemon.json")
+    enroot = sim.file("etc/enroot/enroot.conf")
+    assert "ENROOT_DATA_PATH /opt/dlami/nvme/tmp/enroot/data/user-$(id -u)" in enroot
+    assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot" in enroot
+    assert sim.exists("usr/local/lib/slurm/spank_pyxis.so")
+    assert "spank_pyxis.so" in sim.file("opt/slurm/etc/plugstack.conf")
+    # Slurm: configless slurmd pointed at the controller.
+    dropin = sim.file("etc/systemd/system/slurmd.service.d/fm-conf-server.conf")
+    assert f"--conf-server {CONTROLLER_IP}" in dropin
+    assert "slurmd" in sim.active
+    # Metrics: scheduled, not installed, during creation.
+    assert "fm-metrics-install.timer" in sim.enabled
+    assert "systemctl start --no-block fm-metrics-install.service" in run.calls
+    assert not sim.exists("etc/systemd/system/fm-node-exporter.service")
+    assert not any(c.startswith("curl") and "prometheus" in c for c in run.calls)
+    assert_units_verify(sim)
+
+
+def test_worker_metrics_installer_writes_units_for_what_it_installed(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    assert sim.run().returncode == 0
+    run = sim.run_metrics_installer()
+    assert run.returncode == 0, run.output
+    node_unit = sim.file("etc/systemd/system/fm-node-exporter.service")
+    # The ExecStart is the binary path (H1: no "<file>: OK" from sha256sum in it).
+    assert "ExecStart=/opt/fm-metrics/node_exporter-1.9.1.linux-amd64/node_exporter " in node_unit
+    assert ": OK" not in node_unit
+    agent = sim.file("etc/systemd/system/fm-prometheus-agent.service")
+    assert "ExecStart=/opt/fm-metrics/prometheus-3.5.0.linux-amd64/prometheus --agent" in agent
+    dcgm = sim.file("etc/systemd/system/fm-dcgm-exporter.service")
+    assert "ExecStartPre=-/usr/bin/docker rm -f fm-dcgm-exporter" in dcgm
+    assert "-f /etc/dcgm-exporter/fm-counters.csv" in dcgm
+    assert "--collector.amazonefa" in sim.file("etc/systemd/system/fm-efa-exporter.service")
+    assert "remote_write" in sim.file("etc/fm-metrics/prometheus-agent.yml")
+    assert {"fm-node-exporter.service", "fm-prometheus-agent.service"} <= sim.active
+    assert_units_verify(sim)
+    # Idempotent: a second run downloads nothing.
+    again = sim.run_metrics_installer()
+    assert again.returncode == 0, again.output
+    assert not any(c.startswith(("curl", "docker pull")) for c in again.calls)
+
+
+def test_failed_downloads_leave_no_unit_and_do_not_fail_the_node(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    assert sim.run().returncode == 0
+    sim.inject("offline")
+    run = sim.run_metrics_installer()
+    assert run.returncode != 0  # the timer runs the installer again later
+    assert "node_exporter is not installed yet" in run.output
+    for name in ("node-exporter", "prometheus-agent", "dcgm-exporter", "efa-exporter"):
+        assert not sim.exists(f"etc/systemd/system/fm-{name}.service"), name
+    sim.heal("offline")
+    assert sim.run_metrics_installer().returncode == 0
+    assert sim.exists("etc/systemd/system/fm-node-exporter.service")
+
+
+def test_a_tarball_that_fails_its_checksum_is_refused(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    assert sim.run().returncode == 0
+    sim.serve_releases(corrupt=True)
+    run = sim.run_metrics_installer()
+    assert run.returncode != 0
+    assert "refusing node_exporter-1.9.1.linux-amd64.tar.gz" in run.output
+    assert not sim.exists("opt/fm-metrics/node_exporter-1.9.1.linux-amd64")
+    assert not sim.exists("etc/systemd/system/fm-node-exporter.service")
+
+
+def test_node_creation_survives_offline_registries(tmp_path: Path) -> None:
+    """On-create never waits on the metrics downloads; without the network only the container
+    runtime (which jobs need) fails the node, after its retries."""
+    sim = node(tmp_path, "worker")
+    sim.inject("offline")
+    run = sim.run()
+    assert run.returncode != 0
+    assert "giving up after 5 attempts" in run.output and "enroot" in run.output
+    assert not any(
+        "prometheus" in c or "dcgm" in c for c in run.calls if c.startswith(("curl", "docker"))
+    )
+
+
+def test_slow_dns_late_route_and_flaky_mount_are_waited_out(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    sim.inject("dns-failures", 6)
+    sim.inject("route-failures", 3)
+    sim.inject("mount-failures", 2)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "DNS settled" in run.output
+    assert "no route to the VPC yet (attempt 3)" in run.output
+    assert sum(c.startswith("mount -t lustre") for c in run.calls) == 3
+    assert "group=workers role=worker" in run.output
+
+
+def test_route_address_wins_over_the_first_interface(tmp_path: Path) -> None:
+    """A container bridge listed first by ``hostname -I`` does not hide the node."""
+    sim = node(tmp_path, "worker", extra_addresses=("172.17.0.1", "10.200.0.5"))
+    sim.inject("route-failures", 99)  # no route at all: every local address is tried
+    run = sim.run(env={"ADDRESS_ATTEMPTS": "2"})
+    assert run.returncode == 0, run.output
+    assert "group=workers role=worker" in run.output
+
+
+def test_missing_efa_lnd_mounts_over_tcp(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker", kefalnd=False)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "no EFA LND (kefalnd); Lustre stays on TCP" in run.output
+    assert not any(c.startswith("lnetctl net add") for c in run.calls)
+    (entry,) = [line for line in sim.file("etc/fstab").splitlines() if " /fsx " in line]
+    assert "fm-lnet-efa" not in entry
+
+
+def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    (sim.root / "etc").mkdir(parents=True, exist_ok=True)
+    (sim.root / "etc" / "fstab").write_text("LABEL=root / ext4 defaults 0 1\n")
+    assert sim.run().returncode == 0
+    snapshot = {p: p.read_text() for p in sim.units()}
+    fstab = sim.file("etc/fstab")
+    again = sim.run()
+    assert again.returncode == 0, again.output
+    assert sim.file("etc/fstab") == fstab and fstab.count(" /fsx ") == 1
+    assert fstab.startswith("LABEL=root / ext4")
+    assert {p: p.read_text() for p in sim.units()} == snapshot
+    assert sum(c.startswith("mount -t lustre") for c in again.calls) == 0
+    assert not any(c.startswith(("curl", "make")) for c in again.calls)
+    assert sim.file("opt/slurm/etc/plugstack.conf").count("spank_pyxis.so") == 1
+
+
+# -------------------------------------------------------------------- controller and login
+
+
+def test_controller_sets_up_accounting_gres_and_slurmctld(tmp_path: Path) -> None:
+    sim = node(tmp_path, "controller")
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "group=controller role=controller" in run.output
+    accounting = sim.file("opt/slurm/etc/accounting.conf")
+    assert "GresTypes=gpu" in accounting and "AccountingStorageTRES=gres/gpu" in accounting
+    assert f"AccountingStorageHost={CONTROLLER_IP}" in accounting
+    assert "AccountingStorageType=accounting_storage/slurmdbd" in accounting
+    assert "include /opt/slurm/etc/accounting.conf" in sim.file("opt/slurm/etc/slurm.conf")
+    slurmdbd = sim.root / "opt" / "slurm" / "etc" / "slurmdbd.conf"
+    assert slurmdbd.stat().st_mode & 0o077 == 0
+    password = next(
+        line.split("=", 1)[1]
+        for line in slurmdbd.read_text().splitlines()
+        if line.startswith("StoragePass=")
+    )
+    assert len(password) >= 32 and password not in run.output
+    assert "CREATE DATABASE IF NOT EXISTS slurm_acct_db" in sim.file("sim/mysql.sql")
+    assert sim.file("opt/slurm/etc/gres.conf") == "AutoDetect=nvml\n"
+    assert {"slurmdbd", "slurmctld"} <= sim.active
+    assert any(c.startswith("systemctl restart slurmctld") for c in run.calls)
+    # No enroot or pyxis build on the controller; it serves plugstack.conf.
+    assert not sim.exists("usr/local/lib/slurm/spank_pyxis.so")
+    assert "spank_pyxis.so" in sim.file("opt/slurm/etc/plugstack.conf")
+    assert_units_verify(sim)
+    # A second run keeps the password and one include line.
+    assert sim.run().returncode == 0
+    assert f"StoragePass={password}" in slurmdbd.read_text()
+    assert sim.file("opt/slurm/etc/slurm.conf").count("accounting.conf") == 1
+
+
+def test_controller_without_nvml_slurm_writes_no_gres_autodetect(tmp_path: Path) -> None:
+    sim = node(tmp_path, "controller", nvml=False)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert not sim.exists("opt/slurm/etc/gres.conf")
+    assert "GresTypes=gpu" in sim.file("opt/slurm/etc/accounting.conf")
+
+
+def test_controller_waits_for_hyperpods_slurm_conf(tmp_path: Path) -> None:
+    sim = node(tmp_path, "controller")
+    (sim.root / "opt" / "slurm" / "etc" / "slurm.conf").unlink()
+    run = sim.run(env={"SLURM_CONF_TIMEOUT": "10"})
+    assert run.returncode != 0
+    assert "names no controller after 10s" in run.output
+    assert not any(c.startswith("systemctl restart slurmctld") for c in run.calls)
+
+
+def test_login_node_runs_configless_slurmd_and_containers(tmp_path: Path) -> None:
+    sim = node(tmp_path, "login", hostname="ip-10-1-0-11")
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "group=login role=login" in run.output
+    assert f"--conf-server {CONTROLLER_IP}" in sim.file(
+        "etc/systemd/system/slurmd.service.d/fm-conf-server.conf"
+    )
+    assert sim.exists("usr/local/lib/slurm/spank_pyxis.so")
+    # No EFA devices on the login node: Lustre over TCP.
+    assert "no EFA device on this node" in run.output
+    assert_units_verify(sim)
+
+
+# ------------------------------------------------------------------------------------- EKS
+
+
+def eks_params() -> dict[str, Any]:
+    return provisioning_parameters(
+        orchestrator=Orchestrator.EKS,
+        cluster_name="fm-eks",
+        region="us-east-1",
+        instance_groups=[
+            InstanceGroup(name="workers", instance_type="p5.48xlarge", instance_count=2)
+        ],
+    )
+
+
+def test_eks_node_moves_containerd_and_kubelet_state_to_the_extra_volume(tmp_path: Path) -> None:
+    sim = SimulatedNode(
+        tmp_path, params=eks_params(), resource_config=None, address=WORKER_IP, slurm=False
+    )
+    (sim.root / "var" / "lib" / "containerd").mkdir(parents=True)
+    (sim.root / "var" / "lib" / "containerd" / "pause.tar").write_text("image")
+    (sim.sim / "active").mkdir()
+    (sim.sim / "active" / "containerd").touch()
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    for name in ("containerd", "kubelet"):
+        mount = sim.file(f"etc/systemd/system/var-lib-{name}.mount")
+        assert f"What=/opt/sagemaker/{name}" in mount and f"Where=/var/lib/{name}" in mount
+        assert f"RequiresMountsFor=/var/lib/{name}" in sim.file(
+            f"etc/systemd/system/{name}.service.d/fm-state.conf"
+        )
+        assert f"var-lib-{name}.mount" in sim.enabled
+    assert sim.file("opt/sagemaker/containerd/pause.tar") == "image"
+    assert run.calls.index("systemctl stop containerd") < run.calls.index(
+        "systemctl start var-lib-containerd.mount var-lib-kubelet.mount"
+    )
+    # No Slurm, no host FSx mount (pods use the CSI driver) and no resource-config lookup.
+    assert not any(c.startswith(("mount -t lustre", "ip -4 route get")) for c in run.calls)
+    assert_units_verify(sim)
