@@ -27,13 +27,26 @@ SCRAPE_DIR = PACKAGE_DIR / "scrape"
 #: The scrape configuration template for an EKS GPU cluster.
 EKS_SCRAPE_TEMPLATE = SCRAPE_DIR / "eks-gpu-cluster.yaml"
 
-#: Thresholds substituted into the shipped rule files, with their defaults.
+#: Thresholds substituted into the shipped rule files, with their defaults. Each comment says
+#: where the value comes from; docs/operations/dashboards-alerts.md repeats them.
 DEFAULT_RULE_THRESHOLDS: Mapping[str, float] = {
     # FsxLustreFreeCapacityLow fires below this free share of a mounted Lustre file system.
+    # 10 % of a 2.4 TiB file system is a few checkpoints: time to clean up or to grow it (a
+    # storage capacity increase takes hours and can only add 2400 GiB steps).
     "fsx_free_capacity_min_ratio": 0.1,
-    # TrainingStalled: window without a single optimizer step, in minutes.
-    "training_stall_minutes": 15,
-    # Inference objectives (p99 over 5 minutes), in seconds.
+    # TrainingStalled: window without a single optimizer step, in minutes. A synchronous
+    # checkpoint of a 70B-parameter model (about 1 TiB with optimizer state) to FSx at 1 GB/s
+    # takes about 17 minutes; 30 leaves room for it and for an evaluation pass.
+    "training_stall_minutes": 30,
+    # GpuXidErrorsRepeated: 5-minute windows with an XID, out of the last twelve. One event
+    # shows in one window (exporter counting window, 5 minutes), so 3 means repeated events.
+    "xid_repeat_windows_per_hour": 3,
+    # GpuSingleBitEccErrorRateHigh (severity info): corrected ECC errors per GPU and hour.
+    # NVIDIA publishes no action threshold for corrected errors (row remapping handles them);
+    # 1000/h is an order of magnitude above what healthy HBM shows and only informs.
+    "gpu_sbe_errors_per_hour": 1000,
+    # Inference objectives (p99 over 5 minutes), in seconds: interactive chat targets (first
+    # token within 2 s, 10 tokens/s per stream at least); set them from your own SLOs.
     "ttft_p99_objective_seconds": 2.0,
     "inter_token_latency_p99_objective_seconds": 0.1,
 }

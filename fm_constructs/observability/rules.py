@@ -5,7 +5,8 @@ so that editing the GPU alerts does not rewrite the EFA ones. Thresholds in the 
 are ``{{name}}`` placeholders with defaults in
 :data:`~fm_constructs.observability.data.DEFAULT_RULE_THRESHOLDS`.
 The workspace's alert manager routes every alert to an encrypted SNS topic, grouped by alert,
-cluster and node, critical alerts repeated hourly and warnings every four hours.
+cluster, workload and node, critical alerts repeated hourly and warnings every four hours;
+:data:`INHIBIT_RULES` silence the warnings a critical alert already explains.
 """
 
 from __future__ import annotations
@@ -32,6 +33,29 @@ from fm_constructs.observability.prometheus import PrometheusWorkspace
 _NAMESPACE_NAME = re.compile(r"^[0-9A-Za-z][-.0-9A-Z_a-z]*$")
 
 
+#: Warnings a critical alert on the same thing makes redundant (the alert manager drops the
+#: target while the source fires): a replace-node XID over the plain XID warnings of that GPU,
+#: any critical GPU alert over the GPU warnings of its node, a NotReady node or a GPU node that
+#: stopped reporting over the scrape failures and warnings of that node.
+INHIBIT_RULES: tuple[dict[str, object], ...] = (
+    {
+        "source_matchers": ['alertname="GpuXidErrorReplaceNode"'],
+        "target_matchers": ['alertname=~"GpuXidError|GpuXidErrorsRepeated"'],
+        "equal": ["cluster", "node", "gpu"],
+    },
+    {
+        "source_matchers": ['severity="critical"', 'component="gpu"'],
+        "target_matchers": ['severity=~"warning|info"', 'component="gpu"'],
+        "equal": ["cluster", "node"],
+    },
+    {
+        "source_matchers": ['alertname=~"KubernetesNodeNotReady|GpuNodeNotReporting"'],
+        "target_matchers": ['severity=~"warning|info"'],
+        "equal": ["cluster", "node"],
+    },
+)
+
+
 def alert_manager_definition(*, topic_arn: str, region: str) -> str:
     """The AMP alert manager definition: every alert to one SNS receiver.
 
@@ -53,7 +77,7 @@ def alert_manager_definition(*, topic_arn: str, region: str) -> str:
     config = {
         "route": {
             "receiver": "sns",
-            "group_by": ["alertname", "cluster", "node"],
+            "group_by": ["alertname", "cluster", "workload", "node"],
             "group_wait": "30s",
             "group_interval": "5m",
             "repeat_interval": "4h",
@@ -62,6 +86,7 @@ def alert_manager_definition(*, topic_arn: str, region: str) -> str:
             ],
         },
         "receivers": [receiver],
+        "inhibit_rules": [dict(rule) for rule in INHIBIT_RULES],
     }
     body = yaml.safe_dump(config, sort_keys=False, width=200)
     return "alertmanager_config: |\n" + "".join(f"  {line}\n" for line in body.splitlines())

@@ -164,6 +164,9 @@ def dcgm_exporter_values() -> dict[str, Any]:
         # CRDs are not installed (the AMP managed scraper collects the metrics), so the
         # install would fail on the unknown kind.
         "serviceMonitor": {"enabled": False},
+        # On the node's address, where the managed scraper's node discovery looks for it
+        # (fm_constructs/observability/scrape/eks-gpu-cluster.yaml).
+        "hostNetwork": True,
         "nodeSelector": {GPU_PRESENT_LABEL: "true"},
         "tolerations": [_toleration(GPU_TAINT_KEY)],
         "customMetrics": dcgm_counters.csv_text(),

@@ -9,12 +9,13 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from fm_constructs.domain import job_metrics
 from fm_constructs.observability import IPrometheusWorkspace, ManagedScraper
 from fm_constructs.orchestration import GpuEksCluster
 
-#: Ports the scraper reaches on the nodes: node exporter, DCGM exporter, EFA exporter, and the
-#: model server / training metrics port.
-EXPORTER_PORTS = (9100, 9400, 9109, 8080)
+#: Ports the scraper reaches on the nodes: node exporter, DCGM exporter, EFA exporter,
+#: kube-state-metrics and the model server (8080), and the job-metrics contract's port.
+EXPORTER_PORTS = (9100, 9400, 9109, 8080, job_metrics.METRICS_PORT)
 
 
 class EksClusterScraping(Construct):

@@ -198,7 +198,7 @@ def test_scraper_source_destination_and_configuration(synthesized: Any) -> None:
     config = yaml.safe_load(props["ScrapeConfiguration"]["ConfigurationBlob"])
     assert config["global"] == {
         "scrape_interval": "30s",
-        "external_labels": {"cluster": "gpu-cluster"},
+        "external_labels": {"cluster": "gpu-cluster", "orchestrator": "eks"},
     }
     jobs = {job["job_name"] for job in config["scrape_configs"]}
     assert jobs == {

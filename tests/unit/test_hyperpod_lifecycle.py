@@ -199,15 +199,18 @@ def test_prometheus_agent_config_per_role() -> None:
     )
     jobs = {c["job_name"]: c["static_configs"][0]["targets"] for c in worker["scrape_configs"]}
     assert jobs == {
-        "node": ["localhost:9100"],
-        "dcgm": ["localhost:9400"],
-        "efa": ["localhost:9109"],
+        "node-exporter": ["localhost:9100"],
+        "dcgm-exporter": ["localhost:9400"],
+        "efa-exporter": ["localhost:9109"],
+        "job-metrics": ["localhost:9464"],
     }
+    assert worker["global"]["external_labels"]["orchestrator"] == "slurm"
     for scrape in worker["scrape_configs"]:
         labels = scrape["static_configs"][0]["labels"]
         # Every rule groups by ``node``; ``instance`` names the host, not localhost:<port>.
         assert labels["node"] == "ip-10-1-4-20" and labels["instance"] == "ip-10-1-4-20"
         assert labels["instance_group"] == "workers" and labels["node_role"] == "worker"
+        assert labels["workload"] == "workers"
     (remote,) = worker["remote_write"]
     assert remote["url"] == "https://aps/api/v1/remote_write"
     assert remote["sigv4"] == {"region": "us-east-1"}
@@ -216,7 +219,7 @@ def test_prometheus_agent_config_per_role() -> None:
             params, role="controller", group_name="controller", hostname="ip-10-1-0-10"
         )
     )
-    assert [c["job_name"] for c in controller["scrape_configs"]] == ["node"]
+    assert [c["job_name"] for c in controller["scrape_configs"]] == ["node-exporter"]
     with pytest.raises(ValueError, match="no Prometheus workspace"):
         prometheus_agent_config.render(
             _params(prometheus=None), role="worker", group_name="workers", hostname="h"
@@ -290,7 +293,8 @@ def test_dcgm_counters_csv_is_well_formed() -> None:
         if line.startswith("#"):
             continue
         field, kind, help_text = (part.strip() for part in line.split(","))
-        assert field.startswith("DCGM_FI_") and kind in {"gauge", "counter"} and help_text
+        assert field.startswith(("DCGM_FI_", "DCGM_EXP_")) and help_text
+        assert kind in {"gauge", "counter"}
         fields.append(field)
     assert len(fields) == len(set(fields))
     assert "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" not in fields  # the pre-DCGM-3.3 name

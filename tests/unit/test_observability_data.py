@@ -14,7 +14,10 @@ import yaml
 
 from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import data, promql
-from fm_constructs.orchestration.hyperpod.lifecycle_scripts import dcgm_counters
+from fm_constructs.orchestration.hyperpod.lifecycle_scripts import (
+    dcgm_counters,
+    prometheus_agent_config,
+)
 
 RULES = {
     p.name: data.load_rule_file(p, data.rule_thresholds(None)) for p in data.shipped_rule_files()
@@ -30,11 +33,15 @@ COLLECTED = promql.collected_metric_patterns(SCRAPE)
 DASHBOARDS = {p.name: json.loads(p.read_text()) for p in data.shipped_dashboard_files()}
 
 
+#: Series every scrape produces itself (target health), whatever the exporter.
+SCRAPE_SERIES = {"up"}
+
+
 def _unknown(expr: str) -> set[str]:
     return {
         m
         for m in promql.metric_names(expr)
-        if m not in RECORDED and not promql.is_collected(m, COLLECTED)
+        if m not in RECORDED and m not in SCRAPE_SERIES and not promql.is_collected(m, COLLECTED)
     }
 
 
@@ -71,12 +78,13 @@ def test_rule_expressions_are_balanced_and_read_collected_metrics(name: str) -> 
         assert not data.placeholders(expr), rule_name
 
 
-def test_xid_alert_covers_the_replace_node_xids() -> None:
-    (expr,) = [
-        e for n, e in promql.rule_expressions(DOCUMENTS).items() if n == "GpuXidErrorReplaceNode"
-    ]
-    for xid in (48, 63, 64, 74, 79, 94, 95):
-        assert f"DCGM_FI_DEV_XID_ERRORS == {xid})" in expr
+def test_xid_alerts_read_the_per_event_count_and_split_the_replace_node_xids() -> None:
+    expressions = promql.rule_expressions(DOCUMENTS)
+    replace = 'DCGM_EXP_XID_ERRORS_COUNT{xid=~"48|63|64|74|79|94|95"}'
+    assert replace in expressions["GpuXidErrorReplaceNode"]
+    assert 'xid!~"48|63|64|74|79|94|95"' in expressions["GpuXidError"]
+    # The sticky last-XID gauge never resets: no alert may read it.
+    assert not any("DCGM_FI_DEV_XID_ERRORS" in e for e in expressions.values())
 
 
 def test_rule_validation_reports_missing_labels_and_annotations(tmp_path: Path) -> None:
@@ -118,9 +126,52 @@ def test_promtool_accepts_rules(tmp_path: Path) -> None:
     # built without Kubernetes service discovery and rejects kubernetes_sd_configs.
 
 
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
+def test_promtool_accepts_the_scrape_configuration(tmp_path: Path) -> None:
+    """Debian's promtool has no Kubernetes discovery: swap it for a static target so that the
+    rest (relabel regexes, keep lists, global settings) is still checked."""
+    config = yaml.safe_load(yaml.safe_dump(SCRAPE))
+    for job in config["scrape_configs"]:
+        del job["kubernetes_sd_configs"]
+        job["static_configs"] = [{"targets": ["localhost:9"]}]
+    path = tmp_path / "scrape.yaml"
+    path.write_text(yaml.safe_dump(config))
+    result = subprocess.run(
+        ["promtool", "check", "config", str(path)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _meta(label: str) -> str:
+    return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in label)
+
+
+def test_workload_pods_follow_the_job_metrics_contract() -> None:
+    from fm_constructs.domain import job_metrics
+
+    (job,) = [j for j in SCRAPE["scrape_configs"] if j["job_name"] == "workload-pods"]
+    relabels = job["relabel_configs"]
+    (ports,) = [r for r in relabels if r.get("source_labels") == ["__address__"]]
+    assert ports["action"] == "keep" and str(job_metrics.METRICS_PORT) in ports["regex"]
+    run_sources = [r["source_labels"][0] for r in relabels if r.get("target_label") == "run"]
+    # Applied in order, the last match wins: the contract's first source comes last.
+    assert run_sources[1:] == [_meta(label) for label in reversed(job_metrics.RUN_SOURCE_LABELS)]
+    workload_sources = [
+        r["source_labels"][0] for r in relabels if r.get("target_label") == "workload"
+    ]
+    assert workload_sources == ["__meta_kubernetes_namespace", _meta(job_metrics.WORKLOAD_LABEL)]
+    assert job_metrics.pod_annotations() == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9464",
+        "prometheus.io/path": "/metrics",
+    }
+    for name in job_metrics.metric_names():
+        assert promql.is_collected(name, COLLECTED), name
+
+
 def test_scrape_configuration_respects_managed_collector_limits() -> None:
     assert SCRAPE["global"]["scrape_interval"] == "30s"
-    assert SCRAPE["global"]["external_labels"] == {"cluster": "c"}
+    assert SCRAPE["global"]["external_labels"] == {"cluster": "c", "orchestrator": "eks"}
     for job in SCRAPE["scrape_configs"]:
         assert set(job) <= {
             "job_name",
@@ -133,18 +184,28 @@ def test_scrape_configuration_respects_managed_collector_limits() -> None:
             "metrics_path",
             "authorization",
         }, job["job_name"]
-        assert [sd["role"] for sd in job["kubernetes_sd_configs"]] == ["pod"]
-    ports = {
-        job["job_name"]: r["regex"]
+    roles = {
+        job["job_name"]: [sd["role"] for sd in job["kubernetes_sd_configs"]]
+        for job in SCRAPE["scrape_configs"]
+    }
+    assert roles == {
+        "dcgm-exporter": ["node"],
+        "node-exporter": ["node"],
+        "efa-exporter": ["node"],
+        "kube-state-metrics": ["pod"],
+        "workload-pods": ["pod"],
+    }
+    node_ports = {
+        job["job_name"]: r["replacement"]
         for job in SCRAPE["scrape_configs"]
         for r in job["relabel_configs"]
-        if r.get("source_labels") == ["__meta_kubernetes_pod_container_port_number"]
+        if r.get("target_label") == "__address__" and "replacement" in r
     }
-    assert ports == {
-        "dcgm-exporter": "9400",
-        "node-exporter": "9100",
-        "efa-exporter": "9109",
-        "kube-state-metrics": "8080",
+    assert node_ports == {
+        "dcgm-exporter": "$1:9400",
+        "node-exporter": "$1:9100",
+        "efa-exporter": "$1:9109",
+        "workload-pods": "$1:$2",
     }
     assert promql.is_collected("vllm:num_requests_waiting", COLLECTED)
     assert not promql.is_collected("DCGM_FI_DEV_SOMETHING_ELSE", COLLECTED)
@@ -293,3 +354,20 @@ def test_efa_metrics_read_are_published_by_the_amazonefa_collector() -> None:
     assert keep.startswith("node_amazonefa_(") and keep.endswith(")")
     kept = {f"node_amazonefa_{name}" for name in keep[len("node_amazonefa_(") : -1].split("|")}
     assert kept <= published
+
+
+def test_slurm_agent_keeps_the_same_metrics_under_the_same_job_names_as_eks() -> None:
+    """One dashboard and one rule set serve both orchestrators: the Slurm agent's job names
+    and keep lists equal the EKS scraper's where the exporter is the same."""
+    eks = {
+        job["job_name"]: r["regex"]
+        for job in SCRAPE["scrape_configs"]
+        for r in job.get("metric_relabel_configs", [])
+        if r.get("action") == "keep"
+    }
+    slurm = prometheus_agent_config.KEEP
+    for job in ("node-exporter", "dcgm-exporter", "efa-exporter"):
+        assert slurm[job] == eks[job], job
+    assert promql.is_collected(
+        "fm_training_steps_total", {"j": __import__("re").compile(slurm["job-metrics"])}
+    )

@@ -30,8 +30,8 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
         "counter",
         "Total energy consumption since boot (in mJ).",
     ),
-    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power (in us)."),
-    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermals (in us)."),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power (in ns)."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermals (in ns)."),
     # Utilization and memory
     ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
     ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
@@ -39,6 +39,10 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
     # Errors
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    # Not a DCGM field: the exporter's own XID collector. One series per (GPU, xid) counting
+    # the XIDs of the last window (--xid-count-window-size, 5 minutes by default), so it rises
+    # on every event and falls back to 0 when the window passes, unlike the sticky gauge above.
+    ("DCGM_EXP_XID_ERRORS_COUNT", "gauge", "Count of XID errors within the counting window."),
     ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Single-bit volatile ECC errors."),
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Double-bit volatile ECC errors."),
     ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
@@ -51,16 +55,34 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."),
     # NVLink
     ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "NVLink bandwidth counters of all lanes."),
+    (
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink flow-control CRC errors.",
+    ),
+    (
+        "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink data CRC errors.",
+    ),
+    ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
+    (
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "counter",
+        "Total number of NVLink recovery errors.",
+    ),
     # Profiling (DCP)
     ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
     ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "Ratio of cycles an SM has at least 1 warp assigned."),
     ("DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "Ratio of warps resident on an SM."),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor pipe is active."),
     ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles device memory is busy."),
-    ("DCGM_FI_PROF_PCIE_TX_BYTES", "counter", "Bytes of active PCIe tx data."),
-    ("DCGM_FI_PROF_PCIE_RX_BYTES", "counter", "Bytes of active PCIe rx data."),
-    ("DCGM_FI_PROF_NVLINK_TX_BYTES", "counter", "Bytes of active NVLink tx data."),
-    ("DCGM_FI_PROF_NVLINK_RX_BYTES", "counter", "Bytes of active NVLink rx data."),
+    # The DCP PCIe and NVLink byte fields are rates (bytes per second over the sampling
+    # interval; dcp-metrics-included.csv types them gauge): plot them, never rate() them.
+    ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "PCIe tx rate including headers (in B/s)."),
+    ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe rx rate including headers (in B/s)."),
+    ("DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge", "NVLink tx rate including headers (in B/s)."),
+    ("DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "NVLink rx rate including headers (in B/s)."),
 )
 
 

@@ -1,0 +1,182 @@
+"""Every shipped alert fires on the failure it names and resolves when it clears.
+
+The cases live in ``tests/unit/rule_tests/<rule file stem>.test.yaml`` (promtool's unit-test
+format). Pure checks (always run): every alert has a case where it fires and a later one where
+it is gone, every expected alert carries the cluster and workload labels, the alert manager's
+inhibit rules name real alerts and labels the alerts carry. ``promtool test rules`` (Debian
+package ``prometheus``, installed by ``.ci/run``) runs the cases against the rendered rules.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fm_constructs.observability import data
+from fm_constructs.observability.rules import INHIBIT_RULES
+
+CASES_DIR = Path(__file__).parent / "rule_tests"
+RULES = {
+    p.name: data.load_rule_file(p, data.rule_thresholds(None)) for p in data.shipped_rule_files()
+}
+ALERTS = {
+    rule["alert"]: rule
+    for _, document in RULES.values()
+    for group in document["groups"]
+    for rule in group["rules"]
+    if "alert" in rule
+}
+CASE_FILES = sorted(CASES_DIR.glob("*.test.yaml"))
+PROMTOOL = shutil.which("promtool")
+NEEDS_PROMTOOL = pytest.mark.skipif(
+    PROMTOOL is None,
+    reason="promtool not installed (Debian package 'prometheus'; .ci/run installs it); the "
+    "case coverage checks still run",
+)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def _checks() -> list[tuple[str, str, int, list[dict[str, str]]]]:
+    """(case file, alert, eval time in seconds, expected label sets) across every case."""
+    found = []
+    for path in CASE_FILES:
+        for test in _load(path)["tests"]:
+            for check in test.get("alert_rule_test", []):
+                found.append(
+                    (
+                        path.name,
+                        str(check["alertname"]),
+                        _seconds(str(check["eval_time"])),
+                        [dict(a["exp_labels"]) for a in check.get("exp_alerts") or []],
+                    )
+                )
+    return found
+
+
+def _seconds(duration: str) -> int:
+    units = {"s": 1, "m": 60, "h": 3600}
+    return int(duration[:-1]) * units[duration[-1]]
+
+
+def test_every_rule_file_with_alerts_has_cases() -> None:
+    with_alerts = {
+        name.removesuffix(".yaml")
+        for name, (_, document) in RULES.items()
+        if any("alert" in r for g in document["groups"] for r in g["rules"])
+    }
+    assert {p.name.removesuffix(".test.yaml") for p in CASE_FILES} == with_alerts
+
+
+def test_every_alert_fires_and_then_resolves() -> None:
+    checks = _checks()
+    for alert in ALERTS:
+        fired = [t for _, name, t, expected in checks if name == alert and expected]
+        assert fired, f"{alert}: no case where it fires"
+        resolved = [t for _, name, t, expected in checks if name == alert and not expected]
+        assert any(t > min(fired) for t in resolved), f"{alert}: no case where it resolves"
+    unknown = {name for _, name, _, _ in checks} - set(ALERTS)
+    assert not unknown, f"cases name alerts that do not exist: {unknown}"
+
+
+def test_every_expected_alert_names_its_cluster_workload_and_severity() -> None:
+    for case, alert, _, expected in _checks():
+        for labels in expected:
+            for label in ("cluster", "workload"):
+                assert labels.get(label), f"{case}: {alert} lacks {label}"
+            assert labels["severity"] == ALERTS[alert]["labels"]["severity"], (case, alert)
+
+
+def test_inhibit_rules_name_real_alerts_and_labels_both_sides_carry() -> None:
+    import re
+
+    def matches(matchers: list[str], alert: str) -> bool:
+        labels = {"alertname": alert, **ALERTS[alert]["labels"]}
+        for matcher in matchers:
+            name, op, value = re.fullmatch(r'(\w+)(=~|=)"(.*)"', matcher).groups()  # type: ignore[union-attr]
+            actual = labels.get(name, "")
+            if not (re.fullmatch(value, actual) if op == "=~" else actual == value):
+                return False
+        return True
+
+    by_alert: dict[str, list[dict[str, str]]] = {}
+    for _, alert, _, expected in _checks():
+        by_alert.setdefault(alert, []).extend(expected)
+    for rule in INHIBIT_RULES:
+        sources = [a for a in ALERTS if matches(rule["source_matchers"], a)]  # type: ignore[arg-type]
+        targets = [a for a in ALERTS if matches(rule["target_matchers"], a)]  # type: ignore[arg-type]
+        assert sources and targets, rule
+        for alert in {*sources, *targets}:
+            for labels in by_alert.get(alert, []):
+                missing = set(rule["equal"]) - set(labels)  # type: ignore[arg-type]
+                # An inhibit rule only applies where both sides carry the equal labels; a
+                # target without them (e.g. a cluster-wide alert) is never silenced.
+                if alert in sources:
+                    assert not missing, (alert, rule)
+    # The replace-node XID alert silences its warning twin on the same GPU.
+    (xid,) = [
+        r for r in INHIBIT_RULES if r["source_matchers"] == ['alertname="GpuXidErrorReplaceNode"']
+    ]
+    assert "GpuXidError" in [a for a in ALERTS if matches(xid["target_matchers"], a)]  # type: ignore[arg-type]
+
+
+def _write_rules(directory: Path, *, annotations: bool) -> None:
+    for name, (text, document) in RULES.items():
+        if annotations:
+            (directory / name).write_text(text)
+            continue
+        stripped = {
+            "groups": [
+                {
+                    **g,
+                    "rules": [
+                        {k: v for k, v in r.items() if k != "annotations"} for r in g["rules"]
+                    ],
+                }
+                for g in document["groups"]
+            ]
+        }
+        (directory / name).write_text(yaml.safe_dump(stripped, sort_keys=False))
+
+
+@NEEDS_PROMTOOL
+@pytest.mark.parametrize("case_file", [p.name for p in CASE_FILES])
+def test_promtool_rule_cases_pass(case_file: str, tmp_path: Path) -> None:
+    # Labels and timing are compared here; annotation templates are checked by promtool
+    # check rules on the unmodified files (test_observability_data).
+    _write_rules(tmp_path, annotations=False)
+    shutil.copy(CASES_DIR / case_file, tmp_path / case_file)
+    result = subprocess.run(
+        [str(PROMTOOL), "test", "rules", case_file],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@NEEDS_PROMTOOL
+def test_promtool_rule_cases_can_fail(tmp_path: Path) -> None:
+    """A case expecting the wrong thing fails: the harness does not pass vacuously."""
+    _write_rules(tmp_path, annotations=False)
+    case = _load(CASES_DIR / "gpu-alerts.test.yaml")
+    first = case["tests"][0]["alert_rule_test"][1]
+    assert first["exp_alerts"], "the second check of the first case expects an alert"
+    first["exp_alerts"] = []
+    (tmp_path / "broken.test.yaml").write_text(yaml.safe_dump(case))
+    result = subprocess.run(
+        [str(PROMTOOL), "test", "rules", "broken.test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0 and "FAILED" in result.stdout + result.stderr
