@@ -1,0 +1,177 @@
+"""Kubeflow Trainer runtimes of a workload, EFA-aware (``trainer.kubeflow.org/v1alpha1``).
+
+The Trainer chart ships its own runtimes switched off, and they request no EFA device, no
+huge pages and no shared memory. These namespaced ``TrainingRuntime`` objects live in the
+workload's namespace and run as its service account on its nodes:
+
+* :data:`TORCH_RUNTIME` (``torch: {}``): Trainer starts ``torchrun`` with the ``PET_*``
+  rendezvous environment on every node; the container is the AWS PyTorch DLC.
+* :data:`JAX_RUNTIME` (``jax: {}``): Trainer sets the JAX coordinator environment; the
+  container is the JAX-Toolbox image.
+* :data:`MPI_RUNTIME` (``mpi``, OpenMPI): a launcher job and ``node`` jobs running sshd; Trainer
+  generates the SSH keys and the hostfile. nccl-tests run through it.
+
+Shapes follow the chart's own runtime manifests at the pinned version (replicated jobs named
+``node`` and ``launcher``, containers named ``node``, the ``trainjob-ancestor-step: trainer``
+label on the job that runs the training).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fm_constructs.kubernetes import images
+from fm_constructs.kubernetes.node_shape import (
+    WorkloadTarget,
+    nccl_env,
+    node_resources,
+    node_selector,
+    tolerations,
+    volume_mounts,
+    volumes,
+)
+
+API_VERSION = "trainer.kubeflow.org/v1alpha1"
+TORCH_RUNTIME = "fm-torch-distributed"
+JAX_RUNTIME = "fm-jax-distributed"
+MPI_RUNTIME = "fm-mpi"
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
+#: Where Trainer mounts the MPI SSH keys (root's home: the nccl-tests image runs as root).
+SSH_AUTH_PATH = "/root/.ssh"
+
+
+def _metadata(target: WorkloadTarget, name: str, framework: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": target.namespace,
+        "labels": {FRAMEWORK_LABEL: framework, "app.kubernetes.io/managed-by": "fm-constructs"},
+    }
+
+
+def node_pod_spec(
+    target: WorkloadTarget,
+    *,
+    image: str,
+    debug: str = "WARN",
+    extra_container: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Pod of one training node: the whole node, FSx at /fsx, /dev/shm, NCCL environment."""
+    spec = target.spec
+    container: dict[str, Any] = {
+        "name": "node",
+        "image": image,
+        "env": nccl_env(debug=debug),
+        "resources": node_resources(spec),
+        "volumeMounts": volume_mounts(),
+        **(extra_container or {}),
+    }
+    return {
+        "serviceAccountName": target.service_account,
+        "restartPolicy": "Never",
+        "nodeSelector": node_selector(target),
+        "tolerations": tolerations(spec),
+        "containers": [container],
+        "volumes": volumes(target),
+    }
+
+
+def _replicated_job(name: str, pod_spec: dict[str, Any], *, trainer: bool) -> dict[str, Any]:
+    job: dict[str, Any] = {"template": {"spec": {"template": {"spec": pod_spec}}}}
+    if trainer:
+        job["template"]["metadata"] = {"labels": {ANCESTOR_LABEL: "trainer"}}
+    return {"name": name, "replicas": 1, **job}
+
+
+def _runtime(
+    target: WorkloadTarget, name: str, framework: str, ml_policy: dict[str, Any], jobset: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "TrainingRuntime",
+        "metadata": _metadata(target, name, framework),
+        "spec": {"mlPolicy": ml_policy, "template": {"spec": jobset}},
+    }
+
+
+def torch_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
+    """torchrun across ``numNodes`` whole nodes (set per TrainJob)."""
+    pod = node_pod_spec(target, image=image or images.PYTORCH_TRAINING.reference)
+    return _runtime(
+        target,
+        TORCH_RUNTIME,
+        "torch",
+        {"numNodes": 1, "torch": {}},
+        {"replicatedJobs": [_replicated_job("node", pod, trainer=True)]},
+    )
+
+
+def jax_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
+    """JAX multi-process across ``numNodes`` whole nodes."""
+    pod = node_pod_spec(target, image=image or images.JAX.reference)
+    return _runtime(
+        target,
+        JAX_RUNTIME,
+        "jax",
+        {"numNodes": 1, "jax": {}},
+        {"replicatedJobs": [_replicated_job("node", pod, trainer=True)]},
+    )
+
+
+def mpi_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
+    """OpenMPI launcher + sshd nodes; the launcher is a small pod on any node (it only runs
+    mpirun), the nodes own their accelerated nodes."""
+    image = image or images.NCCL_TESTS.reference
+    node = node_pod_spec(
+        target,
+        image=image,
+        debug="INFO",
+        extra_container={
+            "command": ["/usr/sbin/sshd", "-De"],
+            "readinessProbe": {"tcpSocket": {"port": 22}, "initialDelaySeconds": 5},
+        },
+    )
+    launcher = {
+        "serviceAccountName": target.service_account,
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "node",
+                "image": image,
+                "env": nccl_env(debug="INFO"),
+                "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+            }
+        ],
+    }
+    return _runtime(
+        target,
+        MPI_RUNTIME,
+        "mpi",
+        {
+            "numNodes": 1,
+            "mpi": {
+                "mpiImplementation": "OpenMPI",
+                "numProcPerNode": target.accelerators,
+                "sshAuthMountPath": SSH_AUTH_PATH,
+                "runLauncherAsNode": False,
+            },
+        },
+        {
+            "network": {"publishNotReadyAddresses": True},
+            "successPolicy": {"operator": "All", "targetReplicatedJobs": ["launcher"]},
+            "replicatedJobs": [
+                _replicated_job("launcher", launcher, trainer=True),
+                _replicated_job("node", node, trainer=False),
+            ],
+        },
+    )
+
+
+def training_runtimes(target: WorkloadTarget) -> list[dict[str, Any]]:
+    """The runtimes installed for a workload on NVIDIA nodes (PyTorch, JAX, MPI)."""
+    if target.spec.eks_ami_family != "NVIDIA":
+        raise ValueError(
+            f"training runtimes are rendered for NVIDIA GPU types; {target.instance_type} is "
+            f"{target.spec.accelerator_name} (use the AWS Neuron DLC images instead)"
+        )
+    return [torch_runtime(target), jax_runtime(target), mpi_runtime(target)]
