@@ -125,6 +125,7 @@ class WorkloadStack(Stack):
                 max_node_count=workload.max_instance_count,
                 file_system=self.file_system,
                 workspace=observability.prometheus if observability is not None else None,
+                training_workload=None if workload.name == "inference" else workload.name,
                 **cluster_access,
             )
         else:

@@ -39,6 +39,7 @@ from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.policy import acknowledge
 
 if TYPE_CHECKING:
+    from fm_constructs.kubernetes.node_shape import WorkloadTarget
     from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
     from fm_constructs.storage.lustre import LustreFileSystem
 
@@ -395,6 +396,42 @@ class GpuEksCluster(Construct):
         self._lustre_file_systems.append(file_system)
         for peer in self._node_peers:
             file_system.connections.allow_default_port_from(peer)
+        return manifest
+
+    def add_training_runtimes(self, target: WorkloadTarget) -> eks.KubernetesManifest:
+        """Install the EFA-aware Kubeflow Trainer runtimes of ``target``'s workload (PyTorch,
+        JAX, MPI; :mod:`fm_constructs.kubernetes.training_runtimes`) in its namespace, with the
+        namespace and service account they run as, once the Trainer chart (and its CRDs) is
+        installed."""
+        from fm_constructs.kubernetes.training_runtimes import training_runtimes
+
+        trainer = self.charts.get(charts.KUBEFLOW_TRAINER.release)
+        if trainer is None:
+            problems = Problems(context="GpuEksCluster.add_training_runtimes")
+            problems.add(
+                "operators.kubeflow_trainer",
+                False,
+                "must be enabled: the training runtimes are Kubeflow Trainer objects",
+            )
+            problems.raise_if_any()
+        namespace = target.namespace
+        manifest = eks.KubernetesManifest(
+            self,
+            f"TrainingRuntimes-{namespace}",
+            cluster=self.icluster,
+            manifest=[
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": target.service_account, "namespace": namespace},
+                },
+                *training_runtimes(target),
+            ],
+            overwrite=True,
+        )
+        manifest.node.add_dependency(cast(Construct, trainer))
+        self._acknowledge_kubectl_provider()
         return manifest
 
     def add_pinned_chart(

@@ -12,6 +12,7 @@ from constructs import Construct
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacityKind, CapacitySource
 from fm_constructs.errors import FmValidationError
+from fm_constructs.kubernetes.node_shape import WorkloadTarget
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import (
@@ -21,7 +22,7 @@ from fm_constructs.orchestration import (
     WorkloadOperators,
 )
 from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
-from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
+from fm_constructs.orchestration.eks_charts import KUBEFLOW_TRAINER, ClusterAutoscalerSettings
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.storage import LustreFileSystem
@@ -61,7 +62,10 @@ class EksAcceleratedWorkload(Construct):
       autoscaler and is never resized;
     * ``file_system`` (optional) mounted into pods as PersistentVolume/Claim ``fsx-lustre`` and
       reachable from every node;
-    * ``workspace`` (optional) fed by an AMP managed scraper running in ``scraper_subnets``.
+    * ``workspace`` (optional) fed by an AMP managed scraper running in ``scraper_subnets``;
+    * ``training_workload`` (optional, a profile workload name such as ``pretraining``): the
+      EFA-aware Kubeflow Trainer runtimes for these nodes in that workload's namespace, and the
+      file system's claim there too (see :mod:`fm_constructs.kubernetes`).
     """
 
     def __init__(
@@ -86,6 +90,7 @@ class EksAcceleratedWorkload(Construct):
         workspace: IPrometheusWorkspace | None = None,
         scraper_subnets: Sequence[ec2.ISubnet] | None = None,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
+        training_workload: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         min_nodes = node_count if min_node_count is None else min_node_count
@@ -136,8 +141,13 @@ class EksAcceleratedWorkload(Construct):
                     "min_node_count = max_node_count to keep the reservation filled.",
                 )
         self.file_system = file_system
+        self.training_target: WorkloadTarget | None = None
+        if training_workload is not None and self.cluster.charts.get(KUBEFLOW_TRAINER.release):
+            self.training_target = WorkloadTarget(training_workload, instance_type)
+            self.cluster.add_training_runtimes(self.training_target)
         if file_system is not None:
-            self.cluster.add_lustre_volume(file_system, name="fsx-lustre", namespace="default")
+            namespace = self.training_target.namespace if self.training_target else "default"
+            self.cluster.add_lustre_volume(file_system, name="fsx-lustre", namespace=namespace)
         self.scraping: EksClusterScraping | None = None
         if workspace is not None:
             self.scraping = EksClusterScraping(
