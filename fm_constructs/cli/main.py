@@ -4,6 +4,7 @@ Subcommands:
   fmc plan        what the profile builds and costs (offline)
   fmc preflight   read-only AWS checks that would otherwise fail an hour into a deploy
   fmc capacity    search and purchase EC2 Capacity Blocks for ML
+  fmc validate    nccl-tests across nodes: render or submit the job, or judge a saved log
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TextIO
 from fm_constructs.cli.exit_codes import EPILOG, CliError, ExitCode
 from fm_constructs.cli.goal import TrainingGoal, parse_quantity
 from fm_constructs.cli.output import Reporter
+from fm_constructs.cli.validate import add_arguments as add_validate_arguments
 from fm_constructs.config import Profile, load_profile
 from fm_constructs.errors import FmValidationError
 
@@ -191,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     purchase.add_argument(
         "--yes", action="store_true", help="confirm the purchase (it is paid up front, no refund)"
     )
+    validate = commands.add_parser(
+        "validate",
+        help="prove EFA bandwidth: render/submit nccl-tests, or judge a saved log",
+        description=VALIDATE_DESCRIPTION,
+        epilog=VALIDATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_validate_arguments(validate)
     return parser
 
 
@@ -292,10 +302,51 @@ def _run_capacity(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     return capacity.search(request, profile, session, reporter)
 
 
+def _run_validate(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.validate import run_validate
+
+    return ExitCode(run_validate(args, reporter, _load))
+
+
+VALIDATE_DESCRIPTION = """\
+Prove that the cluster reaches its EFA bandwidth with nccl-tests all_reduce_perf.
+
+1. --config PROFILE --workload NAME [--nodes N] [--submit]
+   Render the nccl-tests job of the workload: on EKS the MPI TrainingRuntime and the
+   TrainJob (YAML on stdout); on HyperPod Slurm the exact sbatch command for the login node.
+   With --submit on EKS: apply it with the current kubectl context, wait, collect the
+   launcher's log (saved as nccl-tests-<namespace>.log) and judge it.
+
+2. --from-log FILE --instance-type TYPE --nodes N
+   Judge a saved all_reduce_perf log (mpirun or srun output, with or without NCCL INFO
+   lines and rank prefixes).
+
+A run passes when the out-of-place bus bandwidth at the largest message size reaches 90% of
+the expected figure and no row reports #wrong. The expected figure is a published
+measurement for the instance type and node count when one exists (its source is printed);
+otherwise "no reference figure" is stated and the node's EFA line rate is used. A log that
+ends before the summary line fails as truncated.
+"""
+
+
+VALIDATE_EPILOG = """\
+examples:
+  fmc validate --config config/default.toml --workload pretraining > nccl-tests.yaml
+  fmc validate --config config/default.toml --workload pretraining --nodes 2 --submit
+  fmc validate --from-log nccl-tests.log --instance-type p5.48xlarge --nodes 2
+
+exit codes:
+  0  the run passed (or the job was rendered)
+  1  the run failed: bandwidth below the threshold, #wrong > 0, truncated log, job failed
+  2  usage or profile error
+"""
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Reporter], ExitCode]] = {
     "plan": _run_plan,
     "preflight": _run_preflight,
     "capacity": _run_capacity,
+    "validate": _run_validate,
 }
 
 
