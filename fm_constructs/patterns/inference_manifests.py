@@ -29,7 +29,10 @@ from fm_constructs.catalog import InstanceSpec
 from fm_constructs.config.model import ServingMetric
 from fm_constructs.errors import FmValidationError, Problems
 
-#: vLLM's OpenAI-compatible server (docker.io, published by the vLLM project), pinned.
+#: vLLM's OpenAI-compatible server (docker.io, published by the vLLM project), pinned. It ships
+#: no libfabric and no AWS OFI NCCL plugin (its Dockerfile installs libibverbs only), so NCCL
+#: between the nodes of a multi-node replica runs over TCP: such replicas reserve no EFA device
+#: unless ``ModelServerSpec.efa_image`` says the image carries the EFA stack.
 VLLM_IMAGE = pins.image("vllm-openai").reference
 #: AWS CLI v2 from the AWS public ECR gallery, pinned; copies the weights at start-up.
 AWS_CLI_IMAGE = pins.image("aws-cli").reference
@@ -55,6 +58,8 @@ WORKLOAD_LABEL = "fm-constructs/workload"
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_TAINT_KEY = "nvidia.com/gpu"
+#: Huge pages libfabric's EFA provider needs per pod (as the EKS EFA guide requests them).
+EFA_HUGEPAGES = "5120Mi"
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
@@ -87,6 +92,7 @@ class ModelServerSpec:
     extra_args: tuple[str, ...] = ()
     model_cache_size_gib: int | None = None
     startup_timeout_s: int = 1800
+    efa_image: bool = False
 
     @property
     def gpus_per_replica(self) -> int:
@@ -275,7 +281,7 @@ def plan_layout(spec: ModelServerSpec, instance: InstanceSpec) -> ServingLayout:
         multi_node=multi_node,
         nodes_per_replica=spec.gpus_per_replica // gpus if multi_node else 1,
         gpus_per_pod=gpus_per_pod,
-        efa_per_pod=instance.max_efa_interfaces if multi_node else 0,
+        efa_per_pod=instance.max_efa_interfaces if multi_node and spec.efa_image else 0,
         cpu_request=max(1, int(instance.vcpus * share * NODE_SHARE)),
         memory_request_gib=max(1, int(instance.memory_gib * share * NODE_SHARE)),
         model_cache_size_gib=cache,
@@ -377,6 +383,7 @@ def _resources(layout: ServingLayout) -> dict[str, Any]:
     limits: dict[str, Any] = {GPU_RESOURCE: str(layout.gpus_per_pod)}
     if layout.efa_per_pod:
         limits[EFA_RESOURCE] = str(layout.efa_per_pod)
+        limits["hugepages-2Mi"] = EFA_HUGEPAGES
     requests.update(limits)
     return {"requests": requests, "limits": limits}
 

@@ -63,14 +63,25 @@ def test_replica_that_fits_one_node_is_single_node_with_its_share_of_the_node() 
     assert layout.nodes_for(6) == 2
 
 
-def test_replica_larger_than_a_node_is_a_group_of_whole_nodes_with_every_efa() -> None:
+def test_replica_larger_than_a_node_is_a_group_of_whole_nodes() -> None:
     p5 = get_instance_type("p5.48xlarge")
     layout = render.plan_layout(LARGE, p5)
     assert layout.multi_node
     assert layout.nodes_per_replica == 2
     assert layout.gpus_per_pod == 8
-    assert layout.efa_per_pod == p5.max_efa_interfaces == 32
+    # The default vLLM image has no EFA user-space stack: no EFA device is reserved.
+    assert layout.efa_per_pod == 0
     assert layout.nodes_for(2) == 4
+
+
+def test_an_efa_capable_image_gets_every_efa_device_and_huge_pages() -> None:
+    p5 = get_instance_type("p5.48xlarge")
+    spec = dataclasses.replace(LARGE, efa_image=True)
+    layout = render.plan_layout(spec, p5)
+    assert layout.efa_per_pod == p5.max_efa_interfaces == 32
+    resources = render._resources(layout)
+    assert resources["limits"]["vpc.amazonaws.com/efa"] == "32"
+    assert resources["limits"]["hugepages-2Mi"] == resources["requests"]["hugepages-2Mi"]
 
 
 @pytest.mark.parametrize(
@@ -276,14 +287,14 @@ def test_leader_forms_the_ray_group_then_serves(leader_worker_set: dict[str, Any
     assert "ports" not in worker
 
 
-def test_every_group_member_gets_all_gpus_efa_and_its_own_weights(
+def test_every_group_member_gets_all_gpus_and_its_own_weights(
     leader_worker_set: dict[str, Any],
 ) -> None:
     template = leader_worker_set["spec"]["leaderWorkerTemplate"]
     for role in ("leaderTemplate", "workerTemplate"):
         pod = template[role]["spec"]
         limits = _container(pod)["resources"]["limits"]
-        assert limits == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+        assert limits == {"nvidia.com/gpu": "8"}
         assert pod["initContainers"][0]["name"] == "fetch-weights"
     annotations = template["leaderTemplate"]["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true"

@@ -4,6 +4,7 @@ Kubernetes object of the inference pattern validated with it for each supported 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -84,7 +85,7 @@ def inference_objects() -> list[dict[str, Any]]:
         render.trigger_authentication_manifest("inference", "amp"),
     ]
     node = get_instance_type("p5.48xlarge")
-    for spec in (SINGLE, MULTI):
+    for spec in (SINGLE, MULTI, dataclasses.replace(MULTI, efa_image=True)):
         layout = render.plan_layout(spec, node)
         objects.append(
             render.leader_worker_set_manifest(spec, layout, CTX)
