@@ -178,8 +178,73 @@ def _dashboards() -> str:
     return "\n".join(rows)
 
 
+def _nccl_expectations() -> str:
+    """Expected all_reduce_perf bus bandwidth on 2 nodes of each EFA GPU type the profiles use:
+    the sourced figure, else the EFA line rate (what ``fmc validate`` compares with)."""
+    from fm_constructs.planning import nccl_bandwidth as bw
+
+    rows = [
+        "| instance type | nodes | expected busbw | pass at | from |",
+        "|---|---|---|---|---|",
+    ]
+    for name in ("p4de.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"):
+        expectation = bw.expectation_for(name, 2, 16 << 30)
+        origin = (
+            f"[measured]({expectation.reference.source.split(' ')[0]}) at "
+            f"{expectation.reference.message_bytes >> 30} GiB"
+            if expectation.reference
+            else "no reference figure: EFA line rate"
+        )
+        rows.append(
+            f"| {name} | 2 | {expectation.busbw_gb_s:.1f} GB/s | "
+            f"{expectation.threshold_gb_s:.1f} GB/s | {origin} |"
+        )
+    return "\n".join(rows)
+
+
+def _first_job(kind: str) -> Callable[[], str]:
+    """A job of the first-job guide for the default profile's pre-training workload, 2 nodes,
+    as the renderers in ``fm_constructs.kubernetes.jobs`` produce it."""
+
+    def figure() -> str:
+        import yaml
+
+        from fm_constructs.kubernetes import jobs
+        from fm_constructs.kubernetes.node_shape import WorkloadTarget
+
+        target = WorkloadTarget("pretraining", "p5.48xlarge")
+        render = {"dcgm": jobs.dcgm_diag_job, "fsdp": jobs.fsdp_trainjob}[kind]
+        return "```yaml\n" + yaml.safe_dump(render(target, 2), sort_keys=False) + "```"
+
+    return figure
+
+
+def _first_job_slurm() -> str:
+    """The sbatch commands of the Slurm first-job guide (hyperpod-slurm profile, 2 nodes)."""
+    from fm_constructs.cli.validate import sbatch_command, torchrun_sbatch_command
+    from fm_constructs.config import load_profile
+
+    workload = load_profile(str(ROOT / "config" / "hyperpod-slurm.toml")).pretraining
+    fsdp = torchrun_sbatch_command(
+        2,
+        "/fsx/datasets/fsdp/train_fsdp.py",
+        "--data",
+        "/fsx/datasets/tokens.bin",
+        "--checkpoint-dir",
+        "/fsx/checkpoints/fsdp-first-job",
+    )
+    return (
+        "```bash\n# nccl-tests across 2 nodes (what fmc validate prints)\n"
+        f"{sbatch_command(workload, 2)}\n\n# the FSDP job\n{fsdp}\n```"
+    )
+
+
 FIGURES: dict[str, Callable[[], str]] = {
     "alerts": _alerts,
+    "first-job-slurm": _first_job_slurm,
+    "first-job-dcgm": _first_job("dcgm"),
+    "first-job-fsdp": _first_job("fsdp"),
+    "nccl-expectations": _nccl_expectations,
     "dashboards": _dashboards,
     "fsx-sizing": _fsx_sizing,
     "fsx-sizing-reasoning": _fsx_sizing_reasoning,
