@@ -13,8 +13,8 @@ errors everywhere.
   Pod and job templates embedded in them are also checked as built-in kinds of the profile's
   Kubernetes version.
 * Kinds with no schema package on a registry at the pinned version are listed in
-  :data:`NO_REGISTRY_SCHEMA` with the reason; for them only the embedded pod templates can be
-  checked (:data:`EMBEDDED_POD_TEMPLATES`). :func:`assert_valid` fails on any other kind, so a
+  :data:`NO_REGISTRY_SCHEMA` with the reason; for them only the metadata (as an ObjectMeta) and
+  the embedded pod templates (:data:`EMBEDDED_POD_TEMPLATES`) can be checked. :func:`assert_valid` fails on any other kind, so a
   new kind cannot slip through unvalidated.
 """
 
@@ -208,6 +208,11 @@ def validate_object(obj: Mapping[str, Any], kubernetes_version: str) -> str:
         validate_trainer_kind(obj, kubernetes_version)
         return "trainer-api"
     if (group, kind) in NO_REGISTRY_SCHEMA:
+        # The object's metadata is an ObjectMeta like any other: check it on a built-in kind.
+        validate_builtin(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj.get("metadata") or {}},
+            kubernetes_version,
+        )
         for path in EMBEDDED_POD_TEMPLATES.get((group, kind), ()):
             template = _dig(obj, path)
             if template is None:

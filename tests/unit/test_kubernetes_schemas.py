@@ -171,6 +171,16 @@ def test_unknown_field_in_a_pod_template_of_a_kind_without_schema_is_an_error() 
         validate_object(lws, "1.35")
 
 
+def test_metadata_of_a_kind_without_schema_is_checked() -> None:
+    obj = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"name": "q", "namespace": "n", "lables": {}},
+    }
+    with pytest.raises(SchemaError, match="lables"):
+        validate_object(obj, "1.35")
+
+
 def test_a_kind_without_any_schema_source_is_refused() -> None:
     obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     with pytest.raises(SchemaError, match="no schema source"):
