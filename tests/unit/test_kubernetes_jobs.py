@@ -234,3 +234,18 @@ def test_launcher_gives_up_on_a_node_that_never_accepts_ssh(tmp_path: Path) -> N
     )
     assert result.returncode == 1
     assert "dead-node does not accept ssh" in result.stderr
+
+
+def test_every_resource_a_training_pod_requests_is_covered_by_the_kueue_queues() -> None:
+    """Kueue refuses to admit a job that requests a resource its ClusterQueue does not cover
+    (huge pages and EFA devices included)."""
+    kueue = pytest.importorskip(
+        "fm_constructs.kubernetes.kueue", reason="the Kueue renderers are not in this tree yet"
+    )
+    requested: set[str] = set()
+    for runtime in training_runtimes(P5):
+        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+            pod = job["template"]["spec"]["template"]["spec"]
+            for container in pod["containers"]:
+                requested |= set(container.get("resources", {}).get("requests", {}))
+    assert requested <= set(kueue.COVERED_RESOURCES), requested - set(kueue.COVERED_RESOURCES)
