@@ -10,6 +10,11 @@ on EKS, ``torchrun.sbatch`` on Slurm); it resumes from the newest checkpoint in
         --checkpoint-dir /fsx/checkpoints/fsdp-first-job
 
 The token file is a flat array of uint16 token ids (``numpy.ndarray.tofile``).
+
+Progress follows the library's job-metrics contract (``fm_constructs.domain.job_metrics``):
+local rank 0 of every node serves ``fm_training_*`` metrics in Prometheus text format on port
+9464 at ``/metrics``, which the cluster's scraper collects for the training dashboard and the
+stall alert.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from job_metrics_exporter import Progress, serve_metrics
 from torch import nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
@@ -90,7 +96,11 @@ def main() -> None:
     args = parse_args()
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
-    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    progress = Progress()
+    if local_rank == 0:
+        serve_metrics(progress)
     model = FullyShardedDataParallel(
         TinyLM(args.vocab, args.dim, args.layers).cuda(),
         sharding_strategy=ShardingStrategy.FULL_SHARD,
@@ -114,6 +124,7 @@ def main() -> None:
     loss_fn = nn.CrossEntropyLoss()
     tick = time.time()
     for step in range(start + 1, args.steps + 1):
+        began = time.time()
         window = next(data).cuda(non_blocking=True)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             logits = model(window[:, :-1])
@@ -121,6 +132,7 @@ def main() -> None:
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+        progress.step(window[:, :-1].numel(), loss.item(), time.time() - began)
         if step % 10 == 0 and rank == 0:
             rate = 10 * args.batch_size * args.seq_len * world / (time.time() - tick)
             print(f"step {step} loss {loss.item():.3f} tokens/s {rate:,.0f}", flush=True)
@@ -129,6 +141,7 @@ def main() -> None:
             model_state, optim_state = get_state_dict(model, optimizer)
             target = checkpoints / f"step-{step}"
             dcp.save({"model": model_state, "optim": optim_state}, checkpoint_id=str(target))
+            progress.last_checkpoint = time.time()
             if rank == 0:
                 print(f"checkpoint {target}", flush=True)
     dist.destroy_process_group()
