@@ -14,8 +14,8 @@ errors everywhere.
   Kubernetes version.
 * Kinds with no schema package on a registry at the pinned version are listed in
   :data:`NO_REGISTRY_SCHEMA` with the reason; for them only the metadata (as an ObjectMeta) and
-  the embedded pod templates (:data:`EMBEDDED_POD_TEMPLATES`) can be checked. :func:`assert_valid` fails on any other kind, so a
-  new kind cannot slip through unvalidated.
+  the embedded pod templates (:data:`EMBEDDED_POD_TEMPLATES`) can be checked.
+  :func:`assert_valid` fails on any other kind, so a new kind cannot slip through unvalidated.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fm_constructs.domain import job_metrics
 from fm_constructs.kubernetes import images
 from fm_constructs.kubernetes.node_shape import (
     WorkloadTarget,
@@ -76,8 +77,17 @@ def node_pod_spec(
     }
 
 
-def _replicated_job(name: str, pod_spec: dict[str, Any], *, trainer: bool) -> dict[str, Any]:
-    job: dict[str, Any] = {"template": {"spec": {"template": {"spec": pod_spec}}}}
+def _replicated_job(
+    name: str,
+    pod_spec: dict[str, Any],
+    *,
+    trainer: bool,
+    pod_metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    pod: dict[str, Any] = {"spec": pod_spec}
+    if pod_metadata:
+        pod = {"metadata": pod_metadata, **pod}
+    job: dict[str, Any] = {"template": {"spec": {"template": pod}}}
     if trainer:
         job["template"]["metadata"] = {"labels": {ANCESTOR_LABEL: "trainer"}}
     return {"name": name, "replicas": 1, **job}
@@ -94,6 +104,15 @@ def _runtime(
     }
 
 
+def _metrics_metadata(target: WorkloadTarget) -> dict[str, Any]:
+    """Pod labels and annotations of the job-metrics contract, so the scraper collects the
+    ``fm_training_*`` metrics a training job serves (see ``domain.job_metrics``)."""
+    return {
+        "labels": job_metrics.pod_labels(target.workload),
+        "annotations": job_metrics.pod_annotations(),
+    }
+
+
 def torch_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
     """torchrun across ``numNodes`` whole nodes (set per TrainJob)."""
     pod = node_pod_spec(target, image=image or images.PYTORCH_TRAINING.reference)
@@ -102,7 +121,11 @@ def torch_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[s
         TORCH_RUNTIME,
         "torch",
         {"numNodes": 1, "torch": {}},
-        {"replicatedJobs": [_replicated_job("node", pod, trainer=True)]},
+        {
+            "replicatedJobs": [
+                _replicated_job("node", pod, trainer=True, pod_metadata=_metrics_metadata(target))
+            ]
+        },
     )
 
 
@@ -114,7 +137,11 @@ def jax_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str
         JAX_RUNTIME,
         "jax",
         {"numNodes": 1, "jax": {}},
-        {"replicatedJobs": [_replicated_job("node", pod, trainer=True)]},
+        {
+            "replicatedJobs": [
+                _replicated_job("node", pod, trainer=True, pod_metadata=_metrics_metadata(target))
+            ]
+        },
     )
 
 

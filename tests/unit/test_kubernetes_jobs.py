@@ -249,3 +249,16 @@ def test_every_resource_a_training_pod_requests_is_covered_by_the_kueue_queues()
             for container in pod["containers"]:
                 requested |= set(container.get("resources", {}).get("requests", {}))
     assert requested <= set(kueue.COVERED_RESOURCES), requested - set(kueue.COVERED_RESOURCES)
+
+
+def test_training_pods_follow_the_job_metrics_contract() -> None:
+    from fm_constructs.domain import job_metrics
+
+    for runtime in training_runtimes(P5):
+        (job,) = runtime["spec"]["template"]["spec"]["replicatedJobs"][-1:]
+        metadata = job["template"]["spec"]["template"].get("metadata", {})
+        if runtime["metadata"]["name"] == MPI_RUNTIME:
+            assert "annotations" not in metadata  # nccl-tests serve no metrics
+            continue
+        assert metadata["annotations"] == job_metrics.pod_annotations()
+        assert metadata["labels"] == job_metrics.pod_labels("pretraining")
