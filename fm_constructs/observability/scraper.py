@@ -6,14 +6,20 @@ remote-writes to a workspace, with the scrape configuration rendered from the sh
 jobs). The scraper reaches the cluster through ENIs in the given subnets, with the given
 security group, and reads the Kubernetes API as the user ``aps-collector-user``.
 
-What the cluster side must do (kept out of this construct so that it does not depend on the
-EKS construct and the scraper, up to 15 minutes to create, runs in parallel with the cluster):
+Cluster access: on clusters whose authentication mode is ``API`` or ``API_AND_CONFIG_MAP``
+(every cluster this library builds) the service creates the scraper's EKS access entry itself
+when the scraper is created, so none is declared here (a second entry for the same principal
+would fail the deployment). Only a ``CONFIG_MAP`` cluster needs the scraper role mapped by hand:
+map :attr:`ManagedScraper.access_entry_principal_arn` to :data:`SCRAPER_KUBERNETES_USERNAME` and
+apply :func:`scraper_rbac_manifests`. Either way keep private endpoint access on and let the
+security group reach the exporter ports.
 
-* map :attr:`ManagedScraper.access_entry_principal_arn` (the scraper's role ARN *without* its
-  ``aws-service-role/...`` path, as EKS requires) to the Kubernetes username
-  :data:`SCRAPER_KUBERNETES_USERNAME` with an access entry (type STANDARD, no access policy);
-* apply :meth:`ManagedScraper.rbac_manifests` (ClusterRole + ClusterRoleBinding);
-* keep private endpoint access on, and allow the security group to reach the exporter ports.
+Encrypted workspaces: a workspace encrypted with a customer-managed key only accepts a
+scraper created with a role configuration (the AMP user guide's setup for such workspaces,
+with the source and target roles in the same account). :class:`ManagedScraper` creates both
+roles whenever the workspace's key is customer managed: ``SourceRole``, assumed by the
+scraper service, may only assume ``TargetRole``, which may remote-write to this workspace and
+use its key.
 """
 
 from __future__ import annotations
@@ -25,17 +31,21 @@ import jsii
 from aws_cdk import Duration, Fn, Stack, Token
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.observability.data import EKS_SCRAPE_TEMPLATE, render_scrape_configuration
-from fm_constructs.observability.prometheus import IPrometheusWorkspace
+from fm_constructs.observability.prometheus import IPrometheusWorkspace, PrometheusWorkspace
 
 #: Kubernetes user name the scraper's role is mapped to (the AMP user guide's name).
 SCRAPER_KUBERNETES_USERNAME = "aps-collector-user"
 SCRAPER_CLUSTER_ROLE = "aps-collector-role"
 SCRAPER_ROLE_NAME_PREFIX = "AWSServiceRoleForAmazonPrometheusScraper"
 SCRAPER_CLUSTER_ROLE_BINDING = "aps-collector-user-role-binding"
+#: Service principal of the managed collector (trust of the role configuration's source role).
+SCRAPER_SERVICE_PRINCIPAL = "scraper.aps.amazonaws.com"
 #: The managed collector refuses scrape intervals below 30 seconds.
 MIN_SCRAPE_INTERVAL_SECONDS = 30
 DEFAULT_SCRAPE_INTERVAL = Duration.seconds(MIN_SCRAPE_INTERVAL_SECONDS)
@@ -103,8 +113,11 @@ def scraper_rbac_manifests() -> list[dict[str, Any]]:
 class ManagedScraper(Construct):
     """``AWS::APS::Scraper`` from an EKS cluster to a managed Prometheus workspace.
 
-    Child: ``Resource`` (the scraper). ``connections`` wraps the security group the scraper's
-    ENIs use, so the cluster side can write ``nodes.connections.allow_from(scraper, port)``.
+    Children: ``Resource`` (the scraper); ``SourceRole`` and ``TargetRole`` (its role
+    configuration) when the workspace is encrypted with a customer-managed key, that is for a
+    :class:`PrometheusWorkspace` of this app, or when ``workspace_key`` names the key of an
+    imported workspace. ``connections`` wraps the security group the scraper's ENIs use, so the
+    cluster side can write ``nodes.connections.allow_from(scraper, port)``.
     """
 
     def __init__(
@@ -119,6 +132,7 @@ class ManagedScraper(Construct):
         scrape_interval: Duration = DEFAULT_SCRAPE_INTERVAL,
         scrape_configuration: str | None = None,
         alias: str | None = None,
+        workspace_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context="ManagedScraper")
@@ -162,6 +176,18 @@ class ManagedScraper(Construct):
         )
         self.security_group = security_group
         self.connections = ec2.Connections(security_groups=[security_group])
+        key = workspace_key or (
+            workspace.key if isinstance(workspace, PrometheusWorkspace) else None
+        )
+        self.source_role: iam.Role | None = None
+        self.target_role: iam.Role | None = None
+        role_configuration = None
+        if key is not None:
+            self.source_role, self.target_role = self._role_configuration(workspace, key)
+            role_configuration = aps.CfnScraper.RoleConfigurationProperty(
+                source_role_arn=self.source_role.role_arn,
+                target_role_arn=self.target_role.role_arn,
+            )
         self.resource = aps.CfnScraper(
             self,
             "Resource",
@@ -183,7 +209,44 @@ class ManagedScraper(Construct):
             scrape_configuration=aps.CfnScraper.ScrapeConfigurationProperty(
                 configuration_blob=self.scrape_configuration
             ),
+            role_configuration=role_configuration,
         )
+        if self.source_role is not None and self.target_role is not None:
+            # The service checks both roles when the scraper is created.
+            self.resource.node.add_dependency(self.source_role, self.target_role)
+
+    def _role_configuration(
+        self, workspace: IPrometheusWorkspace, key: kms.IKey
+    ) -> tuple[iam.Role, iam.Role]:
+        """Source role (trusted by the scraper service of this account and region, allowed to
+        assume the target role only) and target role (trusted by the source role, allowed to
+        remote-write to ``workspace`` with ``key``)."""
+        stack = Stack.of(self)
+        source = iam.Role(
+            self,
+            "SourceRole",
+            assumed_by=iam.ServicePrincipal(SCRAPER_SERVICE_PRINCIPAL).with_conditions(
+                {
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="aps", resource="scraper", resource_name="*"
+                        )
+                    },
+                }
+            ),
+            description="Managed Prometheus scraper: source role of its role configuration",
+        )
+        target = iam.Role(
+            self,
+            "TargetRole",
+            assumed_by=iam.ArnPrincipal(source.role_arn),
+            description="Managed Prometheus scraper: remote write into the encrypted workspace",
+        )
+        target.grant_assume_role(source)
+        workspace.grant_remote_write(target)
+        key.grant(target, "kms:Decrypt", "kms:GenerateDataKey")
+        return source, target
 
     @property
     def scraper_arn(self) -> str:

@@ -232,6 +232,43 @@ def test_scraper_exposes_what_the_cluster_side_maps(synthesized: Any) -> None:
     assert all("secrets" not in rule.get("resources", []) for rule in role["rules"])
 
 
+def test_scraper_into_an_encrypted_workspace_has_a_role_configuration(synthesized: Any) -> None:
+    """A customer-managed key on the workspace needs the scraper's role configuration: a
+    source role the scraper service assumes, which may only assume a target role that may
+    remote-write to this workspace and use its key."""
+    template, raw, built = synthesized
+    resources = raw["Resources"]
+    (scraper_id, scraper) = _one(template, "AWS::APS::Scraper")
+    stack = cdk.Stack.of(built.scraper)
+    source = stack.get_logical_id(built.scraper.source_role.node.default_child)  # type: ignore[union-attr]
+    target = stack.get_logical_id(built.scraper.target_role.node.default_child)  # type: ignore[union-attr]
+    assert scraper["Properties"]["RoleConfiguration"] == {
+        "SourceRoleArn": {"Fn::GetAtt": [source, "Arn"]},
+        "TargetRoleArn": {"Fn::GetAtt": [target, "Arn"]},
+    }
+    (trust,) = resources[source]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scraper.aps.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": "111122223333"}
+    (target_trust,) = resources[target]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert target_trust["Principal"] == {"AWS": {"Fn::GetAtt": [source, "Arn"]}}
+    policies = {
+        r["Properties"]["Roles"][0]["Ref"]: r["Properties"]["PolicyDocument"]["Statement"]
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy"
+    }
+    assert policies[source] == [
+        {"Action": "sts:AssumeRole", "Effect": "Allow", "Resource": {"Fn::GetAtt": [target, "Arn"]}}
+    ]
+    actions = {a for st in policies[target] for a in _as_list(st["Action"])}
+    assert actions == {"aps:RemoteWrite", "kms:Decrypt", "kms:GenerateDataKey"}
+    assert set(scraper.get("DependsOn", [])) >= {source, target}
+    assert scraper_id
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
 def test_grafana_workspace_and_least_privilege_role(synthesized: Any) -> None:
     template, _, _ = synthesized
     _, workspace = _one(template, "AWS::Grafana::Workspace")
