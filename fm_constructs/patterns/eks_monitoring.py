@@ -1,17 +1,17 @@
-"""Agentless Prometheus collection for a GPU EKS cluster: the AMP managed scraper plus the
-in-cluster identity and RBAC it needs."""
+"""Agentless Prometheus collection for a GPU EKS cluster: the metrics sources on the cluster and
+the AMP managed scraper that collects them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from fm_constructs.domain import job_metrics
 from fm_constructs.observability import IPrometheusWorkspace, ManagedScraper
 from fm_constructs.orchestration import GpuEksCluster
+from fm_constructs.orchestration.eks_metrics_sources import EksMetricsSources
 
 #: Ports the scraper reaches on the nodes: node exporter, DCGM exporter, EFA exporter,
 #: kube-state-metrics and the model server (8080), and the job-metrics contract's port.
@@ -21,9 +21,11 @@ EXPORTER_PORTS = (9100, 9400, 9109, 8080, job_metrics.METRICS_PORT)
 class EksClusterScraping(Construct):
     """Scrape ``cluster`` into ``workspace`` with an AMP managed scraper.
 
-    The scraper runs in ``subnets`` (two zones or more) behind its own security group, which the
-    cluster's nodes accept on the exporter ports; its role is mapped into the cluster through an
-    access entry with the username the scraper's ClusterRole binding names.
+    Installs the cluster's metrics sources (:class:`EksMetricsSources`, once per cluster). The
+    scraper runs in ``subnets`` (two zones or more) behind its own security group, which the
+    cluster's nodes accept on the exporter ports. No access entry is declared: the service
+    creates the scraper's own entry on clusters in ``API`` authentication mode (all clusters of
+    this library), and a second entry for the same principal would fail the deployment.
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class EksClusterScraping(Construct):
         node_peers: Sequence[ec2.IConnectable] = (),
     ) -> None:
         super().__init__(scope, construct_id)
+        self.metrics_sources = EksMetricsSources.of(cluster)
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -59,12 +62,3 @@ class EksClusterScraping(Construct):
                 peer.connections.allow_from(
                     self.security_group, ec2.Port.tcp(port), "AMP scraper to exporters"
                 )
-        self.access_entry = eks.CfnAccessEntry(
-            self,
-            "AccessEntry",
-            cluster_name=cluster.cluster_name,
-            principal_arn=self.scraper.access_entry_principal_arn,
-            username=self.scraper.kubernetes_username,
-            type="STANDARD",
-        )
-        self.rbac = cluster.cluster.add_manifest("ScraperRbac", *self.scraper.rbac_manifests())
