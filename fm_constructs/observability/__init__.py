@@ -2,7 +2,11 @@
 managed Grafana (workspace, data sources and dashboards as data files), CloudWatch alarms for
 FSx and EventBridge rules for HyperPod health, all alerting through one encrypted SNS topic."""
 
-from fm_constructs.observability.alarms import FsxLustreAlarms, HyperPodHealthEvents
+from fm_constructs.observability.alarms import (
+    FsxLustreAlarms,
+    HyperPodHealthEvents,
+    PrometheusWorkspaceAlarms,
+)
 from fm_constructs.observability.dashboards import DashboardRemoval, GrafanaDashboards
 from fm_constructs.observability.data import DEFAULT_RULE_THRESHOLDS
 from fm_constructs.observability.grafana import GrafanaAuthentication, GrafanaWorkspace
@@ -29,5 +33,6 @@ __all__ = [
     "IPrometheusWorkspace",
     "ManagedScraper",
     "PrometheusWorkspace",
+    "PrometheusWorkspaceAlarms",
     "scraper_rbac_manifests",
 ]

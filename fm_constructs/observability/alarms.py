@@ -1,8 +1,13 @@
-"""CloudWatch alarms for FSx for Lustre and EventBridge rules for HyperPod node health.
+"""CloudWatch alarms for FSx for Lustre and the Prometheus workspace, and EventBridge rules for
+HyperPod node health.
 
-Both deliver to the layer's :class:`~fm_constructs.observability.notifications.AlertTopic`.
+All deliver to the layer's :class:`~fm_constructs.observability.notifications.AlertTopic`.
 FSx publishes to CloudWatch (namespace ``AWS/FSx``, dimension ``FileSystemId``), not to
-Prometheus, so its capacity and throughput alarms live here rather than in the rule files.
+Prometheus, so its capacity and throughput alarms live here rather than in the rule files. The
+workspace alarms watch what no Prometheus rule can: the workspace itself (nothing ingested,
+rules failing to evaluate, notifications failing to reach SNS).
+
+Every alarm states how it treats missing data, and why, in its ``treat_missing_data``.
 """
 
 from __future__ import annotations
@@ -107,7 +112,9 @@ class FsxLustreAlarms(Construct):
             threshold=capacity_bytes * free_capacity_min_ratio,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             evaluation_periods=evaluation_periods,
-            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+            # A gap (maintenance window, delayed datapoints) says nothing about free space:
+            # keep the current state instead of paging ALARM and then OK.
+            treat_missing_data=cloudwatch.TreatMissingData.MISSING,
         )
 
         baseline_bytes_s = (
@@ -146,9 +153,96 @@ class FsxLustreAlarms(Construct):
             threshold=throughput_utilization_max_ratio,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=evaluation_periods,
+            # No datapoints means no client traffic: the file system is not saturated.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
         for alarm in (self.free_capacity, self.throughput_utilization):
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
+
+
+#: Namespace and dimension of the metrics Managed Prometheus vends to CloudWatch (AMP user
+#: guide, "Use CloudWatch metrics to monitor Amazon Managed Service for Prometheus resources").
+PROMETHEUS_NAMESPACE = "AWS/Prometheus"
+PROMETHEUS_DIMENSION = "Workspace"
+
+
+class PrometheusWorkspaceAlarms(Construct):
+    """Alarms on the workspace itself, each delivered to the alert topic:
+
+    - ``NoIngestion``: ``IngestionRate`` absent or zero for 15 minutes. Missing data is
+      *breaching*: a workspace that receives nothing (scraper or agents stopped, remote write
+      rejected) publishes no datapoints, and that silence is the failure.
+    - ``RuleEvaluationFailures``: any failed rule evaluation in 5 minutes. Missing data is *not
+      breaching*: the metric is only published when rules are evaluated.
+    - ``NotificationsFailed``: any alert manager notification that failed to reach SNS
+      (``AlertManagerNotificationsFailed``, e.g. a key or topic policy that refuses the
+      workspace). Missing data is *not breaching* for the same reason.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        workspace_id: str,
+        alert_topic: AlertTopic,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        dimensions = {PROMETHEUS_DIMENSION: workspace_id}
+        alert_topic.allow_service(CLOUDWATCH_PRINCIPAL)
+        action = cw_actions.SnsAction(alert_topic.topic)
+
+        def metric(name: str, statistic: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace=PROMETHEUS_NAMESPACE,
+                metric_name=name,
+                dimensions_map=dimensions,
+                statistic=statistic,
+                period=_PERIOD,
+            )
+
+        self.no_ingestion = cloudwatch.Alarm(
+            self,
+            "NoIngestion",
+            alarm_description=(
+                "Managed Prometheus workspace receives no samples: check the managed "
+                "scrapers (aws amp list-scrapers), the Slurm nodes' Prometheus agents and the "
+                "workspace's log group."
+            ),
+            metric=metric("IngestionRate", "Average"),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=3,
+            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+        )
+        self.rule_evaluation_failures = cloudwatch.Alarm(
+            self,
+            "RuleEvaluationFailures",
+            alarm_description=(
+                "Managed Prometheus rule evaluations fail: alerts of the failing groups cannot "
+                "fire. The workspace's log group names the rule and the error."
+            ),
+            metric=metric("RuleEvaluationFailures", "Sum"),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.notifications_failed = cloudwatch.Alarm(
+            self,
+            "NotificationsFailed",
+            alarm_description=(
+                "Managed Prometheus alert manager cannot deliver to SNS: firing alerts reach "
+                "nobody. Check the topic's key and topic policies for the aps service."
+            ),
+            metric=metric("AlertManagerNotificationsFailed", "Sum"),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        for alarm in (self.no_ingestion, self.rule_evaluation_failures, self.notifications_failed):
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
 

@@ -30,6 +30,8 @@ from fm_constructs.observability.prometheus import IPrometheusWorkspace
 
 HANDLER_DIR = Path(__file__).parent / "grafana_provisioner"
 PROVISIONER_RUNTIME = lambda_.Runtime.PYTHON_3_14
+#: Lambda timeout of the provisioner; its Grafana calls share a deadline inside it.
+PROVISIONER_TIMEOUT = Duration.minutes(5)
 PROMETHEUS_DATA_SOURCE_UID = "fm-amp"
 CLOUDWATCH_DATA_SOURCE_UID = "fm-cloudwatch"
 #: Grafana caps token lifetimes at whatever we ask; 5 minutes covers a deploy with retries.
@@ -127,7 +129,7 @@ class GrafanaDashboards(Construct):
             code=lambda_.Code.from_asset(str(stage_provisioner_asset(files))),
             role=self.role,
             log_group=self.log_group,
-            timeout=Duration.minutes(5),
+            timeout=PROVISIONER_TIMEOUT,
             memory_size=256,
             description="fm-constructs Grafana provisioner",
         )
@@ -136,6 +138,9 @@ class GrafanaDashboards(Construct):
             "Resource",
             service_token=self.function.function_arn,
             resource_type="Custom::GrafanaDashboards",
+            # The handler answers within the Lambda timeout (its retries share a deadline);
+            # if an answer is still lost, CloudFormation gives up after this, not after 1 h.
+            service_timeout=PROVISIONER_TIMEOUT.plus(Duration.minutes(1)),
             properties={
                 "WorkspaceId": grafana.workspace_id,
                 "GrafanaEndpoint": grafana.endpoint,

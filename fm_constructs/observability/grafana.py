@@ -3,7 +3,14 @@
 CloudFormation can only create workspaces whose permission type is ``CUSTOMER_MANAGED``
 with a role it is given, so this construct owns that role: read-only queries on the listed
 Prometheus workspaces and CloudWatch metric reads, nothing else. Users sign in through IAM
-Identity Center by default (it must be enabled in the account or organization) or SAML.
+Identity Center by default or SAML.
+
+Precondition of the default: IAM Identity Center must be enabled (an organization or account
+instance, in the workspace's region's partition) before the deploy; without it CloudFormation
+fails to create the workspace and rolls the stack back. Check with
+``aws sso-admin list-instances`` (an empty list means not enabled); choose SAML, or turn Grafana
+off (profile ``platform.grafana = false``), where Identity Center is not an option. The construct
+adds this as an info annotation wherever it is chosen, so ``cdk synth`` output says so too.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, ArnFormat, RemovalPolicy, Stack, Token
 from aws_cdk import aws_grafana as grafana
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -156,6 +163,12 @@ class GrafanaWorkspace(Construct):
         )
         self.resource.apply_removal_policy(removal_policy)
         self.prometheus_workspaces = tuple(prometheus_workspaces)
+        if GrafanaAuthentication.IAM_IDENTITY_CENTER in authentication:
+            Annotations.of(self).add_info(
+                "Grafana sign-in through IAM Identity Center: it must be enabled before the "
+                "deploy (aws sso-admin list-instances shows an instance), else the workspace "
+                "fails to create. Use SAML or platform.grafana = false otherwise."
+            )
 
     @property
     def workspace_id(self) -> str:

@@ -11,12 +11,13 @@ from fm_constructs.observability import (
     GrafanaDashboards,
     GrafanaWorkspace,
     PrometheusWorkspace,
+    PrometheusWorkspaceAlarms,
 )
 
 
 class ObservabilityPlatform(Construct):
-    """Prometheus (AMP) + alert rules + SNS alerts, and optionally Grafana (AMG) with the
-    shipped dashboards, provisioned on deploy."""
+    """Prometheus (AMP) + alert rules + SNS alerts + CloudWatch alarms on the workspace itself,
+    and optionally Grafana (AMG) with the shipped dashboards, provisioned on deploy."""
 
     def __init__(self, scope: Construct, construct_id: str, *, grafana: bool = True) -> None:
         super().__init__(scope, construct_id)
@@ -24,6 +25,12 @@ class ObservabilityPlatform(Construct):
         self.alert_topic = AlertTopic(self, "Alerts")
         self.rules = AlertRules(
             self, "Rules", workspace=self.prometheus, alert_topic=self.alert_topic
+        )
+        self.workspace_alarms = PrometheusWorkspaceAlarms(
+            self,
+            "WorkspaceAlarms",
+            workspace_id=self.prometheus.workspace_id,
+            alert_topic=self.alert_topic,
         )
         self.grafana: GrafanaWorkspace | None = None
         self.dashboards: GrafanaDashboards | None = None

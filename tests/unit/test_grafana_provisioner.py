@@ -388,3 +388,48 @@ def test_new_folder_is_an_update_that_keeps_data_sources_and_drops_the_old_folde
     assert physical_id == WORKSPACE
     assert set(fake.folders) == {"fm-new"}
     assert ("DELETE", "/api/datasources/uid/fm-amp") not in fake.requests
+
+
+def test_retries_stop_at_the_deadline_with_time_left_for_the_lambda() -> None:
+    """Every call of one event shares a deadline: the backoff never sleeps past it, so the
+    handler can still delete its token and answer CloudFormation within the Lambda timeout."""
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    api = provisioner.GrafanaApi(
+        "http://127.0.0.1:9",
+        TOKEN,
+        max_attempts=20,
+        base_delay_seconds=4,
+        sleep=sleep,
+        deadline=30.0,
+        clock=lambda: now[0],
+    )
+    with pytest.raises(provisioner.GrafanaApiError):
+        api.request("GET", "/api/health")
+    assert slept == [4, 8, 16] and now[0] < 30.0  # a 32 s wait would pass the deadline
+
+
+def test_handler_budget_leaves_a_margin_of_the_lambda_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, float | None] = {}
+
+    def fake_provision(event: Any, client: Any, deadline: float | None = None) -> Any:
+        seen["deadline"] = deadline
+        return "ws-1", {}
+
+    class Context:
+        def get_remaining_time_in_millis(self) -> int:
+            return 300_000
+
+    monkeypatch.setattr(provisioner, "provision", fake_provision)
+    monkeypatch.setattr(provisioner, "send_response", lambda *a, **k: None)
+    monkeypatch.setattr(provisioner.time, "monotonic", lambda: 1000.0)
+    provisioner.handler({"ResourceProperties": {}}, Context(), client=object())
+    assert seen["deadline"] == 1000.0 + 300 - provisioner.DEADLINE_MARGIN_SECONDS
+    from fm_constructs.observability import dashboards
+
+    assert dashboards.PROVISIONER_TIMEOUT.to_seconds() == 300

@@ -20,7 +20,10 @@ never fails the stack: a workspace that is already gone, or an API error, is log
 reported as success so a stack can always be deleted.
 
 Grafana API calls are retried with exponential backoff on HTTP 429, 5xx and connection
-errors, ``MaxAttempts`` times, then fail with an error naming the request. The token is only
+errors, ``MaxAttempts`` times, then fail with an error naming the request. All calls of one
+event share one deadline: the Lambda's remaining time less :data:`DEADLINE_MARGIN_SECONDS`
+(kept for deleting the token and answering CloudFormation), so retries never outlast the
+function and CloudFormation always gets an answer. The token is only
 ever placed in the Authorization header; it is never logged or put in an error message.
 """
 
@@ -50,6 +53,10 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BASE_DELAY_SECONDS = 1.0
 DEFAULT_TOKEN_SECONDS = 300
 HTTP_TIMEOUT_SECONDS = 20
+#: Time kept back from the Lambda's remaining time for the token clean-up and the response.
+DEADLINE_MARGIN_SECONDS = 30
+#: Budget of one event when no Lambda context tells the remaining time (local runs, tests).
+DEFAULT_BUDGET_SECONDS = 240
 
 
 class GrafanaApiError(RuntimeError):
@@ -72,12 +79,16 @@ class GrafanaApi:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         base_delay_seconds: float = DEFAULT_BASE_DELAY_SECONDS,
         sleep: Callable[[float], None] = time.sleep,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._token = token
         self._max_attempts = max(1, max_attempts)
         self._base_delay = base_delay_seconds
         self._sleep = sleep
+        self._clock = clock
+        self._deadline = clock() + DEFAULT_BUDGET_SECONDS if deadline is None else deadline
 
     def request(
         self, method: str, path: str, body: Mapping[str, Any] | None = None
@@ -88,6 +99,11 @@ class GrafanaApi:
         last_status: int | None = None
         last_detail = ""
         for attempt in range(1, self._max_attempts + 1):
+            remaining = self._deadline - self._clock()
+            if remaining <= 0:
+                raise GrafanaApiError(
+                    method, path, last_status, f"out of time after {attempt - 1} attempts"
+                )
             request = urllib.request.Request(
                 self._base_url + path,
                 data=data,
@@ -99,7 +115,8 @@ class GrafanaApi:
                 },
             )
             try:
-                with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
+                timeout = min(HTTP_TIMEOUT_SECONDS, remaining)
+                with urllib.request.urlopen(request, timeout=timeout) as response:
                     status = int(response.status)
                     payload = response.read()
                 LOGGER.info("%s %s -> %s", method, path, status)
@@ -119,8 +136,11 @@ class GrafanaApi:
                     "%s %s -> connection error %s (attempt %s)", method, path, reason, attempt
                 )
                 last_status, last_detail = None, str(reason)
+            delay = self._base_delay * 2 ** (attempt - 1)
             if attempt < self._max_attempts:
-                self._sleep(self._base_delay * 2 ** (attempt - 1))
+                if self._clock() + delay >= self._deadline:
+                    break
+                self._sleep(delay)
         raise GrafanaApiError(
             method, path, last_status, f"gave up after {self._max_attempts} attempts: {last_detail}"
         )
@@ -257,7 +277,7 @@ def find_or_create_service_account(client: Any, workspace_id: str, name: str) ->
     return str(created["id"])
 
 
-def _api(props: Mapping[str, Any], token: str) -> GrafanaApi:
+def _api(props: Mapping[str, Any], token: str, deadline: float | None = None) -> GrafanaApi:
     return GrafanaApi(
         f"https://{props['GrafanaEndpoint']}"
         if "://" not in str(props["GrafanaEndpoint"])
@@ -265,13 +285,18 @@ def _api(props: Mapping[str, Any], token: str) -> GrafanaApi:
         token,
         max_attempts=int(props.get("MaxAttempts", DEFAULT_MAX_ATTEMPTS)),
         base_delay_seconds=float(props.get("RetryBaseDelaySeconds", DEFAULT_BASE_DELAY_SECONDS)),
+        deadline=deadline,
     )
 
 
 def provision(
-    event: Mapping[str, Any], client: Any, dashboard_dir: Path | None = None
+    event: Mapping[str, Any],
+    client: Any,
+    dashboard_dir: Path | None = None,
+    deadline: float | None = None,
 ) -> tuple[str, dict[str, str]]:
-    """Handle one CloudFormation event; return (physical resource id, response data)."""
+    """Handle one CloudFormation event; return (physical resource id, response data).
+    ``deadline`` (``time.monotonic()`` value) bounds every Grafana call of the event."""
     props = event["ResourceProperties"]
     workspace_id = str(props["WorkspaceId"])
     folder_uid = str(props["FolderUid"])
@@ -289,7 +314,7 @@ def provision(
         session = ServiceAccountToken(client, workspace_id, account_name, seconds)
         try:
             with session as token:
-                api = _api(props, token)
+                api = _api(props, token, deadline)
                 for uid in uids:
                     api.delete(f"/api/dashboards/uid/{uid}")
                 api.delete(f"/api/folders/{folder_uid}")
@@ -305,7 +330,7 @@ def provision(
     names = [str(n) for n in props.get("DashboardFiles", [])]
     dashboards = load_dashboards(names, dashboard_dir or DASHBOARD_DIR)
     with ServiceAccountToken(client, workspace_id, account_name, seconds) as token:
-        api = _api(props, token)
+        api = _api(props, token, deadline)
         for source in data_sources(props):
             api.upsert_data_source(source)
         api.ensure_folder(folder_uid, str(props.get("FolderTitle", folder_uid)))
@@ -363,9 +388,13 @@ def handler(event: Mapping[str, Any], context: Any = None, client: Any = None) -
         event.get("LogicalResourceId"),
         props.get("WorkspaceId"),
     )
+    deadline = None
+    if context is not None and hasattr(context, "get_remaining_time_in_millis"):
+        remaining = context.get_remaining_time_in_millis() / 1000
+        deadline = time.monotonic() + remaining - DEADLINE_MARGIN_SECONDS
     try:
         grafana = client or boto3.client("grafana", region_name=os.environ.get("AWS_REGION"))
-        physical_id, data = provision(event, grafana)
+        physical_id, data = provision(event, grafana, deadline=deadline)
     except Exception as error:
         LOGGER.error("provisioning failed: %s", error)
         send_response(event, "FAILED", fallback_id, reason=str(error))
