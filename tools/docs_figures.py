@@ -96,6 +96,7 @@ OPTION_CLASSES = (
     "fm_constructs.observability:GrafanaDashboards",
     "fm_constructs.observability:FsxLustreAlarms",
     "fm_constructs.observability:HyperPodHealthEvents",
+    "fm_constructs.observability:PrometheusWorkspaceAlarms",
     "fm_constructs.patterns:EksAcceleratedWorkload",
     "fm_constructs.patterns:HyperPodAcceleratedWorkload",
     "fm_constructs.patterns:InferenceService",
@@ -160,6 +161,13 @@ def _alerts() -> str:
                     f"{rule.get('for', '0m')} | {runbook} |"
                 )
     return "\n".join(rows)
+
+
+def _metric_sources() -> str:
+    """Per metrics source and orchestrator: version installed, dashboards and alerts it feeds."""
+    from fm_constructs.observability import inventory
+
+    return inventory.markdown_table()
 
 
 def _dashboards() -> str:
@@ -246,6 +254,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "first-job-fsdp": _first_job("fsdp"),
     "nccl-expectations": _nccl_expectations,
     "dashboards": _dashboards,
+    "metric-sources": _metric_sources,
     "fsx-sizing": _fsx_sizing,
     "fsx-sizing-reasoning": _fsx_sizing_reasoning,
     "plan-default": _plan("default"),

@@ -45,7 +45,7 @@ KEEP: dict[str, str] = {
     "|DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL|DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"
     "|DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
     EFA_JOB: "node_amazonefa_(tx_bytes|rx_bytes|tx_pkts|rx_pkts|rx_drops|rdma_read_bytes"
-    "|rdma_write_bytes|rdma_read_wr_err|rdma_write_wr_err)",
+    "|rdma_write_bytes|rdma_read_wr_err|rdma_write_wr_err)|fm_lustre_client_.+",
     JOB_METRICS_JOB: "fm_training_.+",
 }
 
