@@ -101,6 +101,15 @@ def _toleration(key: str) -> dict[str, str]:
 
 
 CRITICAL_ADDONS_TOLERATION: dict[str, str] = {"key": "CriticalAddonsOnly", "operator": "Exists"}
+#: HyperPod taints a node it found unhealthy with this; device plugins and GPU telemetry keep
+#: running there so the node's health can be checked and it can recover (as the HyperPod
+#: dependencies chart of aws/sagemaker-hyperpod-cli sets them).
+HYPERPOD_HEALTH_TOLERATION: dict[str, str] = {
+    "key": "sagemaker.amazonaws.com/node-health-status",
+    "operator": "Equal",
+    "value": "Unschedulable",
+    "effect": "NoSchedule",
+}
 
 
 def nvidia_device_plugin_values() -> dict[str, Any]:
@@ -108,7 +117,11 @@ def nvidia_device_plugin_values() -> dict[str, Any]:
     and tolerate the GPU taint."""
     return {
         "nodeSelector": {GPU_PRESENT_LABEL: "true"},
-        "tolerations": [CRITICAL_ADDONS_TOLERATION, _toleration(GPU_TAINT_KEY)],
+        "tolerations": [
+            CRITICAL_ADDONS_TOLERATION,
+            _toleration(GPU_TAINT_KEY),
+            HYPERPOD_HEALTH_TOLERATION,
+        ],
     }
 
 
@@ -120,7 +133,11 @@ def neuron_device_plugin_values(neuron_instance_types: Sequence[str]) -> dict[st
         "neuronInstances": sorted(neuron_instance_types),
         "devicePlugin": {
             "nodeSelector": {NEURON_PRESENT_LABEL: "true"},
-            "tolerations": [CRITICAL_ADDONS_TOLERATION, _toleration(NEURON_TAINT_KEY)],
+            "tolerations": [
+                CRITICAL_ADDONS_TOLERATION,
+                _toleration(NEURON_TAINT_KEY),
+                HYPERPOD_HEALTH_TOLERATION,
+            ],
         },
         "npd": {"enabled": False},
     }
@@ -140,6 +157,7 @@ def efa_device_plugin_values(efa_instance_types: Sequence[str]) -> dict[str, Any
             _toleration(GPU_TAINT_KEY),
             _toleration(NEURON_TAINT_KEY),
             _toleration(EFA_TAINT_KEY),
+            HYPERPOD_HEALTH_TOLERATION,
         ],
     }
 
@@ -168,7 +186,7 @@ def dcgm_exporter_values() -> dict[str, Any]:
         # (fm_constructs/observability/scrape/eks-gpu-cluster.yaml).
         "hostNetwork": True,
         "nodeSelector": {GPU_PRESENT_LABEL: "true"},
-        "tolerations": [_toleration(GPU_TAINT_KEY)],
+        "tolerations": [_toleration(GPU_TAINT_KEY), HYPERPOD_HEALTH_TOLERATION],
         "customMetrics": dcgm_counters.csv_text(),
         "arguments": ["-f", DCGM_COUNTERS_PATH],
         "extraConfigMapVolumes": [

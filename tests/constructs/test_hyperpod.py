@@ -38,10 +38,19 @@ from fm_constructs.orchestration.hyperpod.eks import (
     HMA_IMAGE_ACCOUNTS,
     TRAINING_OPERATOR_ADDON,
 )
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.kubernetes_versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    HYPERPOD_EKS_VERSIONS,
+    SUPPORTED_VERSIONS,
+)
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket, LustreFileSystem
+from tests.kubernetes_schemas import assert_valid
 from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
+#: The newest Kubernetes version both HyperPod and the library support.
+HYPERPOD_KUBERNETES = [v for v in HYPERPOD_EKS_VERSIONS if v in SUPPORTED_VERSIONS][-1]
 PLAN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/p5en-two-weeks"
 ZONE = "us-east-1a"
 
@@ -103,6 +112,7 @@ def synth() -> Iterator[Synth]:
         "Eks",
         vpc=vpc,
         gpu_availability_zone=ZONE,
+        kubernetes_version=HYPERPOD_KUBERNETES,
         operators=WorkloadOperators(kueue=False),
     )
     clusters["Eks"] = HyperPodCluster(
@@ -225,7 +235,10 @@ def test_slurm_default_groups(synth: Synth) -> None:
     controller, login, workers = groups["controller"], groups["login"], groups["workers"]
     assert controller["InstanceType"] == "ml.m5.2xlarge" and controller["InstanceCount"] == 1
     assert login["InstanceType"] == "ml.m5.4xlarge"
+    # EFA interfaces without an IP, as the IP budget counts them; CPU groups have no EFA.
+    assert workers["NetworkInterface"] == {"InterfaceType": "efa-only"}
     for cpu_group in (controller, login):
+        assert "NetworkInterface" not in cpu_group
         assert "OnStartDeepHealthChecks" not in cpu_group
         assert "ThreadsPerCore" not in cpu_group
         assert "TrainingPlanArn" not in cpu_group
@@ -309,6 +322,63 @@ def test_eks_dependencies_before_and_addons_after(synth: Synth) -> None:
     assert "AWS::EKS::AccessEntry" not in {
         v["Type"] for k, v in raw["Resources"].items() if k.startswith("HyperPod")
     }
+
+
+def _manifest_objects(resource: dict[str, Any]) -> list[dict[str, Any]]:
+    manifest = resource["Properties"]["Manifest"]
+    if isinstance(manifest, dict):  # Fn::Join around tokens
+        manifest = "".join(p for p in manifest["Fn::Join"][1] if isinstance(p, str))
+    objects: list[dict[str, Any]] = json.loads(manifest)
+    return objects
+
+
+def test_eks_hyperpod_access_rbac_before_the_cluster(synth: Synth) -> None:
+    """Deep health check service account, job auto-restart and patching RBAC for HyperPod's
+    service-linked role, as the HyperPod dependencies chart grants them, before the cluster."""
+    raw = synth.raw["Eks"]
+    _, hp = _cluster(raw)
+    manifests = _of_type(raw, "Custom::AWSCDK-EKS-KubernetesResource")
+    (access_id,) = [k for k, v in manifests.items() if "deep-health-check" in json.dumps(v)]
+    assert access_id in hp["DependsOn"]
+    objects = _manifest_objects(manifests[access_id])
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in objects}
+    dhc = by_name[("ServiceAccount", "deep-health-check-service-account")]
+    assert dhc["metadata"]["namespace"] == "aws-hyperpod"
+    dhc_role = by_name[("ClusterRole", "deep-health-check-service-account-role")]
+    assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "patch"]} in (
+        dhc_role["rules"]
+    )
+    for binding in ("job-auto-restart", "hyperpod-patching"):
+        (subject,) = by_name[("ClusterRoleBinding", binding)]["subjects"]
+        assert subject["kind"] == "User" and subject["name"] == "hyperpod-service-linked-role"
+    patching = by_name[("ClusterRole", "hyperpod-patching")]["rules"]
+    assert {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]} in patching
+    # The namespace comes with the health monitoring agent, which is created first.
+    hma_id = next(k for k, v in manifests.items() if "health-monitoring-agent" in json.dumps(v))
+    assert hma_id in manifests[access_id]["DependsOn"]
+    assert_valid(objects, kubernetes_version=HYPERPOD_KUBERNETES)
+
+
+def test_eks_device_plugins_tolerate_the_hyperpod_health_taint(synth: Synth) -> None:
+    raw = synth.raw["Eks"]
+    taint = {
+        "key": "sagemaker.amazonaws.com/node-health-status",
+        "operator": "Equal",
+        "value": "Unschedulable",
+        "effect": "NoSchedule",
+    }
+    for resource in _of_type(raw, "Custom::AWSCDK-EKS-HelmChart").values():
+        release = resource["Properties"]["Release"]
+        if release not in (
+            "nvidia-device-plugin",
+            "neuron-helm-chart",
+            "aws-efa-k8s-device-plugin",
+            "dcgm-exporter",
+        ):
+            continue
+        values = json.loads(resource["Properties"]["Values"])
+        tolerations = values.get("tolerations") or values["devicePlugin"]["tolerations"]
+        assert taint in tolerations, release
 
 
 # ----------------------------------------------------------------------------- role
@@ -452,6 +522,34 @@ def _workers(**fields: Any) -> list[InstanceGroup]:
     values = {"name": "workers", "instance_type": "p5.48xlarge", "instance_count": 2}
     values.update(fields)
     return [*base[:2], InstanceGroup(**values)]
+
+
+def test_rejects_an_eks_cluster_of_a_version_hyperpod_does_not_support() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "S", env=TEST_ENV)
+    vpc = _vpc(stack)
+    # The library's default is newer than anything HyperPod supports on EKS.
+    assert DEFAULT_KUBERNETES_VERSION not in HYPERPOD_EKS_VERSIONS
+    eks_cluster = GpuEksCluster(stack, "Eks", vpc=vpc, gpu_availability_zone=ZONE)
+    with pytest.raises(FmValidationError, match=r"eks_cluster\.kubernetes_version: SageMaker"):
+        HyperPodCluster(
+            stack,
+            "HyperPod",
+            vpc=vpc,
+            subnet=vpc.private_subnets[0],
+            orchestrator=Orchestrator.EKS,
+            eks_cluster=eks_cluster,
+            instance_groups=[InstanceGroup(name="w", instance_type="p5.48xlarge")],
+        )
+
+
+def test_legacy_efa_layout_requests_efa_interfaces() -> None:
+    group = InstanceGroup(name="w", instance_type="p5.48xlarge", efa_layout=EfaLayout.LEGACY)
+    assert group.network_interface_type == "efa"
+    assert InstanceGroup(name="w", instance_type="p5.48xlarge").network_interface_type == (
+        "efa-only"
+    )
+    assert InstanceGroup(name="c", instance_type="ml.m5.large").network_interface_type is None
 
 
 def test_rejects_instance_type_hyperpod_does_not_offer() -> None:

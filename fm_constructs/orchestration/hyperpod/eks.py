@@ -11,7 +11,20 @@ Before the HyperPod cluster (its ``CfnCluster`` depends on these):
   published as a Git directory rather than a chart repository, so it is deployed here as a
   manifest: namespace ``aws-hyperpod``, its RBAC, and one DaemonSet per accelerator family,
   running AWS's regional image (:data:`HMA_IMAGE_ACCOUNTS`, :data:`HMA_IMAGE_TAG`);
+- the access HyperPod's own controllers need (:func:`hyperpod_access_manifests`): the deep
+  health check service account, job auto-restart and patching RBAC for HyperPod's
+  service-linked role;
+- device plugins and the DCGM exporter tolerate HyperPod's node-health taint
+  (``sagemaker.amazonaws.com/node-health-status=Unschedulable``), so a node under repair keeps
+  them;
 - the managed VPC CNI add-on (HyperPod requires vpc-cni 1.18.3 or newer).
+
+This reproduces, pinned and reviewed in constructs, every part of the HyperPod dependencies
+chart (aws/sagemaker-hyperpod-cli@011ca92, ``helm_chart/HyperPodHelmChart``) that is enabled by
+default, except its own copies of the Kubeflow training operator v1 and MPI operator: the chart
+is published as a Git directory, not a chart repository, so it cannot be installed pinned as a
+Helm release, and training runs through the HyperPod training operator add-on (below) and the
+platform's Kubeflow Trainer (whose MPI runtime covers MPI jobs).
 
 After the HyperPod cluster (its controller runs on HyperPod nodes):
 
@@ -243,13 +256,113 @@ def health_monitoring_agent_manifests(
     return manifests
 
 
+#: The Kubernetes user HyperPod's service-linked role is mapped to on the cluster.
+HYPERPOD_SERVICE_USER = "hyperpod-service-linked-role"
+DEEP_HEALTH_CHECK_NAME = "deep-health-check-service-account"
+JOB_AUTO_RESTART_NAME = "job-auto-restart"
+PATCHING_NAME = "hyperpod-patching"
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": rules,
+    }
+
+
+def _binding(name: str, role: str, subject: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [subject],
+    }
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str, Any]:
+    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
+
+
+def hyperpod_access_manifests() -> list[dict[str, Any]]:
+    """What HyperPod's own controllers need on the cluster, as the HyperPod dependencies chart
+    (aws/sagemaker-hyperpod-cli@011ca92, sub-charts ``deep-health-check``,
+    ``job-auto-restart`` and ``hyperpod-patching``, all enabled by default) grants it:
+
+    - deep health checks (on by default for accelerated groups): the
+      ``deep-health-check-service-account`` in ``aws-hyperpod``, reading nodes and reading
+      and patching pods;
+    - job auto-restart, for HyperPod's service-linked role: watch nodes and pods, delete pods,
+      patch nodes, record events, manage PyTorchJobs and hold leases;
+    - patching (UpdateClusterSoftware drains nodes first): list pods and create evictions.
+    """
+    service_user = {
+        "kind": "User",
+        "name": HYPERPOD_SERVICE_USER,
+        "apiGroup": "rbac.authorization.k8s.io",
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": DEEP_HEALTH_CHECK_NAME, "namespace": HYPERPOD_NAMESPACE},
+        },
+        _cluster_role(
+            f"{DEEP_HEALTH_CHECK_NAME}-role",
+            [
+                _rule([""], ["nodes"], ["get", "list"]),
+                _rule([""], ["pods"], ["get", "list", "patch"]),
+            ],
+        ),
+        _binding(
+            f"{DEEP_HEALTH_CHECK_NAME}-role-binding",
+            f"{DEEP_HEALTH_CHECK_NAME}-role",
+            {
+                "kind": "ServiceAccount",
+                "name": DEEP_HEALTH_CHECK_NAME,
+                "namespace": HYPERPOD_NAMESPACE,
+            },
+        ),
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": JOB_AUTO_RESTART_NAME, "namespace": HYPERPOD_NAMESPACE},
+        },
+        _cluster_role(
+            JOB_AUTO_RESTART_NAME,
+            [
+                _rule(
+                    [""], ["nodes", "nodes/status", "pods", "pods/status"], ["get", "list", "watch"]
+                ),
+                _rule([""], ["pods"], ["delete", "deletecollection"]),
+                _rule([""], ["nodes", "nodes/status"], ["patch"]),
+                _rule(["", "events.k8s.io"], ["events"], ["create"]),
+                _rule(
+                    ["kubeflow.org"],
+                    ["pytorchjobs", "pytorchjobs/status"],
+                    ["get", "list", "watch", "delete", "patch", "update"],
+                ),
+                _rule(["coordination.k8s.io"], ["leases"], ["get", "create", "update", "delete"]),
+            ],
+        ),
+        _binding(JOB_AUTO_RESTART_NAME, JOB_AUTO_RESTART_NAME, service_user),
+        _cluster_role(
+            PATCHING_NAME,
+            [_rule([""], ["pods"], ["list"]), _rule([""], ["pods/eviction"], ["create"])],
+        ),
+        _binding(PATCHING_NAME, PATCHING_NAME, service_user),
+    ]
+
+
 class HyperPodEksDependencies(Construct):
     """Prepares ``eks_cluster`` for the accelerated types of ``instance_groups``.
 
     ``prerequisites`` lists what the HyperPod cluster must be created after; call
     :meth:`add_post_cluster_addons` once the ``CfnCluster`` exists. Children:
-    ``HealthMonitoringAgent``, and after that call ``CertManager``, ``TrainingOperatorRole``,
-    ``TrainingOperator``, ``TaskGovernance``.
+    ``HealthMonitoringAgent``, ``HyperPodAccess``, and after that call ``CertManager``,
+    ``TrainingOperatorRole``, ``TrainingOperator``, ``TaskGovernance``.
     """
 
     def __init__(
@@ -299,8 +412,18 @@ class HyperPodEksDependencies(Construct):
             manifest=health_monitoring_agent_manifests(region, accelerated),
             overwrite=True,
         )
+        self.access = eks.KubernetesManifest(
+            self,
+            "HyperPodAccess",
+            cluster=eks_cluster.icluster,
+            manifest=hyperpod_access_manifests(),
+            overwrite=True,
+        )
+        # The service accounts live in the agent's namespace.
+        self.access.node.add_dependency(self.health_monitoring_agent)
         self.prerequisites: list[IConstruct] = [
             self.health_monitoring_agent,
+            self.access,
             *(
                 eks_cluster.charts[spec.release]
                 for spec in DEVICE_CHARTS
