@@ -20,6 +20,7 @@ from fm_constructs.planning.capacity_ids import (
 )
 from fm_constructs.planning.fsx_sizing import LustreDeploymentType, check_lustre_settings
 from fm_constructs.planning.ip_budget import check_ip_budget, ip_addresses_per_node
+from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.planning.vpc_layout import subnet_prefixes
 
 HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
@@ -45,7 +46,20 @@ def check_profile(profile: Profile) -> list[str]:
         problems += _check_post_training_extras(profile, workload)
         problems += _check_training_goal(workload)
         problems += _check_inference_keys(workload)
+    problems += _check_hyperpod_kubernetes_version(profile)
     return problems
+
+
+def _check_hyperpod_kubernetes_version(profile: Profile) -> list[str]:
+    """HyperPod attaches to EKS clusters of its own, narrower list of Kubernetes versions."""
+    users = [
+        w.name for w in profile.enabled_workloads if w.orchestrator is Orchestrator.HYPERPOD_EKS
+    ]
+    if not users:
+        return []
+    return hyperpod_eks_problems(
+        profile.platform.kubernetes_version, key="platform.kubernetes_version"
+    )
 
 
 def _check_inference_keys(w: WorkloadConfig) -> list[str]:

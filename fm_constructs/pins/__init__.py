@@ -73,6 +73,9 @@ class KubernetesPins:
     ending_soon: frozenset[str]
     versions: dict[str, KubernetesVersionPin]
     source: str
+    #: The versions SageMaker HyperPod supports for EKS orchestration, and where that is said.
+    hyperpod_eks: tuple[str, ...] = ()
+    hyperpod_eks_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,8 @@ def _parse(data: dict[str, Any]) -> Pins:
             for version, entry in k8s["versions"].items()
         },
         source=k8s["source"],
+        hyperpod_eks=tuple(k8s["hyperpod_eks"]["versions"]),
+        hyperpod_eks_source=k8s["hyperpod_eks"]["source"],
     )
     if kubernetes.default not in kubernetes.versions:
         raise ValueError(f"{PINS_FILE}: kubernetes.default {kubernetes.default!r} not listed")

@@ -221,6 +221,28 @@ def test_hyperpod_rejects_ec2_reservations() -> None:
     assert "HyperPod reserves capacity through SageMaker training plans" in problem
 
 
+def test_hyperpod_eks_needs_a_kubernetes_version_hyperpod_supports() -> None:
+    """HyperPod's own version list (pins.toml, floor 1) is checked when the profile loads."""
+    (problem,) = problems_of(
+        profile_with(
+            **{"pretraining.orchestrator": "hyperpod-eks", "platform.kubernetes_version": "1.35"}
+        )
+    )
+    assert problem.startswith("platform.kubernetes_version: SageMaker HyperPod supports EKS")
+    assert "got '1.35'; set it to '1.34'" in problem
+    parse_profile(
+        profile_with(
+            **{"pretraining.orchestrator": "hyperpod-eks", "platform.kubernetes_version": "1.34"}
+        )
+    )
+    # Slurm clusters and plain EKS are not bound by it.
+    parse_profile(
+        profile_with(
+            **{"pretraining.orchestrator": "hyperpod-slurm", "platform.kubernetes_version": "1.35"}
+        )
+    )
+
+
 def test_keys_that_do_not_apply_to_the_capacity_kind_are_errors() -> None:
     (problem,) = problems_of(
         profile_with(**{"pretraining.capacity.reservation_id": "cr-0123456789abcdef0"})

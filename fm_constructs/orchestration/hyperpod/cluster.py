@@ -45,6 +45,7 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
     worker_group_parameters,
 )
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
+from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.storage import LustreFileSystem
 
 CLUSTER_NAME_MAX_LENGTH = 63
@@ -279,6 +280,7 @@ class HyperPodCluster(Construct):
                     labels=labels or None, taints=taints or None
                 )
         checks = [c.value for c in group.resolved_deep_health_checks]
+        interface = group.network_interface_type
         return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
             instance_group_name=group.name,
             instance_type=group.hyperpod_instance_type,
@@ -293,6 +295,11 @@ class HyperPodCluster(Construct):
             training_plan_arn=group.training_plan_arn,
             kubernetes_config=kubernetes,
             image_id=group.image_id,
+            network_interface=sagemaker.CfnCluster.ClusterNetworkInterfaceProperty(
+                interface_type=interface
+            )
+            if interface is not None
+            else None,
         )
 
     @staticmethod
@@ -321,6 +328,11 @@ class HyperPodCluster(Construct):
                 None,
                 "an EKS-orchestrated cluster needs the GpuEksCluster it attaches to",
             )
+        if eks_cluster is not None and not Token.is_unresolved(eks_cluster.kubernetes_version):
+            for problem in hyperpod_eks_problems(
+                eks_cluster.kubernetes_version, key="eks_cluster.kubernetes_version"
+            ):
+                problems.add_message(problem)
         if orchestrator is Orchestrator.SLURM and eks_cluster is not None:
             problems.add(
                 "eks_cluster",
