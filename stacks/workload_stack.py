@@ -142,6 +142,7 @@ class WorkloadStack(Stack):
                 workspace=observability.prometheus if observability is not None else None,
                 alert_topic=observability.alert_topic if observability is not None else None,
                 extra_instance_groups=self._rollout_instance_groups(workload),
+                efa_layout=workload.efa_layout,
                 **cluster_access,
             )
         self.rollout_nodes = self._rollout_node_group(workload, subnet)
@@ -201,6 +202,7 @@ class WorkloadStack(Stack):
                 partition_name="rollout"
                 if workload.orchestrator is Orchestrator.HYPERPOD_SLURM
                 else None,
+                efa_layout=workload.efa_layout,
             )
         ]
 

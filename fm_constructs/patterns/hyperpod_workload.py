@@ -19,6 +19,7 @@ from fm_constructs.orchestration.hyperpod import (
     slurm_instance_groups,
 )
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
+from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.storage import LustreFileSystem
 
 #: Name of the accelerated instance group (Slurm: the worker partition's group).
@@ -32,8 +33,9 @@ class HyperPodAcceleratedWorkload(Construct):
     ``capacity`` (if any) on the accelerated group, FSx for Lustre mounted on every node.
     Slurm: controller, login and worker groups; nodes remote-write metrics to ``workspace``.
     EKS: a private EKS cluster with the HyperPod dependencies, scraped into ``workspace``.
-    HyperPod node health events go to ``alert_topic``. ``extra_instance_groups`` (e.g. an RL
-    rollout group) join the same cluster.
+    HyperPod node health events go to ``alert_topic``. ``efa_layout`` picks the network
+    interfaces of the accelerated group (efa-only by default, as the IP budget counts them).
+    ``extra_instance_groups`` (e.g. an RL rollout group) join the same cluster.
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class HyperPodAcceleratedWorkload(Construct):
         operators: WorkloadOperators | None = None,
         scraper_subnets: Sequence[ec2.ISubnet] | None = None,
         extra_instance_groups: Sequence[InstanceGroup] = (),
+        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
     ) -> None:
         super().__init__(scope, construct_id)
         self.eks_cluster: GpuEksCluster | None = None
@@ -65,6 +68,7 @@ class HyperPodAcceleratedWorkload(Construct):
                 worker_count=node_count,
                 worker_capacity=capacity,
                 worker_group_name=WORKER_GROUP,
+                efa_layout=efa_layout,
             )
         else:
             groups = [
@@ -74,6 +78,7 @@ class HyperPodAcceleratedWorkload(Construct):
                     instance_count=node_count,
                     capacity=capacity,
                     ebs_volume_size_gib=500,
+                    efa_layout=efa_layout,
                 )
             ]
             self.eks_cluster = GpuEksCluster(

@@ -21,6 +21,7 @@ from aws_cdk import aws_kms as kms
 from fm_constructs.catalog import InstanceSpec, all_instance_types
 from fm_constructs.compute import CapacityKind, CapacitySource
 from fm_constructs.errors import FmValidationError
+from fm_constructs.planning.efa_layout import EfaLayout
 
 #: CPU-only HyperPod instance types offered for Slurm controller and login groups and for EKS
 #: system work (a subset of the ``ClusterInstanceType`` enum of the SageMaker API model; the
@@ -148,6 +149,10 @@ class InstanceGroup:
     - ``kubernetes_labels``/``kubernetes_taints``: EKS only.
     - ``slurm_node_type``/``partition_name``: Slurm only (the partition defaults to the group
       name).
+    - ``efa_layout``: the network interfaces HyperPod requests for EFA types
+      (``NetworkInterface.InterfaceType``): ``EFA_ONLY`` (default) asks for ``efa-only``
+      interfaces, which carry no IP, where every EFA card of the type supports them, so a node
+      uses the addresses the IP budget counts for that layout; ``LEGACY`` asks for ``efa``.
     """
 
     name: str
@@ -163,6 +168,7 @@ class InstanceGroup:
     kubernetes_taints: Sequence[KubernetesTaint] = ()
     image_id: str | None = None
     partition_name: str | None = None
+    efa_layout: EfaLayout = EfaLayout.EFA_ONLY
 
     # ---- derived values ---------------------------------------------------------------------
 
@@ -197,6 +203,16 @@ class InstanceGroup:
         if spec.efa_supported and _count(self.instance_count) >= 2:
             checks.append(DeepHealthCheck.INSTANCE_CONNECTIVITY)
         return tuple(checks)
+
+    @property
+    def network_interface_type(self) -> str | None:
+        """``efa-only``, ``efa`` or None (no EFA): see ``efa_layout``."""
+        spec = self.spec
+        if spec is None or not spec.efa_supported:
+            return None
+        if EfaLayout(self.efa_layout) is EfaLayout.EFA_ONLY and spec.efa_only_supported:
+            return "efa-only"
+        return "efa"
 
     @property
     def training_plan_arn(self) -> str | None:
@@ -370,6 +386,7 @@ def slurm_instance_groups(
     login_instance_type: str | None = "ml.m5.4xlarge",
     worker_ebs_volume_size_gib: int | None = 500,
     ebs_kms_key: kms.IKey | None = None,
+    efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
 ) -> list[InstanceGroup]:
     """The usual Slurm layout: one controller (slurmctld, and slurmdbd with its database), one login
     node (users submit and build there, so compute nodes stay clean; None to skip it) and one
@@ -408,6 +425,7 @@ def slurm_instance_groups(
             ebs_volume_size_gib=worker_ebs_volume_size_gib,
             ebs_kms_key=ebs_kms_key if worker_ebs_volume_size_gib is not None else None,
             capacity=worker_capacity,
+            efa_layout=efa_layout,
         )
     )
     return groups
