@@ -327,8 +327,38 @@ class Preflight:
                     f"set {w.name}.instance_count <= {total} or extend the plan",
                 )
             )
+        available = answer.get("AvailableInstanceCount")
+        if available is not None and total >= w.instance_count and available < w.instance_count:
+            failures.append(
+                (
+                    f"only {available} of its {total} instances are still available "
+                    f"({answer.get('InUseInstanceCount', 0)} in use), the profile wants "
+                    f"{w.instance_count}",
+                    f"set {w.name}.instance_count <= {available}, or free the plan's instances "
+                    "used by another cluster",
+                )
+            )
+        summaries = answer.get("ReservedCapacitySummaries", [])
+        zones = sorted({str(s["AvailabilityZone"]) for s in summaries if s.get("AvailabilityZone")})
+        if zones and self.zone not in zones:
+            failures.append(
+                (
+                    f"it reserves capacity in {', '.join(zones)}, the GPU zone is {self.zone}",
+                    f"set platform.availability_zone = {zones[0]!r} (HyperPod nodes run in "
+                    "the plan's zone)",
+                )
+            )
+        start = answer.get("StartTime")
+        until_start = self._hours_left(start)
+        if until_start is not None and until_start > 0:
+            warnings.append(
+                (
+                    f"it starts {start:%Y-%m-%d %H:%M} UTC, in {until_start:.0f} h",
+                    "deploy the HyperPod stack after the start: nodes cannot launch before it",
+                )
+            )
         hyperpod_name = get_instance_type(w.instance_type).hyperpod_name
-        types = {s.get("InstanceType") for s in answer.get("ReservedCapacitySummaries", [])}
+        types = {s.get("InstanceType") for s in summaries}
         if types and hyperpod_name not in types:
             failures.append(
                 (
@@ -349,7 +379,11 @@ class Preflight:
             failures.append(("it has ended", "buy a new training plan"))
         elif hours is not None and hours < self.expiry_warning_hours:
             warnings.append((f"it ends in {hours:.0f} h", "finish or checkpoint before then"))
-        summary = f"{answer.get('TrainingPlanName', arn)}: {status}, {total} instances"
+        summary = (
+            f"{answer.get('TrainingPlanName', arn)}: {status}, {total} instances"
+            + (f" ({available} available)" if available is not None else "")
+            + (f" in {', '.join(zones)}" if zones else "")
+        )
         return _verdict(name, w.name, summary, failures, warnings)
 
     def check_hyperpod_type(self, w: WorkloadConfig) -> Check:

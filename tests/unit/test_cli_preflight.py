@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -350,6 +351,69 @@ def test_hyperpod_training_plan_and_quota(stubs: Stubs, tmp_path: Path) -> None:
     assert statuses["instance type offered"] == "skip"
     assert statuses["HyperPod quota"] == "fail"  # 1 < 2
     assert result.code == 1
+    stubs.assert_done()
+
+
+def _plan(**overrides: Any) -> dict[str, Any]:
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/plan-a"
+    summary: dict[str, Any] = {
+        "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/rc-1",
+        "InstanceType": "ml.p5.48xlarge",
+        "TotalInstanceCount": 2,
+        "Status": "Scheduled",
+        "AvailabilityZone": overrides.pop("zone", "us-east-1a"),
+    }
+    plan: dict[str, Any] = {
+        "TrainingPlanArn": arn,
+        "TrainingPlanName": "plan-a",
+        "Status": "Scheduled",
+        "TotalInstanceCount": 2,
+        "AvailableInstanceCount": 2,
+        "TargetResources": ["hyperpod-cluster"],
+        "ReservedCapacitySummaries": [summary],
+        "StartTime": datetime.now(UTC) - timedelta(hours=1),
+        "EndTime": datetime.now(UTC) + timedelta(days=10),
+    }
+    plan.update(overrides)
+    return plan
+
+
+@pytest.mark.parametrize(
+    ("overrides", "status", "text"),
+    [
+        ({}, "pass", "2 available) in us-east-1a"),
+        ({"zone": "us-east-1b"}, "fail", "reserves capacity in us-east-1b, the GPU zone is"),
+        ({"AvailableInstanceCount": 1, "InUseInstanceCount": 1}, "fail", "only 1 of its 2"),
+        (
+            {"StartTime": datetime.now(UTC) + timedelta(days=2)},
+            "warn",
+            "deploy the HyperPod stack after the start",
+        ),
+    ],
+    ids=["matches", "other-zone", "in-use", "not-started"],
+)
+def test_training_plan_is_compared_with_the_profile(
+    stubs: Stubs, tmp_path: Path, overrides: dict[str, Any], status: str, text: str
+) -> None:
+    """What the plan says (zone, instances still available, start) against the profile."""
+    arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/plan-a"
+    stubs["sagemaker"].add_response(
+        "describe_training_plan", _plan(**overrides), {"TrainingPlanName": arn}
+    )
+    stubs["service-quotas"].add_response(
+        "list_service_quotas",
+        {
+            "Quotas": [
+                {"QuotaCode": "L-HP", "QuotaName": "ml.p5.48xlarge for cluster usage", "Value": 8.0}
+            ]
+        },
+        {"ServiceCode": "sagemaker"},
+    )
+    result = run("preflight", "--config", write_profile(tmp_path, HYPERPOD), "--json")
+    doc = json.loads(result.out)
+    (check,) = [c for c in doc["checks"] if c["name"] == "training plan"]
+    assert check["status"] == status, check
+    assert text in json.dumps(check)
     stubs.assert_done()
 
 
