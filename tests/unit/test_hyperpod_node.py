@@ -105,6 +105,9 @@ def test_worker_mounts_fsx_over_efa_and_runs_containers_and_slurmd(tmp_path: Pat
     )
     assert "x-systemd.requires=network-online.target" in entry and "network.service" not in entry
     assert "x-systemd.requires=fm-lnet-efa.service" in entry
+    # The after-FSx steps ran: the default user owns its directory on the shared file system.
+    assert sim.exists("fsx/ubuntu")
+    assert f"chown 1000:1000 {sim.root}/fsx/ubuntu" in run.calls
     # LNet over EFA as the FSx guide does it for p5: every fourth of the 32 devices, persisted.
     efa_adds = [c for c in run.calls if c.startswith("lnetctl net add --net efa")]
     assert (
