@@ -90,6 +90,7 @@ install_enroot() {
   for package in "enroot_${ENROOT_VERSION}-1_${ARCH}.deb" "enroot+caps_${ENROOT_VERSION}-1_${ARCH}.deb"; do
     retry 5 5 download "${base}/${package}" "${work}/${package}"
   done
+  retry 3 5 apt-get update -o DPkg::Lock::Timeout=120
   retry 5 5 apt-get install -y -o DPkg::Lock::Timeout=120 squashfs-tools fuse-overlayfs \
     "${work}/enroot_${ENROOT_VERSION}-1_${ARCH}.deb" "${work}/enroot+caps_${ENROOT_VERSION}-1_${ARCH}.deb"
   rm -rf "$work"
