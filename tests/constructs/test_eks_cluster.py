@@ -334,7 +334,12 @@ def test_device_plugins_tolerate_accelerator_taints(synth: Synth) -> None:
     assert nvidia["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     efa = json.loads(found["aws-efa-k8s-device-plugin"]["Values"])
     keys = {t["key"] for t in efa["tolerations"]}
-    assert keys == {"nvidia.com/gpu", "aws.amazon.com/neuron", "aws.amazon.com/efa"}
+    assert keys == {
+        "nvidia.com/gpu",
+        "aws.amazon.com/neuron",
+        "aws.amazon.com/efa",
+        "sagemaker.amazonaws.com/node-health-status",  # HyperPod's node-health taint
+    }
     assert efa["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
     # The chart's own instance list predates p5en/p6; the catalog's EFA types replace it.
     for name in ("p5en.48xlarge", "p6-b300.48xlarge", "trn2.48xlarge"):
