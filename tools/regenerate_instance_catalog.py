@@ -4,8 +4,8 @@ Sources, in order of authority:
 
 1. EC2 DescribeInstanceTypes output as shipped inside moto
    (``moto/ec2/resources/instance_types.json.gz``): accelerators, vCPUs, memory, architecture,
-   network cards (bandwidth, interface types per card), maximum EFA interfaces, NVMe instance
-   store, IPv4 addresses per interface.
+   the instance's network performance, network cards (bandwidth, interface types per card),
+   maximum EFA interfaces, NVMe instance store, IPv4 addresses per interface.
 2. The SageMaker API model shipped inside botocore (``ClusterInstanceType`` enum): which types
    HyperPod offers, under their ``ml.`` names.
 3. Hand-curated corrections, each with its source, in ``CURATED`` below.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,20 @@ def _accelerator(raw: dict[str, Any]) -> dict[str, Any]:
     raise SystemExit(f"{raw['InstanceType']}: no accelerator information")
 
 
+def network_performance_gbps(text: str) -> float:
+    """Gbps of EC2's ``NetworkPerformance`` text: ``"400 Gigabit"`` is 400, ``"8x 100
+    Gigabit"`` is 800 and ``"Up to 25 Gigabit"`` (burst, not sustained) is 25.
+
+    This instance-level figure is what EC2 sells; the per-card ``PeakBandwidthInGbps`` values
+    are not additive on every type (g6e.48xlarge repeats its 400 Gbps total on each of its
+    four cards; p6-b200.48xlarge lists 200 per card for a 3,200 Gbps instance).
+    """
+    match = re.fullmatch(r"(?:Up to )?(?:(\d+)x )?(\d+(?:\.\d+)?) Gigabit", text.strip())
+    if match is None:
+        raise SystemExit(f"unexpected NetworkPerformance {text!r}")
+    return float(match.group(1) or 1) * float(match.group(2))
+
+
 def build_entry(name: str, raw: dict[str, Any], hyperpod: frozenset[str]) -> dict[str, Any]:
     network = raw["NetworkInfo"]
     architectures = [a for a in raw["ProcessorInfo"]["SupportedArchitectures"] if a != "i386"]
@@ -134,6 +149,8 @@ def build_entry(name: str, raw: dict[str, Any], hyperpod: frozenset[str]) -> dic
         "vcpus": raw["VCpuInfo"]["DefaultVCpus"],
         "memory_gib": memory_mib // 1024,
         "architecture": architectures[0],
+        "network_performance": network["NetworkPerformance"],
+        "network_performance_gbps": network_performance_gbps(network["NetworkPerformance"]),
         "network_cards": cards,
         "max_efa_interfaces": (
             network["EfaInfo"]["MaximumEfaInterfaces"] if network.get("EfaSupported") else 0

@@ -44,6 +44,8 @@ def _parse(name: str, raw: dict[str, Any]) -> InstanceSpec:
         vcpus=raw["vcpus"],
         memory_gib=raw["memory_gib"],
         architecture=cast(Architecture, raw["architecture"]),
+        network_performance=raw["network_performance"],
+        network_performance_gbps=float(raw["network_performance_gbps"]),
         network_cards=cards,
         max_efa_interfaces=raw["max_efa_interfaces"],
         ipv4_addresses_per_interface=raw["ipv4_addresses_per_interface"],

@@ -46,7 +46,9 @@ class InstanceSpec:
     """Everything the library needs to know about one accelerated instance type.
 
     Memory figures are GiB; ``accelerator_memory_gib`` is per device (GPU or Trainium chip).
-    ``max_efa_interfaces`` is 0 for types without EFA. ``hyperpod_name`` is the SageMaker
+    ``network_performance`` is EC2's instance-level text (``"8x 100 Gigabit"``) and
+    ``network_performance_gbps`` its figure (800). ``max_efa_interfaces`` is 0 for types
+    without EFA. ``hyperpod_name`` is the SageMaker
     HyperPod name (``ml.p5.48xlarge``) when HyperPod offers the type, else None.
     """
 
@@ -59,6 +61,8 @@ class InstanceSpec:
     vcpus: int
     memory_gib: int
     architecture: Architecture
+    network_performance: str
+    network_performance_gbps: float
     network_cards: tuple[NetworkCard, ...]
     max_efa_interfaces: int
     ipv4_addresses_per_interface: int
@@ -88,14 +92,16 @@ class InstanceSpec:
         return tuple(card.index for card in self.network_cards if card.efa_supported)
 
     @property
-    def total_network_bandwidth_gbps(self) -> float:
-        return sum(card.bandwidth_gbps for card in self.network_cards)
-
-    @property
     def total_efa_bandwidth_gbps(self) -> float:
-        """Bandwidth of the EFA-capable cards: what collectives can use when every one of them
-        carries an EFA interface."""
-        return sum(card.bandwidth_gbps for card in self.network_cards if card.efa_supported)
+        """Per-node bandwidth collectives can use when every EFA-capable card carries an EFA
+        interface: the instance's documented network performance (0 without EFA).
+
+        Not the sum of the cards' ``bandwidth_gbps``: EC2 repeats the instance total on each
+        card of some types (g6e.48xlarge: four cards of "400 Gigabit", 400 Gbps in all) and
+        lists less than the total on others (p6-b200.48xlarge: 8 x 200 for 3,200 Gbps).
+        p6-b300's ENA-only card 0 is not part of its 6,400 Gbps.
+        """
+        return self.network_performance_gbps if self.efa_supported else 0.0
 
     @property
     def total_accelerator_memory_gib(self) -> float:

@@ -121,8 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--pod-ips-per-node",
         type=_non_negative_int,
         default=None,
-        help="subnet addresses each node's pods take (default: 110 per Kubernetes node, "
-        "kubelet's pod limit with VPC CNI addresses; 0 on Slurm), as the profile check counts",
+        help="pods per Kubernetes node that need a VPC address (default: as many as kubelet "
+        "admits and the VPC CNI can address, the largest the node can get, as the profile "
+        "check counts)",
     )
 
     preflight = commands.add_parser(

@@ -25,9 +25,8 @@ from fm_constructs.config import (
     TrainingGoalConfig,
     WorkloadConfig,
 )
-from fm_constructs.config.rules import KUBERNETES_POD_IPS_PER_NODE
-from fm_constructs.config.rules import pod_ips_per_node as default_pod_ips_per_node
 from fm_constructs.config.sizing import fsx_sizing_request
+from fm_constructs.config.subnet_demand import NodeGroupDemand, shortfall_message, subnet_demand
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_count, efa_interface_layout
 from fm_constructs.planning.fsx_sizing import (
@@ -41,8 +40,6 @@ from fm_constructs.planning.fsx_sizing import (
 )
 from fm_constructs.planning.ip_budget import (
     AWS_RESERVED_ADDRESSES_PER_SUBNET,
-    check_ip_budget,
-    ip_addresses_per_node,
 )
 from fm_constructs.planning.vpc_layout import subnet_prefixes
 
@@ -116,6 +113,11 @@ class WorkloadPlan:
     efa_bandwidth_gbps_total: float
     ip_addresses_per_node: int
     ip_addresses: int
+    #: Largest node count (autoscaling maximum) the IP budget counts.
+    max_nodes: int
+    #: VPC CNI figures per node: pods kubelet admits, pods the CNI can address.
+    kubelet_max_pods: int
+    pod_ip_capacity: int
     instance_usd_per_hour: float | None
     compute_usd_per_hour: float | None
     storage_usd_per_hour: float | None
@@ -138,6 +140,8 @@ class SubnetPlan:
     required: int
     #: None: each workload's default (see build_plan).
     pod_ips_per_node: int | None
+    #: (what, addresses) in the subnet besides the GPU nodes.
+    fixed: tuple[tuple[str, int], ...] = ()
 
     @property
     def free(self) -> int:
@@ -187,6 +191,7 @@ class Plan:
                 "free": self.subnet.free,
                 "fits": self.subnet.fits,
                 "pod_ips_per_node": self.subnet.pod_ips_per_node,
+                "other": [{"what": what, "addresses": n} for what, n in self.subnet.fixed],
             },
             "totals": {
                 "nodes": sum(w.nodes for w in self.workloads),
@@ -217,6 +222,9 @@ def _workload_json(w: WorkloadPlan) -> dict[str, Any]:
             "efa_bandwidth_gbps_total",
             "ip_addresses_per_node",
             "ip_addresses",
+            "max_nodes",
+            "kubelet_max_pods",
+            "pod_ip_capacity",
         )
     }
     doc["cost"] = {
@@ -277,9 +285,9 @@ def build_plan(
 ) -> Plan:
     """The plan of every enabled workload of ``profile``.
 
-    ``goal`` is estimated on ``goal_workload``'s cluster. ``pod_ips_per_node``: subnet
-    addresses each node's pods take on top of its interfaces; None means the profile rules'
-    own figure per orchestrator (Kubernetes: kubelet's 110 pods; Slurm: 0).
+    ``goal`` is estimated on ``goal_workload``'s cluster. ``pod_ips_per_node``: pods per
+    Kubernetes node that need a VPC address; None means the profile check's own figure (as
+    many as kubelet admits and the VPC CNI can address).
     """
     region = profile.platform.region
     problems = Problems()
@@ -290,40 +298,27 @@ def build_plan(
             f"--goal-workload: {goal_workload!r} is not an enabled workload of the profile; "
             f"choose one of {', '.join(w.name for w in enabled) or '(none enabled)'}"
         )
-    prefix = private_subnet_prefix(profile.platform.vpc_cidr)
-    used = 0
+    demand = subnet_demand(profile, pods_per_node=pod_ips_per_node)
+    demand_by_name = {g.name: g for g in demand.node_groups}
     for workload in _node_groups(enabled):
         spec = require_efa(workload.instance_type, field=f"{workload.name}.instance_type")
         layout = efa_layout_for(workload)
-        pods = default_pod_ips_per_node(workload) if pod_ips_per_node is None else pod_ips_per_node
-        per_node = ip_addresses_per_node(spec, layout, pods)
-        try:
-            check_ip_budget(
-                node_count=workload.instance_count,
-                spec=spec,
-                layout=layout,
-                subnet_cidr=prefix,
-                pod_ips_per_node=pods,
-                other_addresses=used,
-            )
-        except FmValidationError as error:
-            problems.extend(f"{workload.name}: {p}" for p in error.problems)
-        used += per_node * workload.instance_count
+        group = demand_by_name[workload.name]
         workload_goal = goal if goal is not None and workload.name == goal_workload else None
         workloads.append(
-            _plan_workload(
-                workload, spec, layout, per_node, region, prices, workload_goal, problems
-            )
+            _plan_workload(workload, spec, layout, group, region, prices, workload_goal, problems)
         )
-    addresses = 2 ** (32 - prefix)
+    if not demand.fits:
+        problems.add_message(shortfall_message(demand))
     subnet = SubnetPlan(
         availability_zone=profile.platform.availability_zone,
-        prefix=prefix,
-        addresses=addresses,
+        prefix=demand.prefix,
+        addresses=demand.addresses,
         reserved=AWS_RESERVED_ADDRESSES_PER_SUBNET,
-        usable=addresses - AWS_RESERVED_ADDRESSES_PER_SUBNET,
-        required=used,
+        usable=demand.usable,
+        required=demand.required,
         pod_ips_per_node=pod_ips_per_node,
+        fixed=demand.fixed,
     )
     return Plan(
         source=profile.source,
@@ -380,7 +375,7 @@ def _plan_workload(
     workload: WorkloadConfig,
     spec: InstanceSpec,
     layout: EfaLayout,
-    ip_per_node: int,
+    group: NodeGroupDemand,
     region: str,
     prices: PriceTable,
     goal: TrainingGoal | None,
@@ -402,6 +397,13 @@ def _plan_workload(
     )
     total = compute + storage_hourly if compute is not None and storage_hourly is not None else None
     goal_plan = _plan_goal(goal, spec, nodes, total, notes) if goal is not None else None
+    short = group.addressing.pods_without_address
+    if short:
+        notes.append(
+            f"kubelet admits {group.addressing.kubelet_max_pods} pods per node but the VPC CNI "
+            f"can address {group.addressing.pod_ip_capacity} (network card 0 only, less its "
+            f"efa-only slot): pods beyond that stay ContainerCreating"
+        )
     return WorkloadPlan(
         name=workload.name,
         orchestrator=workload.orchestrator.value,
@@ -417,8 +419,11 @@ def _plan_workload(
         efa_interfaces_per_node=efa_interfaces,
         efa_bandwidth_gbps_per_node=spec.total_efa_bandwidth_gbps,
         efa_bandwidth_gbps_total=spec.total_efa_bandwidth_gbps * nodes,
-        ip_addresses_per_node=ip_per_node,
-        ip_addresses=ip_per_node * nodes,
+        ip_addresses_per_node=group.addressing.per_node,
+        ip_addresses=group.addresses,
+        max_nodes=group.nodes,
+        kubelet_max_pods=group.addressing.kubelet_max_pods,
+        pod_ip_capacity=group.addressing.pod_ip_capacity,
         instance_usd_per_hour=instance_price,
         compute_usd_per_hour=compute,
         storage_usd_per_hour=storage_hourly,
@@ -632,24 +637,42 @@ def render_plan(plan: Plan) -> str:
     lines += [
         "",
         f"IP budget: private subnet /{subnet.prefix} in {subnet.availability_zone} "
-        f"({subnet.usable:,} usable of {subnet.addresses:,}); nodes need {subnet.required:,} "
+        f"({subnet.usable:,} usable of {subnet.addresses:,}); the largest deployment needs "
+        f"{subnet.required:,} - " + ("fits" if subnet.fits else f"SHORT by {-subnet.free:,}"),
+        "  per node: the layout's interface addresses plus the VPC CNI's ENIs on network card 0 "
         + (
-            f"(pod IPs per node: {KUBERNETES_POD_IPS_PER_NODE} on Kubernetes, 0 on Slurm) "
+            "filled for as many pods as kubelet admits (WARM_ENI_TARGET=1)"
             if subnet.pod_ips_per_node is None
-            else f"(pod IPs per node: {subnet.pod_ips_per_node}) "
-        )
-        + "- "
-        + ("fits" if subnet.fits else f"SHORT by {-subnet.free:,}"),
+            else f"filled for {subnet.pod_ips_per_node} pods"
+        ),
     ]
     lines.append(
         render_table(
-            ["workload", "layout", "addresses/node", "addresses"],
             [
-                [w.name, w.efa_layout, w.ip_addresses_per_node, w.ip_addresses]
+                "node group",
+                "layout",
+                "max nodes",
+                "max pods",
+                "pod IPs",
+                "addresses/node",
+                "addresses",
+            ],
+            [
+                [
+                    w.name,
+                    w.efa_layout,
+                    w.max_nodes,
+                    w.kubelet_max_pods or "-",
+                    w.pod_ip_capacity or "-",
+                    w.ip_addresses_per_node,
+                    w.ip_addresses,
+                ]
                 for w in plan.workloads
             ],
         )
     )
+    if subnet.fixed:
+        lines.append("  other: " + ", ".join(f"{what} {n:,}" for what, n in subnet.fixed))
     for w in plan.workloads:
         if w.goal is None:
             continue

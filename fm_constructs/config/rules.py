@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fm_constructs.catalog import get_instance_type, require_efa
+from fm_constructs.catalog import require_efa
 from fm_constructs.config.model import (
     CapacityKind,
     Orchestrator,
@@ -12,6 +12,7 @@ from fm_constructs.config.model import (
     StorageConfig,
     WorkloadConfig,
 )
+from fm_constructs.config.subnet_demand import shortfall_message, subnet_demand
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_ids import (
     check_reservation_id,
@@ -19,21 +20,9 @@ from fm_constructs.planning.capacity_ids import (
     check_training_plan_arn,
 )
 from fm_constructs.planning.fsx_sizing import LustreDeploymentType, check_lustre_settings
-from fm_constructs.planning.ip_budget import check_ip_budget, ip_addresses_per_node
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
-from fm_constructs.planning.vpc_layout import subnet_prefixes
 
 HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
-#: Addresses reserved per Kubernetes node for pods: kubelet's default maximum of 110 pods, each
-#: with a VPC address from the VPC CNI. Slurm nodes run no pods.
-KUBERNETES_POD_IPS_PER_NODE = 110
-
-
-def pod_ips_per_node(workload: WorkloadConfig) -> int:
-    """VPC addresses a node of ``workload`` needs for pods on top of its interfaces."""
-    return (
-        0 if workload.orchestrator is Orchestrator.HYPERPOD_SLURM else KUBERNETES_POD_IPS_PER_NODE
-    )
 
 
 def check_profile(profile: Profile) -> list[str]:
@@ -150,45 +139,15 @@ def _check_post_training_extras(profile: Profile, w: WorkloadConfig) -> list[str
 
 
 def check_ip_budget_of(profile: Profile) -> list[str]:
-    """Every enabled workload's nodes share the private subnet of the GPU zone: they must fit.
+    """Every enabled workload's nodes share the private subnet of the GPU zone: the largest
+    deployment (autoscaling maxima, rollout groups, VPC CNI arithmetic, endpoints, FSx, EKS)
+    must fit (:mod:`fm_constructs.config.subnet_demand`).
 
     Takes a loaded (valid) profile. Kept apart from :func:`check_profile` so that a plan can
     still be shown for a profile whose nodes do not fit; synthesis refuses it.
     """
-    workloads = profile.enabled_workloads
-    if not workloads:
-        return []
-    private_prefix, _ = subnet_prefixes(profile.platform.vpc_cidr)
-    needs = {
-        w.name: w.instance_count
-        * ip_addresses_per_node(
-            get_instance_type(w.instance_type), w.efa_layout, pod_ips_per_node(w)
-        )
-        for w in workloads
-    }
-    for w in workloads:
-        if w.rollout.enabled:
-            needs[f"{w.name}.rollout"] = w.rollout.instance_count * ip_addresses_per_node(
-                get_instance_type(w.rollout.instance_type), w.efa_layout, pod_ips_per_node(w)
-            )
-    first = workloads[0]
-    try:
-        check_ip_budget(
-            node_count=first.instance_count,
-            spec=get_instance_type(first.instance_type),
-            layout=first.efa_layout,
-            subnet_cidr=private_prefix,
-            pod_ips_per_node=pod_ips_per_node(first),
-            other_addresses=sum(n for name, n in needs.items() if name != first.name),
-        )
-    except FmValidationError as error:
-        others = ", ".join(f"{name} {n}" for name, n in needs.items())
-        return [
-            f"platform.vpc_cidr: the private subnet in {profile.platform.availability_zone} "
-            f"holds every workload's nodes (addresses needed: {others}). {p}"
-            for p in error.problems
-        ]
-    return []
+    demand = subnet_demand(profile)
+    return [] if demand.fits else [shortfall_message(demand)]
 
 
 def _check_platform(profile: Profile) -> list[str]:

@@ -11,7 +11,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fm_constructs.errors import Problems
-from fm_constructs.planning.vpc_layout import subnet_prefixes
+from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
 
 MAX_ZONES = 3
 
@@ -34,6 +34,8 @@ PRIVATE_CLUSTER_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "SsmMessages": ec2.InterfaceVpcEndpointAwsService.SSM_MESSAGES,
     "Ec2Messages": ec2.InterfaceVpcEndpointAwsService.EC2_MESSAGES,
 }
+if tuple(PRIVATE_CLUSTER_ENDPOINTS) != PRIVATE_CLUSTER_ENDPOINT_NAMES:
+    raise AssertionError("PRIVATE_CLUSTER_ENDPOINTS must match vpc_layout's names")
 
 
 class GpuClusterVpc(Construct):

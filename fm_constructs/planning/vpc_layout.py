@@ -15,3 +15,21 @@ def subnet_prefixes(vpc_cidr: str) -> tuple[int, int]:
     """
     prefix = ipaddress.IPv4Network(vpc_cidr).prefixlen
     return prefix + 2, min(prefix + 8, 28)
+
+
+#: The interface endpoints the GPU VPC creates in every private subnet (one ENI, so one
+#: address, each per subnet): the IP budget counts them, the VPC construct builds them.
+PRIVATE_CLUSTER_ENDPOINT_NAMES: tuple[str, ...] = (
+    "EcrApi",
+    "EcrDocker",
+    "Sts",
+    "Eks",
+    "EksAuth",
+    "Ec2",
+    "Logs",
+    "PrometheusWorkspaces",
+    "SageMakerApi",
+    "Ssm",
+    "SsmMessages",
+    "Ec2Messages",
+)

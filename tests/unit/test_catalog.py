@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,7 @@ def test_entry_matches_describe_instance_types(spec: InstanceSpec) -> None:
     )
     assert spec.accelerator_memory_gib == expected_memory
 
+    assert spec.network_performance == network["NetworkPerformance"]
     raw_cards = sorted(network["NetworkCards"], key=lambda card: card["NetworkCardIndex"])
     assert len(spec.network_cards) == network["MaximumNetworkCards"] == len(raw_cards)
     for card, raw_card in zip(spec.network_cards, raw_cards, strict=True):
@@ -132,6 +134,45 @@ def test_entry_matches_describe_instance_types(spec: InstanceSpec) -> None:
         assert spec.nvme_total_gb == storage["TotalSizeInGB"]
     else:
         assert spec.nvme is None
+
+
+def _documented_gbps(text: str) -> float:
+    """EC2's instance NetworkPerformance as a number: "3200 Gigabit" -> 3200,
+    "8x 100 Gigabit" -> 800, "Up to 25 Gigabit" -> 25."""
+    match = re.fullmatch(r"(?:Up to )?(?:(\d+)x )?([\d.]+) Gigabit", text)
+    assert match is not None, text
+    return float(match.group(1) or 1) * float(match.group(2))
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_efa_bandwidth_is_the_instance_network_performance(spec: InstanceSpec) -> None:
+    # Rule: per-node EFA bandwidth = the instance's NetworkPerformance in DescribeInstanceTypes,
+    # never the sum of per-card PeakBandwidthInGbps (not additive on g6e, short on p6-b200).
+    network = moto_types()[spec.name]["NetworkInfo"]
+    documented = _documented_gbps(network["NetworkPerformance"])
+    assert spec.network_performance_gbps == documented
+    expected = documented if network.get("EfaSupported") else 0.0
+    assert spec.total_efa_bandwidth_gbps == expected, (
+        f"{spec.name}: EFA bandwidth must be the instance's documented "
+        f"{network['NetworkPerformance']!r}, got {spec.total_efa_bandwidth_gbps}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "gbps"),
+    [
+        ("g6e.24xlarge", 200),  # 2 cards each listing 200
+        ("g6e.48xlarge", 400),  # 4 cards each listing 400: AWS sells 400, not 1,600
+        ("p6-b200.48xlarge", 3200),  # 8 cards listing 200 each: 3.2 Tbps EFAv4
+        ("p6-b300.48xlarge", 6400),  # 16 EFA cards; ENA-only card 0 not counted
+        ("p5.48xlarge", 3200),
+        ("p4d.24xlarge", 400),
+        ("trn1n.32xlarge", 1600),
+        ("trn2.3xlarge", 200),
+    ],
+)
+def test_efa_bandwidth_of_types_whose_cards_do_not_add_up(name: str, gbps: int) -> None:
+    assert get_instance_type(name).total_efa_bandwidth_gbps == gbps
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)

@@ -19,7 +19,6 @@ from fm_constructs.cli.plan import (
 )
 from fm_constructs.cli.pricing import load_prices
 from fm_constructs.config import load_profile
-from fm_constructs.config.rules import KUBERNETES_POD_IPS_PER_NODE, pod_ips_per_node
 from fm_constructs.config.sizing import fsx_sizing_request
 from fm_constructs.planning.efa_layout import (
     EfaLayout,
@@ -27,7 +26,7 @@ from fm_constructs.planning.efa_layout import (
     efa_interface_layout,
 )
 from fm_constructs.planning.fsx_sizing import PERSISTENT_2_PRICE_USD_PER_GB_MONTH, size_fsx_lustre
-from fm_constructs.planning.ip_budget import check_ip_budget, ip_addresses_per_node
+from fm_constructs.planning.ip_budget import node_addressing
 from tests.unit.cli_stubs import DEFAULT_PROFILE, PLATFORM, REPO, run, write_profile
 
 
@@ -48,17 +47,28 @@ def test_default_pretraining_cluster_figures(default_json: dict) -> None:  # typ
     # 4 x p5.48xlarge, 8 H100 of 80 GiB each: 32 GPUs, 4 * 8 * 80 = 2560 GiB.
     assert (w["nodes"], w["accelerators"], w["accelerator"]) == (4, 32, "H100")
     assert w["total_accelerator_memory_gib"] == 2560
-    # 32 EFA cards of 100 Gbps per node = 3200 Gbps; 4 nodes = 12800 Gbps.
+    # p5.48xlarge: NetworkPerformance "3200 Gigabit" per node; 4 nodes = 12800 Gbps.
     assert w["efa_interfaces_per_node"] == 32
     assert w["efa_bandwidth_gbps_per_node"] == 3200
     assert w["efa_bandwidth_gbps_total"] == 12800
-    # efa-only layout: only the primary ENA interface takes an address, plus 110 pod addresses
-    # (kubelet's pod limit, as the profile rules count): 111 per node, 4 nodes -> 444.
-    assert (w["ip_addresses_per_node"], w["ip_addresses"]) == (111, 444)
-    # all three workloads share the /18 of us-east-1a: 16384 - 5 = 16379 usable;
-    # (4 + 2 + 2 rollout + 2) nodes * 111 = 1110 needed.
+    # efa-only layout: card 0 holds 2 interfaces (primary ENA + efa-only 0/1), so the VPC CNI
+    # has 1 ENI of 50 addresses: node IP + 49 pod IPs = 50 per node, 4 nodes -> 200.
+    assert (w["ip_addresses_per_node"], w["ip_addresses"]) == (50, 200)
+    assert (w["kubelet_max_pods"], w["pod_ip_capacity"]) == (2 * 49 + 2, 49)
+    # g6e.48xlarge: "400 Gigabit" (its four cards each repeat 400; not 1,600).
+    rollout = _workload(default_json, "post_training.rollout")
+    assert rollout["efa_bandwidth_gbps_per_node"] == 400
+    # card 0 max 10 ENIs, one taken by efa-only: 9 ENIs x 50 = 450 addresses per node.
+    assert rollout["ip_addresses_per_node"] == 450
+    # inference autoscales to max_instance_count = 4: counted at 4, not at 2.
+    inference = _workload(default_json, "inference")
+    assert (inference["max_nodes"], inference["ip_addresses"]) == (4, 4 * 450)
+    # all workloads share the /18 of us-east-1a: 16384 - 5 = 16379 usable;
+    # nodes 4*50 + 2*150 (p5en: 3 ENIs) + 2*450 + 4*450 = 3200, plus the other addresses.
     subnet = default_json["subnet"]
-    assert (subnet["prefix"], subnet["usable"], subnet["required"]) == (18, 16379, 1110)
+    other = sum(o["addresses"] for o in subnet["other"])
+    assert (subnet["prefix"], subnet["usable"], subnet["required"]) == (18, 16379, 3200 + other)
+    assert {"what": "interface endpoints", "addresses": 12} in subnet["other"]
 
 
 def test_default_pretraining_fsx_is_the_hand_computed_sizing(default_json: dict) -> None:  # type: ignore[type-arg]
@@ -155,14 +165,13 @@ def test_plan_agrees_with_the_floor_1_functions() -> None:
     return for the same profile."""
     profile = load_profile(DEFAULT_PROFILE)
     plan = build_plan(profile, load_prices())
-    prefix = private_subnet_prefix(profile.platform.vpc_cidr)
-    used = 0
     rows = {planned.name: planned for planned in plan.workloads}
     rollout = profile.post_training.rollout
-    used += rollout.instance_count * ip_addresses_per_node(
-        get_instance_type(rollout.instance_type), EfaLayout.EFA_ONLY, KUBERNETES_POD_IPS_PER_NODE
+    assert rows["post_training.rollout"].ip_addresses == rollout.instance_count * (
+        node_addressing(
+            get_instance_type(rollout.instance_type), EfaLayout.EFA_ONLY, vpc_cni=True
+        ).per_node
     )
-    assert rows["post_training.rollout"].ip_addresses == used
     for workload in profile.enabled_workloads:
         planned = rows[workload.name]
         spec = get_instance_type(workload.instance_type)
@@ -170,16 +179,10 @@ def test_plan_agrees_with_the_floor_1_functions() -> None:
         assert planned.efa_interfaces_per_node == efa_interface_count(
             efa_interface_layout(spec, layout)
         )
-        budget = check_ip_budget(
-            node_count=workload.instance_count,
-            spec=spec,
-            layout=layout,
-            subnet_cidr=prefix,
-            pod_ips_per_node=pod_ips_per_node(workload),
-            other_addresses=used,
-        )
-        used += budget.required
-        assert planned.ip_addresses == budget.required
+        assert planned.efa_bandwidth_gbps_per_node == spec.network_performance_gbps
+        per_node = node_addressing(spec, layout, vpc_cni=True).per_node
+        nodes = max(workload.instance_count, workload.max_instance_count or 0)
+        assert planned.ip_addresses == nodes * per_node
         request = fsx_sizing_request(workload.storage)
         if request is not None:
             sized = size_fsx_lustre(request)
@@ -189,7 +192,10 @@ def test_plan_agrees_with_the_floor_1_functions() -> None:
             assert planned.storage.checkpoint_write_seconds == pytest.approx(
                 sized.checkpoint_write_seconds
             )
-    assert plan.subnet.required == used
+    assert plan.subnet.required == sum(w.ip_addresses for w in plan.workloads) + sum(
+        n for _, n in plan.subnet.fixed
+    )
+    assert private_subnet_prefix(profile.platform.vpc_cidr) == plan.subnet.prefix
 
 
 def test_builtin_fsx_prices_match_the_sizing_prices() -> None:
@@ -201,8 +207,10 @@ def test_builtin_fsx_prices_match_the_sizing_prices() -> None:
 
 
 def test_ip_budget_shortfall_fails_with_exit_1(tmp_path: Path) -> None:
-    # /20 VPC -> /22 node subnet: 1024 - 5 = 1019 usable. The profile check counts 110 pod IPs:
-    # 4 * (1 + 110) = 444 fits. With 300 pod IPs per node: 4 * 301 = 1204 > 1019, short by 185.
+    # /20 VPC -> /22 node subnet: 1024 - 5 = 1019 usable. By the VPC CNI's arithmetic a p5 node
+    # with the efa-only layout takes 50 addresses: 4 * 50 = 200 plus 12 endpoints, 8 EKS
+    # control plane, 240 system nodes, 1 scraper and 3 FSx (1,200 GiB) = 464: fits. With 300
+    # pods per node wanted the CNI still has only 49 addresses: the count stays 50 per node.
     config = write_profile(
         tmp_path,
         PLATFORM.replace("availability_zones", 'vpc_cidr = "10.0.0.0/20"\navailability_zones')
@@ -213,13 +221,29 @@ instance_type = "p5.48xlarge"
 instance_count = 4
 """,
     )
-    result = run("plan", "--config", config, "--json", "--pod-ips-per-node", "300")
+    doc = json.loads(run("plan", "--config", config, "--json").out)
+    expected = {"prefix": 22, "usable": 1019, "required": 464, "fits": True}
+    assert doc["subnet"] | expected == doc["subnet"]
+    capped = json.loads(run("plan", "--config", config, "--json", "--pod-ips-per-node", "300").out)
+    assert capped["subnet"]["required"] == 464
+    # 20 nodes: 20 * 50 + 264 = 1264 > 1019, short by 245.
+    big = write_profile(
+        tmp_path,
+        PLATFORM.replace("availability_zones", 'vpc_cidr = "10.0.0.0/20"\navailability_zones')
+        + """
+[pretraining]
+enabled = true
+instance_type = "p5.48xlarge"
+instance_count = 20
+""",
+    )
+    result = run("plan", "--config", big, "--json")
     assert result.code == 1
     doc = json.loads(result.out)
-    expected = {"prefix": 22, "usable": 1019, "required": 1204, "fits": False, "free": -185}
-    assert doc["subnet"] | expected == doc["subnet"]
-    assert any("short by 185" in p for p in doc["problems"])
-    assert run("plan", "--config", config).code == 0  # the profile's own count fits
+    assert doc["subnet"] | {"required": 1264, "fits": False, "free": -245} == doc["subnet"]
+    (problem,) = doc["problems"]
+    assert "short by 245" in problem and "pretraining 20 x 50 = 1,000" in problem
+    assert "Fix:" in problem and "platform.vpc_cidr a /19" in problem
 
 
 def test_unknown_peak_flops_is_said_not_guessed(tmp_path: Path) -> None:

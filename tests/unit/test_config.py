@@ -399,20 +399,24 @@ def test_training_plan_arn_form_is_checked() -> None:
 def test_all_workloads_must_fit_the_gpu_subnet() -> None:
     data = profile_with(
         **{
-            "platform.vpc_cidr": "10.0.0.0/24",
+            "platform.vpc_cidr": "10.0.0.0/22",
             "pretraining.instance_count": 2,
             "inference.enabled": True,
             "inference.instance_type": "g6e.48xlarge",
             "inference.instance_count": 1,
+            "inference.max_instance_count": 2,
         }
     )
     (problem,) = check_ip_budget_of(parse_profile(data))
-    # a /24 VPC gives /26 private subnets: 64 - 5 reserved = 59 usable addresses, while each
-    # EKS node needs 1 interface address + 110 pod addresses.
-    assert problem.startswith("platform.vpc_cidr: the private subnet in us-west-2b holds")
-    assert "pretraining 222, inference 111" in problem
-    assert "/26 has only 59 usable" in problem
-    assert "222 of them needed elsewhere" in problem or "111 of them needed elsewhere" in problem
+    # a /22 VPC gives /24 private subnets: 256 - 5 reserved = 251 usable addresses. Each p5
+    # node takes 50 (VPC CNI: one card-0 ENI), each g6e.48xlarge 450 (9 ENIs), and inference
+    # is counted at its autoscaling maximum of 2.
+    assert problem.startswith("platform.vpc_cidr: the private subnet /24 in us-west-2b")
+    assert "pretraining 2 x 50 = 100" in problem
+    assert "inference 2 x 450 = 900" in problem
+    assert "has 251 usable" in problem
+    assert "interface endpoints 12" in problem
+    assert "Fix:" in problem
 
 
 def test_rollout_group_belongs_to_post_training() -> None:

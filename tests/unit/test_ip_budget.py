@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from fm_constructs.catalog import get_instance_type
+from fm_constructs.catalog import InstanceSpec, all_instance_types, get_instance_type
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.ip_budget import (
     check_ip_budget,
     ip_addresses_per_node,
+    node_addressing,
     smallest_prefix_for,
 )
 
 P5 = get_instance_type("p5.48xlarge")
 P6_B300 = get_instance_type("p6-b300.48xlarge")
+P4D = get_instance_type("p4d.24xlarge")
 
 
 def test_addresses_per_node_by_layout() -> None:
@@ -93,3 +95,76 @@ def test_invalid_subnets(cidr: str | int) -> None:
 def test_negative_counts_reported_together() -> None:
     with pytest.raises(FmValidationError, match="2 problems"):
         check_ip_budget(node_count=-1, spec=P5, layout=None, subnet_cidr="/20", other_addresses=-3)
+
+
+# --- VPC CNI arithmetic -------------------------------------------------------------------
+
+
+EFA_SPECS = [spec for spec in all_instance_types() if spec.efa_supported]
+
+
+@pytest.mark.parametrize(
+    ("name", "pod_ips", "max_pods"),
+    [
+        # (card-0 max - efa-only on card 0) x (IPv4 per ENI - 1); kubelet: card-0 max x (.. - 1) + 2
+        ("p5.48xlarge", 49, 100),
+        ("p5e.48xlarge", 49, 100),
+        ("trn2.48xlarge", 49, 100),
+        ("trn2.3xlarge", 14, 30),
+        ("p5en.48xlarge", 147, 198),
+        ("p6-b200.48xlarge", 147, 198),
+        ("p6-b300.48xlarge", 196, 198),  # card 0 is ENA-only: no efa-only slot on it
+        ("p4d.24xlarge", 686, 737),
+        ("g6e.48xlarge", 441, 492),
+    ],
+)
+def test_pod_addresses_follow_the_vpc_cni(name: str, pod_ips: int, max_pods: int) -> None:
+    addressing = node_addressing(get_instance_type(name), EfaLayout.EFA_ONLY, vpc_cni=True)
+    assert (addressing.pod_ip_capacity, addressing.kubelet_max_pods) == (pod_ips, max_pods)
+
+
+@pytest.mark.parametrize("layout", list(EfaLayout))
+@pytest.mark.parametrize("spec", EFA_SPECS, ids=[s.name for s in EFA_SPECS])
+def test_every_type_and_layout_against_the_cni_formula(
+    spec: InstanceSpec, layout: EfaLayout
+) -> None:
+    if layout is EfaLayout.EFA_ONLY and not spec.efa_only_supported:
+        pytest.skip("efa-only not accepted by this type")
+    card0 = spec.network_card(0)
+    per_eni = spec.ipv4_addresses_per_interface - 1
+    # efa-only sits at card 0 / device 1 whenever card 0 has EFA (EFA_ONLY layout).
+    efa_only_on_card0 = int(layout is EfaLayout.EFA_ONLY and card0.efa_supported)
+    enis = card0.max_interfaces - efa_only_on_card0
+    # interfaces with an address off card 0: legacy efa on every other EFA card.
+    other_ips = (
+        len([c for c in spec.efa_card_indexes if c != 0]) if layout is EfaLayout.LEGACY else 0
+    )
+    addressing = node_addressing(spec, layout, vpc_cni=True)
+    assert addressing.cni_enis == enis
+    assert addressing.pod_ip_capacity == enis * per_eni
+    assert addressing.kubelet_max_pods == card0.max_interfaces * per_eni + 2
+    # A full node: every ENI the CNI may attach, each filled: enis x IPv4 per interface.
+    assert addressing.per_node == enis * spec.ipv4_addresses_per_interface + other_ips
+    # Slurm: no pod addresses, only the interfaces.
+    assert node_addressing(spec, layout, vpc_cni=False).per_node == 1 + other_ips
+
+
+def test_few_pods_need_fewer_enis_plus_the_warm_one() -> None:
+    # p4d: 10 pods fit the primary ENI; WARM_ENI_TARGET=1 attaches one more, filled:
+    # node IP + 49 + (1 + 49) = 100.
+    addressing = node_addressing(P4D, EfaLayout.EFA_ONLY, vpc_cni=True, pods_per_node=10)
+    assert addressing.per_node == 100
+
+
+def test_prefix_delegation_counts_whole_prefixes() -> None:
+    # p5 efa-only: 1 ENI of 49 /28 prefixes = 784 addresses; kubelet capped at 250 (>30 vCPUs).
+    addressing = node_addressing(P5, EfaLayout.EFA_ONLY, vpc_cni=True, prefix_delegation=True)
+    assert addressing.pod_ip_capacity == 49 * 16
+    assert addressing.kubelet_max_pods == 250
+    assert addressing.per_node == 1 + 49 * 16
+    assert addressing.pods_without_address == 0
+
+
+def test_pods_beyond_the_cni_capacity_are_reported() -> None:
+    addressing = node_addressing(P5, EfaLayout.EFA_ONLY, vpc_cni=True)
+    assert addressing.pods_without_address == 100 - 2 - 49
