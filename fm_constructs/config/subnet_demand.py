@@ -69,7 +69,7 @@ class SubnetDemand:
 
     @property
     def addresses(self) -> int:
-        return 2 ** (32 - self.prefix)
+        return int(2 ** (32 - self.prefix))
 
     @property
     def usable(self) -> int:
