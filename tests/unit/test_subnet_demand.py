@@ -73,4 +73,4 @@ def test_system_node_allowance_matches_ec2_data() -> None:
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         network = json.load(handle)["m7i.xlarge"]["NetworkInfo"]
     per_node = network["MaximumNetworkInterfaces"] * network["Ipv4AddressesPerInterface"]
-    assert EKS_SYSTEM_NODE_ADDRESSES == 4 * per_node  # up to 2 x 2 system nodes
+    assert 4 * per_node == EKS_SYSTEM_NODE_ADDRESSES  # up to 2 x 2 system nodes
