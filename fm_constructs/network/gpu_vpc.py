@@ -12,6 +12,7 @@ from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
+from fm_constructs.policy import logs_encryption_key
 
 MAX_ZONES = 3
 
@@ -125,6 +126,7 @@ class GpuClusterVpc(Construct):
             self,
             "FlowLogs",
             retention=flow_log_retention,
+            encryption_key=logs_encryption_key(self),
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.vpc.add_flow_log(

@@ -27,6 +27,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.observability.data import as_paths, dashboard_uids, shipped_dashboard_files
 from fm_constructs.observability.grafana import GrafanaWorkspace
 from fm_constructs.observability.prometheus import IPrometheusWorkspace
+from fm_constructs.policy import logs_encryption_key
 
 HANDLER_DIR = Path(__file__).parent / "grafana_provisioner"
 PROVISIONER_RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -93,7 +94,11 @@ class GrafanaDashboards(Construct):
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
 
         self.log_group = logs.LogGroup(
-            self, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
+            self,
+            "FunctionLogs",
+            retention=log_retention,
+            encryption_key=logs_encryption_key(self),
+            removal_policy=RemovalPolicy.DESTROY,
         )
         self.role = iam.Role(
             self,

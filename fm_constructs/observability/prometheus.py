@@ -18,6 +18,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fm_constructs.errors import Problems
+from fm_constructs.policy import logs_encryption_key
 
 #: Actions a Prometheus-compatible query client (Grafana, scripts) needs on a workspace.
 QUERY_ACTIONS = ("aps:QueryMetrics", "aps:GetSeries", "aps:GetLabels", "aps:GetMetricMetadata")
@@ -145,7 +146,11 @@ class PrometheusWorkspace(_WorkspaceBase):
             removal_policy=removal_policy,
         )
         self.log_group: logs.ILogGroup = log_group or logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=removal_policy
+            self,
+            "Logs",
+            retention=log_retention,
+            encryption_key=logs_encryption_key(self),
+            removal_policy=removal_policy,
         )
         self.resource = aps.CfnWorkspace(
             self,

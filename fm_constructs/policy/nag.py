@@ -6,14 +6,20 @@ scope, with a reason, through :func:`acknowledge`.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, App, Validations
+from aws_cdk import Acknowledgment, App, Aspects, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
+from fm_constructs.policy.lambda_concurrency import LambdaConcurrencyReasons
+from fm_constructs.policy.log_encryption import EncryptLogGroups
+
 
 def enable_nag(app: App) -> None:
-    """Run the AwsSolutions rule pack over every stack of ``app`` when it synthesizes."""
+    """Run the AwsSolutions rule pack over every stack of ``app`` when it synthesizes, and
+    the guard aspects (:class:`LambdaConcurrencyReasons`, :class:`EncryptLogGroups`)."""
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    Aspects.of(app).add(LambdaConcurrencyReasons())
+    Aspects.of(app).add(EncryptLogGroups())
 
 
 def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:

@@ -57,12 +57,25 @@ class DataRepositoryAssociation:
     imported_file_chunk_size_mib: int | None = None
 
 
-def default_associations() -> tuple[DataRepositoryAssociation, ...]:
-    """What a training user expects: datasets flow in from S3, checkpoints both ways."""
+#: Checkpoint events exported by default: new and changed files. A file deleted on Lustre
+#: (checkpoint rotation, ``rm -rf`` by mistake) stays in S3, the durable copy.
+CHECKPOINT_EXPORT_EVENTS: tuple[S3Event, ...] = (S3Event.NEW, S3Event.CHANGED)
+
+
+def default_associations(
+    *, export_checkpoint_deletes: bool = False
+) -> tuple[DataRepositoryAssociation, ...]:
+    """What a training user expects: datasets flow in from S3, checkpoints both ways.
+
+    Deletes on ``/checkpoints`` reach S3 only with ``export_checkpoint_deletes=True``: without
+    it, freeing Lustre space never removes the durable copy (release file data with
+    ``lfs hsm_release`` instead; docs/operations/checkpoints.md).
+    """
+    exports = ALL_EVENTS if export_checkpoint_deletes else CHECKPOINT_EXPORT_EVENTS
     return (
         DataRepositoryAssociation(file_system_path="/datasets", import_events=ALL_EVENTS),
         DataRepositoryAssociation(
-            file_system_path="/checkpoints", import_events=ALL_EVENTS, export_events=ALL_EVENTS
+            file_system_path="/checkpoints", import_events=ALL_EVENTS, export_events=exports
         ),
     )
 
@@ -236,10 +249,12 @@ def create_associations(
 ) -> Mapping[str, fsx.CfnDataRepositoryAssociation]:
     """One ``AWS::FSx::DataRepositoryAssociation`` per association, keyed by normalized path.
 
-    Each depends only on the file system (through ``file_system_id``), so associations are
-    created in parallel once it exists.
+    Each waits for the one before it: FSx processes association changes of one file system one
+    at a time, and parallel creates fail intermittently (hashicorp/terraform-provider-aws#24678,
+    aws/aws-parallelcluster#6649).
     """
     created: dict[str, fsx.CfnDataRepositoryAssociation] = {}
+    previous: fsx.CfnDataRepositoryAssociation | None = None
     for assoc in associations:
         normalized = normalize_file_system_path(assoc.file_system_path)
         s3_config = fsx.CfnDataRepositoryAssociation.S3Property(
@@ -269,6 +284,9 @@ def create_associations(
             imported_file_chunk_size=assoc.imported_file_chunk_size_mib,
             s3=s3_config if (assoc.import_events or assoc.export_events) else None,
         )
+        if previous is not None:
+            created[normalized].node.add_dependency(previous)
+        previous = created[normalized]
     return created
 
 

@@ -2,9 +2,11 @@
 
 Encrypted with a customer-managed KMS key (S3 Bucket Key on, so KMS request costs stay flat
 when millions of shards and checkpoint files are read), versioned so an overwritten or deleted
-checkpoint can be recovered, TLS-only, never public, with server access logs. Noncurrent
-checkpoint versions expire so versioning does not silently double the bill of every run that
-overwrites its checkpoints.
+checkpoint can be recovered, TLS-only, never public, with server access logs (to a versioned
+log bucket). Noncurrent checkpoint versions expire so versioning does not silently double the
+bill of every run that overwrites its checkpoints, but the newest ``checkpoints_to_keep``
+noncurrent versions of every object are kept whatever their age, so the last checkpoints stay
+recoverable even when a run overwrites or deletes them.
 """
 
 from __future__ import annotations
@@ -25,8 +27,26 @@ from fm_constructs.policy import acknowledge
 FSX_S3_ACCESS_ROLE_PATH = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
 FSX_S3_ACCESS_ROLE_PREFIX = "AWSServiceRoleForFSxS3Access_"
 
+#: Why the FSx statement of the data key names "any principal" (kept next to the resource as
+#: a Checkov suppression): FSx reads a linked bucket with a service-linked role per file system
+#: that exists only after the first association, and a key policy cannot name a principal
+#: that does not exist; the statement is limited to that role path, this account, S3 in this
+#: Region and S3 encryption contexts. It cannot name the bucket: the bucket references the key,
+#: and a reference back is a dependency cycle; a fixed bucket name would collide on redeploy.
+FSX_KEY_STATEMENT_REASON = (
+    "Principal * is limited by aws:PrincipalArn to this account's AWSServiceRoleForFSxS3Access_* "
+    "service-linked roles (created per file system at its first association, so they cannot be "
+    "named), kms:CallerAccount, kms:ViaService s3 in this Region and the S3 encryption context."
+)
+
 #: Key prefix of the data bucket's server access logs in the log bucket.
 ACCESS_LOG_PREFIX = "data-bucket/"
+
+#: Noncurrent versions of each checkpoint object kept whatever their age (the FSx sizing
+#: default of complete checkpoints kept on Lustre, plus the one being written).
+DEFAULT_CHECKPOINTS_TO_KEEP = 3
+#: S3 lifecycle NewerNoncurrentVersions upper bound.
+MAX_NEWER_NONCURRENT_VERSIONS = 100
 
 #: Incomplete multipart uploads (interrupted checkpoint or dataset uploads) are aborted after:
 ABORT_INCOMPLETE_MULTIPART_UPLOAD_DAYS = 7
@@ -114,6 +134,7 @@ class DataBucket(_DataBucketBase):
         encryption_key: kms.IKey | None = None,
         access_logs_bucket: s3.IBucket | None = None,
         noncurrent_version_expiration_days: int = 30,
+        checkpoints_to_keep: int = DEFAULT_CHECKPOINTS_TO_KEEP,
         checkpoint_prefix: str = "checkpoints/",
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
@@ -129,6 +150,17 @@ class DataBucket(_DataBucketBase):
                 noncurrent_version_expiration_days,
                 "must be a whole number of days >= 1 (S3 lifecycle rules need a positive "
                 "NoncurrentDays)",
+            )
+        if not Token.is_unresolved(checkpoints_to_keep) and (
+            isinstance(checkpoints_to_keep, bool)
+            or not isinstance(checkpoints_to_keep, int)
+            or not 1 <= checkpoints_to_keep <= MAX_NEWER_NONCURRENT_VERSIONS
+        ):
+            problems.add(
+                "checkpoints_to_keep",
+                checkpoints_to_keep,
+                f"must be a whole number from 1 to {MAX_NEWER_NONCURRENT_VERSIONS} (S3 "
+                "NewerNoncurrentVersions)",
             )
         if not Token.is_unresolved(checkpoint_prefix) and (
             not checkpoint_prefix or checkpoint_prefix.startswith("/")
@@ -162,6 +194,15 @@ class DataBucket(_DataBucketBase):
                 block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
                 object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
                 enforce_ssl=True,
+                versioned=True,
+                lifecycle_rules=[
+                    s3.LifecycleRule(
+                        id="ExpireNoncurrentLogs",
+                        noncurrent_version_expiration=Duration.days(
+                            noncurrent_version_expiration_days
+                        ),
+                    )
+                ],
                 removal_policy=removal_policy,
             )
             acknowledge(
@@ -196,6 +237,7 @@ class DataBucket(_DataBucketBase):
                     id="ExpireNoncurrentCheckpoints",
                     prefix=checkpoint_prefix,
                     noncurrent_version_expiration=Duration.days(noncurrent_version_expiration_days),
+                    noncurrent_versions_to_retain=checkpoints_to_keep,
                     expired_object_delete_marker=True,
                 ),
             ],
@@ -208,6 +250,19 @@ class DataBucket(_DataBucketBase):
         if encryption_key is None:
             result = self.key.add_to_resource_policy(self.fsx_data_repository_key_statement(self))
             self.key_allows_fsx_data_repositories = bool(result.statement_added)
+            cfn_key = created_key.node.default_child
+            assert isinstance(cfn_key, kms.CfnKey)
+            cfn_key.add_metadata(
+                "checkov",
+                {
+                    "skip": [
+                        {
+                            "id": "CKV_AWS_33",
+                            "comment": FSX_KEY_STATEMENT_REASON,
+                        }
+                    ]
+                },
+            )
 
     def _configure_access_logging(self, prefix: str) -> None:
         """Send server access logs to the log bucket, allowed by a bucket policy.

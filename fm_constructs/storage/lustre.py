@@ -34,6 +34,7 @@ from fm_constructs.planning.fsx_sizing import (
     check_lustre_settings,
     size_fsx_lustre,
 )
+from fm_constructs.policy import logs_encryption_key
 from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
     check_associations,
@@ -50,6 +51,11 @@ LUSTRE_VERSION = "2.15"
 #: FSx only writes Lustre logs to log groups whose name starts with this prefix.
 FSX_LOG_GROUP_PREFIX = "/aws/fsx/"
 MAX_BACKUP_RETENTION_DAYS = 90
+#: Daily backups of a persistent file system without data repository associations. With
+#: associations the default is 0: FSx does not back up file systems linked to S3 ("File system
+#: backups aren't supported on file systems that are linked to an Amazon S3 data repository",
+#: FSx for Lustre User Guide; aws-parallelcluster's fsx_validators rejects the combination).
+#: S3 is then the durable copy.
 DEFAULT_BACKUP_RETENTION_DAYS = 7
 _DAILY_TIME = re.compile(r"^([01]\d|2[0-3]):?([0-5]\d)$")
 _WEEKLY_TIME = re.compile(r"^[1-7]:([01]\d|2[0-3]):?([0-5]\d)$")
@@ -80,6 +86,27 @@ def _allow(
         source.add_egress_rule(target, port, description, True)
 
 
+def _explicit_egress(
+    scope: Construct, source: ec2.ISecurityGroup, target: ec2.ISecurityGroup, description: str
+) -> None:
+    """All-traffic egress from ``source`` to ``target`` as its own rule resource, whatever
+    ``source.allow_all_outbound`` claims (CDK drops egress rules on groups that claim it, and
+    an imported group's real egress may be restricted). FSx checks these rules when it creates
+    an EFA-enabled file system ("all inbound and outbound traffic to and from the security
+    group itself and the security group of the clients")."""
+    construct_id = f"EfaEgressTo{Names.node_unique_id(target.node)}"
+    if scope.node.try_find_child(construct_id) is not None:
+        return
+    ec2.CfnSecurityGroupEgress(
+        scope,
+        construct_id,
+        group_id=source.security_group_id,
+        ip_protocol="-1",
+        destination_security_group_id=target.security_group_id,
+        description=description,
+    )
+
+
 class LustreConnections(ec2.Connections):
     """``ec2.Connections`` whose default-port helpers open *every* port Lustre clients need.
 
@@ -92,9 +119,19 @@ class LustreConnections(ec2.Connections):
     ``fs.allow_clients(nodes)``) instead.
     """
 
-    def __init__(self, *, security_groups: Sequence[ec2.ISecurityGroup], efa_enabled: bool) -> None:
+    def __init__(
+        self,
+        *,
+        security_groups: Sequence[ec2.ISecurityGroup],
+        efa_enabled: bool,
+        explicit_egress_scope: Construct | None = None,
+    ) -> None:
         super().__init__(security_groups=list(security_groups), default_port=LUSTRE_PORTS[0])
         self._efa_enabled = efa_enabled
+        #: Groups passed in (``security_group=``) may restrict egress whatever their
+        #: ``allow_all_outbound`` says: EFA's egress rules are then written explicitly, as
+        #: resources under this scope (the file system's construct).
+        self._egress_scope = explicit_egress_scope
 
     def allow_default_port_from(
         self, other: ec2.IConnectable, description: str | None = None
@@ -113,12 +150,16 @@ class LustreConnections(ec2.Connections):
                     _allow(client, server, all_traffic, description or "EFA from clients")
                     # Ingress on the client's own group, kept in the client's stack.
                     client.add_ingress_rule(server, all_traffic, description or "EFA to clients")
+                    if self._egress_scope is not None:
+                        _explicit_egress(self._egress_scope, server, client, "EFA to clients")
 
     def allow_default_port_internally(self, description: str | None = None) -> None:
         ports = [*LUSTRE_PORTS, ec2.Port.all_traffic()] if self._efa_enabled else LUSTRE_PORTS
         for group in self.security_groups:
             for port in ports:
                 _allow(group, group, port, description or "Lustre servers")
+            if self._efa_enabled and self._egress_scope is not None:
+                _explicit_egress(self._egress_scope, group, group, "EFA between Lustre servers")
 
     def allow_default_port_from_any_ipv4(self, description: str | None = None) -> None:
         for port in LUSTRE_PORTS:
@@ -135,10 +176,22 @@ class LustreFileSystem(Construct):
     at the deployment type's default tier (250 MB/s/TiB on PERSISTENT_2).
 
     Defaults: Lustre 2.15, LZ4 compression, metadata configuration AUTOMATIC (``metadata_iops``
-    switches to USER_PROVISIONED), a created KMS key with rotation, 7 days of daily backups,
-    Lustre logging (WARN_ERROR) to a created ``/aws/fsx/...`` log group, associations
+    switches to USER_PROVISIONED), a created KMS key with rotation, Lustre logging (WARN_ERROR)
+    to a created ``/aws/fsx/...`` log group encrypted with the stack's logs key, associations
     ``/datasets`` <- ``s3://<bucket>/datasets/`` and ``/checkpoints`` <-> ``s3://<bucket>/
-    checkpoints/``, and Retain on the file system, key and log group.
+    checkpoints/`` (deletes on Lustre are not exported, see :func:`default_associations`), and
+    Retain on the file system, its key and its security group.
+
+    Backups: none with associations (FSx does not back up file systems linked to S3; the bucket
+    is the durable copy, and asking for backups then is an error); 7 days of daily backups
+    without them.
+
+    Teardown: the file system is retained and so is its security group, so deleting the stack
+    leaves both behind instead of failing on a group still in use. The log group is deleted
+    with the stack: its name must be fixed (FSx only logs to ``/aws/fsx/...``), and a retained
+    log group with a fixed name would make the next deploy fail with "already exists". The
+    file system's network interfaces stay in the subnet: delete the file system (after its
+    exports finished) before the stack that owns the VPC (docs/storage.md, "Tear down").
 
     Children (construct ids are a contract): ``Resource`` (the file system), ``Key``,
     ``SecurityGroup``, ``Logs``, ``Associations/<path>`` (``/a/b`` -> ``a::b``).
@@ -219,7 +272,9 @@ class LustreFileSystem(Construct):
                 "use a PERSISTENT deployment type",
             )
         if automatic_backup_retention_days is None:
-            automatic_backup_retention_days = DEFAULT_BACKUP_RETENTION_DAYS if persistent else 0
+            automatic_backup_retention_days = (
+                DEFAULT_BACKUP_RETENTION_DAYS if persistent and not chosen else 0
+            )
         elif not Token.is_unresolved(automatic_backup_retention_days):
             if (
                 isinstance(automatic_backup_retention_days, bool)
@@ -237,6 +292,14 @@ class LustreFileSystem(Construct):
                     "automatic_backup_retention_days",
                     automatic_backup_retention_days,
                     "SCRATCH_2 file systems have no automatic backups; set 0 or leave it unset",
+                )
+            elif chosen and automatic_backup_retention_days > 0:
+                problems.add(
+                    "automatic_backup_retention_days",
+                    automatic_backup_retention_days,
+                    "FSx does not back up file systems linked to S3 with data repository "
+                    "associations (the S3 bucket is the durable copy); set 0 or leave it unset, "
+                    "or pass associations=[] for a file system with backups and no S3 link",
                 )
         if not Token.is_unresolved(daily_backup_start_time_utc) and not _DAILY_TIME.match(
             daily_backup_start_time_utc
@@ -274,16 +337,25 @@ class LustreFileSystem(Construct):
 
         # Security group: Lustre servers talk to each other and to clients on 988, 1018-1023.
         # Outbound stays open (FSx servers call back to clients and reach S3 for associations).
-        self.security_group: ec2.ISecurityGroup = security_group or ec2.SecurityGroup(
-            self,
-            "SecurityGroup",
-            vpc=vpc,
-            description=f"FSx for Lustre {self.node.path}: TCP 988 and 1018-1023"
-            + (", all traffic for EFA" if efa_enabled else ""),
-            allow_all_outbound=True,
-        )
+        if security_group is not None:
+            self.security_group: ec2.ISecurityGroup = security_group
+        else:
+            created_group = ec2.SecurityGroup(
+                self,
+                "SecurityGroup",
+                vpc=vpc,
+                description=f"FSx for Lustre {self.node.path}: TCP 988 and 1018-1023"
+                + (", all traffic for EFA" if efa_enabled else ""),
+                allow_all_outbound=True,
+            )
+            # The retained file system keeps using the group: deleting it with the stack
+            # would fail ("has a dependent object") and leave the stack DELETE_FAILED.
+            created_group.apply_removal_policy(removal_policy)
+            self.security_group = created_group
         self.connections = LustreConnections(
-            security_groups=[self.security_group], efa_enabled=efa_enabled
+            security_groups=[self.security_group],
+            efa_enabled=efa_enabled,
+            explicit_egress_scope=self if security_group is not None else None,
         )
         ids_before = {c.node.id for c in self.security_group.node.children}
         self.connections.allow_default_port_internally()
@@ -305,12 +377,15 @@ class LustreFileSystem(Construct):
             log_configuration = fsx.CfnFileSystem.LogConfigurationProperty(level=log_level.value)
         else:
             log_group_name = f"{FSX_LOG_GROUP_PREFIX}lustre/{Names.unique_id(self)}"
+            # Deleted with the stack (see the class docstring: a retained log group with a
+            # fixed name blocks every later deploy); encrypted with the stack's logs key.
             self.log_group = logs.LogGroup(
                 self,
                 "Logs",
                 log_group_name=log_group_name,
                 retention=log_retention,
-                removal_policy=removal_policy,
+                encryption_key=logs_encryption_key(self),
+                removal_policy=RemovalPolicy.DESTROY,
             )
             # FSx wants the plain log-group ARN (the L2's ARN ends in ':*').
             destination = Stack.of(self).format_arn(

@@ -248,7 +248,11 @@ def test_bucket_lifecycle_rules(variants: Variants) -> None:
                     {
                         "Id": "ExpireNoncurrentCheckpoints",
                         "Prefix": "checkpoints/",
-                        "NoncurrentVersionExpiration": {"NoncurrentDays": 30},
+                        # the newest 3 noncurrent versions stay, whatever their age
+                        "NoncurrentVersionExpiration": {
+                            "NoncurrentDays": 30,
+                            "NewerNoncurrentVersions": 3,
+                        },
                         "ExpiredObjectDeleteMarker": True,
                         "Status": "Enabled",
                     },
@@ -425,12 +429,22 @@ def test_retain_and_pinned_logical_ids(variants: Variants) -> None:
         ("DataAccessLogsC0C25EE4", "AWS::S3::Bucket"),
         ("Fsx636578FC", "AWS::FSx::FileSystem"),
         ("FsxKey83FC2C89", "AWS::KMS::Key"),
-        ("FsxLogsBA5647B5", "AWS::Logs::LogGroup"),
+        # the retained file system keeps using its group: deleting it would fail the stack
+        ("FsxSecurityGroup9CAF7527", "AWS::EC2::SecurityGroup"),
     ]:
         resource = t.to_json()["Resources"][logical_id]
         assert resource["Type"] == resource_type
         assert resource["DeletionPolicy"] == "Retain", logical_id
         assert resource["UpdateReplacePolicy"] == "Retain", logical_id
+    # The log group has a fixed name (FSx logs only to /aws/fsx/...): it goes with its stack,
+    # or a rollback or a redeploy after destroy fails with "already exists".
+    logs = t.to_json()["Resources"]["FsxLogsBA5647B5"]
+    assert logs["DeletionPolicy"] == "Delete"
+    assert (
+        logs["Properties"]["KmsKeyId"]
+        == {"Fn::GetAtt": [Match.string_like_regexp("LogsKey"), "Arn"]}
+        or "Fn::GetAtt" in logs["Properties"]["KmsKeyId"]
+    )
 
 
 # ----------------------------------------------------------------------------- file system
@@ -453,8 +467,9 @@ def test_file_system_defaults(variants: Variants) -> None:
                 "DeploymentType": "PERSISTENT_2",
                 "PerUnitStorageThroughput": 250,
                 "DataCompressionType": "LZ4",
-                "AutomaticBackupRetentionDays": 7,
-                "DailyAutomaticBackupStartTime": "03:00",
+                # linked to S3 by associations: FSx takes no backups; S3 is the durable copy
+                "AutomaticBackupRetentionDays": 0,
+                "DailyAutomaticBackupStartTime": Match.absent(),
                 "WeeklyMaintenanceStartTime": "7:05:00",
                 "MetadataConfiguration": {"Mode": "AUTOMATIC"},
                 "LogConfiguration": {
@@ -547,7 +562,9 @@ def test_scratch_variant(variants: Variants) -> None:
         "MetadataConfiguration",
     ):
         assert absent not in lustre
-    t.resource_count_is("AWS::KMS::Key", 1)  # the data bucket's only
+    keys = t.find_resources("AWS::KMS::Key")
+    # the data bucket's and the stack's log-group key only
+    assert sorted(k.rstrip("0123456789ABCDEF") for k in keys) == ["DataKey", "LogsKey"]
 
 
 def test_sized_variant_uses_the_sizing_result(variants: Variants) -> None:
@@ -592,12 +609,16 @@ def test_default_associations(variants: Variants) -> None:
     assert checkpoints["DataRepositoryPath"] == {
         "Fn::Join": ["", ["s3://", {"Ref": "Data2D4B752F"}, "/checkpoints/"]]
     }
+    # A checkpoint deleted on Lustre (rotation, a mistaken rm) is not deleted from S3.
     assert checkpoints["S3"] == {
         "AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]},
-        "AutoExportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]},
+        "AutoExportPolicy": {"Events": ["NEW", "CHANGED"]},
     }
-    for logical_id in ("FsxAssociationsdatasets0F6327C1", "FsxAssociationscheckpointsA87D56D0"):
-        assert "DependsOn" not in resources[logical_id]  # only the file system, via Ref
+    # FSx handles one association change of a file system at a time: created one by one.
+    assert "DependsOn" not in resources["FsxAssociationsdatasets0F6327C1"]
+    assert resources["FsxAssociationscheckpointsA87D56D0"]["DependsOn"] == [
+        "FsxAssociationsdatasets0F6327C1"
+    ]
     assert set(variants.filesystems["Default"].associations) == {"/datasets", "/checkpoints"}
 
 
@@ -813,6 +834,59 @@ def test_file_system_validation(
         fresh(**kwargs)
 
 
+def test_backups_with_associations_are_refused(fresh: Callable[..., LustreFileSystem]) -> None:
+    with pytest.raises(
+        FmValidationError,
+        match=r"automatic_backup_retention_days: FSx does not back up file systems linked to S3",
+    ):
+        fresh(automatic_backup_retention_days=7)
+
+
+def test_backups_stay_on_without_associations(fresh: Callable[..., LustreFileSystem]) -> None:
+    fs = fresh(associations=[])
+    lustre = Template.from_stack(cdk.Stack.of(fs)).find_resources("AWS::FSx::FileSystem")
+    (config,) = (r["Properties"]["LustreConfiguration"] for r in lustre.values())
+    assert config["AutomaticBackupRetentionDays"] == 7
+    assert config["DailyAutomaticBackupStartTime"] == "03:00"
+
+
+def test_checkpoint_deletes_are_exported_only_when_asked() -> None:
+    from fm_constructs.storage.associations import default_associations
+
+    (_, default) = default_associations()
+    assert list(default.export_events) == [S3Event.NEW, S3Event.CHANGED]
+    (_, asked) = default_associations(export_checkpoint_deletes=True)
+    assert list(asked.export_events) == [S3Event.NEW, S3Event.CHANGED, S3Event.DELETED]
+
+
+def test_imported_group_gets_explicit_efa_egress(fresh: Callable[..., LustreFileSystem]) -> None:
+    stack = cdk.Stack(cdk.App(), "E", env=TEST_ENV)
+    vpc, subnet = _network(stack)
+    # CDK's default for an imported group claims open egress; its real egress may not be.
+    group = ec2.SecurityGroup.from_security_group_id(stack, "Given", "sg-0123456789abcdef0")
+    nodes = ec2.SecurityGroup.from_security_group_id(stack, "Nodes", "sg-0fedcba9876543210")
+    fs = LustreFileSystem(
+        stack,
+        "Fsx",
+        vpc=vpc,
+        subnet=subnet,
+        data_bucket=DataBucket.from_data_bucket_attributes(stack, "Data", bucket_name="bucket-b"),
+        storage_capacity_gib=4800,
+        throughput_mb_s_per_tib=1000,
+        efa_enabled=True,
+        security_group=group,
+    )
+    fs.allow_clients(nodes)
+    egress = Template.from_stack(stack).find_resources("AWS::EC2::SecurityGroupEgress")
+    rules = {
+        (r["Properties"]["GroupId"], r["Properties"]["DestinationSecurityGroupId"])
+        for r in egress.values()
+        if r["Properties"]["IpProtocol"] == "-1"
+    }
+    assert ("sg-0123456789abcdef0", "sg-0123456789abcdef0") in rules  # to itself
+    assert ("sg-0123456789abcdef0", "sg-0fedcba9876543210") in rules  # to the clients
+
+
 def test_scratch_rejects_kms_key(fresh: Callable[..., LustreFileSystem]) -> None:
     stack = cdk.Stack(cdk.App(), "K", env=TEST_ENV)
     key = kms.Key.from_key_arn(stack, "Key", IMPORTED_KEY_ARN)
@@ -915,3 +989,32 @@ def test_data_bucket_validation() -> None:
 def test_mount_point_must_be_absolute(fresh: Callable[..., LustreFileSystem]) -> None:
     with pytest.raises(FmValidationError, match=r"mount_point: must be an absolute path"):
         fresh().mount_command("fsx")
+
+
+def test_access_log_bucket_is_versioned(variants: Variants) -> None:
+    logs = variants.default.to_json()["Resources"]["DataAccessLogsC0C25EE4"]["Properties"]
+    assert logs["VersioningConfiguration"] == {"Status": "Enabled"}
+    (rule,) = logs["LifecycleConfiguration"]["Rules"]
+    assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
+
+
+def test_fsx_key_statement_carries_its_reason_at_the_resource(variants: Variants) -> None:
+    key = variants.default.to_json()["Resources"]["DataKey5F086070"]
+    (skip,) = key["Metadata"]["checkov"]["skip"]
+    assert skip["id"] == "CKV_AWS_33"
+    assert "AWSServiceRoleForFSxS3Access_" in skip["comment"]
+
+
+def test_log_groups_are_encrypted_with_a_key_cloudwatch_logs_may_use(variants: Variants) -> None:
+    t = variants.default.to_json()["Resources"]
+    (group,) = (r for r in t.values() if r["Type"] == "AWS::Logs::LogGroup")
+    key_id = group["Properties"]["KmsKeyId"]["Fn::GetAtt"][0]
+    statements = t[key_id]["Properties"]["KeyPolicy"]["Statement"]
+    (logs,) = (s for s in statements if s.get("Sid") == "AllowCloudWatchLogsOfThisAccount")
+    assert logs["Principal"] == {"Service": "logs.us-east-1.amazonaws.com"}
+    assert logs["Condition"]["ArnLike"]["kms:EncryptionContext:aws:logs:arn"] == {
+        "Fn::Join": [
+            "",
+            ["arn:", {"Ref": "AWS::Partition"}, ":logs:us-east-1:111122223333:log-group:*"],
+        ]
+    }

@@ -1,0 +1,163 @@
+"""Over every synthesized template: retry and redeploy never collide with a retained name,
+every log group is encrypted with a key CloudWatch Logs may use, every retained resource can
+outlive its stack, and every Lambda function has reserved concurrency or a written reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+from tests.stacks.profiles import ROOT, profile_params, synthesize
+
+RETAINED = {"Retain", "RetainExceptOnCreate"}
+#: Resources that cannot be deleted while something still uses them (the stack's deletion then
+#: fails), or whose deletion breaks the retained resource's data (its encryption key).
+BLOCKING_TYPES = {
+    "AWS::EC2::SecurityGroup",
+    "AWS::EC2::Subnet",
+    "AWS::EC2::VPC",
+    "AWS::KMS::Key",
+}
+#: The documented teardown order: retained resources that keep using another stack's resources.
+TEARDOWN_DOC = ROOT / "docs" / "storage.md"
+
+
+def _primary_name_properties(resource_type: str) -> list[str]:
+    """Properties that name the resource (its primaryIdentifier) and that a template can set."""
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", resource_type).schema
+    read_only = set(schema.get("readOnlyProperties", []))
+    return [
+        pointer.removeprefix("/properties/")
+        for pointer in schema.get("primaryIdentifier", [])
+        if pointer not in read_only
+    ]
+
+
+def _refs(node: Any) -> Iterator[str]:
+    """Logical ids ``node`` references through Ref, Fn::GetAtt and ${...} in Fn::Sub."""
+    if isinstance(node, dict):
+        if "Ref" in node and isinstance(node["Ref"], str):
+            yield node["Ref"]
+        if "Fn::GetAtt" in node:
+            target = node["Fn::GetAtt"]
+            yield target[0] if isinstance(target, list) else str(target).split(".")[0]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def _imports(node: Any) -> Iterator[Any]:
+    if isinstance(node, dict):
+        if "Fn::ImportValue" in node:
+            yield node["Fn::ImportValue"]
+        for value in node.values():
+            yield from _imports(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _imports(value)
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_no_retained_resource_has_a_fixed_physical_name(profile: str) -> None:
+    # A retained resource with a fixed name survives a rollback or `cdk destroy`, and the next
+    # deploy then fails with "already exists".
+    offenders = []
+    for stack, template in synthesize(profile).templates.items():
+        for logical_id, resource in template.get("Resources", {}).items():
+            if resource.get("DeletionPolicy") not in RETAINED:
+                continue
+            if resource["Type"].startswith("Custom::"):
+                continue
+            names = _primary_name_properties(resource["Type"])
+            props = resource.get("Properties", {})
+            # A name built from another resource's generated name (a Ref) differs per creation.
+            given = [n for n in names if n in props and not any(_refs(props[n]))]
+            if given:
+                offenders.append(f"{stack}/{logical_id} ({resource['Type']}): {given}")
+    assert offenders == []
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_every_log_group_is_encrypted_with_a_key_logs_may_use(profile: str) -> None:
+    unencrypted = []
+    for stack, template in synthesize(profile).templates.items():
+        resources = template.get("Resources", {})
+        for logical_id, resource in resources.items():
+            if resource["Type"] != "AWS::Logs::LogGroup":
+                continue
+            key = resource["Properties"].get("KmsKeyId")
+            if not (isinstance(key, dict) and "Fn::GetAtt" in key):
+                unencrypted.append(f"{stack}/{logical_id}")
+                continue
+            policy = resources[key["Fn::GetAtt"][0]]["Properties"]["KeyPolicy"]
+            services = [
+                s["Principal"].get("Service")
+                for s in policy["Statement"]
+                if isinstance(s.get("Principal"), dict)
+            ]
+            assert any(str(s).startswith("logs.") for s in services), f"{stack}/{logical_id}"
+    assert unencrypted == []
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_retained_resources_can_outlive_their_stack(profile: str) -> None:
+    """What each retained resource still needs when its stack is deleted.
+
+    Inside its own stack it may only use other retained resources: a deleted dependency that
+    it keeps using (a security group, a key) makes the stack's deletion fail. What it uses
+    from another stack (the VPC's subnets) must be deleted after it, in the order the
+    teardown guide gives.
+    """
+    doc = TEARDOWN_DOC.read_text(encoding="utf-8")
+    for stack, template in synthesize(profile).templates.items():
+        resources = template.get("Resources", {})
+        for logical_id, resource in resources.items():
+            if resource.get("DeletionPolicy") not in RETAINED:
+                continue
+            # What it runs on, not what merely names it: policies and tags that mention a
+            # resource do not keep it in use, nor does a name built from one.
+            ignored = {
+                "KeyPolicy",
+                "PolicyDocument",
+                "Tags",
+                *_primary_name_properties(resource["Type"]),
+            }
+            props = {k: v for k, v in resource.get("Properties", {}).items() if k not in ignored}
+            used = {r for r in _refs(props) if r in resources}
+            deleted = sorted(
+                f"{r} ({resources[r]['Type']})"
+                for r in used
+                if resources[r].get("DeletionPolicy") not in RETAINED
+                and resources[r]["Type"] in BLOCKING_TYPES
+            )
+            assert deleted == [], f"{stack}/{logical_id} keeps using {deleted}"
+            if any(True for _ in _imports(props)):
+                assert f"`{resource['Type']}`" in doc.split("## Tear down", 1)[-1], (
+                    f"{stack}/{logical_id} uses another stack's resources: document when to "
+                    f"delete it in {TEARDOWN_DOC.relative_to(ROOT)}"
+                )
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_every_lambda_has_reserved_concurrency_or_a_reason(profile: str) -> None:
+    missing = []
+    for stack, template in synthesize(profile).templates.items():
+        for logical_id, resource in template.get("Resources", {}).items():
+            if resource["Type"] != "AWS::Lambda::Function":
+                continue
+            if "ReservedConcurrentExecutions" in resource.get("Properties", {}):
+                continue
+            reason = resource.get("Metadata", {}).get("fm:reserved-concurrency")
+            if not (isinstance(reason, str) and len(reason) > 40):
+                missing.append(f"{stack}/{logical_id}")
+    assert missing == []
+
+
+def test_teardown_doc_exists() -> None:
+    assert Path(TEARDOWN_DOC).is_file()
