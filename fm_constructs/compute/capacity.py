@@ -22,12 +22,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from aws_cdk import Token
+from aws_cdk import Fn, Token
 from aws_cdk import aws_ec2 as ec2
 
 from fm_constructs.config.model import CapacityConfig, CapacityKind
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning.capacity_block import CapacityBlockSchedule, check_capacity_block_times
 from fm_constructs.planning.capacity_ids import (
+    check_placement_group_arn,
     check_reservation_id,
     check_resource_group_arn,
     check_training_plan_arn,
@@ -52,8 +54,17 @@ class CapacitySource:
 
     ``availability_zone``, ``instance_count`` and ``instance_type`` describe the reservation
     when known; they power the synth-time checks. ``managed_placement`` says the reservation
-    already decides where instances land (an ODCR created in a cluster placement group, or
-    capacity AWS set aside for a cluster), so no second placement group is added.
+    already decides where instances land (capacity AWS set aside for a cluster), so no second
+    placement group is added. ``placement_group_arn``: the cluster placement group an ODCR was
+    created in; instances must launch into that group (EC2 matches a reservation made in a
+    cluster placement group only for instances launched into it), so the launch template uses
+    it and creates none of its own.
+
+    Reserved kinds never fall back to On-Demand: an ODCR's launch template carries the
+    preference ``capacity-reservations-only`` next to its target (without it, a full resource
+    group launches On-Demand instances that are billed on top of the idle reservation), unless
+    ``fall_back_to_on_demand=True``. A Capacity Block cannot fall back (market type
+    ``capacity-block``).
     """
 
     kind: CapacityKind
@@ -64,6 +75,11 @@ class CapacitySource:
     instance_count: int | None = None
     instance_type: str | None = None
     managed_placement: bool = False
+    placement_group_arn: str | None = None
+    fall_back_to_on_demand: bool = False
+    #: Capacity Block only: its start and end (ISO 8601 UTC), for the scheduled scaling.
+    start_time: str | None = None
+    end_time: str | None = None
 
     # ---- constructors -----------------------------------------------------------------------
 
@@ -81,8 +97,15 @@ class CapacitySource:
         instance_count: int | None = None,
         instance_type: str | None = None,
         managed_placement: bool = False,
+        placement_group_arn: str | None = None,
+        fall_back_to_on_demand: bool = False,
     ) -> CapacitySource:
-        """A targeted On-Demand Capacity Reservation: a ``cr-`` id or a resource group ARN."""
+        """A targeted On-Demand Capacity Reservation: a ``cr-`` id or a resource group ARN.
+
+        ``placement_group_arn``: the cluster placement group the reservation was created in.
+        ``fall_back_to_on_demand``: let EC2 launch On-Demand instances when the reservation
+        (or group) is full, instead of failing the launch.
+        """
         return CapacitySource(
             kind=CapacityKind.ODCR,
             reservation_id=reservation_id,
@@ -91,6 +114,8 @@ class CapacitySource:
             instance_count=instance_count,
             instance_type=instance_type,
             managed_placement=managed_placement,
+            placement_group_arn=placement_group_arn,
+            fall_back_to_on_demand=fall_back_to_on_demand,
         )
 
     @staticmethod
@@ -100,14 +125,23 @@ class CapacitySource:
         availability_zone: str | None = None,
         instance_count: int | None = None,
         instance_type: str | None = None,
+        start_time: str | None = None,
+        end_time: str | None = None,
     ) -> CapacitySource:
-        """An EC2 Capacity Block for ML (its ``cr-`` reservation id)."""
+        """An EC2 Capacity Block for ML (its ``cr-`` reservation id).
+
+        With ``start_time`` and ``end_time`` (ISO 8601 UTC, the reservation's StartDate and
+        EndDate) node groups scale to the block's size at its start and to zero 40 minutes
+        before its end (:mod:`fm_constructs.planning.capacity_block`).
+        """
         return CapacitySource(
             kind=CapacityKind.CAPACITY_BLOCK,
             reservation_id=reservation_id,
             availability_zone=availability_zone,
             instance_count=instance_count,
             instance_type=instance_type,
+            start_time=start_time,
+            end_time=end_time,
         )
 
     @staticmethod
@@ -141,6 +175,8 @@ class CapacitySource:
                 availability_zone=zone,
                 instance_count=count,
                 instance_type=instance_type,
+                placement_group_arn=config.placement_group_arn,
+                fall_back_to_on_demand=config.fall_back_to_on_demand,
             )
         if config.kind is CapacityKind.CAPACITY_BLOCK:
             return CapacitySource.capacity_block(
@@ -148,6 +184,8 @@ class CapacitySource:
                 availability_zone=zone,
                 instance_count=count,
                 instance_type=instance_type,
+                start_time=config.start_time,
+                end_time=config.end_time,
             )
         if config.kind is CapacityKind.TRAINING_PLAN:
             return CapacitySource.training_plan(
@@ -196,6 +234,21 @@ class CapacitySource:
             problems.add(
                 "training_plan_arn", self.training_plan_arn, "only a training plan takes one"
             )
+        if kind is CapacityKind.CAPACITY_BLOCK:
+            times = Problems(field_prefix="")
+            check_capacity_block_times(times, self.start_time, self.end_time)
+            problems.extend(times)
+        elif self.start_time is not None or self.end_time is not None:
+            problems.add_message("start_time / end_time: only a Capacity Block has them")
+        if kind is not CapacityKind.ODCR:
+            for field, value, default in (
+                ("placement_group_arn", self.placement_group_arn, None),
+                ("fall_back_to_on_demand", self.fall_back_to_on_demand, False),
+            ):
+                if value != default:
+                    problems.add(field, value, "only an ODCR takes one")
+        if _known(self.placement_group_arn):
+            check_placement_group_arn(problems, str(self.placement_group_arn))
         if _known(self.reservation_id):
             check_reservation_id(problems, str(self.reservation_id))
         if _known(self.resource_group_arn):
@@ -294,10 +347,21 @@ class CapacitySource:
     @property
     def allows_placement_group(self) -> bool:
         """False for Capacity Blocks and reservations with their own placement: adding a
-        cluster placement group on top fails with insufficient capacity."""
+        cluster placement group on top fails with insufficient capacity (an ODCR made in a
+        placement group brings that group: :attr:`placement_group_name`)."""
         if self.kind is CapacityKind.CAPACITY_BLOCK:
             return False
-        return not self.managed_placement
+        return not (self.managed_placement or self.placement_group_arn)
+
+    @property
+    def placement_group_name(self) -> str | None:
+        """Name of the reservation's own cluster placement group (from its ARN), or None."""
+        arn = self.placement_group_arn
+        if arn is None:
+            return None
+        if Token.is_unresolved(arn):
+            return Fn.select(1, Fn.split("placement-group/", arn))
+        return arn.split("placement-group/", 1)[1]
 
     def _require_ec2(self, what: str) -> None:
         if self.kind is CapacityKind.TRAINING_PLAN:
@@ -318,11 +382,21 @@ class CapacitySource:
         if self.kind is CapacityKind.ON_DEMAND:
             return None
         return ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
+            capacity_reservation_preference=self.capacity_reservation_preference,
             capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(
                 capacity_reservation_id=self.reservation_id,
                 capacity_reservation_resource_group_arn=self.resource_group_arn,
-            )
+            ),
         )
+
+    @property
+    def capacity_reservation_preference(self) -> str | None:
+        """``capacity-reservations-only`` for an ODCR unless it may fall back to On-Demand
+        (EC2 User Guide, Capacity Reservation groups: without it, instances that do not fit
+        the group's reservations "run using On-Demand capacity"); None otherwise."""
+        if self.kind is CapacityKind.ODCR and not self.fall_back_to_on_demand:
+            return "capacity-reservations-only"
+        return None
 
     def launch_template_instance_market_options(
         self,
@@ -338,6 +412,15 @@ class CapacitySource:
         """EKS managed node group ``CapacityType``: ``CAPACITY_BLOCK`` or ``ON_DEMAND``."""
         self._require_ec2("EKS managed node groups")
         return "CAPACITY_BLOCK" if self.kind is CapacityKind.CAPACITY_BLOCK else "ON_DEMAND"
+
+    @property
+    def capacity_block_schedule(self) -> CapacityBlockSchedule | None:
+        """The block's scaling moments when its times are known (and not tokens)."""
+        if self.kind is not CapacityKind.CAPACITY_BLOCK or not (
+            _known(self.start_time) and _known(self.end_time)
+        ):
+            return None
+        return check_capacity_block_times(Problems(), self.start_time, self.end_time)
 
     @property
     def hyperpod_training_plan_arn(self) -> str | None:

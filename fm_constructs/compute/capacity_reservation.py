@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from aws_cdk import RemovalPolicy, Token
+from aws_cdk import Annotations, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -24,7 +24,13 @@ class OnDemandCapacityReservation(Construct):
 
     ``end_date`` (UTC ``datetime`` or ISO 8601 ``...Z`` string) makes it expire; without one it
     lasts until cancelled. Retained on stack deletion by default: releasing hard-won GPU capacity
-    must be a deliberate act (``removal_policy=RemovalPolicy.DESTROY``).
+    must be a deliberate act (``removal_policy=RemovalPolicy.DESTROY``); a retained reservation
+    keeps billing at the On-Demand rate after ``cdk destroy`` (a synth warning says so).
+
+    ``placement_group``: reserve the capacity inside this cluster placement group, as the EC2
+    guide recommends for clusters ("reserve capacity explicitly in the cluster placement
+    group"); :attr:`capacity_source` then carries the group, and launch templates using it
+    launch into that group and create no second one.
     """
 
     def __init__(
@@ -37,6 +43,7 @@ class OnDemandCapacityReservation(Construct):
         instance_count: int,
         end_date: datetime | str | None = None,
         instance_platform: str = "Linux/UNIX",
+        placement_group: ec2.IPlacementGroup | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -55,7 +62,19 @@ class OnDemandCapacityReservation(Construct):
         ):
             problems.add("instance_count", instance_count, f"must be 1-{MAX_INSTANCE_COUNT}")
         end_text = _end_date_text(end_date, problems)
+        if isinstance(end_date, datetime) and end_text and end_date <= datetime.now(UTC):
+            problems.add("end_date", end_text, "must be in the future")
         problems.raise_if_any()
+        stack = Stack.of(self)
+        self.placement_group_arn: str | None = (
+            stack.format_arn(
+                service="ec2",
+                resource="placement-group",
+                resource_name=placement_group.placement_group_name,
+            )
+            if placement_group is not None
+            else None
+        )
 
         self.resource = ec2.CfnCapacityReservation(
             self,
@@ -67,8 +86,15 @@ class OnDemandCapacityReservation(Construct):
             instance_match_criteria="targeted",
             end_date_type="limited" if end_text else "unlimited",
             end_date=end_text,
+            placement_group_arn=self.placement_group_arn,
         )
         self.resource.apply_removal_policy(removal_policy)
+        if removal_policy is RemovalPolicy.RETAIN:
+            Annotations.of(self).add_warning_v2(
+                "fm:reservation-retained",
+                "The capacity reservation is retained by cdk destroy and keeps billing at the "
+                "On-Demand rate until you cancel it (aws ec2 cancel-capacity-reservation).",
+            )
         self.instance_type = spec.name
         self.availability_zone = availability_zone
         self.instance_count = instance_count
@@ -85,6 +111,7 @@ class OnDemandCapacityReservation(Construct):
             availability_zone=self.availability_zone,
             instance_count=self.instance_count,
             instance_type=self.instance_type,
+            placement_group_arn=self.placement_group_arn,
         )
 
 

@@ -298,7 +298,9 @@ class GpuLaunchTemplate(Construct):
                 if capacity.kind is CapacityKind.CAPACITY_BLOCK
                 else "a reservation with its own placement"
             )
-            if placement_group is not None and capacity.kind is CapacityKind.CAPACITY_BLOCK:
+            if placement_group is not None and (
+                capacity.kind is CapacityKind.CAPACITY_BLOCK or capacity.placement_group_arn
+            ):
                 problems.add_message(
                     f"placement_group: must be unset with {reason}: a cluster placement group "
                     f"on top of the block fails with insufficient capacity; remove it"
@@ -345,6 +347,12 @@ class GpuLaunchTemplate(Construct):
     ) -> ec2.IPlacementGroup | None:
         if placement_group is not None:
             return placement_group
+        reservation_group = capacity.placement_group_name
+        if reservation_group is not None:
+            # The ODCR was made in this cluster placement group: launch into it, add no other.
+            return ec2.PlacementGroup.from_placement_group_name(
+                self, "ReservationPlacementGroup", reservation_group
+            )
         if create_placement_group is False:
             return None
         if not capacity.allows_placement_group:

@@ -199,6 +199,10 @@ def _capacity(t: TableReader) -> CapacityConfig:
         resource_group_arn=t.string("resource_group_arn"),
         training_plan_arn=t.string("training_plan_arn"),
         reserved_instance_count=t.integer("reserved_instance_count", minimum=1),
+        placement_group_arn=t.string("placement_group_arn"),
+        fall_back_to_on_demand=bool(t.boolean("fall_back_to_on_demand", False)),
+        start_time=t.string("start_time"),
+        end_time=t.string("end_time"),
     )
 
 

@@ -89,6 +89,30 @@ class CapacityConfig:
             "doc": "Instances the reservation holds, when known; instance_count may not exceed it."
         },
     )
+    placement_group_arn: str | None = field(
+        default=None,
+        metadata={
+            "doc": "'odcr': the cluster placement group the reservation was created in; nodes launch into it and no second group is created."
+        },
+    )
+    fall_back_to_on_demand: bool = field(
+        default=False,
+        metadata={
+            "doc": "'odcr': launch On-Demand instances when the reservation is full (default: never, the launch fails instead)."
+        },
+    )
+    start_time: str | None = field(
+        default=None,
+        metadata={
+            "doc": "'capacity-block': the block's start (ISO 8601 UTC, e.g. 2026-06-01T11:30:00Z); the node group scales to instance_count then."
+        },
+    )
+    end_time: str | None = field(
+        default=None,
+        metadata={
+            "doc": "'capacity-block': the block's end (ISO 8601 UTC); the node group scales to zero 40 minutes before it."
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,8 +182,10 @@ class StorageConfig:
         },
     )
     backup_retention_days: int = field(
-        default=7,
-        metadata={"doc": "Automatic daily backups kept this many days (0 turns them off)."},
+        default=0,
+        metadata={
+            "doc": "Must stay 0: FSx does not back up file systems linked to S3 by data repository associations; the data bucket is the durable copy."
+        },
     )
 
     @property

@@ -14,7 +14,9 @@ from fm_constructs.config.model import (
 )
 from fm_constructs.config.subnet_demand import shortfall_message, subnet_demand
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning.capacity_block import check_capacity_block_times
 from fm_constructs.planning.capacity_ids import (
+    check_placement_group_arn,
     check_reservation_id,
     check_resource_group_arn,
     check_training_plan_arn,
@@ -233,6 +235,9 @@ def _check_workload(w: WorkloadConfig) -> list[str]:
             f"EC2 reservations; use kind 'training-plan' or 'on-demand', got {cap.kind.value!r}"
         )
     ids = Problems(field_prefix=f"{prefix}.")
+    check_capacity_block_times(ids, cap.start_time, cap.end_time)
+    if cap.placement_group_arn is not None:
+        check_placement_group_arn(ids, cap.placement_group_arn)
     if cap.reservation_id is not None:
         check_reservation_id(ids, cap.reservation_id)
     if cap.resource_group_arn is not None:
@@ -248,6 +253,14 @@ def _check_workload(w: WorkloadConfig) -> list[str]:
         "training_plan_arn": cap.training_plan_arn
         if cap.kind is not CapacityKind.TRAINING_PLAN
         else None,
+        "placement_group_arn": cap.placement_group_arn
+        if cap.kind is not CapacityKind.ODCR
+        else None,
+        "fall_back_to_on_demand": cap.fall_back_to_on_demand or None
+        if cap.kind is not CapacityKind.ODCR
+        else None,
+        "start_time": cap.start_time if cap.kind is not CapacityKind.CAPACITY_BLOCK else None,
+        "end_time": cap.end_time if cap.kind is not CapacityKind.CAPACITY_BLOCK else None,
     }
     for key, value in unused.items():
         if value is not None:
@@ -297,6 +310,13 @@ def _check_storage(workload: str, s: StorageConfig) -> list[str]:
         out.append(
             f"{prefix}.checkpoint_write_seconds: a sizing request needs the target time to "
             "write one checkpoint (e.g. 300), got None"
+        )
+    if s.backup_retention_days:
+        out.append(
+            f"{prefix}.backup_retention_days: FSx does not back up file systems linked to S3 by "
+            "data repository associations (every file system here is: /datasets and "
+            "/checkpoints); the data bucket is the durable copy. Set 0 or remove the key, got "
+            f"{s.backup_retention_days!r}"
         )
     settings = Problems(field_prefix=f"{prefix}.")
     check_lustre_settings(

@@ -20,6 +20,7 @@ from constructs import Construct
 
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, require_efa
 from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
+from fm_constructs.compute.capacity_block_scaling import add_capacity_block_scaling
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
@@ -186,7 +187,9 @@ class EfaNodeGroup(Construct):
             ),
             subnets=ec2.SubnetSelection(subnets=[subnet]),
             min_size=min_nodes,
-            desired_size=desired_size,
+            # A Capacity Block node group starts empty: created before the block is active
+            # it would launch into a reservation that has no instances yet (EKS guide).
+            desired_size=0 if capacity_block else desired_size,
             max_size=max_nodes,
             labels=self.labels,
             taints=[
@@ -217,10 +220,14 @@ class EfaNodeGroup(Construct):
                 "EKS managed node roles need the AWS-managed worker, CNI and ECR read-only "
                 "policies documented for node IAM roles.",
             )
-        if capacity.kind is CapacityKind.CAPACITY_BLOCK:
-            Annotations.of(self).add_info(
-                "Capacity Block node group: scale it to 0 before the block ends (11:30 UTC on "
-                "its end date) or EKS drains the nodes when EC2 reclaims them."
+        if capacity_block:
+            add_capacity_block_scaling(
+                self,
+                capacity,
+                cluster_name=eks_cluster.cluster_name,
+                nodegroup_name=self.nodegroup.nodegroup_name,
+                nodegroup_arn=self.nodegroup.nodegroup_arn,
+                node_count=desired_size,
             )
 
         self._connections = ec2.Connections(

@@ -50,3 +50,18 @@ def check_training_plan_arn(problems: Problems, value: str) -> None:
             f"must be a SageMaker training plan ARN "
             f"(arn:aws:sagemaker:<region>:<account>:training-plan/<name>, {low}-{high} characters)",
         )
+
+
+#: EC2 placement group ARN (``PlacementGroupArn`` of CreateCapacityReservation).
+PLACEMENT_GROUP_ARN_PATTERN = re.compile(
+    r"^arn:aws[a-z-]*:ec2:[a-z0-9-]+:\d{12}:placement-group/[A-Za-z0-9_.+=@-]{1,255}$"
+)
+
+
+def check_placement_group_arn(problems: Problems, value: str) -> None:
+    if not PLACEMENT_GROUP_ARN_PATTERN.match(value):
+        problems.add(
+            "placement_group_arn",
+            value,
+            "must be a placement group ARN (arn:aws:ec2:<region>:<account>:placement-group/<name>)",
+        )

@@ -94,12 +94,16 @@ def synth() -> Iterator[Synth]:
         cluster_sg = ec2.SecurityGroup(s, "ClusterSg", vpc=vpc)
         capacity = capacities.get(name)
         if name == "Trn2":
+            # An ODCR made in the cluster placement group (EC2's advice for clusters).
             reservation = OnDemandCapacityReservation(
                 s,
                 "Reservation",
                 instance_type=instance_type,
                 availability_zone="us-east-2a",
                 instance_count=8,
+                placement_group=ec2.PlacementGroup(
+                    s, "Cluster", strategy=ec2.PlacementGroupStrategy.CLUSTER
+                ),
             )
             capacity = reservation.capacity_source
         lts[name] = GpuLaunchTemplate(
@@ -299,20 +303,62 @@ def test_capacity_block_mapping(synth: Synth) -> None:
 
 def test_odcr_mappings(synth: Synth) -> None:
     p5en = _data(synth, "P5en")
+    # Reserved capacity never silently falls back to On-Demand (billed on top of the ODCR).
     assert p5en["CapacityReservationSpecification"] == {
-        "CapacityReservationTarget": {"CapacityReservationId": CR}
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationId": CR},
     }
     assert "InstanceMarketOptions" not in p5en
     p4d = _data(synth, "P4d")
     assert p4d["CapacityReservationSpecification"] == {
-        "CapacityReservationTarget": {"CapacityReservationResourceGroupArn": RG}
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationResourceGroupArn": RG},
     }
     trn2 = _data(synth, "Trn2")
     reservation = synth.templates["Trn2"].find_resources("AWS::EC2::CapacityReservation")
     (reservation_id,) = reservation
     assert trn2["CapacityReservationSpecification"] == {
-        "CapacityReservationTarget": {"CapacityReservationId": {"Ref": reservation_id}}
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationId": {"Ref": reservation_id}},
     }
+
+
+def test_odcr_may_fall_back_only_when_asked() -> None:
+    asked = CapacitySource.odcr(CR, fall_back_to_on_demand=True)
+    assert asked.capacity_reservation_preference is None
+    assert CapacitySource.odcr(CR).capacity_reservation_preference == "capacity-reservations-only"
+    # A Capacity Block cannot fall back (market type capacity-block): no preference needed.
+    assert CapacitySource.capacity_block(CR).capacity_reservation_preference is None
+    with pytest.raises(FmValidationError, match="fall_back_to_on_demand: only an ODCR"):
+        CapacitySource.capacity_block(CR, **{}).__class__(
+            kind=CapacitySource.capacity_block(CR).kind,
+            reservation_id=CR,
+            fall_back_to_on_demand=True,
+        )
+
+
+def test_reservation_in_a_placement_group_brings_its_group(synth: Synth) -> None:
+    template = synth.templates["Trn2"]
+    (group,) = template.find_resources("AWS::EC2::PlacementGroup")  # no second group
+    (reservation,) = template.find_resources("AWS::EC2::CapacityReservation").values()
+    arn = reservation["Properties"]["PlacementGroupArn"]
+    assert {"Fn::GetAtt": [group, "GroupName"]} in arn["Fn::Join"][1]
+    placement = _data(synth, "Trn2")["Placement"]["GroupName"]
+    # the launch template launches into the reservation's group (name taken from its ARN)
+    assert placement["Fn::Select"][0] == 1
+    assert json.dumps({"Fn::GetAtt": [group, "GroupName"]}) in json.dumps(placement)
+    assert synth.launch_templates["Trn2"].placement_group is not None
+
+
+def test_reservation_with_its_own_placement_is_not_given_a_second_group() -> None:
+    source = CapacitySource.odcr(
+        CR,
+        placement_group_arn="arn:aws:ec2:us-east-1:111122223333:placement-group/trainers",
+    )
+    assert not source.allows_placement_group
+    assert source.placement_group_name == "trainers"
+    with pytest.raises(FmValidationError, match="placement_group_arn: must be a placement group"):
+        CapacitySource.odcr(CR, placement_group_arn="trainers")
 
 
 def test_on_demand_has_no_capacity_settings(synth: Synth) -> None:
@@ -342,7 +388,7 @@ def test_created_reservation(synth: Synth) -> None:
 # ----------------------------------------------------------------------------- placement
 
 
-@pytest.mark.parametrize("name", ["P4d", "P5en", "P6B300", "Trn2", "G6e", "Legacy"])
+@pytest.mark.parametrize("name", ["P4d", "P5en", "P6B300", "G6e", "Legacy"])
 def test_placement_group_created(synth: Synth, name: str) -> None:
     template = synth.templates[name]
     template.resource_properties_count_is("AWS::EC2::PlacementGroup", {"Strategy": "cluster"}, 1)

@@ -93,7 +93,12 @@ def synth() -> Iterator[Synth]:
         desired_size=8,
         min_size=0,
         capacity=CapacitySource.capacity_block(
-            CR, availability_zone="us-east-1a", instance_count=8, instance_type="p5en.48xlarge"
+            CR,
+            availability_zone="us-east-1a",
+            instance_count=8,
+            instance_type="p5en.48xlarge",
+            start_time="2027-01-04T11:30:00Z",
+            end_time="2027-01-18T11:30:00Z",
         ),
         nodegroup_name="p5en-block",
         max_parallel_repairs=2,
@@ -183,7 +188,24 @@ def test_capacity_block(synth: Synth) -> None:
     group = _one(raw, "AWS::EKS::Nodegroup")
     assert group["CapacityType"] == "CAPACITY_BLOCK"
     assert group["NodegroupName"] == "p5en-block"
-    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 8, "MaxSize": 8}
+    # Created empty (deployable before the block is active); the schedules size it.
+    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 8}
+    schedules = synth.templates["CapacityBlock"].find_resources("AWS::Scheduler::Schedule")
+    by_expression = {
+        s["Properties"]["ScheduleExpression"]: json.loads(
+            json.dumps(s["Properties"]["Target"]["Input"])
+        )
+        for s in schedules.values()
+    }
+    # up at the block's start; down 40 minutes before its end (EC2 acts at -30 minutes)
+    assert sorted(by_expression) == ["at(2027-01-04T11:30:00)", "at(2027-01-18T10:50:00)"]
+    for schedule in schedules.values():
+        props = schedule["Properties"]
+        assert props["ScheduleExpressionTimezone"] == "UTC"
+        assert props["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
+    up = json.dumps(by_expression["at(2027-01-04T11:30:00)"])
+    down = json.dumps(by_expression["at(2027-01-18T10:50:00)"])
+    assert '\\"desiredSize\\":8' in up and '\\"desiredSize\\":0' in down
     assert group["NodeRepairConfig"]["MaxParallelNodesRepairedCount"] == 2
     data = _one(raw, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}

@@ -479,3 +479,9 @@ def test_default_profile_states_its_training_goal() -> None:
     goal = load_profile(ROOT / "config" / "default.toml").pretraining.training_goal
     assert goal.is_set
     assert (goal.model_parameters_billion, goal.training_tokens_billion) == (70, 2000)
+
+
+def test_backups_are_refused_on_s3_linked_file_systems() -> None:
+    (problem,) = problems_of(profile_with(**{"pretraining.storage.backup_retention_days": 7}))
+    assert problem.startswith("pretraining.storage.backup_retention_days: FSx does not back up")
+    assert parse_profile(BASE).pretraining.storage.backup_retention_days == 0

@@ -1,0 +1,133 @@
+"""Scheduled scaling of a Capacity Block node group: to the block's size when it starts, to
+zero 40 minutes before it ends.
+
+An EKS managed node group's Auto Scaling group is created by EKS, so the template cannot attach
+Auto Scaling scheduled actions to it; two one-time EventBridge Scheduler schedules call the EKS
+API instead (``UpdateNodegroupConfig``, a Scheduler universal target), with a role that may
+update this one node group only. The timing is
+:class:`fm_constructs.planning.capacity_block.CapacityBlockSchedule`: EC2 begins terminating
+the block's instances 30 minutes before its end; the scale-down 10 minutes earlier lets
+Kubernetes drain the nodes first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import Annotations, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_scheduler as scheduler
+from constructs import Construct
+
+from fm_constructs.planning.capacity_block import CapacityBlockSchedule, schedule_expression
+
+if TYPE_CHECKING:
+    from fm_constructs.compute.capacity import CapacitySource
+
+#: EventBridge Scheduler universal target for the EKS UpdateNodegroupConfig API.
+UPDATE_NODEGROUP_TARGET = "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
+
+
+class CapacityBlockScaling(Construct):
+    """Two schedules (``ScaleUp``, ``ScaleDown``) and their role (``Role``)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        nodegroup_name: str,
+        nodegroup_arn: str,
+        node_count: int,
+        schedule: CapacityBlockSchedule,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.schedule = schedule
+        self.role = iam.Role(
+            self,
+            "Role",
+            description="Scales a Capacity Block node group at the block's start and end",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+            ),
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="UpdateThisNodegroup",
+                actions=["eks:UpdateNodegroupConfig"],
+                resources=[nodegroup_arn],
+            )
+        )
+        sizes = {
+            "ScaleUp": (schedule.scale_up_at, node_count),
+            "ScaleDown": (schedule.scale_down_at, 0),
+        }
+        self.schedules: dict[str, scheduler.CfnSchedule] = {}
+        for name, (moment, desired) in sizes.items():
+            self.schedules[name] = scheduler.CfnSchedule(
+                self,
+                name,
+                description=f"{name} of a Capacity Block node group to {desired} nodes",
+                schedule_expression=schedule_expression(moment),
+                schedule_expression_timezone="UTC",
+                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+                target=scheduler.CfnSchedule.TargetProperty(
+                    arn=UPDATE_NODEGROUP_TARGET,
+                    role_arn=self.role.role_arn,
+                    input=Stack.of(self).to_json_string(
+                        {
+                            "clusterName": cluster_name,
+                            "nodegroupName": nodegroup_name,
+                            "scalingConfig": {
+                                "minSize": 0,
+                                "maxSize": max(node_count, 1),
+                                "desiredSize": desired,
+                            },
+                        }
+                    ),
+                    retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
+                        maximum_retry_attempts=10, maximum_event_age_in_seconds=900
+                    ),
+                ),
+            )
+
+
+def add_capacity_block_scaling(
+    scope: Construct,
+    capacity: CapacitySource,
+    *,
+    cluster_name: str,
+    nodegroup_name: str,
+    nodegroup_arn: str,
+    node_count: int,
+) -> CapacityBlockScaling | None:
+    """For a node group of a Capacity Block (created at desired size 0): the schedules when
+    the block's times are known, else a warning that says how to scale by hand."""
+    schedule = capacity.capacity_block_schedule
+    if schedule is None:
+        Annotations.of(scope).add_warning_v2(
+            "fm:capacity-block-unscheduled",
+            f"The Capacity Block node group is created with 0 nodes. Give the block's "
+            f"start_time and end_time to scale it automatically, or scale it to {node_count} "
+            f"when the block is active (aws eks update-nodegroup-config --scaling-config "
+            f"minSize=0,maxSize={node_count},desiredSize={node_count}) and to 0 at least 40 "
+            f"minutes before its end: EC2 begins terminating the instances 30 minutes before.",
+        )
+        return None
+    Annotations.of(scope).add_info(
+        f"Capacity Block node group: 0 nodes until {schedule.scale_up_at:%Y-%m-%d %H:%M} UTC, "
+        f"{node_count} until {schedule.scale_down_at:%Y-%m-%d %H:%M} UTC, then 0 (EC2 "
+        f"terminates at {schedule.ec2_terminates_at:%H:%M}); write the last checkpoint before "
+        f"{schedule.last_checkpoint_by:%Y-%m-%d %H:%M} UTC."
+    )
+    return CapacityBlockScaling(
+        scope,
+        "CapacityBlockScaling",
+        cluster_name=cluster_name,
+        nodegroup_name=nodegroup_name,
+        nodegroup_arn=nodegroup_arn,
+        node_count=node_count,
+        schedule=schedule,
+    )

@@ -1,0 +1,99 @@
+"""When a Capacity Block's node group scales, and when the last checkpoint must be written.
+
+EC2 starts terminating a Capacity Block's instances 30 minutes before the block ends (EC2 User
+Guide, Capacity Blocks; Auto Scaling User Guide: "scale in your Auto Scaling group to zero more
+than 30 minutes before the Capacity Block reservation end time"). The node group is therefore
+created with no nodes (the EKS guide: a node group created before the reservation is active
+starts at desired size 0), scaled to the block's size at its start, and scaled to zero 40
+minutes before its end, which leaves Kubernetes 10 minutes to drain the nodes before EC2
+reclaims them. Training must have written, and exported to S3, its last checkpoint before the
+scale-down. Floor 1: no aws_cdk import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from fm_constructs.errors import Problems
+
+#: EC2 begins terminating instances this long before the block's end.
+EC2_TERMINATION_LEAD = timedelta(minutes=30)
+#: The node group scales to zero this long before the block's end (drain before EC2 acts).
+SCALE_DOWN_LEAD = timedelta(minutes=40)
+ISO_FORMAT_HELP = "ISO 8601 UTC such as 2026-06-01T11:30:00Z"
+
+
+@dataclass(frozen=True)
+class CapacityBlockSchedule:
+    """The moments that matter for one block (all UTC)."""
+
+    start: datetime
+    end: datetime
+
+    @property
+    def scale_up_at(self) -> datetime:
+        return self.start
+
+    @property
+    def scale_down_at(self) -> datetime:
+        return self.end - SCALE_DOWN_LEAD
+
+    @property
+    def ec2_terminates_at(self) -> datetime:
+        return self.end - EC2_TERMINATION_LEAD
+
+    @property
+    def last_checkpoint_by(self) -> datetime:
+        """The last checkpoint must be on Lustre and exported to S3 by the scale-down."""
+        return self.scale_down_at
+
+
+def parse_utc(value: str) -> datetime | None:
+    """``2026-06-01T11:30:00Z`` (or ``+00:00``) as an aware UTC datetime; None if malformed or
+    not in UTC."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None or parsed.utcoffset() != timedelta(0):
+        return None
+    return parsed.astimezone(UTC)
+
+
+def check_capacity_block_times(
+    problems: Problems, start_time: str | None, end_time: str | None
+) -> CapacityBlockSchedule | None:
+    """Add problems for malformed or inconsistent times; the schedule when both are valid."""
+    parsed: dict[str, datetime] = {}
+    for key, value in (("start_time", start_time), ("end_time", end_time)):
+        if value is None:
+            continue
+        moment = parse_utc(value)
+        if moment is None:
+            problems.add(key, value, f"must be {ISO_FORMAT_HELP}")
+        else:
+            parsed[key] = moment
+    if (start_time is None) != (end_time is None):
+        problems.add_message(
+            "start_time / end_time: give both times of the Capacity Block (from "
+            "describe-capacity-reservations: StartDate, EndDate), or neither"
+        )
+        return None
+    if len(parsed) < 2:
+        return None
+    schedule = CapacityBlockSchedule(parsed["start_time"], parsed["end_time"])
+    if schedule.scale_down_at <= schedule.start:
+        problems.add(
+            "end_time",
+            end_time,
+            f"must be more than {int(SCALE_DOWN_LEAD.total_seconds() // 60)} minutes after "
+            f"start_time ({start_time})",
+        )
+        return None
+    return schedule
+
+
+def schedule_expression(moment: datetime) -> str:
+    """EventBridge Scheduler one-time expression (``at(yyyy-mm-ddThh:mm:ss)``, UTC)."""
+    return f"at({moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S')})"
