@@ -19,6 +19,8 @@ from fm_constructs.cli.aws import AwsSession, call, call_required
 from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
+from fm_constructs.config.subnet_demand import largest_node_count
+from fm_constructs.planning.capacity_block import parse_utc
 
 SCHEMA = "fmc.preflight/v1"
 
@@ -183,14 +185,80 @@ class Preflight:
         if cap.kind is CapacityKind.TRAINING_PLAN:
             return self._check_training_plan(w)
         if cap.reservation_id is None:
-            return Check(
-                "capacity",
-                w.name,
-                Status.SKIP,
-                f"ODCR resource group {cap.resource_group_arn}: the reservations in a group "
-                "are not checked; check each with aws ec2 describe-capacity-reservations",
-            )
+            return self._check_reservation_group(w, cap.resource_group_arn or "")
         return self._check_reservation(w, cap.reservation_id)
+
+    def _check_reservation_group(self, w: WorkloadConfig, group_arn: str) -> Check:
+        """The group's reservations that match the nodes (type, zone, Linux/UNIX, usable state)
+        hold the largest node group; the launch template never falls back to On-Demand."""
+        name = "capacity reservation group"
+        ids: list[str] = []
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"Group": group_arn}
+            if token:
+                params["NextToken"] = token
+            answer = call(
+                self.client("resource-groups"),
+                "list_group_resources",
+                "resource-groups:ListGroupResources",
+                missing_codes=frozenset({"NotFoundException", "BadRequestException"}),
+                **params,
+            )
+            if answer is None:
+                return Check(
+                    name,
+                    w.name,
+                    Status.FAIL,
+                    f"resource group {group_arn} does not exist in {self.region}",
+                    f"fix {w.name}.capacity.resource_group_arn",
+                )
+            for item in answer.get("Resources", []):
+                identifier = item.get("Identifier", {})
+                if identifier.get("ResourceType") == "AWS::EC2::CapacityReservation":
+                    ids.append(str(identifier["ResourceArn"]).rsplit("/", 1)[-1])
+            token = answer.get("NextToken")
+            if not token:
+                break
+        if not ids:
+            return Check(
+                name,
+                w.name,
+                Status.FAIL,
+                f"resource group {group_arn} holds no capacity reservations",
+                "add the reservations to the group (aws resource-groups group-resources)",
+            )
+        described = call_required(
+            self.client("ec2"),
+            "describe_capacity_reservations",
+            "ec2:DescribeCapacityReservations",
+            CapacityReservationIds=ids,
+        ).get("CapacityReservations", [])
+        usable = [
+            r
+            for r in described
+            if r.get("InstanceType") == w.instance_type
+            and r.get("AvailabilityZone") == self.zone
+            and r.get("InstancePlatform", "Linux/UNIX") == "Linux/UNIX"
+            and r.get("State") in _GOOD_RESERVATION_STATES
+        ]
+        total = sum(int(r.get("TotalInstanceCount", 0)) for r in usable)
+        wanted = largest_node_count(w)
+        detail = (
+            f"{group_arn}: {len(described)} reservations, {len(usable)} usable for "
+            f"{w.instance_type} in {self.zone} holding {total} instances; the profile wants "
+            f"{wanted}"
+        )
+        if total >= wanted:
+            return Check(name, w.name, Status.PASS, detail)
+        return Check(
+            name,
+            w.name,
+            Status.FAIL,
+            detail + " (launches beyond that fail: the template never falls back to On-Demand)",
+            f"add reservations of {w.instance_type} in {self.zone} to the group, lower "
+            f"{w.name}.instance_count, or set {w.name}.capacity.fall_back_to_on_demand = true",
+        )
 
     def _hours_left(self, end: datetime | None) -> float | None:
         if end is None:
@@ -250,13 +318,16 @@ class Preflight:
                 )
             )
         total = int(r.get("TotalInstanceCount", 0))
-        if total < w.instance_count:
+        wanted = largest_node_count(w)
+        if total < wanted:
             failures.append(
                 (
-                    f"it holds {total} instances, the profile wants {w.instance_count}",
-                    f"set {w.name}.instance_count <= {total} or reserve more",
+                    f"it holds {total} instances, the profile wants {wanted}",
+                    f"set {w.name}.instance_count (and max_instance_count) <= {total} or "
+                    "reserve more",
                 )
             )
+        failures += self._reservation_details(w, r)
         reservation_type = r.get("ReservationType", "default")
         if w.capacity.kind is CapacityKind.CAPACITY_BLOCK and reservation_type != "capacity-block":
             failures.append(
@@ -290,6 +361,63 @@ class Preflight:
             f"{r.get('AvailabilityZone')}, {end_text}"
         )
         return _verdict(name, w.name, summary, failures, warnings)
+
+    def _reservation_details(self, w: WorkloadConfig, r: dict[str, Any]) -> list[tuple[str, str]]:
+        """Platform, tenancy, placement group and (for a block) start and end against what
+        the launch template and the profile expect."""
+        out: list[tuple[str, str]] = []
+        platform = r.get("InstancePlatform", "Linux/UNIX")
+        if platform != "Linux/UNIX":
+            out.append(
+                (
+                    f"its platform is {platform!r}, the nodes run Linux/UNIX",
+                    "use a Linux/UNIX reservation",
+                )
+            )
+        tenancy = r.get("Tenancy", "default")
+        if tenancy != "default":
+            out.append(
+                (
+                    f"its tenancy is {tenancy!r}, the launch template uses default tenancy",
+                    "use a default-tenancy reservation",
+                )
+            )
+        cap = w.capacity
+        group = r.get("PlacementGroupArn")
+        if group != cap.placement_group_arn and cap.kind is CapacityKind.ODCR:
+            if group:
+                out.append(
+                    (
+                        f"it was made in placement group {group}, which the profile does not "
+                        "name (instances launched outside it do not use it)",
+                        f"set {w.name}.capacity.placement_group_arn = {group!r}",
+                    )
+                )
+            else:
+                out.append(
+                    (
+                        f"it has no placement group, the profile names {cap.placement_group_arn}",
+                        f"remove {w.name}.capacity.placement_group_arn",
+                    )
+                )
+        if cap.kind is CapacityKind.CAPACITY_BLOCK:
+            for key, field in (("start_time", "StartDate"), ("end_time", "EndDate")):
+                given = getattr(cap, key)
+                actual = r.get(field)
+                if given is None or actual is None:
+                    continue
+                if actual.tzinfo is None:
+                    actual = actual.replace(tzinfo=UTC)
+                if parse_utc(given) != actual:
+                    actual_text = f"{actual:%Y-%m-%dT%H:%M:%SZ}"
+                    out.append(
+                        (
+                            f"its {field} is {actual_text}, the profile's {key} is {given}",
+                            f"set {w.name}.capacity.{key} = {actual_text!r} (the node group "
+                            "scales on these times)",
+                        )
+                    )
+        return out
 
     def _check_training_plan(self, w: WorkloadConfig) -> Check:
         """The SageMaker training plan exists, is usable, and covers the HyperPod instances."""
@@ -407,13 +535,8 @@ class Preflight:
     def check_ec2_quotas(self) -> list[Check]:
         """On-Demand vCPU quotas cover every EC2 workload that draws on them, added up."""
         needed: dict[str, tuple[str, int, list[str]]] = {}
-        for w in self.profile.enabled_workloads:
-            if w.orchestrator in HYPERPOD or w.capacity.kind not in (
-                CapacityKind.ON_DEMAND,
-                CapacityKind.ODCR,
-            ):
-                continue
-            spec = get_instance_type(w.instance_type)
+        for group, instance_type, nodes in self._on_demand_node_groups():
+            spec = get_instance_type(instance_type)
             quota = quota_for_family(spec)
             if quota is None:
                 continue
@@ -421,8 +544,8 @@ class Preflight:
             _, vcpus, names = needed.get(code, (quota_name, 0, []))
             needed[code] = (
                 quota_name,
-                vcpus + spec.vcpus * w.instance_count,
-                [*names, f"{w.name} {w.instance_count} x {spec.name}"],
+                vcpus + spec.vcpus * nodes,
+                [*names, f"{group} {nodes} x {spec.name}"],
             )
         if not needed:
             return [
@@ -482,6 +605,22 @@ class Preflight:
                     )
                 )
         return checks
+
+    def _on_demand_node_groups(self) -> list[tuple[str, str, int]]:
+        """(node group, instance type, largest node count) of every EC2 node group that draws
+        on the On-Demand vCPU quotas: workloads on-demand or on an ODCR at their autoscaling
+        maximum, and the RL rollout groups (always on-demand)."""
+        groups: list[tuple[str, str, int]] = []
+        for w in self.profile.enabled_workloads:
+            if w.orchestrator in HYPERPOD:
+                continue
+            if w.capacity.kind in (CapacityKind.ON_DEMAND, CapacityKind.ODCR):
+                groups.append((w.name, w.instance_type, largest_node_count(w)))
+            if w.rollout.enabled:
+                groups.append(
+                    (f"{w.name}.rollout", w.rollout.instance_type, w.rollout.instance_count)
+                )
+        return groups
 
     def _list_quotas(self, service_code: str) -> list[dict[str, Any]]:
         client = self.client("service-quotas")

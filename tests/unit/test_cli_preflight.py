@@ -35,7 +35,9 @@ def _quota(code: str, value: float) -> dict:  # type: ignore[type-arg]
     return {"Quota": {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": code, "Value": value}}
 
 
-def _queue_default_profile(stubs: Stubs, *, p_quota: float = 1152.0) -> None:
+def _queue_default_profile(
+    stubs: Stubs, *, p_quota: float = 1152.0, g_quota: float = 1152.0
+) -> None:
     ec2 = stubs["ec2"]
     for instance_type in ("p5.48xlarge", "p5en.48xlarge", "g6e.48xlarge"):
         ec2.add_response(
@@ -44,7 +46,8 @@ def _queue_default_profile(stubs: Stubs, *, p_quota: float = 1152.0) -> None:
             _offering_params(instance_type),
         )
     quotas = stubs["service-quotas"]
-    # P: 4 * 192 (p5) + 2 * 192 (p5en) = 1152 vCPUs; G: 2 * 192 (g6e) = 384
+    # P: 4 * 192 (p5) + 2 * 192 (p5en) = 1152 vCPUs; G: every g6e.48xlarge node that can
+    # exist: 2 rollout + 4 inference (autoscaling maximum) = 6 * 192 = 1152
     quotas.add_response(
         "get_service_quota",
         _quota("L-417A185B", p_quota),
@@ -52,7 +55,7 @@ def _queue_default_profile(stubs: Stubs, *, p_quota: float = 1152.0) -> None:
     )
     quotas.add_response(
         "get_service_quota",
-        _quota("L-DB2E81BA", 384.0),
+        _quota("L-DB2E81BA", g_quota),
         {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"},
     )
     quotas.add_response(
@@ -123,6 +126,18 @@ def test_json_schema_and_low_quota_fails_with_the_increase_command(stubs: Stubs)
     assert "768 vCPUs, the profile needs 1,152" in failed["detail"]
     assert "--quota-code L-417A185B --desired-value 1152" in failed["fix"]
     assert result.err == ""  # no progress lines in --json mode
+
+
+def test_quota_counts_rollout_groups_and_autoscaling_maxima(stubs: Stubs) -> None:
+    # 384 G vCPUs covered the 2 inference nodes alone; rollout (2) and the inference maximum
+    # (4) need 1152.
+    _queue_default_profile(stubs, g_quota=384.0)
+    result = run("preflight", "--config", DEFAULT_PROFILE, "--json")
+    assert result.code == 1
+    (failed,) = [c for c in json.loads(result.out)["checks"] if c["status"] == "fail"]
+    assert "384 vCPUs, the profile needs 1,152" in failed["detail"]
+    assert "post_training.rollout 2 x g6e.48xlarge" in failed["detail"]
+    assert "inference 4 x g6e.48xlarge" in failed["detail"]
 
 
 def test_zone_without_the_type_fails_and_names_the_zones(stubs: Stubs) -> None:
@@ -223,6 +238,110 @@ def test_capacity_block_mismatches_fail_and_expiry_warns(stubs: Stubs, tmp_path:
     assert "it holds 1 instances, the profile wants 2" in check["detail"]
     assert "it ends in 5 h" in check["detail"]
     assert "set platform.availability_zone = 'us-east-1b'" in check["fix"]
+
+
+def test_capacity_block_times_platform_and_tenancy_are_compared(
+    stubs: Stubs, tmp_path: Path
+) -> None:
+    start = datetime(2027, 1, 4, 11, 30, tzinfo=UTC)
+    profile = CAPACITY_BLOCK.replace(
+        'reservation_id = "cr-0123456789abcdef0"',
+        'reservation_id = "cr-0123456789abcdef0"\n'
+        'start_time = "2027-01-04T11:30:00Z"\nend_time = "2027-01-18T11:30:00Z"',
+    )
+    _queue_capacity_block(
+        stubs,
+        _reservation(
+            StartDate=start,
+            EndDate=start + timedelta(days=7),
+            Tenancy="dedicated",
+            InstancePlatform="Linux with SQL Server Standard",
+        ),
+    )
+    result = run("preflight", "--config", write_profile(tmp_path, profile), "--json")
+    (check,) = [c for c in json.loads(result.out)["checks"] if c["name"] == "capacity reservation"]
+    assert check["status"] == "fail"
+    assert "its EndDate is 2027-01-11T11:30:00Z, the profile's end_time is" in check["detail"]
+    assert "StartDate" not in check["detail"]  # the start agrees
+    assert "tenancy is 'dedicated'" in check["detail"]
+    assert "platform is 'Linux with SQL Server Standard'" in check["detail"]
+    assert "end_time = '2027-01-11T11:30:00Z'" in check["fix"]
+
+
+ODCR_GROUP = (
+    PLATFORM
+    + """
+[pretraining]
+enabled = true
+instance_type = "p5.48xlarge"
+instance_count = 3
+
+[pretraining.capacity]
+kind = "odcr"
+resource_group_arn = "arn:aws:resource-groups:us-east-1:111122223333:group/gpus"
+
+[pretraining.storage]
+enabled = false
+"""
+)
+
+
+def test_reservation_group_members_are_read_and_counted(stubs: Stubs, tmp_path: Path) -> None:
+    ec2 = stubs["ec2"]
+    ec2.add_response(
+        "describe_instance_type_offerings",
+        _offerings("p5.48xlarge", ["us-east-1a"]),
+        _offering_params("p5.48xlarge"),
+    )
+    arn = "arn:aws:ec2:us-east-1:111122223333:capacity-reservation/"
+    stubs["resource-groups"].add_response(
+        "list_group_resources",
+        {
+            "Resources": [
+                {
+                    "Identifier": {
+                        "ResourceArn": arn + cr,
+                        "ResourceType": "AWS::EC2::CapacityReservation",
+                    }
+                }
+                for cr in ("cr-0123456789abcdef0", "cr-0fedcba9876543210")
+            ]
+        },
+        {"Group": "arn:aws:resource-groups:us-east-1:111122223333:group/gpus"},
+    )
+    ec2.add_response(
+        "describe_capacity_reservations",
+        {
+            "CapacityReservations": [
+                {**_reservation()["CapacityReservations"][0], "ReservationType": "default"},
+                {
+                    **_reservation()["CapacityReservations"][0],
+                    "CapacityReservationId": "cr-0fedcba9876543210",
+                    "AvailabilityZone": "us-east-1b",  # wrong zone: not usable
+                },
+            ]
+        },
+        {"CapacityReservationIds": ["cr-0123456789abcdef0", "cr-0fedcba9876543210"]},
+    )
+    stubs["service-quotas"].add_response(
+        "get_service_quota",
+        _quota("L-417A185B", 4000.0),
+        {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"},
+    )
+    stubs["eks"].add_response(
+        "describe_cluster_versions",
+        {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
+        {"defaultOnly": True},
+    )
+    result = run("preflight", "--config", write_profile(tmp_path, ODCR_GROUP), "--json")
+    assert result.code == 1
+    doc = json.loads(result.out)
+    (check,) = [c for c in doc["checks"] if c["name"] == "capacity reservation group"]
+    assert check["status"] == "fail"
+    assert "2 reservations, 1 usable for p5.48xlarge in us-east-1a holding 2" in check["detail"]
+    assert "never falls back to On-Demand" in check["detail"]
+    assert "fall_back_to_on_demand = true" in check["fix"]
+    stubs.assert_done()
 
 
 def test_expiry_alone_is_a_warning(stubs: Stubs, tmp_path: Path) -> None:
