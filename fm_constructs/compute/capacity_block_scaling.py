@@ -41,6 +41,8 @@ class CapacityBlockScaling(Construct):
         nodegroup_arn: str,
         node_count: int,
         schedule: CapacityBlockSchedule,
+        min_size: int = 0,
+        max_size: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.schedule = schedule
@@ -60,12 +62,13 @@ class CapacityBlockScaling(Construct):
                 resources=[nodegroup_arn],
             )
         )
+        maximum = max(max_size or node_count, node_count, 1)
         sizes = {
-            "ScaleUp": (schedule.scale_up_at, node_count),
-            "ScaleDown": (schedule.scale_down_at, 0),
+            "ScaleUp": (schedule.scale_up_at, node_count, min(min_size, node_count)),
+            "ScaleDown": (schedule.scale_down_at, 0, 0),
         }
         self.schedules: dict[str, scheduler.CfnSchedule] = {}
-        for name, (moment, desired) in sizes.items():
+        for name, (moment, desired, minimum) in sizes.items():
             self.schedules[name] = scheduler.CfnSchedule(
                 self,
                 name,
@@ -81,8 +84,8 @@ class CapacityBlockScaling(Construct):
                             "clusterName": cluster_name,
                             "nodegroupName": nodegroup_name,
                             "scalingConfig": {
-                                "minSize": 0,
-                                "maxSize": max(node_count, 1),
+                                "minSize": minimum,
+                                "maxSize": maximum,
                                 "desiredSize": desired,
                             },
                         }
@@ -102,9 +105,12 @@ def add_capacity_block_scaling(
     nodegroup_name: str,
     nodegroup_arn: str,
     node_count: int,
+    min_size: int = 0,
+    max_size: int | None = None,
 ) -> CapacityBlockScaling | None:
-    """For a node group of a Capacity Block (created at desired size 0): the schedules when
-    the block's times are known, else a warning that says how to scale by hand."""
+    """For a node group of a Capacity Block (created at its minimum size, 0 by default): the
+    schedules when the block's times are known, else a warning that says how to scale by
+    hand."""
     schedule = capacity.capacity_block_schedule
     if schedule is None:
         Annotations.of(scope).add_warning_v2(
@@ -130,4 +136,6 @@ def add_capacity_block_scaling(
         nodegroup_arn=nodegroup_arn,
         node_count=node_count,
         schedule=schedule,
+        min_size=min_size,
+        max_size=max_size,
     )

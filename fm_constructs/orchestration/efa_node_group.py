@@ -189,7 +189,7 @@ class EfaNodeGroup(Construct):
             min_size=min_nodes,
             # A Capacity Block node group starts empty: created before the block is active
             # it would launch into a reservation that has no instances yet (EKS guide).
-            desired_size=0 if capacity_block else desired_size,
+            desired_size=min_nodes if capacity_block else desired_size,
             max_size=max_nodes,
             labels=self.labels,
             taints=[
@@ -228,6 +228,8 @@ class EfaNodeGroup(Construct):
                 nodegroup_name=self.nodegroup.nodegroup_name,
                 nodegroup_arn=self.nodegroup.nodegroup_arn,
                 node_count=desired_size,
+                min_size=min_nodes,
+                max_size=max_nodes,
             )
 
         self._connections = ec2.Connections(
