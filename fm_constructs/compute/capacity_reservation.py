@@ -12,6 +12,7 @@ from constructs import Construct
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute.capacity import AVAILABILITY_ZONE_PATTERN, CapacitySource
 from fm_constructs.errors import Problems
+from fm_constructs.planning.capacity_block import parse_utc
 
 #: CloudFormation ``InstanceCount`` range for AWS::EC2::CapacityReservation.
 MAX_INSTANCE_COUNT = 1000
@@ -62,7 +63,8 @@ class OnDemandCapacityReservation(Construct):
         ):
             problems.add("instance_count", instance_count, f"must be 1-{MAX_INSTANCE_COUNT}")
         end_text = _end_date_text(end_date, problems)
-        if isinstance(end_date, datetime) and end_text and end_date <= datetime.now(UTC):
+        end_moment = parse_utc(end_text) if end_text and not Token.is_unresolved(end_text) else None
+        if end_moment is not None and end_moment <= datetime.now(UTC):
             problems.add("end_date", end_text, "must be in the future")
         problems.raise_if_any()
         stack = Stack.of(self)

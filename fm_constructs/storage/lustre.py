@@ -57,8 +57,9 @@ MAX_BACKUP_RETENTION_DAYS = 90
 #: FSx for Lustre User Guide; aws-parallelcluster's fsx_validators rejects the combination).
 #: S3 is then the durable copy.
 DEFAULT_BACKUP_RETENTION_DAYS = 7
-_DAILY_TIME = re.compile(r"^([01]\d|2[0-3]):?([0-5]\d)$")
-_WEEKLY_TIME = re.compile(r"^[1-7]:([01]\d|2[0-3]):?([0-5]\d)$")
+#: FSx's DailyTime (HH:MM, 5 characters) and WeeklyTime (d:HH:MM, 7 characters).
+_DAILY_TIME = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+_WEEKLY_TIME = re.compile(r"^[1-7]:([01]\d|2[0-3]):([0-5]\d)$")
 
 
 class LustreLogLevel(StrEnum):

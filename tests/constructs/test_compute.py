@@ -680,3 +680,15 @@ def test_efa_security_group_works_as_connectable_peer(stack: cdk.Stack) -> None:
             },
         },
     )
+
+
+def test_reservation_end_date_must_be_in_the_future(stack: cdk.Stack) -> None:
+    with pytest.raises(FmValidationError, match="end_date: must be in the future"):
+        OnDemandCapacityReservation(
+            stack,
+            "Past",
+            instance_type="p5.48xlarge",
+            availability_zone="us-east-1a",
+            instance_count=1,
+            end_date="2020-01-01T11:30:00Z",
+        )

@@ -799,6 +799,12 @@ def fresh() -> Callable[..., LustreFileSystem]:
             r"SCRATCH_2 file systems have no automatic backups",
         ),
         ({"daily_backup_start_time_utc": "24:00"}, r"daily_backup_start_time_utc: must be 'HH:MM'"),
+        # FSx wants exactly HH:MM (5 characters) and d:HH:MM (7)
+        ({"daily_backup_start_time_utc": "0300"}, r"daily_backup_start_time_utc: must be 'HH:MM'"),
+        (
+            {"weekly_maintenance_start_time_utc": "7:0500"},
+            r"weekly_maintenance_start_time_utc: must be 'd:HH:MM'",
+        ),
         (
             {"weekly_maintenance_start_time_utc": "0:05:00"},
             r"weekly_maintenance_start_time_utc: must be 'd:HH:MM'",
