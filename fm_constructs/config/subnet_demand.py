@@ -92,12 +92,17 @@ def requested_layout(workload: WorkloadConfig) -> EfaLayout:
     """The interface layout a workload's nodes really get.
 
     EKS node groups use the profile's ``efa_layout`` in their launch template. HyperPod
-    instance groups request no ``NetworkInterface`` (InterfaceType efa | efa-only), so they
-    are counted as ``efa`` on every EFA card (one address each), the layout that takes most.
+    instance groups request ``NetworkInterface.InterfaceType`` from it too: ``efa-only`` where
+    every EFA card of the type accepts it, else ``efa`` (one address per EFA interface),
+    counted here as the legacy layout.
     """
-    if workload.orchestrator in HYPERPOD:
+    layout = EfaLayout(workload.efa_layout)
+    if (
+        workload.orchestrator in HYPERPOD
+        and not get_instance_type(workload.instance_type).efa_only_supported
+    ):
         return EfaLayout.LEGACY
-    return EfaLayout(workload.efa_layout)
+    return layout
 
 
 def largest_node_count(workload: WorkloadConfig) -> int:

@@ -3,6 +3,7 @@ really requests, autoscaling maxima, and the addresses that are not nodes."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -34,18 +35,17 @@ def test_every_shipped_profile_fits_at_its_largest(path: Path) -> None:
 def test_hyperpod_groups_count_what_they_request() -> None:
     profile = load_profile(ROOT / "config" / "hyperpod-slurm.toml")
     (group,) = subnet_demand(profile).node_groups
-    # No NetworkInterface in the instance group: counted as efa (one address) on every one of
-    # p5en's 16 EFA cards, and no pod addresses on Slurm.
+    # The instance group requests efa-only interfaces (no address); Slurm runs no pods.
     assert group.orchestrator is Orchestrator.HYPERPOD_SLURM
-    assert group.layout is EfaLayout.LEGACY
-    assert group.addressing.per_node == 16
-    assert group.addresses == 8 * 16
+    assert group.layout is EfaLayout.EFA_ONLY
+    assert group.addressing.per_node == 1
+    legacy = dataclasses.replace(profile.pretraining, efa_layout=EfaLayout.LEGACY)
+    assert requested_layout(legacy) is EfaLayout.LEGACY  # efa: one address per EFA card
 
     eks = load_profile(ROOT / "config" / "hyperpod-eks.toml")
     groups = {g.name: g for g in subnet_demand(eks).node_groups}
-    # HyperPod-EKS p5: 32 efa interfaces with addresses; the CNI may use both card-0 ENIs.
-    assert groups["post_training"].addressing.per_node == 31 + 2 * 50
-    assert requested_layout(eks.post_training) is EfaLayout.LEGACY
+    # HyperPod-EKS p5 with efa-only: like an EKS node group, 1 + 49 pod addresses.
+    assert groups["post_training"].addressing.per_node == 50
 
 
 def test_autoscaling_maximum_and_other_addresses_are_counted() -> None:
