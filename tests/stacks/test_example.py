@@ -1,16 +1,26 @@
-"""examples/training-cluster: a separate app that imports fm_constructs as an installed package.
+"""docs/patterns/consumer-example.md, followed literally.
 
-Synthesized once (as `cdk synth` runs it: `python app.py` in the example's directory, with
-CDK_OUTDIR), then every template goes through cfn-lint. cdk-nag runs inside the app: an
-unacknowledged finding fails the synthesis.
+The page's step blocks (the ``bash`` fences after a ``consumer-steps`` comment) run as written
+with ``bash -e``, in a fresh copy of the repository's files (what a clone has) and with a PATH
+that holds neither the repository's ``.venv`` nor its ``node_modules``: a new virtual
+environment, the library installed from the repository as ``requirements.txt`` says, the CDK
+CLI from the example's own lock file, ``npx cdk synth``, and the example's own pytest tests.
+Any failing step fails the test. Then every template goes through cfn-lint.
+
+Speed without changing a step, through the environment only: pip reads the wheels ``make
+setup`` keeps in ``.venv/wheels`` (``PIP_NO_INDEX`` with ``PIP_FIND_LINKS``; the library itself
+is still built from the copy) and skips compiling aws-cdk-lib's 220 MB of Python to bytecode
+(``PIP_COMPILE=0``: imports compile what they use, once); npm prefers its cache, which ``make
+setup``'s ``npm ci`` of the same CLI version filled.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,21 +28,87 @@ import pytest
 from tests.stacks.profiles import ROOT
 from tests.support import cfn_lint
 
+pytestmark = pytest.mark.xdist_group("consumer-example")
+
+PAGE = ROOT / "docs" / "patterns" / "consumer-example.md"
 EXAMPLE = ROOT / "examples" / "training-cluster"
+WHEELS = ROOT / ".venv" / "wheels"
+_STEPS = re.compile(r"<!-- consumer-steps[^>]*-->\s*```bash\n(.*?)```", re.DOTALL)
+
+
+def page_steps() -> list[str]:
+    """The command lines of the page's step blocks, in order, comments stripped."""
+    lines: list[str] = []
+    for block in _STEPS.findall(PAGE.read_text()):
+        for line in block.splitlines():
+            command = line.split("  #", 1)[0].strip()
+            if command and not command.startswith("#"):
+                lines.append(command)
+    return lines
+
+
+def _repository_files() -> list[str]:
+    """What a clone of the repository holds: tracked files plus new, not ignored ones."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [name for name in listed.split("\0") if name and (ROOT / name).is_file()]
+
+
+def _clean_environment() -> dict[str, str]:
+    """The caller's environment without the repository's own tools on PATH."""
+    own = {str(ROOT / ".venv" / "bin"), str(ROOT / "node_modules" / ".bin")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in {
+            "PYTHONPATH",
+            "VIRTUAL_ENV",
+            "CDK_OUTDIR",
+            "CDK_CONTEXT_JSON",
+            "PYTHONDONTWRITEBYTECODE",
+        }
+        and not k.startswith(("PYTEST_", "FM_"))
+    }
+    env["PATH"] = os.pathsep.join(
+        part for part in env.get("PATH", "").split(os.pathsep) if part and part not in own
+    )
+    if WHEELS.is_dir():
+        env["PIP_NO_INDEX"] = "1"
+        env["PIP_FIND_LINKS"] = str(WHEELS)
+    env["PIP_COMPILE"] = "0"
+    env["npm_config_prefer_offline"] = "true"
+    env["npm_config_audit"] = "false"
+    env["npm_config_fund"] = "false"
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
 
 
 @pytest.fixture(scope="module")
-def assembly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    outdir = tmp_path_factory.mktemp("example-out")
-    # The example directory is the working directory and the repository root is not on
-    # PYTHONPATH: fm_constructs must come from the installed package.
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["CDK_OUTDIR"] = str(outdir)
+def followed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Copy the repository, run the page's steps there; the example folder and the output."""
+    clone = tmp_path_factory.mktemp("clone")
+    for name in _repository_files():
+        target = clone / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    script = "\n".join(["set -euo pipefail", *page_steps()])
     result = subprocess.run(
-        [sys.executable, "app.py"], cwd=EXAMPLE, env=env, capture_output=True, text=True
+        ["bash", "-c", script],
+        cwd=clone,
+        env=_clean_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
     )
-    assert result.returncode == 0, result.stderr
-    return outdir
+    assert result.returncode == 0, f"a step of {PAGE.name} failed:\n{result.stdout[-6000:]}"
+    return clone / "examples" / "training-cluster", result.stdout
 
 
 def _templates(outdir: Path) -> dict[str, Path]:
@@ -45,8 +121,23 @@ def _templates(outdir: Path) -> dict[str, Path]:
     }
 
 
-def test_example_synthesizes_its_own_stack_from_building_blocks(assembly: Path) -> None:
-    templates = _templates(assembly)
+def test_page_steps_cover_install_cli_synth_and_tests() -> None:
+    steps = page_steps()
+    assert steps[0] == "cd examples/training-cluster"
+    for expected in (
+        "pip install -r requirements.txt",
+        "npm ci",
+        "npx cdk synth",
+        "pytest",
+    ):
+        assert any(step.startswith(expected) for step in steps), expected
+
+
+def test_example_synthesizes_its_own_stack_from_building_blocks(
+    followed: tuple[Path, str],
+) -> None:
+    example, _ = followed
+    templates = _templates(example / "cdk.out")
     assert list(templates) == ["team-training"]
     resources = json.loads(templates["team-training"].read_text())["Resources"]
     types = {r["Type"] for r in resources.values()}
@@ -61,12 +152,41 @@ def test_example_synthesizes_its_own_stack_from_building_blocks(assembly: Path) 
         assert expected in types
 
 
-def test_example_templates_pass_cfn_lint(assembly: Path) -> None:
-    for path in _templates(assembly).values():
+def test_example_templates_pass_cfn_lint(followed: tuple[Path, str]) -> None:
+    example, _ = followed
+    for path in _templates(example / "cdk.out").values():
         assert cfn_lint(path.read_text(), "us-east-1") == [], path.name
 
 
+#: Warnings that come from the machine, not from the steps: npm reading a user ~/.npmrc.
+_MACHINE_WARNINGS = re.compile(r"npm warn Unknown user config")
+
+
+def test_steps_print_no_warning(followed: tuple[Path, str]) -> None:
+    """No packaging, Node end-of-life, feature-flag or construct warning on the way."""
+    _, output = followed
+    warnings = [
+        line
+        for line in output.splitlines()
+        if re.search(r"warn|end-of-life|feature flags", line, re.IGNORECASE)
+        and not _MACHINE_WARNINGS.search(line)
+    ]
+    assert warnings == []
+
+
+def test_example_uses_the_published_feature_flags_and_the_pinned_cli() -> None:
+    from fm_constructs.feature_flags import feature_flags
+
+    assert json.loads((EXAMPLE / "cdk.json").read_text())["context"] == feature_flags()
+    root_cli = json.loads((ROOT / "package.json").read_text())["devDependencies"]["aws-cdk"]
+    example_cli = json.loads((EXAMPLE / "package.json").read_text())["devDependencies"]
+    assert example_cli == {"aws-cdk": root_cli}
+    lock = json.loads((EXAMPLE / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/aws-cdk"]["version"] == root_cli
+
+
 def test_example_does_not_reach_into_the_repository() -> None:
-    source = (EXAMPLE / "app.py").read_text()
-    assert "sys.path" not in source
-    assert "from stacks" not in source and "import stacks" not in source
+    for source in [EXAMPLE / "app.py", *(EXAMPLE / "tests").glob("*.py")]:
+        text = source.read_text()
+        assert "sys.path" not in text, source
+        assert "from stacks" not in text and "import stacks" not in text, source
