@@ -89,6 +89,26 @@ def _clean_environment() -> dict[str, str]:
     return env
 
 
+def test_update_the_example_snapshot(request: pytest.FixtureRequest) -> None:
+    """``pytest tests/stacks --snapshot-update`` refreshes the example's snapshot too (before
+    the page is followed: same xdist group, earlier in the file); the example's own pytest,
+    run by the steps below, is what checks it."""
+    if not request.config.getoption("--snapshot-update"):
+        pytest.skip("checked by the example's own tests (run by the page's steps)")
+    import importlib.util
+
+    from fm_constructs.testing import assert_matches_snapshot, new_app, stable_template
+
+    spec = importlib.util.spec_from_file_location("training_cluster_app", EXAMPLE / "app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    template = stable_template(module.build(new_app()))
+    assert_matches_snapshot(
+        template, EXAMPLE / "tests" / "snapshots" / "team-training.json", update=True
+    )
+
+
 @pytest.fixture(scope="module")
 def followed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """Copy the repository, run the page's steps there; the example folder and the output."""
