@@ -19,7 +19,7 @@ CONFIG ?= config/default.toml
 PROFILES := $(wildcard config/*.toml)
 PY_SOURCES := fm_constructs stacks tests app.py tools examples
 
-.PHONY: synth test lint typecheck unit bench setup clean docs-config docs-figures docs serve diagrams example
+.PHONY: synth test lint typecheck unit bench setup clean docs-config docs-figures docs docs-check serve diagrams example
 
 # The dependencies are fetched once as wheels into .venv/wheels and installed from there; the
 # consumer-example test (tests/stacks/test_example.py) installs the example app from the same
@@ -61,11 +61,17 @@ unit: setup
 
 # unit includes tests/stacks/test_example.py (the example app synthesized once and cfn-linted)
 # and tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
-test: lint typecheck unit docs
+test: lint typecheck unit docs docs-check
 
 # The documentation site, offline and warning-free (output in site/, gitignored).
 docs: setup
 	mkdocs build --strict --quiet
+
+# The built site opened from disk, offline: links lead to pages, no literal Sphinx roles or lost
+# placeholders, and (in headless Chromium, when installed) every Mermaid diagram drawn.
+# Screenshots in site/screenshots/.
+docs-check: docs
+	python tools/docs_check.py
 
 # The documentation site at http://127.0.0.1:8000, rebuilt on every change.
 serve: setup

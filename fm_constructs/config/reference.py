@@ -71,6 +71,15 @@ def _default(field: dataclasses.Field[Any]) -> str:
     return "required"
 
 
+def _escape_html(text: str) -> str:
+    """``<`` and ``>`` outside code spans as entities, so placeholders such as ``<name>``
+    show instead of being read as HTML tags (code spans already show them literally)."""
+    parts = text.split("`")
+    for index in range(0, len(parts), 2):  # even parts are outside code spans
+        parts[index] = parts[index].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
 def render_reference() -> str:
     """Markdown reference of every profile key with its default and meaning."""
     lines = [
@@ -84,11 +93,18 @@ def render_reference() -> str:
         "",
     ]
     for title, cls, intro in _TABLES:
-        lines += [f"## {title}", "", intro, "", "| key | default | meaning |", "|---|---|---|"]
+        lines += [
+            f"## {_escape_html(title)}",
+            "",
+            _escape_html(intro),
+            "",
+            "| key | default | meaning |",
+            "|---|---|---|",
+        ]
         for field in dataclasses.fields(cls):
             doc = field.metadata.get("doc", "")
             if not doc:
                 continue
-            lines.append(f"| `{field.name}` | {_default(field)} | {doc} |")
+            lines.append(f"| `{field.name}` | {_default(field)} | {_escape_html(doc)} |")
         lines.append("")
     return "\n".join(lines)
