@@ -67,6 +67,29 @@ def _plan(profile: str) -> Callable[[], str]:
     return figure
 
 
+def _plan_totals() -> str:
+    """Every shipped profile's ``fmc plan`` total, with what it leaves out."""
+    from fm_constructs.cli.plan import build_plan
+    from fm_constructs.cli.pricing import HOURS_PER_MONTH, load_prices
+    from fm_constructs.config import load_profile
+
+    rows = [
+        "| profile | region | $/hour | of which platform | ~$/month 24/7 | missing prices |",
+        "|---|---|---|---|---|---|",
+    ]
+    prices = load_prices()
+    for path in sorted((ROOT / "config").glob("*.toml")):
+        plan = build_plan(load_profile(path), prices)
+        platform = sum(c.usd_per_hour or 0.0 for c in plan.costs if ":" not in c.item)
+        missing = "; ".join(m.removeprefix("no price for ") for m in plan.missing_prices)
+        rows.append(
+            f"| `{path.stem}` | {plan.region} | ${plan.usd_per_hour:,.2f}"
+            f"{' (partial)' if plan.partial else ''} | ${platform:,.2f} | "
+            f"${plan.usd_per_hour * HOURS_PER_MONTH:,.0f} | {missing or 'none'} |"
+        )
+    return "\n".join(rows)
+
+
 #: Constructs and option classes whose keyword options the docs list (figure
 #: ``options-<lowercase class name>``), as ``module:Class``.
 OPTION_CLASSES = (
@@ -259,6 +282,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "fsx-sizing-reasoning": _fsx_sizing_reasoning,
     "plan-default": _plan("default"),
     "plan-hyperpod-slurm": _plan("hyperpod-slurm"),
+    "plan-totals": _plan_totals,
     **{f"options-{spec.split(':')[1].lower()}": _options(spec) for spec in OPTION_CLASSES},
 }
 

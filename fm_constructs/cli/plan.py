@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fm_constructs.catalog import InstanceSpec, require_efa
+from fm_constructs.cli.costs import CostLine, missing_prices, platform_cost_lines
 from fm_constructs.cli.flops import peak_flops
 from fm_constructs.cli.goal import GoalEstimate, TrainingGoal, estimate
 from fm_constructs.cli.pricing import HOURS_PER_MONTH, PriceTable
@@ -164,13 +165,23 @@ class Plan:
     workloads: tuple[WorkloadPlan, ...]
     subnet: SubnetPlan
     problems: tuple[str, ...] = field(default_factory=tuple)
+    #: Every hourly charge: the workloads' instances and file systems, then the platform's.
+    costs: tuple[CostLine, ...] = field(default_factory=tuple)
 
     @property
-    def usd_per_hour(self) -> float | None:
-        costs = [w.usd_per_hour for w in self.workloads]
-        if not costs or any(c is None for c in costs):
-            return None
-        return sum(c for c in costs if c is not None)
+    def missing_prices(self) -> tuple[str, ...]:
+        """``no price for ITEM in REGION`` for each line the price table has no figure for."""
+        return tuple(missing_prices(list(self.costs), self.region))
+
+    @property
+    def partial(self) -> bool:
+        """True when the total leaves out lines without a price."""
+        return bool(self.missing_prices)
+
+    @property
+    def usd_per_hour(self) -> float:
+        """Sum of every priced line (see ``partial`` for what it leaves out)."""
+        return sum(c.usd_per_hour for c in self.costs if c.usd_per_hour is not None)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document (schema ``fmc.plan/v1``)."""
@@ -193,10 +204,13 @@ class Plan:
                 "pod_ips_per_node": self.subnet.pod_ips_per_node,
                 "other": [{"what": what, "addresses": n} for what, n in self.subnet.fixed],
             },
+            "costs": [c.to_json() for c in self.costs],
             "totals": {
                 "nodes": sum(w.nodes for w in self.workloads),
                 "accelerators": sum(w.accelerators for w in self.workloads),
                 "usd_per_hour": self.usd_per_hour,
+                "partial": self.partial,
+                "missing_prices": list(self.missing_prices),
             },
             "problems": list(self.problems),
         }
@@ -320,6 +334,8 @@ def build_plan(
         pod_ips_per_node=pod_ips_per_node,
         fixed=demand.fixed,
     )
+    costs = [line for w in workloads for line in _workload_cost_lines(w, prices)]
+    costs += platform_cost_lines(profile, prices)
     return Plan(
         source=profile.source,
         region=region,
@@ -329,7 +345,38 @@ def build_plan(
         workloads=tuple(workloads),
         subnet=subnet,
         problems=tuple(problems),
+        costs=tuple(costs),
     )
+
+
+def _workload_cost_lines(w: WorkloadPlan, prices: PriceTable) -> list[CostLine]:
+    """The instances of one workload row and its file system, as cost lines."""
+    lines = [
+        CostLine(
+            item=f"{w.name}: {w.instance_type}",
+            quantity=w.nodes,
+            unit="instance-hour",
+            unit_usd_per_hour=w.instance_usd_per_hour,
+            source=prices.source_of("on_demand_usd_per_hour"),
+        )
+    ]
+    s = w.storage
+    if s is not None:
+        lines.append(
+            CostLine(
+                item=f"{w.name}: FSx for Lustre {s.storage_capacity_gib:,} GiB at "
+                f"{s.throughput_mb_s_per_tib} MB/s/TiB",
+                quantity=s.storage_capacity_gib,
+                unit="GiB-hour",
+                unit_usd_per_hour=(
+                    None
+                    if s.usd_per_month is None
+                    else s.usd_per_month / s.storage_capacity_gib / HOURS_PER_MONTH
+                ),
+                source=prices.source_of("fsx_lustre_usd_per_gb_month"),
+            )
+        )
+    return lines
 
 
 def _node_groups(workloads: Sequence[WorkloadConfig]) -> list[WorkloadConfig]:
@@ -385,8 +432,6 @@ def _plan_workload(
     notes: list[str] = []
     efa_interfaces = efa_interface_count(efa_interface_layout(spec, layout))
     instance_price = prices.on_demand_usd_per_hour(region, spec.name)
-    if instance_price is None:
-        notes.append(f"no list price for {spec.name} in {region}; add it with --prices FILE")
     compute = instance_price * nodes if instance_price is not None else None
 
     storage = _plan_storage(workload, region, prices, goal, problems, notes)
@@ -496,11 +541,6 @@ def _plan_storage(
         else None
     )
     unit_price = prices.fsx_usd_per_gb_month(region, DEPLOYMENT_TYPE.value, tier)
-    if unit_price is None:
-        notes.append(
-            f"no FSx for Lustre {DEPLOYMENT_TYPE.value} {tier} MB/s/TiB price for {region}; "
-            "add it with --prices FILE"
-        )
     return StoragePlan(
         source=source,
         deployment_type=DEPLOYMENT_TYPE.value,
@@ -559,6 +599,13 @@ def _plan_goal(
 
 def _money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
+
+
+def _unit_money(value: float | None) -> str:
+    """A unit price: enough digits for per-GiB-hour figures."""
+    if value is None:
+        return "no price"
+    return f"${value:,.4f}" if value >= 0.01 else f"${value:.3g}"
 
 
 def render_plan(plan: Plan) -> str:
@@ -696,12 +743,30 @@ def render_plan(plan: Plan) -> str:
             f"{g.wall_clock_days:,.1f} days on {w.accelerators} accelerators"
         )
         lines.append(f"  cost        {_money(g.usd)} at the plan's $/hour")
+    lines += ["", "cost by the hour (list prices; usage-billed parts not included)"]
+    sources: dict[str, int] = {}
+    rows = []
+    for c in plan.costs:
+        ref = sources.setdefault(c.source, len(sources) + 1)
+        rows.append(
+            [
+                c.item,
+                f"{c.quantity:,g}",
+                c.unit,
+                "usage" if c.usage_only else _unit_money(c.unit_usd_per_hour),
+                "no price" if c.usd_per_hour is None else _money(c.usd_per_hour),
+                f"[{ref}]" + (f" + {c.usage}" if c.usage else ""),
+            ]
+        )
+    lines.append(render_table(["item", "quantity", "unit", "$/unit", "$/hour", "source"], rows))
+    lines.extend(f"  [{ref}] {source}" for source, ref in sources.items())
     total = plan.usd_per_hour
     lines += [
         "",
-        f"total: {_money(total)}/hour "
-        f"(~{_money(None if total is None else total * HOURS_PER_MONTH)}/month running 24/7)",
+        f"total: {_money(total)}/hour (~{_money(total * HOURS_PER_MONTH)}/month running 24/7)"
+        + (" PARTIAL: lines without a price are left out" if plan.partial else ""),
     ]
+    lines.extend(f"  {message}; add it with --prices FILE" for message in plan.missing_prices)
     for w in plan.workloads:
         lines.append(f"  {w.name}: {w.cost_basis}")
         lines.extend(f"  {w.name}: note: {note}" for note in w.notes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,8 @@ class PriceTable:
     source: str
     currency: str
     regions: Mapping[str, Mapping[str, Any]]
+    #: Where each kind of price comes from, by table or platform key (a page to check it on).
+    sources: Mapping[str, str] = field(default_factory=dict)
 
     def on_demand_usd_per_hour(self, region: str, instance_type: str) -> float | None:
         """List price of one instance-hour, or None when the table has no figure."""
@@ -41,6 +43,16 @@ class PriceTable:
         table = self.regions.get(region, {}).get("fsx_lustre_usd_per_gb_month", {})
         value = table.get(deployment_type, {}).get(str(tier))
         return float(value) if value is not None else None
+
+    def platform_usd(self, region: str, key: str) -> float | None:
+        """A platform list price (``platform_usd`` table: NAT gateway hour, interface endpoint
+        AZ-hour, EKS cluster hour, Grafana editor-month, ...), or None when the table has none."""
+        value = self.regions.get(region, {}).get("platform_usd", {}).get(key)
+        return float(value) if value is not None else None
+
+    def source_of(self, key: str) -> str:
+        """Where prices of kind ``key`` come from (falls back to the table's ``source``)."""
+        return self.sources.get(key, self.source)
 
     def describe(self) -> str:
         return f"list prices as of {self.as_of} ({self.source})"
@@ -90,4 +102,5 @@ def load_prices(override_path: str | Path | None = None) -> PriceTable:
         source=str(data.get("source", "unknown")),
         currency=str(data.get("currency", "USD")),
         regions=data.get("regions", {}),
+        sources=data.get("sources", {}),
     )

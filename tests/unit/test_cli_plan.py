@@ -101,11 +101,16 @@ def test_default_costs_are_list_price_times_nodes_plus_storage(default_json: dic
     # the RL rollout group of post_training: 2 x g6e.48xlarge on demand, no storage
     rollout = _workload(default_json, "post_training.rollout")
     assert rollout["cost"]["usd_per_hour"] == pytest.approx(2 * 30.13118)
-    total = sum(
+    workloads = sum(
         _workload(default_json, n)["cost"]["usd_per_hour"]
         for n in ("pretraining", "post_training", "post_training.rollout", "inference")
     )
-    assert default_json["totals"]["usd_per_hour"] == pytest.approx(total)
+    # platform, us-east-1: 2 NAT x $0.045, 12 endpoints x 2 zones x $0.01, 3 EKS control planes
+    # x $0.10, 6 system nodes x m7i.xlarge $0.2016, Grafana $9 / 730 h; Prometheus by usage
+    platform = 2 * 0.045 + 24 * 0.01 + 3 * 0.10 + 6 * 0.2016 + 9 / 730
+    assert default_json["totals"]["usd_per_hour"] == pytest.approx(workloads + platform)
+    assert default_json["totals"]["partial"] is False
+    assert default_json["totals"]["missing_prices"] == []
 
 
 def test_training_goal_hand_computed(default_json: dict) -> None:  # type: ignore[type-arg]
@@ -131,6 +136,7 @@ def test_json_schema(default_json: dict) -> None:  # type: ignore[type-arg]
         "prices",
         "workloads",
         "subnet",
+        "costs",
         "totals",
         "problems",
     }

@@ -1,0 +1,185 @@
+"""The cost lines of ``fmc plan``: every hourly charge a profile's stacks create, one line each,
+with quantity, unit price and where the price comes from.
+
+Workload lines (accelerated instances, FSx for Lustre) come from the workload plans; platform
+lines count what the stacks build around them: NAT gateways, interface VPC endpoints (billed
+per endpoint and zone), EKS control planes and their system node groups, the Managed Grafana
+workspace and the Managed Prometheus workspace (usage-billed: shown, not in the total). The
+counts below describe what the stacks build; tests/stacks/test_plan_costs.py checks each one
+against the synthesized templates of every shipped profile, so they cannot drift apart.
+
+A missing price is never a zero: the line says ``no price for ITEM in REGION`` and the plan's
+total covers the rest, marked partial.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fm_constructs.cli.pricing import HOURS_PER_MONTH, PriceTable
+from fm_constructs.config import NatGateways, Orchestrator, Profile
+
+#: Interface endpoints the VPC gets when ``platform.interface_endpoints`` is on
+#: (fm_constructs.network.gpu_vpc.PRIVATE_CLUSTER_ENDPOINTS), each in every zone of the VPC.
+INTERFACE_ENDPOINTS = 12
+#: The system (CPU) node group of every EKS cluster (GpuEksCluster's defaults).
+SYSTEM_INSTANCE_TYPE = "m7i.xlarge"
+SYSTEM_NODE_COUNT = 2
+#: Managed Grafana bills per active editor a month; the estimate assumes one.
+GRAFANA_EDITORS = 1
+_EKS_ORCHESTRATORS = (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS)
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One hourly charge: ``quantity`` x ``unit_usd_per_hour``; None when no price is known."""
+
+    item: str
+    quantity: float
+    unit: str
+    unit_usd_per_hour: float | None
+    source: str
+    #: What this line leaves out because it is billed by use (data processed, samples).
+    usage: str = ""
+    #: True for lines billed only by use: their figure is 0 and not a missing price.
+    usage_only: bool = False
+
+    @property
+    def usd_per_hour(self) -> float | None:
+        if self.usage_only:
+            return 0.0
+        if self.unit_usd_per_hour is None:
+            return None
+        return self.quantity * self.unit_usd_per_hour
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "item": self.item,
+            "quantity": self.quantity,
+            "unit": self.unit,
+            "unit_usd_per_hour": self.unit_usd_per_hour,
+            "usd_per_hour": self.usd_per_hour,
+            "source": self.source,
+            "usage": self.usage,
+            "usage_only": self.usage_only,
+        }
+
+
+def eks_cluster_count(profile: Profile) -> int:
+    """EKS control planes the stacks build: one per enabled EKS or HyperPod-EKS workload."""
+    return sum(1 for w in profile.enabled_workloads if w.orchestrator in _EKS_ORCHESTRATORS)
+
+
+def nat_gateway_count(profile: Profile) -> int:
+    """One NAT gateway per zone of the VPC, or a single one (``platform.nat_gateways``)."""
+    platform = profile.platform
+    if platform.nat_gateways is NatGateways.PER_AZ:
+        return len(platform.availability_zones)
+    return 1
+
+
+def interface_endpoint_zones(profile: Profile) -> int:
+    """Billed endpoint-zones: every interface endpoint has an interface in each VPC zone."""
+    platform = profile.platform
+    if not platform.interface_endpoints:
+        return 0
+    return INTERFACE_ENDPOINTS * len(platform.availability_zones)
+
+
+def _priced(
+    prices: PriceTable, region: str, key: str, *, item: str, quantity: float, unit: str, usage: str
+) -> CostLine:
+    return CostLine(
+        item=item,
+        quantity=quantity,
+        unit=unit,
+        unit_usd_per_hour=prices.platform_usd(region, key),
+        source=prices.source_of(key),
+        usage=usage,
+    )
+
+
+def platform_cost_lines(profile: Profile, prices: PriceTable) -> list[CostLine]:
+    """What the platform and the clusters cost by the hour, whatever the workloads run."""
+    region = profile.platform.region
+    lines: list[CostLine] = []
+    nat = nat_gateway_count(profile)
+    lines.append(
+        _priced(
+            prices,
+            region,
+            "nat_gateway_hour",
+            item="NAT gateways",
+            quantity=nat,
+            unit="gateway-hour",
+            usage="data processed per GB",
+        )
+    )
+    endpoint_zones = interface_endpoint_zones(profile)
+    if endpoint_zones:
+        lines.append(
+            _priced(
+                prices,
+                region,
+                "interface_endpoint_az_hour",
+                item=f"interface VPC endpoints ({INTERFACE_ENDPOINTS} x "
+                f"{len(profile.platform.availability_zones)} zones)",
+                quantity=endpoint_zones,
+                unit="endpoint-zone-hour",
+                usage="data processed per GB",
+            )
+        )
+    clusters = eks_cluster_count(profile)
+    if clusters:
+        lines.append(
+            _priced(
+                prices,
+                region,
+                "eks_cluster_hour",
+                item="EKS control planes",
+                quantity=clusters,
+                unit="cluster-hour",
+                usage="",
+            )
+        )
+        lines.append(
+            CostLine(
+                item=f"EKS system nodes ({SYSTEM_INSTANCE_TYPE})",
+                quantity=clusters * SYSTEM_NODE_COUNT,
+                unit="instance-hour",
+                unit_usd_per_hour=prices.on_demand_usd_per_hour(region, SYSTEM_INSTANCE_TYPE),
+                source=prices.source_of("on_demand_usd_per_hour"),
+            )
+        )
+    if profile.platform.observability:
+        samples = prices.platform_usd(region, "prometheus_ingestion_per_10m_samples")
+        rate = "no price" if samples is None else f"${samples:.2f} per 10 million samples"
+        lines.append(
+            CostLine(
+                item="Managed Prometheus workspace",
+                quantity=1,
+                unit="workspace",
+                unit_usd_per_hour=None,
+                source=prices.source_of("prometheus_ingestion_per_10m_samples"),
+                usage=f"samples ingested ({rate}), storage, queries",
+                usage_only=True,
+            )
+        )
+    if profile.platform.grafana:
+        editor_month = prices.platform_usd(region, "grafana_editor_month")
+        lines.append(
+            CostLine(
+                item=f"Managed Grafana workspace ({GRAFANA_EDITORS} editor)",
+                quantity=GRAFANA_EDITORS,
+                unit="editor-hour",
+                unit_usd_per_hour=None if editor_month is None else editor_month / HOURS_PER_MONTH,
+                source=prices.source_of("grafana_editor_month"),
+                usage="more editors; viewers",
+            )
+        )
+    return lines
+
+
+def missing_prices(lines: list[CostLine], region: str) -> list[str]:
+    """One ``no price for ITEM in REGION`` message per line without a price."""
+    return [f"no price for {line.item} in {region}" for line in lines if line.usd_per_hour is None]
