@@ -1,6 +1,7 @@
 """``fmc``: argument parsing, dispatch, and the one place errors become exit codes.
 
 Subcommands:
+  fmc init        write a profile for your account: zone offering the instance types, your role
   fmc plan        what the profile builds and costs (offline)
   fmc preflight   read-only AWS checks that would otherwise fail an hour into a deploy
   fmc capacity    search and purchase EC2 Capacity Blocks for ML
@@ -90,6 +91,33 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    init = commands.add_parser(
+        "init",
+        help="write a profile for your account (read-only AWS calls: STS, EC2 offerings)",
+        description="Write a profile from a shipped one, for the caller's account: account and "
+        "admin role from STS, the region, a GPU zone that offers the workloads' instance types "
+        "(ec2:DescribeInstanceTypeOfferings) and a second VPC zone. Prints each choice and why; "
+        "never overwrites a file without --force.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    init.add_argument("output", help="profile to write, e.g. config/mine.toml")
+    init.add_argument(
+        "--from",
+        dest="template",
+        default=DEFAULT_CONFIG,
+        help=f"shipped profile to start from (default: {DEFAULT_CONFIG})",
+    )
+    init.add_argument(
+        "--region", help="AWS region (default: the AWS configuration's, else the template's)"
+    )
+    init.add_argument(
+        "--instance-type",
+        help="instance type the GPU zone must offer first (default: the template's workloads')",
+    )
+    init.add_argument("--aws-profile", help="named AWS profile (default: AWS_PROFILE / default)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing output file")
 
     plan = commands.add_parser(
         "plan",
@@ -232,6 +260,20 @@ def _profile_goal(
     )
 
 
+def _run_init(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.init import run_init
+
+    return run_init(
+        template=args.template,
+        output=args.output,
+        force=args.force,
+        region=args.region,
+        instance_type=args.instance_type,
+        aws_profile=args.aws_profile,
+        reporter=reporter,
+    )
+
+
 def _run_plan(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     from fm_constructs.cli.plan import build_plan, render_plan
     from fm_constructs.cli.pricing import load_prices
@@ -344,6 +386,7 @@ exit codes:
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Reporter], ExitCode]] = {
+    "init": _run_init,
     "plan": _run_plan,
     "preflight": _run_preflight,
     "capacity": _run_capacity,
