@@ -10,7 +10,7 @@ Layout rules (:func:`plan_layout`):
   node it is a ``Deployment`` pod; otherwise it is a ``LeaderWorkerSet`` group of whole nodes
   (vLLM's multi-node recipe: Ray head on the leader, Ray workers on the others, pipeline
   stages across nodes over EFA).
-* Tensor parallelism stays inside a node (NVLink): a tensor-parallel size larger than the GPUs
+* Tensor parallelism stays inside a node: a tensor-parallel size larger than the GPUs
   of one node is rejected with the pipeline-parallel split that fixes it.
 * Weights are copied from S3 by an init container into an ``emptyDir``. EKS nodes built by
   :class:`~fm_constructs.orchestration.EfaNodeGroup` keep the kubelet directory on the NVMe
@@ -248,7 +248,7 @@ def plan_layout(spec: ModelServerSpec, instance: InstanceSpec) -> ServingLayout:
             "tensor_parallel_size",
             spec.tensor_parallel_size,
             f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
-            f"needs NVLink); for a {spec.gpus_per_replica}-GPU replica set "
+            f"stays inside one node); for a {spec.gpus_per_replica}-GPU replica set "
             f"tensor_parallel_size={gpus} and pipeline_parallel_size="
             f"{nodes * spec.pipeline_parallel_size}",
         )
