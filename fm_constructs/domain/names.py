@@ -10,6 +10,15 @@ import re
 
 #: Every workload's ClusterQueue joins this Kueue cohort, so idle GPUs can be borrowed.
 KUEUE_COHORT = "fm-accelerators"
+#: Namespace label that lets Kueue's webhooks see a namespace (``managedJobsNamespaceSelector``):
+#: namespaces without it (kube-system, device plugins, exporters) never wait on Kueue.
+KUEUE_MANAGED_LABEL = "fm-constructs/kueue-managed"
+#: Node label naming the node pool (and Kueue ResourceFlavor) a node belongs to.
+NODE_POOL_LABEL = "fm-constructs/node-pool"
+#: Extended resources the device plugins advertise.
+NVIDIA_GPU_RESOURCE = "nvidia.com/gpu"
+NEURON_RESOURCE = "aws.amazon.com/neuron"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -40,3 +49,14 @@ def local_queue_name(workload: str) -> str:
 def fsx_claim_name(workload: str) -> str:
     """PersistentVolumeClaim of the workload's FSx for Lustre file system, mounted at ``/fsx``."""
     return "fsx-lustre"
+
+
+def resource_flavor_name(workload: str, pool: str) -> str:
+    """Kueue ResourceFlavor of one node pool of a workload (``pretraining-gpu``); also the
+    value of :data:`NODE_POOL_LABEL` on the pool's nodes."""
+    return f"{workload_namespace(workload)}-{pool}"
+
+
+def accelerator_resource(eks_ami_family: str) -> str:
+    """Extended resource of an accelerator family ("NVIDIA" or "NEURON")."""
+    return NEURON_RESOURCE if eks_ami_family == "NEURON" else NVIDIA_GPU_RESOURCE

@@ -3,6 +3,31 @@
 One module per concern: :mod:`.images` (pinned images with their sources), :mod:`.node_shape`
 (what one pod may claim of an accelerated node, and the NCCL/EFA environment),
 :mod:`.training_runtimes` (Kubeflow Trainer runtimes per workload), :mod:`.jobs` (nccl-tests,
-the DCGM health check and the first training job). The constructs apply these objects with the
-cluster's kubectl provider; ``fmc validate`` renders the same objects for ``kubectl``.
+the DCGM health check and the first training job), :mod:`.kueue` (ResourceFlavors,
+ClusterQueues, LocalQueues) and :mod:`.workload` (a workload's namespace and service account).
+The constructs apply these objects with the cluster's kubectl provider; ``fmc validate`` renders
+the same objects for ``kubectl``.
 """
+
+from fm_constructs.kubernetes.kueue import (
+    API_VERSION as KUEUE_API_VERSION,
+)
+from fm_constructs.kubernetes.kueue import (
+    Flavor,
+    QueueFlavor,
+    cluster_queue,
+    local_queue,
+    resource_flavor,
+)
+from fm_constructs.kubernetes.workload import namespace, service_account
+
+__all__ = [
+    "KUEUE_API_VERSION",
+    "Flavor",
+    "QueueFlavor",
+    "cluster_queue",
+    "local_queue",
+    "namespace",
+    "resource_flavor",
+    "service_account",
+]

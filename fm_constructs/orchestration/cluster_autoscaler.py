@@ -25,7 +25,7 @@ recommended policy of the autoscaler's AWS documentation
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import Stack, Token
 from aws_cdk import aws_eks_v2 as eks
@@ -34,12 +34,10 @@ from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
-
-if TYPE_CHECKING:
-    from fm_constructs.orchestration.eks_cluster import GpuEksCluster
 
 #: Expanders that need no extra configuration (``priority`` needs a priorities ConfigMap).
 EXPANDERS = ("least-waste", "most-pods", "least-nodes", "random")
@@ -62,6 +60,8 @@ SCALING_ACTIONS = (
     "autoscaling:TerminateInstanceInAutoScalingGroup",
 )
 ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"
+#: Id of the autoscaler in its cluster's add-on registry (and its construct id).
+ADDON_ID = "ClusterAutoscaler"
 _DURATION = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
 
 
@@ -106,8 +106,8 @@ def check_settings(settings: ClusterAutoscalerSettings, problems: Problems) -> N
 class ClusterAutoscaler(Construct):
     """The Cluster Autoscaler chart on the system nodes of ``cluster``, with its IAM role.
 
-    Use :meth:`GpuEksCluster.enable_cluster_autoscaler` (one per cluster) rather than creating
-    it directly. The chart is pinned (:data:`~fm_constructs.orchestration.eks_charts.
+    Use :meth:`enable` (one per cluster, through the cluster's add-on registry) rather than
+    creating it directly. The chart is pinned (:data:`~fm_constructs.orchestration.eks_charts.
     CLUSTER_AUTOSCALER`) and the image follows the cluster's Kubernetes minor.
 
     Attributes: ``role`` (the autoscaler's IAM role), ``pod_identity`` (the association of that
@@ -120,7 +120,7 @@ class ClusterAutoscaler(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         settings: ClusterAutoscalerSettings | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -173,7 +173,7 @@ class ClusterAutoscaler(Construct):
         )
         self.values: dict[str, Any] = charts.cluster_autoscaler_values(
             cluster_name=cluster.cluster_name,
-            region=Stack.of(cluster).region,
+            region=Stack.of(cluster.icluster).region,
             image_tag=image_tag,
             settings=chosen,
         )
@@ -184,5 +184,31 @@ class ClusterAutoscaler(Construct):
         # creation, so the association (and the role's policy) exist first.
         self.chart.node.add_dependency(self.pod_identity)
         self.chart.node.add_dependency(self.role)
-        if cluster.addons.pod_identity_agent is not None:
-            self.chart.node.add_dependency(cluster.addons.pod_identity_agent)
+        if cluster.pod_identity_agent is not None:
+            self.chart.node.add_dependency(cluster.pod_identity_agent)
+
+    @classmethod
+    def enable(
+        cls, cluster: IGpuCluster, settings: ClusterAutoscalerSettings | None = None
+    ) -> ClusterAutoscaler:
+        """The cluster's autoscaler, installed on the first call (later calls return it and
+        must not pass different ``settings``). Node groups with a max size above their min
+        size then follow Pending pods; groups with min == max are left alone."""
+        existing = cluster.addon_registry.get(ADDON_ID)
+        if isinstance(existing, cls):
+            if settings is not None and settings != existing.settings:
+                problems = Problems(context="ClusterAutoscaler.enable")
+                problems.add(
+                    "settings",
+                    settings,
+                    f"must equal the settings the autoscaler is already enabled with "
+                    f"({existing.settings}); enable it once per cluster",
+                )
+                problems.raise_if_any()
+            return existing
+        return cluster.addon_registry.install(
+            ADDON_ID,
+            lambda scope, construct_id: cls(
+                scope, construct_id, cluster=cluster, settings=settings
+            ),
+        )

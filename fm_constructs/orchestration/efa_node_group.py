@@ -21,6 +21,7 @@ from constructs import Construct
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, require_efa
 from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
 from fm_constructs.compute.capacity_block_scaling import add_capacity_block_scaling
+from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
@@ -46,9 +47,12 @@ WORKLOADS: dict[EksAmiFamily, str] = {"NVIDIA": "gpu", "NEURON": "neuron"}
 RESERVED_LABEL_PREFIXES = ("fm-constructs/", "nvidia.com/", "aws.amazon.com/", "vpc.amazonaws.com/")
 
 
-def node_labels(spec: InstanceSpec, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def node_labels(
+    spec: InstanceSpec, extra: Mapping[str, str] | None = None, *, node_pool: str | None = None
+) -> dict[str, str]:
     """Labels of an accelerated node: workload role, accelerator presence (what the device
-    plugin charts select on), EFA presence, and the instance family for affinity rules."""
+    plugin charts select on), EFA presence, the instance family for affinity rules, and the
+    node pool (the Kueue ResourceFlavor's node label) when given."""
     family = spec.eks_ami_family
     labels = {
         charts.WORKLOAD_LABEL: WORKLOADS[family],
@@ -56,6 +60,8 @@ def node_labels(spec: InstanceSpec, extra: Mapping[str, str] | None = None) -> d
         PRESENT_LABELS[family]: "true",
         charts.EFA_PRESENT_LABEL: "true",
     }
+    if node_pool is not None:
+        labels[NODE_POOL_LABEL] = node_pool
     labels.update(extra or {})
     return labels
 
@@ -77,7 +83,11 @@ class EfaNodeGroup(Construct):
       other pods off; labels from :func:`node_labels` plus ``labels``.
     - Node auto repair on (with the ``eks-node-monitoring-agent`` add-on of the cluster),
       at most ``max_parallel_repairs`` nodes replaced at once; updates replace
-      ``max_unavailable`` nodes at a time.
+      ``max_unavailable`` nodes at a time and respect PodDisruptionBudgets unless
+      ``force_update`` (a node running a job that a budget protects is not taken away by a
+      launch-template or AMI change).
+    - ``node_pool``: value of the ``fm-constructs/node-pool`` label (the Kueue ResourceFlavor
+      that selects this group).
 
     With a :class:`GpuEksCluster`, the device plugin for the family and the EFA device plugin
     are switched on, and FSx for Lustre file systems mounted with
@@ -108,6 +118,8 @@ class EfaNodeGroup(Construct):
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         taints: Mapping[str, str] | None = None,
         create_placement_group: bool | None = None,
+        node_pool: str | None = None,
+        force_update: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
@@ -171,8 +183,14 @@ class EfaNodeGroup(Construct):
             tags={"fm-constructs/node-group": construct_id},
         )
 
-        self.labels = node_labels(spec, labels)
+        self.labels = node_labels(spec, labels, node_pool=node_pool)
+        self.node_pool = node_pool
         self.taint_key = TAINT_KEYS[family]
+        #: Every taint of the group (key, value), effect NoSchedule.
+        self.taints: tuple[tuple[str, str], ...] = (
+            (self.taint_key, "true"),
+            *((key, value) for key, value in (taints or {}).items()),
+        )
         self.nodegroup = eks.Nodegroup(
             self,
             "Resource",
@@ -201,6 +219,7 @@ class EfaNodeGroup(Construct):
             ],
             enable_node_auto_repair=auto_repair,
             max_unavailable=max_unavailable,
+            force_update=force_update,
         )
         resource = self.nodegroup.node.default_child
         assert isinstance(resource, eks.CfnNodegroup)

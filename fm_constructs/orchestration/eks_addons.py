@@ -9,6 +9,7 @@ HyperPod.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 
@@ -18,6 +19,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
 from fm_constructs.errors import Problems
+from fm_constructs.orchestration.eks_charts import node_agent_tolerations
 from fm_constructs.orchestration.pod_identity import pod_identity_role
 from fm_constructs.policy import acknowledge
 
@@ -35,11 +37,25 @@ MANAGED_ADDONS: tuple[str, ...] = (
     FSX_CSI_DRIVER,
     NODE_MONITORING_AGENT,
 )
-#: Oldest vpc-cni accepted when pinned: SageMaker HyperPod on EKS requires 1.18.3, which also
-#: postdates VPC CNI's support for instances whose secondary interfaces are ``efa-only``.
-MIN_VPC_CNI_VERSION = (1, 18, 3)
+#: Oldest vpc-cni accepted when pinned: EKS asks for 1.18.5 or later on nodes with ``efa-only``
+#: interfaces (https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html; the fix for
+#: IP-less interfaces, aws/amazon-vpc-cni-k8s#3047, first shipped in v1.18.5), above the
+#: 1.18.3 SageMaker HyperPod on EKS requires.
+MIN_VPC_CNI_VERSION = (1, 18, 5)
 #: Service account of the FSx CSI controller, created by the add-on in kube-system.
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+
+
+def node_monitoring_agent_configuration() -> dict[str, object]:
+    """Configuration values of the node monitoring agent (its ``configuration.schema.json``):
+    both DaemonSets, the agent and its DCGM hostengine, tolerate every taint. The chart's
+    default gives the DCGM server no tolerations at all, and an agent without its hostengine
+    on a GPU node detects no GPU faults."""
+    return {
+        "nodeAgent": {"tolerations": node_agent_tolerations()},
+        "dcgmAgent": {"tolerations": node_agent_tolerations()},
+    }
+
 
 _VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
 
@@ -149,6 +165,11 @@ class ClusterAddons(Construct):
                 cluster_name=cluster.cluster_name,
                 addon_version=versions.get(name),
                 resolve_conflicts="OVERWRITE",
+                configuration_values=(
+                    json.dumps(node_monitoring_agent_configuration(), sort_keys=True)
+                    if name == NODE_MONITORING_AGENT
+                    else None
+                ),
                 pod_identity_associations=(
                     [
                         eks.CfnAddon.PodIdentityAssociationProperty(

@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from fm_constructs import pins
+from fm_constructs.domain import names
 
 #: Taint keys on accelerated nodes (value "true", effect NoSchedule).
 GPU_TAINT_KEY = "nvidia.com/gpu"
@@ -96,10 +99,6 @@ ALL_CHARTS: tuple[HelmChartSpec, ...] = (
 )
 
 
-def _toleration(key: str) -> dict[str, str]:
-    return {"key": key, "operator": "Exists", "effect": "NoSchedule"}
-
-
 CRITICAL_ADDONS_TOLERATION: dict[str, str] = {"key": "CriticalAddonsOnly", "operator": "Exists"}
 #: HyperPod taints a node it found unhealthy with this; device plugins and GPU telemetry keep
 #: running there so the node's health can be checked and it can recover (as the HyperPod
@@ -110,18 +109,23 @@ HYPERPOD_HEALTH_TOLERATION: dict[str, str] = {
     "value": "Unschedulable",
     "effect": "NoSchedule",
 }
+#: Tolerations of every per-node agent (device plugins, exporters): every taint, whatever key
+#: a node group adds (the RL rollout group's ``workload-role``, a user's own). A DaemonSet only
+#: tolerates ``node.kubernetes.io/*`` by itself, and an accelerated node without its device
+#: plugin advertises no GPUs or EFA interfaces. Node selectors keep each agent on its nodes.
+NODE_AGENT_TOLERATIONS: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
+
+
+def node_agent_tolerations() -> list[dict[str, str]]:
+    return [dict(t) for t in NODE_AGENT_TOLERATIONS]
 
 
 def nvidia_device_plugin_values() -> dict[str, Any]:
     """Run on NVIDIA nodes only (the chart's default affinity matches ``nvidia.com/gpu.present``)
-    and tolerate the GPU taint."""
+    and tolerate every taint of their node groups."""
     return {
         "nodeSelector": {GPU_PRESENT_LABEL: "true"},
-        "tolerations": [
-            CRITICAL_ADDONS_TOLERATION,
-            _toleration(GPU_TAINT_KEY),
-            HYPERPOD_HEALTH_TOLERATION,
-        ],
+        "tolerations": node_agent_tolerations(),
     }
 
 
@@ -133,11 +137,7 @@ def neuron_device_plugin_values(neuron_instance_types: Sequence[str]) -> dict[st
         "neuronInstances": sorted(neuron_instance_types),
         "devicePlugin": {
             "nodeSelector": {NEURON_PRESENT_LABEL: "true"},
-            "tolerations": [
-                CRITICAL_ADDONS_TOLERATION,
-                _toleration(NEURON_TAINT_KEY),
-                HYPERPOD_HEALTH_TOLERATION,
-            ],
+            "tolerations": node_agent_tolerations(),
         },
         "npd": {"enabled": False},
     }
@@ -146,19 +146,14 @@ def neuron_device_plugin_values(neuron_instance_types: Sequence[str]) -> dict[st
 def efa_device_plugin_values(efa_instance_types: Sequence[str]) -> dict[str, Any]:
     """The chart pins its DaemonSet to a list of instance types that lags new releases (p5en,
     p6): pass the catalog's EFA types instead, select EFA nodes by label and tolerate every
-    accelerator taint."""
+    taint."""
     return {
         "supportedInstanceLabels": {
             "keys": ["node.kubernetes.io/instance-type"],
             "values": sorted(efa_instance_types),
         },
         "nodeSelector": {EFA_PRESENT_LABEL: "true"},
-        "tolerations": [
-            _toleration(GPU_TAINT_KEY),
-            _toleration(NEURON_TAINT_KEY),
-            _toleration(EFA_TAINT_KEY),
-            HYPERPOD_HEALTH_TOLERATION,
-        ],
+        "tolerations": node_agent_tolerations(),
     }
 
 
@@ -167,7 +162,7 @@ DCGM_COUNTERS_PATH = "/etc/dcgm-exporter/fm-counters.csv"
 
 
 def dcgm_exporter_values() -> dict[str, Any]:
-    """GPU telemetry on NVIDIA nodes only (port 9400); tolerate the GPU taint.
+    """GPU telemetry on NVIDIA nodes only (port 9400), whatever their taints.
 
     The chart's default counters leave out fields the shipped rules and dashboards read (ECC
     totals, clock-event reasons, SM activity, NVLink bytes). ``customMetrics`` replaces the
@@ -186,7 +181,7 @@ def dcgm_exporter_values() -> dict[str, Any]:
         # (fm_constructs/observability/scrape/eks-gpu-cluster.yaml).
         "hostNetwork": True,
         "nodeSelector": {GPU_PRESENT_LABEL: "true"},
-        "tolerations": [_toleration(GPU_TAINT_KEY), HYPERPOD_HEALTH_TOLERATION],
+        "tolerations": node_agent_tolerations(),
         "customMetrics": dcgm_counters.csv_text(),
         "arguments": ["-f", DCGM_COUNTERS_PATH],
         "extraConfigMapVolumes": [
@@ -256,5 +251,61 @@ def cluster_autoscaler_values(
             "scale-down-delay-after-add": settings.scale_down_delay_after_add,
             "scale-down-unneeded-time": settings.scale_down_unneeded_time,
             "max-node-provision-time": settings.max_node_provision_time,
+        },
+    }
+
+
+#: Job kinds Kueue admits through queues. The ``pod``, ``deployment``, ``statefulset`` and
+#: ``leaderworkerset`` integrations are left out: they put a fail-closed webhook on every pod
+#: creation, and model servers are not queued (inference capacity is not lent, see
+#: :mod:`fm_constructs.kubernetes.kueue`).
+KUEUE_FRAMEWORKS: tuple[str, ...] = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "trainer.kubeflow.org/trainjob",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/mpijob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+)
+
+
+def kueue_manager_config() -> dict[str, Any]:
+    """Kueue's controller configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's
+    defaults, the job kinds of :data:`KUEUE_FRAMEWORKS`, and ``managedJobsNamespaceSelector``
+    on the workload-namespace label, which the chart (0.16.1,
+    ``templates/webhook/manifests.yaml``) copies into the namespace selector of its job
+    webhooks: pods and jobs in other namespaces (kube-system, device plugins, exporters,
+    operators) are never sent to Kueue, so they start even while Kueue is down."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 5,
+                "LocalQueue.kueue.x-k8s.io": 1,
+                "ClusterQueue.kueue.x-k8s.io": 1,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 50, "burst": 100},
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {"matchLabels": {names.KUEUE_MANAGED_LABEL: "true"}},
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+    }
+
+
+def kueue_values() -> dict[str, Any]:
+    """Kueue on the system nodes, with :func:`kueue_manager_config`."""
+    return {
+        "controllerManager": {"nodeSelector": {WORKLOAD_LABEL: "system"}},
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(), sort_keys=False)
         },
     }

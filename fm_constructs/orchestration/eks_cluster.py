@@ -16,16 +16,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import jsii
-from aws_cdk import Annotations, RemovalPolicy, Token
+from aws_cdk import Annotations, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, all_instance_types
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.addon_registry import AddonRegistry
 from fm_constructs.orchestration.eks_addons import ClusterAddons
 from fm_constructs.orchestration.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
@@ -40,7 +41,6 @@ from fm_constructs.policy import acknowledge
 
 if TYPE_CHECKING:
     from fm_constructs.kubernetes.node_shape import WorkloadTarget
-    from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
     from fm_constructs.storage.lustre import LustreFileSystem
 
 ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
@@ -149,6 +149,7 @@ class GpuEksCluster(Construct):
         problems = Problems(context="GpuEksCluster")
         version = resolve_version(kubernetes_version, problems)
         self._check_inputs(problems, admin_role_arns, public_access_cidrs, system_node_count)
+        self._check_admin_accounts(problems, admin_role_arns)
         layer = kubectl_layer
         if layer is None and version is not None:
             layer = make_kubectl_layer(self, "KubectlLayer", version, problems)
@@ -263,6 +264,7 @@ class GpuEksCluster(Construct):
             addon_versions=addon_versions,
         )
 
+        self.addon_registry = AddonRegistry(self)
         self.charts: dict[str, eks.HelmChart] = {}
         self._kubectl_acknowledged = False
         self._node_peers: list[ec2.IConnectable] = [self.cluster]
@@ -276,15 +278,7 @@ class GpuEksCluster(Construct):
             self.add_pinned_chart(
                 charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types())
             )
-        chosen = operators or WorkloadOperators()
-        for enabled, spec in (
-            (chosen.kueue, charts.KUEUE),
-            (chosen.kubeflow_trainer, charts.KUBEFLOW_TRAINER),
-            (chosen.kuberay, charts.KUBERAY_OPERATOR),
-            (chosen.leader_worker_set, charts.LEADER_WORKER_SET),
-        ):
-            if enabled:
-                self.add_pinned_chart(spec, {}, wait=True)
+        self.enable_operators(operators or WorkloadOperators())
 
     # ----------------------------------------------------------------------------- attributes
 
@@ -305,6 +299,11 @@ class GpuEksCluster(Construct):
         """Connections of the cluster security group (control plane and system nodes)."""
         return self.cluster.connections
 
+    @property
+    def pod_identity_agent(self) -> IConstruct | None:
+        """The Pod Identity agent add-on (components with AWS roles start after it)."""
+        return self.addons.pod_identity_agent
+
     # ----------------------------------------------------------------------------- features
 
     def enable_device_plugins(self, family: EksAmiFamily, *, dcgm_exporter: bool = True) -> None:
@@ -320,28 +319,18 @@ class GpuEksCluster(Construct):
                 charts.neuron_device_plugin_values(_family_types("NEURON")),
             )
 
-    def enable_cluster_autoscaler(
-        self, settings: charts.ClusterAutoscalerSettings | None = None
-    ) -> ClusterAutoscaler:
-        """Install the Kubernetes Cluster Autoscaler (once per cluster; later calls return the
-        existing one and must not pass different ``settings``). Node groups with a max size
-        above their min size then follow Pending pods; groups with min == max are left alone.
-        See :mod:`~fm_constructs.orchestration.cluster_autoscaler`."""
-        from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
-
-        existing = self.node.try_find_child("ClusterAutoscaler")
-        if isinstance(existing, ClusterAutoscaler):
-            if settings is not None and settings != existing.settings:
-                problems = Problems(context="GpuEksCluster.enable_cluster_autoscaler")
-                problems.add(
-                    "settings",
-                    settings,
-                    f"must equal the settings the autoscaler is already enabled with "
-                    f"({existing.settings}); enable it once per cluster",
-                )
-                problems.raise_if_any()
-            return existing
-        return ClusterAutoscaler(self, "ClusterAutoscaler", cluster=self, settings=settings)
+    def enable_operators(self, operators: WorkloadOperators) -> None:
+        """Install the operators switched on in ``operators`` (each once per cluster; those
+        switched off are left as they are, so workloads sharing a cluster add up)."""
+        for enabled, spec in (
+            (operators.kueue, charts.KUEUE),
+            (operators.kubeflow_trainer, charts.KUBEFLOW_TRAINER),
+            (operators.kuberay, charts.KUBERAY_OPERATOR),
+            (operators.leader_worker_set, charts.LEADER_WORKER_SET),
+        ):
+            if enabled:
+                values = charts.kueue_values() if spec is charts.KUEUE else {}
+                self.add_pinned_chart(spec, values, wait=True)
 
     def enable_efa_device_plugin(self) -> None:
         """Install the EFA device plugin (a no-op when already installed)."""
@@ -362,11 +351,20 @@ class GpuEksCluster(Construct):
         *,
         name: str = "fsx-lustre",
         namespace: str = "default",
+        scope: Construct | None = None,
+        volume_name: str | None = None,
+        create_namespace: bool = True,
     ) -> eks.KubernetesManifest:
-        """Mount ``file_system`` into pods: a static PersistentVolume ``name`` and a claim
-        ``namespace/name`` for the FSx CSI driver add-on, and the Lustre ports opened from
-        every node security group of this cluster (system nodes and EFA node groups, including
-        ones added later). The namespace is created when it does not exist.
+        """Mount ``file_system`` into pods: a static PersistentVolume ``volume_name`` (default
+        ``name``; volumes are cluster-wide, so workloads sharing a cluster give theirs distinct
+        names) and a claim ``namespace/name`` for the FSx CSI driver add-on. The namespace is
+        created when it does not exist and ``create_namespace``.
+
+        Without ``scope`` the manifest belongs to the cluster and the Lustre ports are opened
+        from every node security group of this cluster (system nodes and EFA node groups,
+        including ones added later). With ``scope`` (a workload on a shared cluster, in its own
+        stack) the manifest is created there and the caller opens the ports from its own
+        nodes, so the cluster never references a workload's file system.
         """
         problems = Problems(context="GpuEksCluster.add_lustre_volume")
         for field, value in (("name", name), ("namespace", namespace)):
@@ -379,13 +377,18 @@ class GpuEksCluster(Construct):
                 )
         problems.raise_if_any()
         manifests: list[dict[str, Any]] = []
-        if namespace not in ("default", "kube-system"):
+        if create_namespace and namespace not in ("default", "kube-system"):
             manifests.append(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
             )
-        manifests.extend(file_system.kubernetes_static_volume(name=name, namespace=namespace))
+        manifests.extend(
+            _rename_volume(
+                file_system.kubernetes_static_volume(name=name, namespace=namespace),
+                volume_name or name,
+            )
+        )
         manifest = eks.KubernetesManifest(
-            self,
+            scope or self,
             f"LustreVolume-{namespace}-{name}",
             cluster=self.icluster,
             manifest=manifests,
@@ -393,9 +396,10 @@ class GpuEksCluster(Construct):
         )
         manifest.node.add_dependency(self.addons.fsx_csi_driver)
         self._acknowledge_kubectl_provider()
-        self._lustre_file_systems.append(file_system)
-        for peer in self._node_peers:
-            file_system.connections.allow_default_port_from(peer)
+        if scope is None:
+            self._lustre_file_systems.append(file_system)
+            for peer in self._node_peers:
+                file_system.connections.allow_default_port_from(peer)
         return manifest
 
     def add_training_runtimes(self, target: WorkloadTarget) -> eks.KubernetesManifest:
@@ -442,19 +446,23 @@ class GpuEksCluster(Construct):
         existing = self.charts.get(spec.release)
         if existing is not None:
             return existing
-        chart = eks.HelmChart(
-            self,
-            f"Chart{spec.construct_id}",
-            cluster=self.icluster,
-            chart=spec.chart,
-            repository=spec.repository,
-            version=spec.version,
-            release=spec.release,
-            namespace=spec.namespace,
-            create_namespace=True,
-            values=dict(values) or None,
-            wait=wait,
-        )
+
+        def create(scope: Construct, construct_id: str) -> eks.HelmChart:
+            return eks.HelmChart(
+                scope,
+                construct_id,
+                cluster=self.icluster,
+                chart=spec.chart,
+                repository=spec.repository,
+                version=spec.version,
+                release=spec.release,
+                namespace=spec.namespace,
+                create_namespace=True,
+                values=dict(values) or None,
+                wait=wait,
+            )
+
+        chart = self.addon_registry.install(f"Chart{spec.construct_id}", create)
         # Controllers need a node to run on; DaemonSets for accelerated nodes do not wait
         # (the nodes may come later), but installing them after the system nodes keeps the
         # helm releases from racing the add-ons.
@@ -500,6 +508,25 @@ class GpuEksCluster(Construct):
                 )
         if not 1 <= system_node_count <= 10:
             problems.add("system_node_count", system_node_count, "must be between 1 and 10")
+
+    def _check_admin_accounts(self, problems: Problems, admin_role_arns: Sequence[str]) -> None:
+        """An admin role of another account than the stack's is rejected by EKS only after the
+        control plane is built (``principalArn is invalid``); refuse it at synthesis when the
+        stack's account is known."""
+        account = Stack.of(self).account
+        if Token.is_unresolved(account):
+            return
+        for index, arn in enumerate(admin_role_arns):
+            if Token.is_unresolved(arn) or not _ROLE_ARN.match(arn):
+                continue
+            role_account = arn.split(":")[4]
+            if role_account != account:
+                problems.add(
+                    f"admin_role_arns[{index}]",
+                    arn,
+                    f"must be a role of the stack's account {account} (EKS rejects principals "
+                    f"of account {role_account}); list your operators' roles",
+                )
 
     def _acknowledge_kubectl_provider(self) -> None:
         """aws-cdk-lib creates the kubectl provider (a child of the cluster) on the first
@@ -547,3 +574,14 @@ def _admin_entry_id(arn: str, index: int) -> str:
     if Token.is_unresolved(arn):
         return f"Admin{index}"
     return "Admin-" + arn.split(":role/", 1)[1].replace("/", "-")
+
+
+def _rename_volume(manifests: list[dict[str, Any]], volume_name: str) -> list[dict[str, Any]]:
+    """The PersistentVolume of a static PV/PVC pair renamed to ``volume_name`` (and the claim
+    bound to the new name)."""
+    for manifest in manifests:
+        if manifest["kind"] == "PersistentVolume":
+            manifest["metadata"]["name"] = volume_name
+        elif manifest["kind"] == "PersistentVolumeClaim":
+            manifest["spec"]["volumeName"] = volume_name
+    return manifests

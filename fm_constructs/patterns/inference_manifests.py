@@ -488,10 +488,12 @@ def deployment_manifest(
         "spec": {
             "replicas": spec.replicas,
             "selector": {"matchLabels": pod_labels},
-            # Surge onto spare GPUs only if there are any; never drop below the serving count.
+            # Surge onto a spare GPU node when there is one; when the node group is full the
+            # surge pod stays Pending, so one old replica may go first (with maxUnavailable 0
+            # the rollout would wait forever at the group's max size).
             "strategy": {
                 "type": "RollingUpdate",
-                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 1},
             },
             "template": {
                 "metadata": {"labels": pod_labels, "annotations": _pod_annotations(spec)},
@@ -683,7 +685,6 @@ def scaled_object_manifest(
                     "metadata": {
                         "serverAddress": server_address,
                         "awsRegion": ctx.region,
-                        "identityOwner": "operator",
                         "query": metric_query(spec, policy.metric, ctx.namespace),
                         "threshold": _number(policy.target),
                         "ignoreNullValues": "true",

@@ -22,6 +22,7 @@ from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_autoscaler import (
     DESCRIBE_ACTIONS,
     SCALING_ACTIONS,
+    ClusterAutoscaler,
     check_settings,
     scaling_conditions,
 )
@@ -226,10 +227,10 @@ def test_scaled_node_group_bounds_and_gpu_label(synth: Synth) -> None:
 
 def test_enable_is_idempotent_and_rejects_other_settings(synth: Synth) -> None:
     cluster = synth.scaled.cluster
-    assert cluster.enable_cluster_autoscaler() is synth.scaled.autoscaler
-    assert cluster.enable_cluster_autoscaler(ClusterAutoscalerSettings()) is not None
+    assert ClusterAutoscaler.enable(cluster) is synth.scaled.autoscaler
+    assert ClusterAutoscaler.enable(cluster, ClusterAutoscalerSettings()) is not None
     with pytest.raises(FmValidationError, match="settings: must equal the settings"):
-        cluster.enable_cluster_autoscaler(ClusterAutoscalerSettings(expander="most-pods"))
+        ClusterAutoscaler.enable(cluster, ClusterAutoscalerSettings(expander="most-pods"))
 
 
 def test_reserved_capacity_warning(synth: Synth) -> None:

@@ -325,27 +325,32 @@ def test_default_charts_pinned_from_public_repositories(synth: Synth) -> None:
             assert props["Repository"].startswith(("https://", "oci://"))
 
 
-def test_device_plugins_tolerate_accelerator_taints(synth: Synth) -> None:
+def test_device_plugins_tolerate_every_taint(synth: Synth) -> None:
+    """Per-node agents land on every accelerated node whatever taints its group adds (the RL
+    rollout group's ``workload-role``, a user's own)."""
     found = _charts(synth.raw["Default"])
+    every_taint = [{"operator": "Exists"}]
     nvidia = json.loads(found["nvidia-device-plugin"]["Values"])
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in nvidia[
-        "tolerations"
-    ]
+    assert nvidia["tolerations"] == every_taint
     assert nvidia["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     efa = json.loads(found["aws-efa-k8s-device-plugin"]["Values"])
-    keys = {t["key"] for t in efa["tolerations"]}
-    assert keys == {
-        "nvidia.com/gpu",
-        "aws.amazon.com/neuron",
-        "aws.amazon.com/efa",
-        "sagemaker.amazonaws.com/node-health-status",  # HyperPod's node-health taint
-    }
+    assert efa["tolerations"] == every_taint
     assert efa["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
     # The chart's own instance list predates p5en/p6; the catalog's EFA types replace it.
     for name in ("p5en.48xlarge", "p6-b300.48xlarge", "trn2.48xlarge"):
         assert name in efa["supportedInstanceLabels"]["values"]
     dcgm = json.loads(found["dcgm-exporter"]["Values"])
-    assert dcgm["tolerations"][0]["key"] == "nvidia.com/gpu"
+    assert dcgm["tolerations"] == every_taint
+    addons = {
+        r["Properties"]["AddonName"]: r["Properties"]
+        for r in synth.raw["Default"]["Resources"].values()
+        if r["Type"] == "AWS::EKS::Addon"
+    }
+    agent = json.loads(addons["eks-node-monitoring-agent"]["ConfigurationValues"])
+    assert agent == {
+        "dcgmAgent": {"tolerations": every_taint},
+        "nodeAgent": {"tolerations": every_taint},
+    }
 
 
 def test_device_plugins_do_not_block_on_absent_gpu_nodes(synth: Synth) -> None:
@@ -368,9 +373,7 @@ def test_neuron_node_group_enables_neuron_and_efa_plugins(synth: Synth) -> None:
     values = json.loads(found["neuron-helm-chart"]["Values"])
     assert "trn2.48xlarge" in values["neuronInstances"]
     assert values["npd"] == {"enabled": False}
-    assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in values[
-        "devicePlugin"
-    ]["tolerations"]
+    assert values["devicePlugin"]["tolerations"] == [{"operator": "Exists"}]
 
 
 def test_kubectl_layer_matches_kubernetes_version(synth: Synth) -> None:
@@ -486,7 +489,7 @@ def test_bad_addon_versions(vpc_stack: tuple[cdk.Stack, ec2.IVpc]) -> None:
             },
         )
     problems = "\n".join(error.value.problems)
-    assert "addon_versions['vpc-cni']: must be v1.18.3 or newer" in problems
+    assert "addon_versions['vpc-cni']: must be v1.18.5 or newer" in problems
     assert "addon_versions['coredns']: must be an EKS add-on version" in problems
     assert "addon_versions['aws-ebs-csi-driver']: names an add-on this cluster does not manage" in (
         problems

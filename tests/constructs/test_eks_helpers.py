@@ -54,8 +54,8 @@ def test_missing_layer_package_named() -> None:
 @pytest.mark.parametrize(
     ("versions", "count"),
     [
-        ({"vpc-cni": "v1.18.3-eksbuild.1"}, 0),
-        ({"vpc-cni": "v1.18.2-eksbuild.9"}, 1),
+        ({"vpc-cni": "v1.18.5-eksbuild.1"}, 0),
+        ({"vpc-cni": "v1.18.4-eksbuild.1"}, 1),  # no efa-only support (amazon-vpc-cni-k8s#3047)
         ({"coredns": "v1.12.1-eksbuild.2", "kube-proxy": "1.35"}, 1),
         ({"karpenter": "v1.0.0-eksbuild.1"}, 1),
     ],
@@ -64,7 +64,7 @@ def test_addon_version_rules(versions: dict[str, str], count: int) -> None:
     problems = Problems()
     check_addon_versions(versions, problems)
     assert len(problems) == count
-    assert MIN_VPC_CNI_VERSION == (1, 18, 3)
+    assert MIN_VPC_CNI_VERSION == (1, 18, 5)
 
 
 def test_chart_pins_are_exact_and_unique() -> None:
