@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -9,11 +10,17 @@ from typing import Any
 
 import aws_cdk as cdk
 
-from fm_constructs.config import Profile
+from fm_constructs.config import Orchestrator, Profile
+from fm_constructs.config.options import DeploymentOptions, deployment_options
 from fm_constructs.config.rules import check_ip_budget_of
 from fm_constructs.errors import FmValidationError
+from stacks.cluster_stack import ClusterMonitoringStack, ClusterStack
 from stacks.platform_stack import PlatformStack
-from stacks.workload_stack import WorkloadStack
+from stacks.workload_stack import WorkloadComputeStack, WorkloadStack
+
+#: Context value (``cdk synth -c admin_role_arns=arn:...,arn:...``) naming the IAM roles given
+#: cluster-admin access, in place of ``platform.admin_role_arns`` of the profile.
+ADMIN_ROLES_CONTEXT = "admin_role_arns"
 
 
 @dataclass(frozen=True)
@@ -21,11 +28,21 @@ class DeploymentStacks:
     """The stacks built for a profile, for tests and for callers that extend the app."""
 
     platform: PlatformStack
+    clusters: dict[str, ClusterStack]
+    monitoring: dict[str, ClusterMonitoringStack]
     workloads: dict[str, WorkloadStack]
+    computes: dict[str, WorkloadComputeStack]
+    options: DeploymentOptions
 
     @property
     def all(self) -> tuple[cdk.Stack, ...]:
-        return (self.platform, *self.workloads.values())
+        return (
+            self.platform,
+            *self.clusters.values(),
+            *self.monitoring.values(),
+            *self.workloads.values(),
+            *self.computes.values(),
+        )
 
 
 def create_app(*, outdir: str | None = None, context: dict[str, Any] | None = None) -> cdk.App:
@@ -49,35 +66,123 @@ def environment(profile: Profile) -> cdk.Environment:
     return cdk.Environment(account=profile.platform.account, region=profile.platform.region)
 
 
+def with_admin_roles(profile: Profile, context_value: Any) -> Profile:
+    """``profile`` with the admin roles of the ``admin_role_arns`` context value (a comma-
+    separated string or a list, as ``-c`` and cdk.json give it) when one is set."""
+    if context_value is None or context_value == "":
+        return profile
+    if isinstance(context_value, str):
+        arns = tuple(a.strip() for a in context_value.split(",") if a.strip())
+    else:
+        arns = tuple(str(a) for a in context_value)
+    platform = dataclasses.replace(profile.platform, admin_role_arns=arns)
+    return dataclasses.replace(profile, platform=platform)
+
+
+def stack_name(profile: Profile, suffix: str) -> str:
+    return f"{profile.platform.name}-{suffix.replace('_', '-')}"
+
+
 def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     """Add every stack of ``profile`` to ``app`` (no synthesis here).
 
-    Workload stacks depend on the platform stack only, never on each other, so
+    ``<name>-platform`` (VPC, data bucket, observability); one ``<name>-cluster`` for every
+    workload on EKS (a workload with ``dedicated_cluster`` gets ``<name>-<workload>-cluster``),
+    with its scraper in ``...-monitoring``; per workload ``<name>-<workload>`` (file system, or
+    the HyperPod cluster) and, on EKS, ``<name>-<workload>-compute`` (node groups, namespace,
+    queues). Workload stacks depend on the platform and their cluster, never on each other, so
     ``cdk deploy --all --concurrency 4`` creates them side by side.
     """
     ip_problems = check_ip_budget_of(profile)
     if ip_problems:
         raise FmValidationError(ip_problems, context=f"profile {profile.source}")
-    name = profile.platform.name
+    profile = with_admin_roles(profile, app.node.try_get_context(ADMIN_ROLES_CONTEXT))
     env = environment(profile)
-    platform = PlatformStack(app, f"{name}-platform", platform=profile.platform, env=env)
+    options = deployment_options(profile)
+    platform = PlatformStack(
+        app, stack_name(profile, "platform"), platform=profile.platform, env=env
+    )
+    observability = platform.observability
     subnet = platform.network.private_subnet(profile.platform.availability_zone)
+    clusters: dict[str, ClusterStack] = {}
+    monitoring: dict[str, ClusterMonitoringStack] = {}
+    for key, cluster_options in options.clusters.items():
+        cluster = ClusterStack(
+            app,
+            stack_name(profile, cluster_options.stack_suffix),
+            cluster=cluster_options,
+            profile=profile,
+            vpc=platform.vpc,
+            scraped=observability is not None,
+            env=env,
+        )
+        clusters[key] = cluster
+        if observability is not None:
+            monitoring[key] = ClusterMonitoringStack(
+                app,
+                stack_name(profile, f"{cluster_options.stack_suffix}-monitoring"),
+                cluster=cluster,
+                workspace=observability.prometheus,
+                subnets=platform.vpc.private_subnets,
+                env=env,
+            )
     workloads: dict[str, WorkloadStack] = {}
+    computes: dict[str, WorkloadComputeStack] = {}
     for workload in profile.enabled_workloads:
+        workload_options = options.workloads[workload.name]
+        cluster_stack = (
+            clusters[workload_options.cluster] if workload_options.cluster is not None else None
+        )
         shared = None
         if workload.storage.reuse_pretraining:
             shared = workloads["pretraining"].file_system
-        workloads[workload.name] = WorkloadStack(
-            app,
-            f"{name}-{workload.name.replace('_', '-')}",
-            workload=workload,
-            platform=profile.platform,
-            vpc=platform.vpc,
-            subnet=subnet,
-            data_bucket=platform.data,
-            observability=platform.observability,
-            shared_file_system=shared,
-            env=env,
-        )
-    cdk.Tags.of(app).add("fm-constructs:deployment", name)
-    return DeploymentStacks(platform=platform, workloads=workloads)
+        on_eks = workload.orchestrator is Orchestrator.EKS
+        owns_storage = workload.storage.enabled and shared is None
+        if not on_eks or owns_storage:
+            workloads[workload.name] = WorkloadStack(
+                app,
+                stack_name(profile, workload.name),
+                workload=workload,
+                platform=profile.platform,
+                vpc=platform.vpc,
+                subnet=subnet,
+                data_bucket=platform.data,
+                observability=observability,
+                shared_file_system=shared,
+                eks_cluster=cluster_stack.cluster
+                if cluster_stack is not None and workload.orchestrator is Orchestrator.HYPERPOD_EKS
+                else None,
+                env=env,
+            )
+        if on_eks:
+            assert cluster_stack is not None
+            computes[workload.name] = WorkloadComputeStack(
+                app,
+                stack_name(profile, f"{workload.name}-compute"),
+                workload=workload,
+                options=workload_options,
+                platform=profile.platform,
+                cluster=cluster_stack.cluster,
+                subnet=subnet,
+                data_bucket=platform.data,
+                observability=observability,
+                file_system=workloads[workload.name].file_system
+                if workload.name in workloads
+                else shared,
+                env=env,
+            )
+    # Every resource is tagged with its deployment, except launch templates: a tag change
+    # would make a new template version and roll every GPU node of the group.
+    cdk.Tags.of(app).add(
+        "fm-constructs:deployment",
+        profile.platform.name,
+        exclude_resource_types=["AWS::EC2::LaunchTemplate"],
+    )
+    return DeploymentStacks(
+        platform=platform,
+        clusters=clusters,
+        monitoring=monitoring,
+        workloads=workloads,
+        computes=computes,
+        options=options,
+    )

@@ -1,8 +1,13 @@
-"""One accelerated workload (pre-training, post-training or inference) on the shared platform.
+"""One accelerated workload's own stacks on the shared platform.
 
-Built from a validated profile: FSx for Lustre linked to the data bucket (training), the capacity
-the profile names, and the orchestrator: an EKS cluster with an EFA node group, scraped into the
-shared Prometheus workspace.
+- :class:`WorkloadStack` (``<name>-<workload>``): what the workload keeps across redeploys,
+  its FSx for Lustre file system (linked to the data bucket) and the file system's alarms;
+  for a HyperPod workload also the HyperPod cluster. It depends on the platform only (and, for
+  HyperPod on EKS, on the cluster), so the file system is created while the cluster is.
+- :class:`WorkloadComputeStack` (``<name>-<workload>-compute``, EKS): the workload's node
+  groups and Kubernetes objects on its cluster, built by the workload's pattern. A node group
+  that cannot get capacity fails this stack only; the cluster, the file system and the other
+  workloads stay, and ``cdk deploy <name>-<workload>-compute`` retries it.
 """
 
 from __future__ import annotations
@@ -15,18 +20,20 @@ from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config import Orchestrator, PlatformConfig, WorkloadConfig
+from fm_constructs.config.options import OPERATORS, ROLLOUT_POOL, WorkloadOptions
 from fm_constructs.config.sizing import fsx_sizing_request
 from fm_constructs.observability import FsxLustreAlarms
-from fm_constructs.orchestration import EfaNodeGroup, WorkloadOperators
+from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import InstanceGroup
 from fm_constructs.orchestration.hyperpod import Orchestrator as HyperPodOrchestrator
 from fm_constructs.patterns import (
     AutoscalingPolicy,
-    EksAcceleratedWorkload,
     HyperPodAcceleratedWorkload,
-    InferenceService,
+    InferenceWorkload,
     ModelServerSpec,
     ObservabilityPlatform,
+    PostTrainingWorkload,
+    PretrainingWorkload,
 )
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 
@@ -36,27 +43,25 @@ _TITLES = {
     "inference": "inference",
 }
 
-#: Kubernetes operators each workload expects: Kueue and Kubeflow Trainer for training jobs,
-#: KubeRay for RL post-training, LeaderWorkerSet for multi-node serving.
-OPERATORS = {
-    "pretraining": WorkloadOperators(kueue=True, kubeflow_trainer=True),
-    "post_training": WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True),
-    "inference": WorkloadOperators(kueue=False, kubeflow_trainer=False, leader_worker_set=True),
-}
-
-
-#: Node label and group name of the RL rollout (generation) nodes.
-ROLE_LABEL = "workload-role"
-ROLLOUT_GROUP = "rollout"
-
 HYPERPOD_ORCHESTRATORS = {
     Orchestrator.HYPERPOD_SLURM: HyperPodOrchestrator.SLURM,
     Orchestrator.HYPERPOD_EKS: HyperPodOrchestrator.EKS,
 }
 
 
+def operators_of(workload: str) -> WorkloadOperators:
+    """The operators a workload kind needs, from :data:`~fm_constructs.config.options.OPERATORS`."""
+    chosen = OPERATORS[workload]
+    return WorkloadOperators(
+        kueue="kueue" in chosen,
+        kubeflow_trainer="kubeflow_trainer" in chosen,
+        kuberay="kuberay" in chosen,
+        leader_worker_set="leader_worker_set" in chosen,
+    )
+
+
 class WorkloadStack(Stack):
-    """Compute and storage of one workload; depends only on the platform stack."""
+    """The file system of one workload (and its HyperPod cluster, for HyperPod workloads)."""
 
     def __init__(
         self,
@@ -70,6 +75,7 @@ class WorkloadStack(Stack):
         data_bucket: IDataBucket,
         observability: ObservabilityPlatform | None,
         shared_file_system: LustreFileSystem | None = None,
+        eks_cluster: GpuEksCluster | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -98,135 +104,83 @@ class WorkloadStack(Stack):
                 per_unit_storage_throughput_mb_s_per_tib=fs.throughput_mb_s_per_tib,
                 alert_topic=observability.alert_topic,
             )
+        self.compute: HyperPodAcceleratedWorkload | None = None
+        if workload.orchestrator is not Orchestrator.EKS:
+            self.compute = self._hyperpod(
+                workload, platform, vpc, subnet, observability, eks_cluster
+            )
+        if fs is not None:
+            CfnOutput(self, "FileSystemId", value=fs.file_system_id)
+            CfnOutput(
+                self,
+                "MountCommand",
+                value=fs.mount_command("/fsx"),
+                description="Mount on a node as root (HyperPod nodes mount it at /fsx)",
+            )
+
+    def _hyperpod(
+        self,
+        workload: WorkloadConfig,
+        platform: PlatformConfig,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        observability: ObservabilityPlatform | None,
+        eks_cluster: GpuEksCluster | None,
+    ) -> HyperPodAcceleratedWorkload:
         capacity = CapacitySource.from_config(
             workload.capacity,
             availability_zone=platform.availability_zone,
             instance_type=workload.instance_type,
         )
-        cluster_access: dict[str, Any] = {
-            "kubernetes_version": platform.kubernetes_version,
-            "admin_role_arns": platform.admin_role_arns,
-            "public_access_cidrs": platform.public_access_cidrs,
-            "operators": OPERATORS[workload.name],
-            "scraper_subnets": vpc.private_subnets,
-        }
-        self.compute: EksAcceleratedWorkload | HyperPodAcceleratedWorkload
-        if workload.orchestrator is Orchestrator.EKS:
-            self.compute = EksAcceleratedWorkload(
-                self,
-                "Eks",
-                vpc=vpc,
-                gpu_subnet=subnet,
-                instance_type=workload.instance_type,
-                node_count=workload.instance_count,
-                capacity=capacity,
-                efa_layout=workload.efa_layout,
-                root_volume_size_gib=workload.root_volume_size_gib,
-                max_node_count=workload.max_instance_count,
-                file_system=self.file_system,
-                workspace=observability.prometheus if observability is not None else None,
-                training_workload=None if workload.name == "inference" else workload.name,
-                **cluster_access,
-            )
-        else:
-            self.compute = HyperPodAcceleratedWorkload(
-                self,
-                "HyperPod",
-                vpc=vpc,
-                gpu_subnet=subnet,
-                orchestrator=HYPERPOD_ORCHESTRATORS[workload.orchestrator],
-                instance_type=workload.instance_type,
-                node_count=workload.instance_count,
-                capacity=capacity,
-                file_system=self.file_system,
-                workspace=observability.prometheus if observability is not None else None,
-                alert_topic=observability.alert_topic if observability is not None else None,
-                extra_instance_groups=self._rollout_instance_groups(workload),
-                efa_layout=workload.efa_layout,
-                **cluster_access,
-            )
-        self.rollout_nodes = self._rollout_node_group(workload, subnet)
-        self.model_server = self._model_server(workload, data_bucket, observability)
-        self._outputs(platform)
-
-    def _model_server(
-        self,
-        workload: WorkloadConfig,
-        data_bucket: IDataBucket,
-        observability: ObservabilityPlatform | None,
-    ) -> InferenceService | None:
-        """Inference: the vLLM server of ``[inference.model]`` on the EKS GPU nodes, behind the
-        chosen load balancer, autoscaled on its serving metric from Prometheus."""
-        model = workload.model
-        if not model.enabled or not isinstance(self.compute, EksAcceleratedWorkload):
-            return None
-        optional: dict[str, Any] = {"image": model.image, "max_model_len": model.max_model_len}
-        spec = ModelServerSpec(
-            model_s3_prefix=model.model_s3_prefix or "",
-            served_model_name=model.served_model_name or "",
-            tensor_parallel_size=model.tensor_parallel_size,
-            pipeline_parallel_size=model.pipeline_parallel_size,
-            replicas=model.replicas,
-            max_replicas=model.max_replicas or model.replicas,
-            gpu_memory_utilization=model.gpu_memory_utilization,
-            **{key: value for key, value in optional.items() if value is not None},
-        )
-        scaling = workload.autoscaling
-        autoscaling = (
-            AutoscalingPolicy(metric=scaling.metric, target=scaling.target)
-            if scaling.enabled and observability is not None and spec.max_replicas > spec.replicas
-            else None
-        )
-        return InferenceService(
+        compute = HyperPodAcceleratedWorkload(
             self,
-            "ModelServer",
-            cluster=self.compute.cluster,
-            gpu_nodes=self.compute.gpu_nodes,
-            model=spec,
-            data_bucket=data_bucket,
-            load_balancer=workload.load_balancer,
-            autoscaling=autoscaling,
+            "HyperPod",
+            vpc=vpc,
+            gpu_subnet=subnet,
+            orchestrator=HYPERPOD_ORCHESTRATORS[workload.orchestrator],
+            instance_type=workload.instance_type,
+            node_count=workload.instance_count,
+            capacity=capacity,
+            file_system=self.file_system,
             workspace=observability.prometheus if observability is not None else None,
+            alert_topic=observability.alert_topic if observability is not None else None,
+            extra_instance_groups=self._rollout_instance_groups(workload),
+            kubernetes_version=platform.kubernetes_version,
+            admin_role_arns=platform.admin_role_arns,
+            public_access_cidrs=platform.public_access_cidrs,
+            operators=operators_of(workload.name),
+            scraper_subnets=vpc.private_subnets,
+            eks_cluster=eks_cluster,
+            name=workload.name,
+            efa_layout=workload.efa_layout,
         )
+        if compute.eks_cluster is not None and eks_cluster is None:
+            CfnOutput(self, "EksClusterName", value=compute.eks_cluster.cluster_name)
+        CfnOutput(
+            self,
+            "HyperPodClusterName",
+            value=compute.cluster.cluster_name,
+            description="aws sagemaker list-cluster-nodes --cluster-name <this>",
+        )
+        return compute
 
-    def _rollout_instance_groups(self, workload: WorkloadConfig) -> list[InstanceGroup]:
+    @staticmethod
+    def _rollout_instance_groups(workload: WorkloadConfig) -> list[InstanceGroup]:
         """HyperPod: the RL rollout group joins the cluster (its own Slurm partition)."""
         rollout = workload.rollout
         if not rollout.enabled:
             return []
         return [
             InstanceGroup(
-                name=ROLLOUT_GROUP,
+                name=ROLLOUT_POOL,
                 instance_type=rollout.instance_type,
                 instance_count=rollout.instance_count,
-                partition_name="rollout"
+                partition_name=ROLLOUT_POOL
                 if workload.orchestrator is Orchestrator.HYPERPOD_SLURM
                 else None,
                 efa_layout=workload.efa_layout,
             )
         ]
-
-    def _rollout_node_group(
-        self, workload: WorkloadConfig, subnet: ec2.ISubnet
-    ) -> EfaNodeGroup | None:
-        """EKS: the RL rollout group as a second EFA node group on the same cluster, labelled and
-        tainted ``workload-role=rollout``: generation workers (vLLM/Ray) select and tolerate
-        it, trainer pods (which do not tolerate the taint) never land there."""
-        rollout = workload.rollout
-        if not rollout.enabled or not isinstance(self.compute, EksAcceleratedWorkload):
-            return None
-        return EfaNodeGroup(
-            self,
-            "RolloutNodes",
-            cluster=self.compute.cluster,
-            instance_type=rollout.instance_type,
-            subnet=subnet,
-            desired_size=rollout.instance_count,
-            efa_security_group=self.compute.efa_security_group,
-            efa_layout=workload.efa_layout,
-            labels={ROLE_LABEL: ROLLOUT_GROUP},
-            taints={ROLE_LABEL: ROLLOUT_GROUP},
-        )
 
     def _file_system(
         self,
@@ -252,54 +206,127 @@ class WorkloadStack(Stack):
             automatic_backup_retention_days=storage.backup_retention_days,
         )
 
-    def _outputs(self, platform: PlatformConfig) -> None:
-        compute = self.compute
-        eks_cluster = (
-            compute.cluster if isinstance(compute, EksAcceleratedWorkload) else compute.eks_cluster
+
+class WorkloadComputeStack(Stack):
+    """One EKS workload's node groups and Kubernetes objects, on its cluster (one statement:
+    the workload's pattern)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        workload: WorkloadConfig,
+        options: WorkloadOptions,
+        platform: PlatformConfig,
+        cluster: GpuEksCluster,
+        subnet: ec2.ISubnet,
+        data_bucket: IDataBucket,
+        observability: ObservabilityPlatform | None,
+        file_system: LustreFileSystem | None,
+        **kwargs: Any,
+    ) -> None:
+        pools = " + ".join(f"{p.max_size} x {p.instance_type}" for p in options.node_pools)
+        super().__init__(
+            scope,
+            construct_id,
+            description=f"fm-constructs {_TITLES[workload.name]} nodes and Kubernetes objects: "
+            f"{pools}",
+            **kwargs,
         )
-        if eks_cluster is not None:
-            CfnOutput(self, "EksClusterName", value=eks_cluster.cluster_name)
-            CfnOutput(
+        capacity = CapacitySource.from_config(
+            workload.capacity,
+            availability_zone=platform.availability_zone,
+            instance_type=workload.instance_type,
+        )
+        common: dict[str, Any] = {
+            "cluster": cluster,
+            "subnet": subnet,
+            "instance_type": workload.instance_type,
+            "node_count": workload.instance_count,
+            "capacity": capacity,
+            "data_bucket": data_bucket,
+            "efa_layout": workload.efa_layout,
+            "root_volume_size_gib": workload.root_volume_size_gib,
+        }
+        self.workload: PretrainingWorkload | PostTrainingWorkload | InferenceWorkload
+        if workload.name == "pretraining":
+            self.workload = PretrainingWorkload(self, "Workload", file_system=file_system, **common)
+        elif workload.name == "post_training":
+            rollout = workload.rollout
+            self.workload = PostTrainingWorkload(
                 self,
-                "KubeconfigCommand",
-                value=f"aws eks update-kubeconfig --region {platform.region} "
-                f"--name {eks_cluster.cluster_name}",
-                description="Then: kubectl get nodes -L node.kubernetes.io/instance-type",
-            )
-        if isinstance(compute, EksAcceleratedWorkload):
-            CfnOutput(
-                self,
-                "GpuNodeGroup",
-                value=compute.gpu_nodes.nodegroup_name,
-                description="Managed node group of the EFA-connected accelerated nodes",
+                "Workload",
+                file_system=file_system,
+                rollout_instance_type=rollout.instance_type if rollout.enabled else None,
+                rollout_node_count=rollout.instance_count,
+                **common,
             )
         else:
+            self.workload = InferenceWorkload(
+                self,
+                "Workload",
+                max_node_count=options.node_pools[0].max_size,
+                file_system=file_system,
+                model=_model_spec(workload),
+                load_balancer=workload.load_balancer,
+                autoscaling=_autoscaling(workload, observability),
+                workspace=observability.prometheus if observability is not None else None,
+                **common,
+            )
+        self._outputs()
+
+    def _outputs(self) -> None:
+        eks_workload = self.workload.workload
+        for pool, group in eks_workload.node_groups.items():
             CfnOutput(
                 self,
-                "HyperPodClusterName",
-                value=compute.cluster.cluster_name,
-                description="aws sagemaker list-cluster-nodes --cluster-name <this>",
+                "GpuNodeGroup" if pool == "gpu" else f"{pool.capitalize()}NodeGroup",
+                value=group.nodegroup_name,
+                description=f"Managed node group of the {pool} pool "
+                f"(kubectl get nodes -l fm-constructs/node-pool={group.node_pool})",
             )
-        if self.rollout_nodes is not None:
-            CfnOutput(
-                self,
-                "RolloutNodeGroup",
-                value=self.rollout_nodes.nodegroup_name,
-                description="Rollout nodes: generation workers select workload-role=rollout",
-            )
-        if self.model_server is not None:
+        CfnOutput(
+            self,
+            "Namespace",
+            value=eks_workload.namespace,
+            description=f"Jobs run here as {eks_workload.service_account} and queue on "
+            f"{eks_workload.local_queue_name} (kueue.x-k8s.io/queue-name)",
+        )
+        server = getattr(self.workload, "model_server", None)
+        if server is not None:
             CfnOutput(
                 self,
                 "ModelEndpointCommand",
-                value=f"kubectl -n {self.model_server.namespace} get service "
-                f"{self.model_server.service_name}",
+                value=f"kubectl -n {server.namespace} get service {server.service_name}",
                 description="OpenAI-compatible API of the model server (port 80 of the NLB)",
             )
-        if self.file_system is not None:
-            CfnOutput(self, "FileSystemId", value=self.file_system.file_system_id)
-            CfnOutput(
-                self,
-                "MountCommand",
-                value=self.file_system.mount_command("/fsx"),
-                description="Mount on a node as root (HyperPod nodes mount it at /fsx)",
-            )
+
+
+def _model_spec(workload: WorkloadConfig) -> ModelServerSpec | None:
+    model = workload.model
+    if not model.enabled:
+        return None
+    optional: dict[str, Any] = {"image": model.image, "max_model_len": model.max_model_len}
+    return ModelServerSpec(
+        model_s3_prefix=model.model_s3_prefix or "",
+        served_model_name=model.served_model_name or "",
+        tensor_parallel_size=model.tensor_parallel_size,
+        pipeline_parallel_size=model.pipeline_parallel_size,
+        replicas=model.replicas,
+        max_replicas=model.max_replicas or model.replicas,
+        gpu_memory_utilization=model.gpu_memory_utilization,
+        **{key: value for key, value in optional.items() if value is not None},
+    )
+
+
+def _autoscaling(
+    workload: WorkloadConfig, observability: ObservabilityPlatform | None
+) -> AutoscalingPolicy | None:
+    model = workload.model
+    scaling = workload.autoscaling
+    if not model.enabled or not scaling.enabled or observability is None:
+        return None
+    if (model.max_replicas or model.replicas) <= model.replicas:
+        return None
+    return AutoscalingPolicy(metric=scaling.metric, target=scaling.target)

@@ -169,6 +169,9 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
             "instance_count", _default(WorkloadConfig, "instance_count"), minimum=1, maximum=10_000
         )
         or 1,
+        dedicated_cluster=t.boolean(
+            "dedicated_cluster", _default(WorkloadConfig, "dedicated_cluster")
+        ),
         capacity=_capacity(t.table("capacity", _keys(CapacityConfig))),
         efa_layout=t.choice("efa_layout", EfaLayout, _default(WorkloadConfig, "efa_layout")),
         root_volume_size_gib=t.integer(

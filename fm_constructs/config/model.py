@@ -302,6 +302,12 @@ class WorkloadConfig:
         },
     )
     instance_count: int = field(default=1, metadata={"doc": "Accelerated nodes."})
+    dedicated_cluster: bool = field(
+        default=False,
+        metadata={
+            "doc": "'eks' and 'hyperpod-eks': run on an EKS cluster of its own instead of the platform's shared cluster (isolation, e.g. production inference, at the price of a control plane and its system nodes)."
+        },
+    )
     capacity: CapacityConfig = field(
         default_factory=CapacityConfig, metadata={"doc": "The [<workload>.capacity] table."}
     )

@@ -207,6 +207,12 @@ def _check_workload(w: WorkloadConfig) -> list[str]:
     prefix = f"{w.name}.capacity"
     if w.name == "inference" and w.orchestrator is not Orchestrator.EKS:
         out.append(f"inference.orchestrator: must be 'eks', got {w.orchestrator.value!r}")
+    if w.dedicated_cluster and w.orchestrator is Orchestrator.HYPERPOD_SLURM:
+        out.append(
+            f"{w.name}.dedicated_cluster: only EKS-orchestrated workloads ('eks', "
+            "'hyperpod-eks') share or dedicate an EKS cluster; remove the key for "
+            "'hyperpod-slurm', got true"
+        )
     if cap.kind is CapacityKind.CAPACITY_BLOCK and cap.reservation_id is None:
         out.append(
             f"{prefix}.reservation_id: a Capacity Block needs its reservation id "

@@ -37,10 +37,13 @@ class EksClusterScraping(Construct):
         workspace: IPrometheusWorkspace,
         subnets: Sequence[ec2.ISubnet],
         node_peers: Sequence[ec2.IConnectable] = (),
+        security_group: ec2.ISecurityGroup | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.metrics_sources = EksMetricsSources.of(cluster)
-        self.security_group = ec2.SecurityGroup(
+        # A shared cluster creates the scraper's group with itself (``security_group``), so
+        # workloads can open their nodes to it without waiting for the scraper.
+        self.security_group = security_group or ec2.SecurityGroup(
             self,
             "SecurityGroup",
             vpc=cluster.cluster.vpc,

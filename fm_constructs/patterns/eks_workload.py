@@ -130,7 +130,7 @@ class EksAcceleratedWorkload(Construct):
         )
         self.autoscaler: ClusterAutoscaler | None = None
         if autoscale:
-            self.autoscaler = self.cluster.enable_cluster_autoscaler(autoscaler_settings)
+            self.autoscaler = ClusterAutoscaler.enable(self.cluster, autoscaler_settings)
             if self.gpu_nodes.capacity.kind in (CapacityKind.CAPACITY_BLOCK, CapacityKind.ODCR):
                 Annotations.of(self).add_warning_v2(
                     "fm:autoscaler-reserved-capacity",

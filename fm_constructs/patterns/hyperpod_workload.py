@@ -10,6 +10,7 @@ from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
+from fm_constructs.domain import names
 from fm_constructs.observability import AlertTopic, HyperPodHealthEvents, IPrometheusWorkspace
 from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import (
@@ -36,6 +37,11 @@ class HyperPodAcceleratedWorkload(Construct):
     HyperPod node health events go to ``alert_topic``. ``efa_layout`` picks the network
     interfaces of the accelerated group (efa-only by default, as the IP budget counts them).
     ``extra_instance_groups`` (e.g. an RL rollout group) join the same cluster.
+
+    ``eks_cluster`` (EKS only): an existing cluster to orchestrate the HyperPod nodes, such as
+    the platform's shared cluster; the file system is then claimed in the workload namespace
+    (``name``) and the cluster's own scraper collects the metrics. Without it a private
+    cluster is created for the workload.
     """
 
     def __init__(
@@ -59,9 +65,12 @@ class HyperPodAcceleratedWorkload(Construct):
         scraper_subnets: Sequence[ec2.ISubnet] | None = None,
         extra_instance_groups: Sequence[InstanceGroup] = (),
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        eks_cluster: GpuEksCluster | None = None,
+        name: str = "post_training",
     ) -> None:
         super().__init__(scope, construct_id)
         self.eks_cluster: GpuEksCluster | None = None
+        shared = eks_cluster is not None
         if orchestrator is Orchestrator.SLURM:
             groups = slurm_instance_groups(
                 worker_instance_type=instance_type,
@@ -81,7 +90,7 @@ class HyperPodAcceleratedWorkload(Construct):
                     efa_layout=efa_layout,
                 )
             ]
-            self.eks_cluster = GpuEksCluster(
+            self.eks_cluster = eks_cluster or GpuEksCluster(
                 self,
                 "EksCluster",
                 vpc=vpc,
@@ -91,6 +100,8 @@ class HyperPodAcceleratedWorkload(Construct):
                 public_access_cidrs=public_access_cidrs,
                 operators=operators,
             )
+            if shared and operators is not None:
+                self.eks_cluster.enable_operators(operators)
             self.eks_cluster.enable_device_plugins(get_instance_type(instance_type).eks_ami_family)
             self.eks_cluster.enable_efa_device_plugin()
         groups = [*groups, *extra_instance_groups]
@@ -106,9 +117,21 @@ class HyperPodAcceleratedWorkload(Construct):
             prometheus=workspace if orchestrator is Orchestrator.SLURM else None,
         )
         if self.eks_cluster is not None and file_system is not None:
-            self.eks_cluster.add_lustre_volume(file_system, name="fsx-lustre", namespace="default")
+            if shared:
+                namespace = names.workload_namespace(name)
+                self.eks_cluster.add_lustre_volume(
+                    file_system,
+                    name=names.fsx_claim_name(name),
+                    namespace=namespace,
+                    scope=self,
+                    volume_name=f"{namespace}-{names.fsx_claim_name(name)}",
+                )
+            else:
+                self.eks_cluster.add_lustre_volume(
+                    file_system, name="fsx-lustre", namespace="default"
+                )
         self.scraping: EksClusterScraping | None = None
-        if self.eks_cluster is not None and workspace is not None:
+        if self.eks_cluster is not None and workspace is not None and not shared:
             self.scraping = EksClusterScraping(
                 self,
                 "Scraping",

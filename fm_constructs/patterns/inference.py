@@ -15,6 +15,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.config.model import LoadBalancer
+from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
@@ -83,16 +84,16 @@ class KedaAutoscaler(Construct):
         # The operator must start with its credentials (the Pod Identity agent injects them
         # at pod creation) and needs a node to run on.
         self.chart.node.add_dependency(self.pod_identity)
-        if cluster.addons.pod_identity_agent is not None:
-            self.chart.node.add_dependency(cluster.addons.pod_identity_agent)
+        if cluster.pod_identity_agent is not None:
+            self.chart.node.add_dependency(cluster.pod_identity_agent)
         self._workspaces: set[str] = set()
 
     @classmethod
     def of(cls, cluster: GpuEksCluster) -> KedaAutoscaler:
-        existing = cluster.node.try_find_child("Keda")
-        if isinstance(existing, KedaAutoscaler):
-            return existing
-        return cls(cluster, "Keda", cluster=cluster)
+        """The cluster's KEDA, installed once through its add-on registry."""
+        return cluster.addon_registry.install(
+            "Keda", lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)
+        )
 
     def allow_queries(self, workspace: IPrometheusWorkspace) -> None:
         """Let the operator query ``workspace`` (once per workspace)."""
@@ -118,7 +119,7 @@ class InferenceService(Construct):
       Managed Prometheus (the pods carry ``prometheus.io/scrape`` annotations, which the
       cluster's managed scraper collects into that workspace and the inference dashboard
       shows). Nodes follow within the node group's min and max sizes when the cluster runs
-      the Cluster Autoscaler (``GpuEksCluster.enable_cluster_autoscaler``; the
+      the Cluster Autoscaler (``ClusterAutoscaler.enable``; the
       ``EksAcceleratedWorkload`` pattern enables it for node groups that can grow); give
       ``gpu_nodes`` a max size that holds ``max_replicas`` (a warning says when it is too
       small).
@@ -137,6 +138,7 @@ class InferenceService(Construct):
         load_balancer: LoadBalancer = LoadBalancer.INTERNAL,
         autoscaling: AutoscalingPolicy | None = None,
         workspace: IPrometheusWorkspace | None = None,
+        namespace_manifest: eks.KubernetesManifest | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context="InferenceService")
@@ -201,7 +203,12 @@ class InferenceService(Construct):
             service_account=self.service_account_name,
             bucket_name=data_bucket.bucket_name,
             region=stack.region,
-            node_labels={charts.WORKLOAD_LABEL: gpu_nodes.labels[charts.WORKLOAD_LABEL]},
+            # On a shared cluster the node pool label keeps the servers on their own nodes.
+            node_labels={
+                key: gpu_nodes.labels[key]
+                for key in (charts.WORKLOAD_LABEL, NODE_POOL_LABEL)
+                if key in gpu_nodes.labels
+            },
             taint_key=gpu_nodes.taint_key,
         )
         workload = (
@@ -210,7 +217,8 @@ class InferenceService(Construct):
             else render.deployment_manifest(model, layout, self.render_context)
         )
         scheme = None if load_balancer is LoadBalancer.NONE else load_balancer.value
-        self.namespace_manifest = _namespace(cluster, namespace)
+        # A workload that owns its namespace passes its manifest; else one per cluster.
+        self.namespace_manifest = namespace_manifest or _namespace(cluster, namespace)
         self.manifests: list[dict[str, Any]] = [
             render.service_account_manifest(self.service_account_name, namespace),
             workload,

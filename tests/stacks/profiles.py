@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fm_constructs.config import Profile, load_profile
+from fm_constructs.config import Orchestrator, Profile, load_profile
 from fm_constructs.policy import enable_nag
 from stacks.app_builder import DeploymentStacks, build_stacks, create_app
 
@@ -79,8 +79,28 @@ def stack_params() -> list[Any]:
 
 
 def expected_stack_names(profile: Profile) -> list[str]:
-    """Stack names a profile yields, derived from the profile without synthesizing it."""
+    """Stack names a profile yields, derived from the profile without synthesizing it: the
+    platform, one shared cluster (and its monitoring) for the EKS-orchestrated workloads unless
+    one asks for its own, each workload's file-system stack (HyperPod: with its cluster) and,
+    on EKS, its compute stack."""
     prefix = profile.platform.name
     names = [f"{prefix}-platform"]
-    names += [f"{prefix}-{w.name.replace('_', '-')}" for w in profile.enabled_workloads]
+    eks_workloads = [
+        w
+        for w in profile.enabled_workloads
+        if w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS)
+    ]
+    clusters = {"cluster" for w in eks_workloads if not w.dedicated_cluster}
+    clusters |= {f"{w.name}-cluster" for w in eks_workloads if w.dedicated_cluster}
+    for cluster in sorted(clusters):
+        names.append(f"{prefix}-{cluster}".replace("_", "-"))
+        if profile.platform.observability:
+            names.append(f"{prefix}-{cluster}-monitoring".replace("_", "-"))
+    for w in profile.enabled_workloads:
+        stem = f"{prefix}-{w.name.replace('_', '-')}"
+        owns_storage = w.storage.enabled and not w.storage.reuse_pretraining
+        if w.orchestrator is not Orchestrator.EKS or owns_storage:
+            names.append(stem)
+        if w.orchestrator is Orchestrator.EKS:
+            names.append(f"{stem}-compute")
     return names

@@ -49,13 +49,14 @@ def templates() -> dict[str, Template]:
 
 def test_post_training_creates_no_second_file_system(templates: dict[str, Template]) -> None:
     templates["pt-pretraining"].resource_count_is("AWS::FSx::FileSystem", 1)
-    templates["pt-post-training"].resource_count_is("AWS::FSx::FileSystem", 0)
+    assert "pt-post-training" not in templates  # nothing of its own to keep
+    templates["pt-post-training-compute"].resource_count_is("AWS::FSx::FileSystem", 0)
 
 
 def test_reused_file_system_is_mounted_from_the_pretraining_stack(
     templates: dict[str, Template],
 ) -> None:
-    post = templates["pt-post-training"].to_json()
+    post = templates["pt-post-training-compute"].to_json()
     manifests = [
         r
         for r in post["Resources"].values()
@@ -73,7 +74,7 @@ def test_post_training_nodes_reach_the_reused_file_system(templates: dict[str, T
         for r in t.to_json()["Resources"].values()
         if r["Type"] == "AWS::EC2::SecurityGroupIngress" and r["Properties"].get("FromPort") == 988
     ]
-    post_rules = templates["pt-post-training"].find_resources(
+    post_rules = templates["pt-post-training-compute"].find_resources(
         "AWS::EC2::SecurityGroupIngress", {"Properties": {"FromPort": 988}}
     )
     assert len(rules) >= 2
@@ -81,8 +82,8 @@ def test_post_training_nodes_reach_the_reused_file_system(templates: dict[str, T
 
 
 def test_rollout_group_is_a_second_labelled_node_group(templates: dict[str, Template]) -> None:
-    post = templates["pt-post-training"]
-    post.resource_count_is("AWS::EKS::Nodegroup", 3)  # system, trainers, rollout
+    post = templates["pt-post-training-compute"]
+    post.resource_count_is("AWS::EKS::Nodegroup", 2)  # trainers, rollout (system: pt-cluster)
     post.has_resource_properties(
         "AWS::EKS::Nodegroup",
         {

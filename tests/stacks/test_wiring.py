@@ -30,31 +30,60 @@ def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]
     return {k: v for k, v in template["Resources"].items() if v["Type"] == kind}
 
 
-@pytest.mark.parametrize("profile", profile_params())
-def test_every_import_has_an_export_of_the_platform_stack(profile: str) -> None:
-    result = synthesize(profile)
-    platform = f"{result.profile.platform.name}-platform"
-    exports = {
+def _exports(template: dict[str, Any]) -> set[str]:
+    return {
         output["Export"]["Name"]
-        for output in result.templates[platform].get("Outputs", {}).values()
+        for output in template.get("Outputs", {}).values()
         if "Export" in output
     }
-    for stack, template in result.templates.items():
-        for name in _imports(template):
-            assert name in exports, f"{stack} imports {name}, which {platform} does not export"
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_every_import_has_an_export_of_a_stack_it_depends_on(profile: str) -> None:
+    result = synthesize(profile)
+    stacks = {s.stack_name: s for s in result.stacks.all}
+    for name, template in result.templates.items():
+        upstream = {d.stack_name for d in stacks[name].dependencies}
+        exports = set().union(*(_exports(result.templates[u]) for u in upstream))
+        for imported in _imports(template):
+            assert imported in exports, f"{name} imports {imported}, which {upstream} do not export"
 
 
 @pytest.mark.parametrize("profile", profile_params())
 def test_workload_stacks_deploy_side_by_side(profile: str) -> None:
-    """No workload stack waits for another (unless post-training reuses the file system)."""
+    """Workload stacks depend on the platform, their cluster and their own file system stack,
+    never on another workload (unless post-training reuses the pre-training file system)."""
+    result = synthesize(profile)
+    stacks = result.stacks
+    platform = stacks.platform.stack_name
+    reuse = result.profile.post_training.storage.reuse_pretraining
+    for workload, options in stacks.options.workloads.items():
+        cluster = stacks.clusters[options.cluster].stack_name if options.cluster else None
+        allowed = {platform, *([cluster] if cluster else [])}
+        if workload == "post_training" and reuse:
+            allowed.add(stacks.workloads["pretraining"].stack_name)
+        if workload in stacks.workloads:
+            storage = stacks.workloads[workload]
+            assert {d.stack_name for d in storage.dependencies} <= allowed, workload
+            allowed.add(storage.stack_name)
+        if workload in stacks.computes:
+            compute = stacks.computes[workload]
+            assert {d.stack_name for d in compute.dependencies} <= allowed, workload
+    for key, cluster_stack in stacks.clusters.items():
+        assert {d.stack_name for d in cluster_stack.dependencies} == {platform}, key
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_file_systems_deploy_without_waiting_for_a_cluster(profile: str) -> None:
+    """FSx (10-15 minutes) is created while the EKS cluster is: an EKS workload's file system
+    stack depends on the platform only."""
     result = synthesize(profile)
     for workload, stack in result.stacks.workloads.items():
-        dependencies = {d.stack_name for d in stack.dependencies}
-        reuse = result.profile.post_training.storage.reuse_pretraining
-        allowed = {result.stacks.platform.stack_name}
-        if workload == "post_training" and reuse:
-            allowed.add(result.stacks.workloads["pretraining"].stack_name)
-        assert dependencies <= allowed, (workload, dependencies)
+        if result.profile.workloads_by_name[workload].orchestrator is Orchestrator.EKS:
+            assert {d.stack_name for d in stack.dependencies} <= {
+                result.stacks.platform.stack_name,
+                *(w.stack_name for w in result.stacks.workloads.values()),
+            }, workload
 
 
 @pytest.mark.parametrize("profile", profile_params())
@@ -63,20 +92,30 @@ def test_nodes_reach_their_file_system_on_the_lustre_ports(profile: str) -> None
     for workload, stack in result.stacks.workloads.items():
         if stack.file_system is None or not stack.owns_file_system:
             continue
-        template = result.templates[stack.stack_name]
-        (fs_group,) = (
-            k for k in _resources(template, "AWS::EC2::SecurityGroup") if "FileSystem" in k
+        orchestrator = result.profile.workloads_by_name[workload].orchestrator
+        # Remote rules live in the clients' stack: the compute stack on EKS.
+        client_stack = (
+            result.stacks.computes[workload].stack_name
+            if orchestrator is Orchestrator.EKS
+            else stack.stack_name
+        )
+        template = result.templates[client_stack]
+        fs_group_export = json.dumps(
+            stack.resolve(stack.file_system.connections.security_groups[0].security_group_id)
         )
         sources: dict[str, set[tuple[int, int]]] = {}
         for rule in _resources(template, "AWS::EC2::SecurityGroupIngress").values():
             props = rule["Properties"]
-            if props["GroupId"] != {"Fn::GetAtt": [fs_group, "GroupId"]}:
+            group = json.dumps(props["GroupId"])
+            if orchestrator is Orchestrator.EKS and "Fn::ImportValue" not in group:
+                continue
+            if orchestrator is not Orchestrator.EKS and group != fs_group_export:
                 continue
             source = json.dumps(props.get("SourceSecurityGroupId"))
             sources.setdefault(source, set()).add((props["FromPort"], props["ToPort"]))
-        clients = {s for s, ports in sources.items() if ports >= LUSTRE_PORTS and fs_group not in s}
-        if result.profile.workloads_by_name[workload].orchestrator is Orchestrator.EKS:
-            assert any("ClusterSecurityGroupId" in s for s in clients), (workload, sources)
+        clients = {s for s, ports in sources.items() if ports >= LUSTRE_PORTS}
+        if orchestrator is Orchestrator.EKS:
+            assert any("EfaSecurityGroup" in s for s in clients), (workload, sources)
         else:
             assert any("HyperPod" in s for s in clients), (workload, sources)
 
@@ -87,22 +126,24 @@ def test_metrics_reach_the_shared_workspace(profile: str) -> None:
     if not result.profile.platform.observability:
         pytest.skip("observability off in this profile")
     for workload, stack in result.stacks.workloads.items():
-        template = result.templates[stack.stack_name]
         orchestrator = result.profile.workloads_by_name[workload].orchestrator
-        if orchestrator is Orchestrator.HYPERPOD_SLURM:
-            statements = [
-                s
-                for p in _resources(template, "AWS::IAM::Policy").values()
-                for s in p["Properties"]["PolicyDocument"]["Statement"]
-                if "aps:RemoteWrite" in json.dumps(s["Action"])
-            ]
-            assert statements, f"{workload}: no role may remote-write"
-            assert "Prometheus" in json.dumps(statements[0]["Resource"])
+        if orchestrator is not Orchestrator.HYPERPOD_SLURM:
             continue
-        (cluster,) = _resources(template, "AWS::EKS::Cluster")
+        template = result.templates[stack.stack_name]
+        statements = [
+            s
+            for p in _resources(template, "AWS::IAM::Policy").values()
+            for s in p["Properties"]["PolicyDocument"]["Statement"]
+            if "aps:RemoteWrite" in json.dumps(s["Action"])
+        ]
+        assert statements, f"{workload}: no role may remote-write"
+        assert "Prometheus" in json.dumps(statements[0]["Resource"])
+    for key, monitoring in result.stacks.monitoring.items():
+        template = result.templates[monitoring.stack_name]
         (scraper,) = _resources(template, "AWS::APS::Scraper").values()
         source = scraper["Properties"]["Source"]["EksConfiguration"]
-        assert source["ClusterArn"] == {"Fn::GetAtt": [cluster, "Arn"]}
+        assert "Fn::ImportValue" in json.dumps(source["ClusterArn"]), key
         assert len(source["SubnetIds"]) >= 2
         destination = json.dumps(scraper["Properties"]["Destination"])
         assert "Prometheus" in destination
+    assert set(result.stacks.monitoring) == set(result.stacks.clusters)

@@ -1,0 +1,205 @@
+"""The one mapping from a validated profile to the options of the workload patterns.
+
+The stacks build from these options and ``fmc plan`` prints them, so what the plan shows (which
+cluster a workload runs on, its node pools, its Kueue queue and quotas) is what the templates
+hold by construction. Pure data: no aws_cdk import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.config.model import (
+    CapacityConfig,
+    Orchestrator,
+    Profile,
+    WorkloadConfig,
+)
+from fm_constructs.domain import names
+
+#: Key of the platform's shared EKS cluster in :attr:`DeploymentOptions.clusters`.
+SHARED_CLUSTER = "shared"
+#: Node label and taint key that keep the RL rollout group for generation workers.
+ROLE_LABEL = "workload-role"
+ROLLOUT_POOL = "rollout"
+#: Name of a workload's main accelerated node pool.
+MAIN_POOL = "gpu"
+
+#: Kubernetes operators (Helm releases) each workload kind needs: Kueue and Kubeflow Trainer for
+#: training jobs, KubeRay for RL post-training, LeaderWorkerSet for multi-node serving.
+OPERATORS: dict[str, frozenset[str]] = {
+    "pretraining": frozenset({"kueue", "kubeflow_trainer"}),
+    "post_training": frozenset({"kueue", "kubeflow_trainer", "kuberay"}),
+    "inference": frozenset({"kueue", "leader_worker_set"}),
+}
+
+#: Data-bucket prefixes each workload kind reads and writes through its service account.
+DATA_PREFIXES: dict[str, tuple[str, ...]] = {
+    "pretraining": ("datasets/", "checkpoints/pretraining/"),
+    "post_training": ("datasets/", "checkpoints/post-training/", "checkpoints/pretraining/"),
+    "inference": ("models/",),
+}
+
+
+@dataclass(frozen=True)
+class NodePoolOptions:
+    """One accelerated node group of a workload (one Kueue ResourceFlavor).
+
+    ``flavor`` names the ResourceFlavor and is the value of the node label
+    :data:`~fm_constructs.domain.names.NODE_POOL_LABEL` the group carries; ``taints`` and
+    ``labels`` come on top of the accelerator taint and labels every accelerated node gets.
+    """
+
+    name: str
+    flavor: str
+    instance_type: str
+    desired_size: int
+    min_size: int
+    max_size: int
+    capacity: CapacityConfig = field(default_factory=CapacityConfig)
+    labels: tuple[tuple[str, str], ...] = ()
+    taints: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def autoscaled(self) -> bool:
+        """True when the group can grow (the Cluster Autoscaler then manages it)."""
+        return self.max_size > self.min_size
+
+
+@dataclass(frozen=True)
+class WorkloadOptions:
+    """What a workload pattern builds on its cluster."""
+
+    name: str
+    orchestrator: Orchestrator
+    cluster: str | None
+    namespace: str
+    service_account: str
+    cluster_queue: str
+    local_queue: str
+    fsx_claim: str
+    node_pools: tuple[NodePoolOptions, ...]
+    operators: frozenset[str]
+    data_prefixes: tuple[str, ...]
+
+    @property
+    def on_eks(self) -> bool:
+        return self.cluster is not None
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """One EKS cluster: the shared one, or a workload's dedicated one."""
+
+    key: str
+    workloads: tuple[str, ...]
+    operators: frozenset[str]
+    dedicated: bool
+
+    @property
+    def stack_suffix(self) -> str:
+        """``cluster`` for the shared cluster, ``<workload>-cluster`` for a dedicated one."""
+        if not self.dedicated:
+            return "cluster"
+        return f"{self.key.replace('_', '-')}-cluster"
+
+
+@dataclass(frozen=True)
+class DeploymentOptions:
+    """Every cluster and workload of a profile."""
+
+    clusters: dict[str, ClusterOptions]
+    workloads: dict[str, WorkloadOptions]
+
+    def cluster_of(self, workload: str) -> ClusterOptions | None:
+        key = self.workloads[workload].cluster
+        return None if key is None else self.clusters[key]
+
+
+def node_pools(w: WorkloadConfig) -> tuple[NodePoolOptions, ...]:
+    """The accelerated node groups of ``w`` (EKS): the main group and, for RL post-training,
+    the rollout group labelled and tainted ``workload-role=rollout``."""
+    maximum = max(w.max_instance_count or w.instance_count, w.instance_count)
+    pools = [
+        NodePoolOptions(
+            name=MAIN_POOL,
+            flavor=names.resource_flavor_name(w.name, MAIN_POOL),
+            instance_type=w.instance_type,
+            desired_size=w.instance_count,
+            min_size=w.instance_count,
+            max_size=maximum,
+            capacity=w.capacity,
+        )
+    ]
+    if w.rollout.enabled:
+        pools.append(
+            NodePoolOptions(
+                name=ROLLOUT_POOL,
+                flavor=names.resource_flavor_name(w.name, ROLLOUT_POOL),
+                instance_type=w.rollout.instance_type,
+                desired_size=w.rollout.instance_count,
+                min_size=w.rollout.instance_count,
+                max_size=w.rollout.instance_count,
+                labels=((ROLE_LABEL, ROLLOUT_POOL),),
+                taints=((ROLE_LABEL, ROLLOUT_POOL),),
+            )
+        )
+    return tuple(pools)
+
+
+def capacity_quota(instance_type: str, nodes: int) -> dict[str, int | str]:
+    """Kueue nominal quota of a node pool of ``nodes`` ``instance_type`` nodes: accelerators,
+    EFA interfaces, vCPUs and memory. Kubernetes keeps a little CPU and memory of each node for
+    itself, so pods never get all of it: the quota bounds admission, the nodes' allocatable
+    bounds placement."""
+    spec = get_instance_type(instance_type)
+    quota: dict[str, int | str] = {
+        "cpu": spec.vcpus * nodes,
+        "memory": f"{spec.memory_gib * nodes}Gi",
+        names.accelerator_resource(spec.eks_ami_family): spec.accelerator_count * nodes,
+    }
+    if spec.efa_supported:
+        quota[names.EFA_RESOURCE] = spec.max_efa_interfaces * nodes
+    return quota
+
+
+def workload_options(w: WorkloadConfig) -> WorkloadOptions:
+    """Options of one enabled workload."""
+    on_eks = w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS)
+    cluster = None
+    if on_eks:
+        cluster = w.name if w.dedicated_cluster else SHARED_CLUSTER
+    return WorkloadOptions(
+        name=w.name,
+        orchestrator=w.orchestrator,
+        cluster=cluster,
+        namespace=names.workload_namespace(w.name),
+        service_account=names.service_account_name(w.name),
+        cluster_queue=names.cluster_queue_name(w.name),
+        local_queue=names.local_queue_name(w.name),
+        fsx_claim=names.fsx_claim_name(w.name),
+        node_pools=node_pools(w) if w.orchestrator is Orchestrator.EKS else (),
+        operators=OPERATORS[w.name],
+        data_prefixes=DATA_PREFIXES[w.name],
+    )
+
+
+def deployment_options(profile: Profile) -> DeploymentOptions:
+    """Options of every enabled workload and of the clusters they run on: one shared cluster
+    for every EKS-orchestrated workload unless it asks for ``dedicated_cluster``."""
+    workloads = {w.name: workload_options(w) for w in profile.enabled_workloads}
+    members: dict[str, list[str]] = {}
+    for options in workloads.values():
+        if options.cluster is not None:
+            members.setdefault(options.cluster, []).append(options.name)
+    clusters = {
+        key: ClusterOptions(
+            key=key,
+            workloads=tuple(names_),
+            operators=frozenset().union(*(workloads[n].operators for n in names_)),
+            dedicated=key != SHARED_CLUSTER,
+        )
+        for key, names_ in members.items()
+    }
+    return DeploymentOptions(clusters=clusters, workloads=workloads)

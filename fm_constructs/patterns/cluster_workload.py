@@ -1,0 +1,359 @@
+"""What one workload owns on a GPU EKS cluster that it may share with others.
+
+Node groups, a namespace, a service account with its own EKS Pod Identity role (read and
+write on the workload's prefixes of the data bucket, nothing else), the FSx for Lustre claim in
+its namespace, and its Kueue queues. Everything here lives in the workload's own scope (its
+stack), refers to the cluster and never the other way round, so workloads on one cluster deploy
+side by side and a node group that cannot get capacity fails only the stack that holds it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import jsii
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fm_constructs import kubernetes as k8s
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.compute import CapacitySource
+from fm_constructs.config.options import capacity_quota
+from fm_constructs.domain import names
+from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.kubernetes.node_shape import WorkloadTarget
+from fm_constructs.kubernetes.training_runtimes import training_runtimes
+from fm_constructs.network import EfaSecurityGroup
+from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
+from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
+from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
+from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
+from fm_constructs.patterns.eks_workload import gpu_type_label
+from fm_constructs.patterns.kueue_queues import KueueFlavors
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.storage import IDataBucket, LustreFileSystem
+
+_PREFIX = re.compile(r"^[A-Za-z0-9!_.*'()/-]+/$")
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """One accelerated node group of a workload.
+
+    ``name`` is the pool's short name (``gpu``, ``rollout``); the group's nodes carry the
+    label ``fm-constructs/node-pool=<namespace>-<name>``, which is also the name of its Kueue
+    ResourceFlavor. ``min_size``/``max_size`` default to ``desired_size`` (fixed size); a pool
+    that can grow gets the Cluster Autoscaler. ``labels`` and ``taints`` come on top of the
+    accelerator label and taint.
+    """
+
+    name: str
+    instance_type: str
+    desired_size: int
+    min_size: int | None = None
+    max_size: int | None = None
+    capacity: CapacitySource | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        low = self.desired_size if self.min_size is None else self.min_size
+        high = self.desired_size if self.max_size is None else self.max_size
+        return low, high
+
+    @property
+    def autoscaled(self) -> bool:
+        low, high = self.bounds
+        return high > low
+
+
+def pool_quota(pool: NodePool) -> dict[str, int | str]:
+    """Kueue nominal quota of ``pool`` at its largest size."""
+    return capacity_quota(pool.instance_type, pool.bounds[1])
+
+
+def _construct_id(pool: str) -> str:
+    return (
+        "GpuNodes" if pool == "gpu" else "".join(p.capitalize() for p in pool.split("-")) + "Nodes"
+    )
+
+
+@jsii.implements(ec2.IConnectable)
+class EksWorkload(Construct):
+    """One workload's share of ``cluster``, in one statement.
+
+    - ``name``: the workload (``pretraining``, ``post_training``, ``inference`` or your own);
+      it names the namespace, service account, queues and claim
+      (:mod:`fm_constructs.domain.names`).
+    - ``node_pools``: the workload's EFA node groups in ``subnet``; one ResourceFlavor each.
+    - ``data_bucket`` with ``data_prefixes`` (each ending in ``/``): the service account's role
+      may read, write and delete objects under those prefixes and list them, nothing else.
+    - ``file_system``: mounted through the claim ``fsx-lustre`` in the workload namespace and
+      reachable from the workload's nodes only.
+    - ``lend_quota``: whether the workload's idle capacity may be borrowed by the other queues
+      of the cohort (serving capacity usually is not: model servers are not queued).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: GpuEksCluster,
+        name: str,
+        subnet: ec2.ISubnet,
+        node_pools: Sequence[NodePool],
+        data_bucket: IDataBucket | None = None,
+        data_prefixes: Sequence[str] = (),
+        file_system: LustreFileSystem | None = None,
+        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        root_volume_size_gib: int = 500,
+        lend_quota: bool = True,
+        autoscaler_settings: ClusterAutoscalerSettings | None = None,
+        training: bool = False,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        problems = Problems(context=f"EksWorkload({name})")
+        try:
+            namespace = names.workload_namespace(name)
+        except ValueError as error:
+            problems.add("name", name, str(error))
+        if not node_pools:
+            problems.add("node_pools", [], "must hold at least one node pool")
+        if len({p.name for p in node_pools}) != len(node_pools):
+            problems.add("node_pools", [p.name for p in node_pools], "names must be unique")
+        for index, prefix in enumerate(data_prefixes):
+            if not _PREFIX.match(prefix):
+                problems.add(
+                    f"data_prefixes[{index}]", prefix, "must be a key prefix ending in '/'"
+                )
+        if data_prefixes and data_bucket is None:
+            problems.add("data_bucket", None, "is needed when data_prefixes are given")
+        problems.raise_if_any()
+        self.cluster = cluster
+        self.name = name
+        self.namespace = namespace
+        self.service_account = names.service_account_name(name)
+        self.cluster_queue_name = names.cluster_queue_name(name)
+        self.local_queue_name = names.local_queue_name(name)
+        self.fsx_claim = names.fsx_claim_name(name)
+
+        self.efa_security_group = EfaSecurityGroup(
+            self,
+            "EfaSecurityGroup",
+            vpc=cluster.cluster.vpc,
+            description=f"EFA traffic between the {namespace} nodes",
+        )
+        self.node_groups: dict[str, EfaNodeGroup] = {}
+        for pool in node_pools:
+            self.node_groups[pool.name] = self._node_group(
+                pool, subnet, efa_layout, root_volume_size_gib
+            )
+        self.autoscaler: ClusterAutoscaler | None = None
+        if any(p.autoscaled for p in node_pools):
+            self.autoscaler = ClusterAutoscaler.enable(cluster, autoscaler_settings)
+
+        # -- namespace and identity -----------------------------------------------------------
+        kueue = charts.KUEUE.release in cluster.charts
+        self.namespace_manifest = eks.KubernetesManifest(
+            self,
+            "Namespace",
+            cluster=cluster.icluster,
+            manifest=[
+                k8s.namespace(namespace, kueue_managed=kueue),
+                k8s.service_account(self.service_account, namespace),
+            ],
+        )
+        self.role = pod_identity_role(
+            self,
+            "Role",
+            description=f"Pods of the {namespace} workload (EKS Pod Identity)",
+        )
+        if data_bucket is not None and data_prefixes:
+            self._grant_prefixes(data_bucket, data_prefixes)
+        self.pod_identity = associate_pod_identity(
+            self,
+            "PodIdentity",
+            cluster_name=cluster.cluster_name,
+            namespace=namespace,
+            service_account=self.service_account,
+            role=self.role,
+        )
+
+        # -- file system ----------------------------------------------------------------------
+        self.file_system: LustreFileSystem | None = None
+        self.volume: eks.KubernetesManifest | None = None
+        if file_system is not None:
+            self.mount_file_system(file_system)
+
+        # -- Kueue ----------------------------------------------------------------------------
+        self.queues: eks.KubernetesManifest | None = None
+        if kueue:
+            self._queues(node_pools, lend_quota)
+
+        # -- training runtimes ----------------------------------------------------------------
+        self.training_target: WorkloadTarget | None = None
+        self.training_runtimes: eks.KubernetesManifest | None = None
+        if training:
+            self._training_runtimes(node_pools[0])
+
+    # ----------------------------------------------------------------------------- interface
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The workload nodes' EFA security group (on every node interface)."""
+        return self.efa_security_group.connections
+
+    @property
+    def node_roles(self) -> list[iam.IRole]:
+        return [group.role for group in self.node_groups.values()]
+
+    @property
+    def main_nodes(self) -> EfaNodeGroup:
+        """The first node pool (``gpu``)."""
+        return next(iter(self.node_groups.values()))
+
+    def mount_file_system(self, file_system: LustreFileSystem) -> eks.KubernetesManifest:
+        """Claim ``fsx-lustre`` in the workload namespace, bound to ``file_system``, and the
+        Lustre ports opened from this workload's nodes only."""
+        if self.volume is not None:
+            raise FmValidationError(
+                [f"file_system: {self.namespace} already mounts a file system"],
+                context=f"EksWorkload({self.name})",
+            )
+        self.file_system = file_system
+        self.volume = self.cluster.add_lustre_volume(
+            file_system,
+            name=self.fsx_claim,
+            namespace=self.namespace,
+            scope=self,
+            volume_name=f"{self.namespace}-{self.fsx_claim}",
+            create_namespace=False,
+        )
+        self.volume.node.add_dependency(self.namespace_manifest)
+        file_system.connections.allow_default_port_from(
+            ec2.Connections(security_groups=[self.efa_security_group.security_group])
+        )
+        return self.volume
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _node_group(
+        self, pool: NodePool, subnet: ec2.ISubnet, efa_layout: EfaLayout, root_gib: int
+    ) -> EfaNodeGroup:
+        low, high = pool.bounds
+        labels = dict(pool.labels)
+        if pool.autoscaled:
+            labels.update(gpu_type_label(pool.instance_type))
+        return EfaNodeGroup(
+            self,
+            _construct_id(pool.name),
+            cluster=self.cluster,
+            instance_type=pool.instance_type,
+            subnet=subnet,
+            desired_size=pool.desired_size,
+            min_size=pool.min_size,
+            max_size=pool.max_size,
+            capacity=pool.capacity,
+            efa_security_group=self.efa_security_group,
+            efa_layout=efa_layout,
+            root_volume_size_gib=root_gib,
+            labels=labels or None,
+            taints=dict(pool.taints) or None,
+            node_pool=names.resource_flavor_name(self.name, pool.name),
+            # A group that grows later must not be pinned to a cluster placement group.
+            create_placement_group=False if high > low else None,
+        )
+
+    def _training_runtimes(self, pool: NodePool) -> None:
+        """The EFA-aware Kubeflow Trainer runtimes of the main pool, in the workload namespace
+        (NVIDIA pools; Neuron jobs use the AWS Neuron images instead)."""
+        trainer = self.cluster.charts.get(charts.KUBEFLOW_TRAINER.release)
+        if trainer is None or get_instance_type(pool.instance_type).eks_ami_family != "NVIDIA":
+            return
+        self.training_target = WorkloadTarget(self.name, pool.instance_type)
+        self.training_runtimes = eks.KubernetesManifest(
+            self,
+            "TrainingRuntimes",
+            cluster=self.cluster.icluster,
+            manifest=training_runtimes(self.training_target),
+            overwrite=True,
+        )
+        self.training_runtimes.node.add_dependency(self.namespace_manifest)
+        self.training_runtimes.node.add_dependency(trainer)
+
+    def _grant_prefixes(self, data_bucket: IDataBucket, prefixes: Sequence[str]) -> None:
+        bucket = data_bucket.bucket
+        listed = [p for prefix in prefixes for p in (prefix, f"{prefix}*")]
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "s3:GetObject",
+                    "s3:PutObject",
+                    "s3:DeleteObject",
+                    "s3:AbortMultipartUpload",
+                ],
+                resources=[bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes],
+            )
+        )
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": listed}},
+            )
+        )
+        if data_bucket.key is not None:
+            # SSE-KMS: a data key to write objects, decrypt to read them (no wildcard grant).
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=[data_bucket.key.key_arn],
+                )
+            )
+        acknowledge_generated_iam(
+            self.role,
+            managed_reason="The workload role uses no AWS-managed policy.",
+            wildcard_reason="Object access is limited to the workload's key prefixes "
+            f"({', '.join(prefixes)}) of the data bucket; the key grant allows the data "
+            "bucket's key only.",
+        )
+
+    def _queues(self, node_pools: Sequence[NodePool], lend_quota: bool) -> None:
+        flavors = KueueFlavors.of(self.cluster)
+        for pool, group in zip(node_pools, self.node_groups.values(), strict=True):
+            flavor_name = names.resource_flavor_name(self.name, pool.name)
+            flavors.add(
+                k8s.Flavor(
+                    name=flavor_name,
+                    node_labels=((names.NODE_POOL_LABEL, flavor_name),),
+                    taints=group.taints,
+                ),
+                owner=self.name,
+                quota=pool_quota(pool),
+                lendable=lend_quota,
+            )
+        self.queues = eks.KubernetesManifest(
+            self,
+            "Queues",
+            cluster=self.cluster.icluster,
+            manifest=[
+                flavors.cluster_queue(
+                    self.cluster_queue_name, owner=self.name, namespace=self.namespace
+                ),
+                k8s.local_queue(
+                    self.local_queue_name,
+                    namespace=self.namespace,
+                    cluster_queue_name=self.cluster_queue_name,
+                ),
+            ],
+        )
+        self.queues.node.add_dependency(self.namespace_manifest)
+        self.queues.node.add_dependency(self.cluster.charts[charts.KUEUE.release])

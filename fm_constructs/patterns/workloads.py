@@ -1,0 +1,240 @@
+"""The workloads a user imports: pre-training, post-training (with its RL rollout group) and
+inference, each one statement on a GPU EKS cluster that several workloads may share.
+
+Each pattern switches on the operators it needs on the cluster (once per cluster, through its
+add-on registry) and builds its share with
+:class:`~fm_constructs.patterns.cluster_workload.EksWorkload`: node pools, namespace, service
+account and Pod Identity role on the workload's data prefixes, FSx claim, Kueue queues. Every
+pattern offers the same surface (:class:`IAcceleratedWorkload`), as does
+:class:`~fm_constructs.patterns.hyperpod_workload.HyperPodAcceleratedWorkload` for HyperPod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from fm_constructs.compute import CapacitySource
+from fm_constructs.config.model import LoadBalancer
+from fm_constructs.config.options import DATA_PREFIXES, ROLE_LABEL, ROLLOUT_POOL
+from fm_constructs.observability import IPrometheusWorkspace
+from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
+from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
+from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
+from fm_constructs.patterns.inference import InferenceService
+from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.storage import IDataBucket, LustreFileSystem
+
+
+class IAcceleratedWorkload(Protocol):
+    """What every workload pattern offers, whatever orchestrates it: the nodes' security
+    groups (``connections``), and the file system it mounts, if any."""
+
+    @property
+    def connections(self) -> ec2.Connections: ...
+
+    @property
+    def file_system(self) -> LustreFileSystem | None: ...
+
+
+class _EksPattern(Construct):
+    """Shared surface of the EKS workload patterns."""
+
+    workload: EksWorkload
+
+    @property
+    def connections(self) -> ec2.Connections:
+        return self.workload.connections
+
+    @property
+    def file_system(self) -> LustreFileSystem | None:
+        return self.workload.file_system
+
+    @property
+    def namespace(self) -> str:
+        return self.workload.namespace
+
+    @property
+    def role(self) -> iam.IRole:
+        """The Pod Identity role of the workload's service account."""
+        return self.workload.role
+
+
+class PretrainingWorkload(_EksPattern):
+    """Pre-training on ``cluster``: ``node_count`` EFA nodes of ``instance_type`` in
+    ``subnet`` (fixed size, in a cluster placement group where the capacity allows one), with
+    Kueue and Kubeflow Trainer on the cluster, the file system mounted as ``fsx-lustre``, and a
+    role on ``datasets/`` and ``checkpoints/pretraining/`` of ``data_bucket``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: GpuEksCluster,
+        subnet: ec2.ISubnet,
+        instance_type: str,
+        node_count: int,
+        capacity: CapacitySource | None = None,
+        data_bucket: IDataBucket | None = None,
+        file_system: LustreFileSystem | None = None,
+        name: str = "pretraining",
+        data_prefixes: Sequence[str] | None = None,
+        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        root_volume_size_gib: int = 500,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        cluster.enable_operators(WorkloadOperators(kueue=True, kubeflow_trainer=True))
+        self.workload = EksWorkload(
+            self,
+            "Workload",
+            cluster=cluster,
+            name=name,
+            subnet=subnet,
+            node_pools=[NodePool("gpu", instance_type, node_count, capacity=capacity)],
+            data_bucket=data_bucket,
+            data_prefixes=_prefixes(data_prefixes, "pretraining", data_bucket),
+            file_system=file_system,
+            efa_layout=efa_layout,
+            root_volume_size_gib=root_volume_size_gib,
+            training=True,
+        )
+
+
+class PostTrainingWorkload(_EksPattern):
+    """SFT and RL post-training on ``cluster``: the trainer nodes and, with
+    ``rollout_instance_type``, a rollout (generation) group labelled and tainted
+    ``workload-role=rollout`` for vLLM/Ray workers, with KubeRay beside Kueue and Kubeflow
+    Trainer. Both groups are flavors of the workload's queue."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: GpuEksCluster,
+        subnet: ec2.ISubnet,
+        instance_type: str,
+        node_count: int,
+        capacity: CapacitySource | None = None,
+        rollout_instance_type: str | None = None,
+        rollout_node_count: int = 1,
+        data_bucket: IDataBucket | None = None,
+        file_system: LustreFileSystem | None = None,
+        name: str = "post_training",
+        data_prefixes: Sequence[str] | None = None,
+        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        root_volume_size_gib: int = 500,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        cluster.enable_operators(WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True))
+        pools = [NodePool("gpu", instance_type, node_count, capacity=capacity)]
+        if rollout_instance_type is not None:
+            role = {ROLE_LABEL: ROLLOUT_POOL}
+            pools.append(
+                NodePool(
+                    ROLLOUT_POOL,
+                    rollout_instance_type,
+                    rollout_node_count,
+                    labels=role,
+                    taints=role,
+                )
+            )
+        self.workload = EksWorkload(
+            self,
+            "Workload",
+            cluster=cluster,
+            name=name,
+            subnet=subnet,
+            node_pools=pools,
+            data_bucket=data_bucket,
+            data_prefixes=_prefixes(data_prefixes, "post_training", data_bucket),
+            file_system=file_system,
+            efa_layout=efa_layout,
+            root_volume_size_gib=root_volume_size_gib,
+            training=True,
+        )
+
+
+class InferenceWorkload(_EksPattern):
+    """Serving on ``cluster``: GPU nodes between ``node_count`` and ``max_node_count`` (the
+    Cluster Autoscaler follows Pending replicas), LeaderWorkerSet for multi-node replicas and,
+    with ``model``, the vLLM server of
+    :class:`~fm_constructs.patterns.inference.InferenceService` in the workload namespace.
+    Serving capacity is not lent to the training queues (model servers are not queued)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: GpuEksCluster,
+        subnet: ec2.ISubnet,
+        instance_type: str,
+        node_count: int,
+        max_node_count: int | None = None,
+        capacity: CapacitySource | None = None,
+        data_bucket: IDataBucket,
+        file_system: LustreFileSystem | None = None,
+        model: ModelServerSpec | None = None,
+        load_balancer: LoadBalancer = LoadBalancer.INTERNAL,
+        autoscaling: AutoscalingPolicy | None = None,
+        workspace: IPrometheusWorkspace | None = None,
+        name: str = "inference",
+        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        root_volume_size_gib: int = 500,
+        autoscaler_settings: ClusterAutoscalerSettings | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        cluster.enable_operators(WorkloadOperators(kueue=True, leader_worker_set=True))
+        self.workload = EksWorkload(
+            self,
+            "Workload",
+            cluster=cluster,
+            name=name,
+            subnet=subnet,
+            node_pools=[
+                NodePool(
+                    "gpu",
+                    instance_type,
+                    node_count,
+                    max_size=max_node_count,
+                    capacity=capacity,
+                )
+            ],
+            data_bucket=data_bucket,
+            data_prefixes=DATA_PREFIXES["inference"],
+            file_system=file_system,
+            efa_layout=efa_layout,
+            root_volume_size_gib=root_volume_size_gib,
+            lend_quota=False,
+            autoscaler_settings=autoscaler_settings,
+        )
+        self.model_server: InferenceService | None = None
+        if model is not None:
+            self.model_server = InferenceService(
+                self,
+                "ModelServer",
+                cluster=cluster,
+                gpu_nodes=self.workload.main_nodes,
+                model=model,
+                data_bucket=data_bucket,
+                namespace=self.workload.namespace,
+                namespace_manifest=self.workload.namespace_manifest,
+                load_balancer=load_balancer,
+                autoscaling=autoscaling,
+                workspace=workspace,
+            )
+
+
+def _prefixes(
+    given: Sequence[str] | None, kind: str, data_bucket: IDataBucket | None
+) -> Sequence[str]:
+    if given is not None:
+        return given
+    return DATA_PREFIXES[kind] if data_bucket is not None else ()

@@ -1,0 +1,298 @@
+"""One GPU EKS cluster shared by every EKS workload of a profile: each workload's own objects
+(node groups, namespace, service account and role, FSx claim, Kueue queues) in its own stack,
+every per-node agent on every node group whatever its taints, Kueue objects valid for the
+pinned Kueue and its webhooks kept away from system pods."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from fm_constructs.config import Orchestrator
+from fm_constructs.domain import names
+from fm_constructs.orchestration import eks_charts as charts
+from tests.stacks.profiles import profile_params, synthesize
+
+KUEUE_CRDS = Path(__file__).parents[1] / "data" / "crds" / "kueue-v0.16.1.json"
+#: Charts and add-ons that run one pod per node (device plugins, exporters, health agents).
+NODE_AGENT_CHARTS = (
+    charts.NVIDIA_DEVICE_PLUGIN.release,
+    charts.NEURON_DEVICE_PLUGIN.release,
+    charts.EFA_DEVICE_PLUGIN.release,
+    charts.DCGM_EXPORTER.release,
+)
+
+
+def _resources(template: dict[str, Any], kind: str) -> Iterator[dict[str, Any]]:
+    for resource in template.get("Resources", {}).values():
+        if resource["Type"] == kind:
+            yield resource["Properties"]
+
+
+def _manifests(template: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Kubernetes objects of a template's manifests that hold no deploy-time values."""
+    for props in _resources(template, "Custom::AWSCDK-EKS-KubernetesResource"):
+        if isinstance(props["Manifest"], str):
+            yield from json.loads(props["Manifest"])
+
+
+def _all_manifests(profile: str) -> list[dict[str, Any]]:
+    result = synthesize(profile)
+    return [m for t in result.templates.values() for m in _manifests(t)]
+
+
+def _tolerates(tolerations: list[dict[str, Any]], key: str, value: str, effect: str) -> bool:
+    """Kubernetes toleration matching (``core/v1`` Toleration semantics)."""
+    for t in tolerations:
+        if t.get("effect") not in (None, "", effect):
+            continue
+        if t.get("operator") == "Exists" and t.get("key") in (None, "", key):
+            return True
+        if (
+            t.get("operator", "Equal") == "Equal"
+            and t.get("key") == key
+            and t.get("value") == value
+        ):
+            return True
+    return False
+
+
+def _node_agent_tolerations(template: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for props in _resources(template, "Custom::AWSCDK-EKS-HelmChart"):
+        if props["Release"] not in NODE_AGENT_CHARTS:
+            continue
+        values = json.loads(props["Values"])
+        if props["Release"] == charts.NEURON_DEVICE_PLUGIN.release:
+            values = values["devicePlugin"]
+        found[props["Release"]] = values.get("tolerations", [])
+    for props in _resources(template, "AWS::EKS::Addon"):
+        if props["AddonName"] == "eks-node-monitoring-agent":
+            config = json.loads(props.get("ConfigurationValues") or "{}")
+            for daemon_set in ("nodeAgent", "dcgmAgent"):
+                found[f"node-monitoring-agent/{daemon_set}"] = config.get(daemon_set, {}).get(
+                    "tolerations", []
+                )
+    return found
+
+
+# ------------------------------------------------------------------------------ one cluster
+
+
+def test_default_profile_has_exactly_one_eks_cluster() -> None:
+    result = synthesize("default")
+    clusters = [
+        (stack, props)
+        for stack, t in result.templates.items()
+        for props in _resources(t, "AWS::EKS::Cluster")
+    ]
+    assert [stack for stack, _ in clusters] == ["fm-cluster"]
+    workloads = {w for w, o in result.stacks.options.workloads.items() if o.on_eks}
+    assert workloads == {"pretraining", "post_training", "inference"}
+    assert set(result.stacks.options.clusters) == {"shared"}
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_every_eks_workload_owns_its_objects(profile: str) -> None:
+    result = synthesize(profile)
+    cluster_objects = {
+        (m["kind"], m["metadata"]["name"])
+        for stack in result.stacks.clusters.values()
+        for m in _manifests(result.templates[stack.stack_name])
+    }
+    for workload, compute in result.stacks.computes.items():
+        template = result.templates[compute.stack_name]
+        namespace = names.workload_namespace(workload)
+        objects = {(m["kind"], m["metadata"]["name"]): m for m in _manifests(template)}
+        labels = objects[("Namespace", namespace)]["metadata"]["labels"]
+        assert labels[names.KUEUE_MANAGED_LABEL] == "true"
+        account = objects[("ServiceAccount", names.service_account_name(workload))]
+        assert account["metadata"]["namespace"] == namespace
+        associations = {
+            (a["Namespace"], a["ServiceAccount"])
+            for a in _resources(template, "AWS::EKS::PodIdentityAssociation")
+        }
+        assert (namespace, names.service_account_name(workload)) in associations
+        queue = objects[("ClusterQueue", names.cluster_queue_name(workload))]
+        assert queue["spec"]["cohortName"] == names.KUEUE_COHORT
+        local = objects[("LocalQueue", names.local_queue_name(workload))]
+        assert local["metadata"]["namespace"] == namespace
+        assert local["spec"]["clusterQueue"] == names.cluster_queue_name(workload)
+        pools = result.stacks.options.workloads[workload].node_pools
+        own = [line["name"] for line in queue["spec"]["resourceGroups"][0]["flavors"]]
+        assert own[: len(pools)] == [p.flavor for p in pools]
+        for pool in pools:
+            assert ("ResourceFlavor", pool.flavor) in cluster_objects
+        assert len(list(_resources(template, "AWS::EKS::Nodegroup"))) == len(pools)
+        if result.profile.workloads_by_name[workload].storage.enabled:
+            claims = [
+                props
+                for props in _resources(template, "Custom::AWSCDK-EKS-KubernetesResource")
+                if "PersistentVolumeClaim" in json.dumps(props["Manifest"])
+            ]
+            assert len(claims) == 1
+            rendered = json.dumps(claims[0]["Manifest"])
+            assert f'\\"name\\":\\"{names.fsx_claim_name(workload)}\\"' in rendered
+            assert f'\\"namespace\\":\\"{namespace}\\"' in rendered
+            assert f"{namespace}-{names.fsx_claim_name(workload)}" in rendered
+
+
+def test_queue_quota_is_the_node_group_capacity() -> None:
+    """pre-training: 4 x p5.48xlarge = 32 H100, 128 EFA interfaces, 768 vCPUs, 8 TiB."""
+    objects = {(m["kind"], m["metadata"]["name"]): m for m in _all_manifests("default")}
+    queue = objects[("ClusterQueue", "pretraining")]["spec"]
+    (group,) = queue["resourceGroups"]
+    own = group["flavors"][0]
+    assert own["name"] == "pretraining-gpu"
+    quota = {r["name"]: r["nominalQuota"] for r in own["resources"]}
+    assert quota == {
+        "cpu": 768,
+        "memory": "8192Gi",
+        "nvidia.com/gpu": 32,
+        "aws.amazon.com/neuron": 0,
+        "vpc.amazonaws.com/efa": 128,
+    }
+    # The other training pools are borrowable (quota 0); serving capacity is not lent.
+    lines = {f["name"] for f in group["flavors"][1:]}
+    assert lines == {"post-training-gpu", "post-training-rollout"}
+    assert queue["preemption"] == {
+        "reclaimWithinCohort": "Any",
+        "borrowWithinCohort": {"policy": "Never"},
+        "withinClusterQueue": "LowerPriority",
+    }
+    serving = objects[("ClusterQueue", "inference")]["spec"]["resourceGroups"][0]["flavors"][0]
+    assert all(r["lendingLimit"] == 0 for r in serving["resources"])
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_kueue_objects_match_the_pinned_crd_schemas(profile: str) -> None:
+    crds = json.loads(KUEUE_CRDS.read_text())
+    kueue = [m for m in _all_manifests(profile) if m["apiVersion"] == crds["apiVersion"]]
+    if not result_has_kueue(profile):
+        assert kueue == []
+        return
+    assert kueue
+    for manifest in kueue:
+        schema = _strict(crds["kinds"][manifest["kind"]])
+        body = {k: v for k, v in manifest.items() if k != "metadata"}
+        jsonschema.validate(body, schema)
+
+
+def result_has_kueue(profile: str) -> bool:
+    return bool(synthesize(profile).stacks.computes)
+
+
+def _strict(schema: Any) -> Any:
+    """The CRD schema with unknown fields rejected (``additionalProperties: false`` wherever
+    properties are listed and no other rule is given), as the API server's strict field
+    validation does."""
+    if isinstance(schema, dict):
+        out = {k: _strict(v) for k, v in schema.items() if not k.startswith("x-kubernetes")}
+        if "properties" in schema and "additionalProperties" not in schema:
+            out["additionalProperties"] = False
+        if "metadata" in out.get("properties", {}):
+            out["properties"]["metadata"] = {"type": "object"}
+        return out
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
+
+
+# -------------------------------------------------------------------- per-node agents, Kueue
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_every_node_agent_tolerates_every_node_group_taint(profile: str) -> None:
+    result = synthesize(profile)
+    agents: dict[str, list[dict[str, Any]]] = {}
+    for stack in result.stacks.clusters.values():
+        agents.update(_node_agent_tolerations(result.templates[stack.stack_name]))
+    for workload in result.stacks.workloads.values():  # dedicated HyperPod EKS clusters
+        agents.update(_node_agent_tolerations(result.templates[workload.stack_name]))
+    taints = [
+        (t["Key"], t.get("Value", ""), t["Effect"])
+        for template in result.templates.values()
+        for group in _resources(template, "AWS::EKS::Nodegroup")
+        for t in group.get("Taints", [])
+    ]
+    if not taints:
+        pytest.skip("no tainted node groups in this profile")
+    assert agents
+    effects = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": ""}
+    for agent, tolerations in agents.items():
+        for key, value, effect in taints:
+            assert _tolerates(tolerations, key, value, effects[effect]), (agent, key, value)
+
+
+def test_rollout_taint_is_tolerated_by_the_rollout_flavor() -> None:
+    objects = {(m["kind"], m["metadata"]["name"]): m for m in _all_manifests("default")}
+    flavor = objects[("ResourceFlavor", "post-training-rollout")]["spec"]
+    assert flavor["nodeLabels"] == {names.NODE_POOL_LABEL: "post-training-rollout"}
+    assert {
+        "key": "workload-role",
+        "operator": "Equal",
+        "value": "rollout",
+        "effect": "NoSchedule",
+    } in (flavor["tolerations"])
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_kueue_webhooks_see_workload_namespaces_only(profile: str) -> None:
+    import yaml
+
+    result = synthesize(profile)
+    for stack in result.stacks.clusters.values():
+        template = result.templates[stack.stack_name]
+        (kueue,) = [
+            p
+            for p in _resources(template, "Custom::AWSCDK-EKS-HelmChart")
+            if p["Release"] == "kueue"
+        ]
+        config = yaml.safe_load(
+            json.loads(kueue["Values"])["managerConfig"]["controllerManagerConfigYaml"]
+        )
+        assert config["managedJobsNamespaceSelector"] == {
+            "matchLabels": {names.KUEUE_MANAGED_LABEL: "true"}
+        }
+        frameworks = set(config["integrations"]["frameworks"])
+        assert not frameworks & {"pod", "deployment", "statefulset"}
+        assert "trainer.kubeflow.org/trainjob" in frameworks
+        # System namespaces never carry the label.
+        for m in _manifests(template):
+            if m["kind"] == "Namespace":
+                assert names.KUEUE_MANAGED_LABEL not in m["metadata"].get("labels", {})
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_workload_role_reaches_its_own_prefixes_only(profile: str) -> None:
+    result = synthesize(profile)
+    for workload, compute in result.stacks.computes.items():
+        template = result.templates[compute.stack_name]
+        prefixes = result.stacks.options.workloads[workload].data_prefixes
+        policies = [
+            p
+            for p in _resources(template, "AWS::IAM::Policy")
+            if any("WorkloadRole" in r["Ref"] for r in p["Roles"])
+        ]
+        (policy,) = policies
+        rendered = json.dumps(policy["PolicyDocument"])
+        for prefix in prefixes:
+            assert f"/{prefix}*" in rendered, (workload, prefix)
+        for statement in policy["PolicyDocument"]["Statement"]:
+            assert statement["Resource"] != "*", (workload, statement)
+
+
+def test_hyperpod_eks_uses_the_shared_cluster() -> None:
+    result = synthesize("hyperpod-eks")
+    (workload,) = result.profile.enabled_workloads
+    assert workload.orchestrator is Orchestrator.HYPERPOD_EKS
+    hyperpod = result.templates["fm-hpe-post-training"]
+    assert not list(_resources(hyperpod, "AWS::EKS::Cluster"))
+    (cluster,) = list(_resources(hyperpod, "AWS::SageMaker::Cluster"))
+    assert "Fn::ImportValue" in json.dumps(cluster["Orchestrator"]["Eks"]["ClusterArn"])
+    assert list(_resources(result.templates["fm-hpe-cluster"], "AWS::EKS::Cluster"))

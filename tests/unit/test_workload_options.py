@@ -1,0 +1,102 @@
+"""The one mapping from a profile to pattern options (shared or dedicated clusters, node
+pools, Kueue quotas), and the pure Kueue renderers."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fm_constructs import kubernetes as k8s
+from fm_constructs.config import load_profile, parse_profile
+from fm_constructs.config.options import SHARED_CLUSTER, capacity_quota, deployment_options
+from fm_constructs.errors import FmValidationError
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE: dict[str, Any] = {
+    "platform": {
+        "region": "us-west-2",
+        "availability_zone": "us-west-2b",
+        "availability_zones": ["us-west-2a", "us-west-2b"],
+    },
+    "pretraining": {"enabled": True, "instance_type": "p5.48xlarge", "instance_count": 2},
+    "inference": {"enabled": True, "instance_type": "g6e.48xlarge", "instance_count": 1},
+}
+
+
+def test_default_profile_puts_every_eks_workload_on_one_cluster() -> None:
+    options = deployment_options(load_profile(ROOT / "config" / "default.toml"))
+    (cluster,) = options.clusters.values()
+    assert cluster.key == SHARED_CLUSTER and cluster.stack_suffix == "cluster"
+    assert cluster.workloads == ("pretraining", "post_training", "inference")
+    assert cluster.operators == {"kueue", "kubeflow_trainer", "kuberay", "leader_worker_set"}
+    post = options.workloads["post_training"]
+    assert [p.flavor for p in post.node_pools] == ["post-training-gpu", "post-training-rollout"]
+    rollout = post.node_pools[1]
+    assert rollout.taints == (("workload-role", "rollout"),)
+    assert post.namespace == "post-training"
+    assert post.local_queue == "post-training-jobs"
+    inference = options.workloads["inference"].node_pools[0]
+    assert (inference.min_size, inference.max_size) == (2, 4)
+
+
+def test_dedicated_cluster_is_a_workloads_own() -> None:
+    data = copy.deepcopy(BASE)
+    data["inference"]["dedicated_cluster"] = True
+    options = deployment_options(parse_profile(data))
+    assert set(options.clusters) == {SHARED_CLUSTER, "inference"}
+    assert options.clusters["inference"].stack_suffix == "inference-cluster"
+    assert options.clusters["inference"].dedicated
+    assert options.workloads["inference"].cluster == "inference"
+    assert options.clusters[SHARED_CLUSTER].workloads == ("pretraining",)
+
+
+def test_slurm_workloads_have_no_cluster_and_cannot_ask_for_one() -> None:
+    data = copy.deepcopy(BASE)
+    data["pretraining"]["orchestrator"] = "hyperpod-slurm"
+    options = deployment_options(parse_profile(data))
+    assert options.workloads["pretraining"].cluster is None
+    data["pretraining"]["dedicated_cluster"] = True
+    with pytest.raises(FmValidationError, match=r"pretraining\.dedicated_cluster"):
+        parse_profile(data)
+
+
+def test_capacity_quota_counts_every_device_of_the_pool() -> None:
+    assert capacity_quota("p5.48xlarge", 4) == {
+        "cpu": 768,
+        "memory": "8192Gi",
+        "nvidia.com/gpu": 32,
+        "vpc.amazonaws.com/efa": 128,
+    }
+    trainium = capacity_quota("trn2.48xlarge", 1)
+    assert "aws.amazon.com/neuron" in trainium and "nvidia.com/gpu" not in trainium
+
+
+def test_cluster_queue_lists_every_covered_resource_per_flavor() -> None:
+    queue = k8s.cluster_queue(
+        "serving",
+        namespace="inference",
+        flavors=[k8s.QueueFlavor("inference-gpu", {"nvidia.com/gpu": 8}, lendable=False)],
+    )
+    (group,) = queue["spec"]["resourceGroups"]
+    (line,) = group["flavors"]
+    assert [r["name"] for r in line["resources"]] == group["coveredResources"]
+    assert {r["name"]: r["nominalQuota"] for r in line["resources"]}["cpu"] == 0
+    assert all(r["lendingLimit"] == 0 for r in line["resources"])
+    assert queue["spec"]["namespaceSelector"] == {
+        "matchLabels": {"kubernetes.io/metadata.name": "inference"}
+    }
+    with pytest.raises(ValueError, match="at least one flavor"):
+        k8s.cluster_queue("empty", namespace="x", flavors=[])
+
+
+def test_resource_flavor_tolerates_the_pool_taints() -> None:
+    flavor = k8s.resource_flavor(
+        k8s.Flavor("post-training-rollout", (("pool", "rollout"),), (("nvidia.com/gpu", "true"),))
+    )
+    assert flavor["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
+    assert flavor["spec"]["nodeLabels"] == {"pool": "rollout"}
