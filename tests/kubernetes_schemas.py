@@ -20,13 +20,17 @@ errors everywhere.
 
 from __future__ import annotations
 
+import functools
 import importlib
+import json
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -35,11 +39,9 @@ from fm_constructs.orchestration.eks_charts import KUBEFLOW_TRAINER
 
 #: Custom kinds without a schema package on PyPI/npm at the pinned operator version.
 NO_REGISTRY_SCHEMA: dict[tuple[str, str], str] = {
-    ("kueue.x-k8s.io", "ResourceFlavor"): "Kueue publishes no API-model or CRD package on a "
+    # ResourceFlavor, ClusterQueue and LocalQueue: the CRD schemas of KUEUE_CRDS.
+    ("kueue.x-k8s.io", "Topology"): "Kueue publishes no API-model or CRD package on a "
     "registry (only Go modules and the Helm chart)",
-    ("kueue.x-k8s.io", "ClusterQueue"): "as ResourceFlavor",
-    ("kueue.x-k8s.io", "LocalQueue"): "as ResourceFlavor",
-    ("kueue.x-k8s.io", "Topology"): "as ResourceFlavor",
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "LeaderWorkerSet publishes no API-model "
     "or CRD package on a registry",
     ("keda.sh", "ScaledObject"): "the KEDA model packages on registries (cloudcoil-models-keda "
@@ -196,6 +198,46 @@ def _dig(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
     return value
 
 
+#: CRD schemas (openAPIV3Schema, status left out) of the pinned Kueue, from its release tag.
+KUEUE_CRDS = Path(__file__).parent / "data" / "crds" / "kueue-v0.16.1.json"
+
+
+@functools.cache
+def _kueue_crds() -> dict[str, Any]:
+    crds: dict[str, Any] = json.loads(KUEUE_CRDS.read_text())
+    return crds
+
+
+def _strict_crd(schema: Any) -> Any:
+    """A CRD schema with unknown fields rejected (``additionalProperties: false`` wherever
+    properties are listed and nothing else is said), as the API server's strict field
+    validation does; ``metadata`` is checked by the API server itself."""
+    if isinstance(schema, dict):
+        out = {k: _strict_crd(v) for k, v in schema.items() if not k.startswith("x-kubernetes")}
+        if "properties" in schema and "additionalProperties" not in schema:
+            out["additionalProperties"] = False
+        if "metadata" in out.get("properties", {}):
+            out["properties"]["metadata"] = {"type": "object"}
+        return out
+    if isinstance(schema, list):
+        return [_strict_crd(v) for v in schema]
+    return schema
+
+
+def validate_kueue_kind(obj: Mapping[str, Any]) -> None:
+    """Validate a Kueue object against the pinned CRD schema of its kind."""
+    crds = _kueue_crds()
+    if obj.get("apiVersion") != crds["apiVersion"]:
+        raise SchemaError(f"{_name(obj)}: Kueue objects must use {crds['apiVersion']}")
+    schema = _strict_crd(crds["kinds"][obj["kind"]])
+    try:
+        jsonschema.validate(dict(obj), schema)
+    except jsonschema.ValidationError as error:
+        raise SchemaError(
+            f"{_name(obj)}: {error.message} at {list(error.absolute_path)}"
+        ) from error
+
+
 def validate_object(obj: Mapping[str, Any], kubernetes_version: str) -> str:
     """Validate one object; return how (``builtin``, ``trainer-api``, ``pod-templates-only``)."""
     api_version = str(obj.get("apiVersion", ""))
@@ -207,6 +249,9 @@ def validate_object(obj: Mapping[str, Any], kubernetes_version: str) -> str:
     if (group, kind) in _TRAINER_MODELS:
         validate_trainer_kind(obj, kubernetes_version)
         return "trainer-api"
+    if group == "kueue.x-k8s.io" and kind in _kueue_crds()["kinds"]:
+        validate_kueue_kind(obj)
+        return "kueue-crd"
     if (group, kind) in NO_REGISTRY_SCHEMA:
         # The object's metadata is an ObjectMeta like any other: check it on a built-in kind.
         validate_builtin(

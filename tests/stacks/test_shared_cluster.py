@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
+from fm_constructs import kubernetes as k8s
 from fm_constructs.config import Orchestrator
 from fm_constructs.domain import names
 from fm_constructs.orchestration import eks_charts as charts
+from tests.kubernetes_schemas import SchemaError, assert_valid
 from tests.stacks.profiles import profile_params, synthesize
 
-KUEUE_CRDS = Path(__file__).parents[1] / "data" / "crds" / "kueue-v0.16.1.json"
+KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
 #: Charts and add-ons that run one pod per node (device plugins, exporters, health agents).
 NODE_AGENT_CHARTS = (
     charts.NVIDIA_DEVICE_PLUGIN.release,
@@ -170,37 +170,28 @@ def test_queue_quota_is_the_node_group_capacity() -> None:
 
 
 @pytest.mark.parametrize("profile", profile_params())
-def test_kueue_objects_match_the_pinned_crd_schemas(profile: str) -> None:
-    crds = json.loads(KUEUE_CRDS.read_text())
-    kueue = [m for m in _all_manifests(profile) if m["apiVersion"] == crds["apiVersion"]]
-    if not result_has_kueue(profile):
-        assert kueue == []
+def test_workload_and_kueue_objects_match_their_schemas(profile: str) -> None:
+    """Namespaces, service accounts and queues against the Kubernetes version's schemas and
+    the pinned Kueue CRDs, unknown fields being errors."""
+    result = synthesize(profile)
+    objects = [
+        m
+        for stack in (*result.stacks.clusters.values(), *result.stacks.computes.values())
+        for m in _manifests(result.templates[stack.stack_name])
+        if m["kind"] in ("Namespace", "ServiceAccount", *KUEUE_KINDS)
+    ]
+    if not result.stacks.computes:
+        assert not [m for m in objects if m["kind"] in KUEUE_KINDS]
         return
-    assert kueue
-    for manifest in kueue:
-        schema = _strict(crds["kinds"][manifest["kind"]])
-        body = {k: v for k, v in manifest.items() if k != "metadata"}
-        jsonschema.validate(body, schema)
+    how = assert_valid(objects, kubernetes_version=result.profile.platform.kubernetes_version)
+    assert how.count("kueue-crd") >= 3
 
 
-def result_has_kueue(profile: str) -> bool:
-    return bool(synthesize(profile).stacks.computes)
-
-
-def _strict(schema: Any) -> Any:
-    """The CRD schema with unknown fields rejected (``additionalProperties: false`` wherever
-    properties are listed and no other rule is given), as the API server's strict field
-    validation does."""
-    if isinstance(schema, dict):
-        out = {k: _strict(v) for k, v in schema.items() if not k.startswith("x-kubernetes")}
-        if "properties" in schema and "additionalProperties" not in schema:
-            out["additionalProperties"] = False
-        if "metadata" in out.get("properties", {}):
-            out["properties"]["metadata"] = {"type": "object"}
-        return out
-    if isinstance(schema, list):
-        return [_strict(v) for v in schema]
-    return schema
+def test_kueue_schema_rejects_unknown_fields() -> None:
+    queue = k8s.local_queue("q", namespace="n", cluster_queue_name="c")
+    queue["spec"]["clusterQueu"] = "typo"
+    with pytest.raises(SchemaError, match="clusterQueu"):
+        assert_valid([queue], kubernetes_version="1.35")
 
 
 # -------------------------------------------------------------------- per-node agents, Kueue
