@@ -55,6 +55,7 @@ lint: setup
 typecheck: setup
 	mypy
 	mypy --strict examples/training-cluster/app.py examples/training-cluster/tests/test_app.py
+	mypy --strict examples/shared-cluster/app.py
 
 unit: setup
 	pytest -n 2 --dist loadgroup
