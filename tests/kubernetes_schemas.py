@@ -224,8 +224,13 @@ def _strict_crd(schema: Any) -> Any:
     return schema
 
 
-def validate_kueue_kind(obj: Mapping[str, Any]) -> None:
-    """Validate a Kueue object against the pinned CRD schema of its kind."""
+def validate_kueue_kind(obj: Mapping[str, Any], kubernetes_version: str) -> None:
+    """Validate a Kueue object against the pinned CRD schema of its kind (its metadata as the
+    ObjectMeta of a built-in kind)."""
+    validate_builtin(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj.get("metadata") or {}},
+        kubernetes_version,
+    )
     crds = _kueue_crds()
     if obj.get("apiVersion") != crds["apiVersion"]:
         raise SchemaError(f"{_name(obj)}: Kueue objects must use {crds['apiVersion']}")
@@ -250,7 +255,7 @@ def validate_object(obj: Mapping[str, Any], kubernetes_version: str) -> str:
         validate_trainer_kind(obj, kubernetes_version)
         return "trainer-api"
     if group == "kueue.x-k8s.io" and kind in _kueue_crds()["kinds"]:
-        validate_kueue_kind(obj)
+        validate_kueue_kind(obj, kubernetes_version)
         return "kueue-crd"
     if (group, kind) in NO_REGISTRY_SCHEMA:
         # The object's metadata is an ObjectMeta like any other: check it on a built-in kind.

@@ -30,12 +30,15 @@ PREEMPTION: dict[str, Any] = {
     "withinClusterQueue": "LowerPriority",
 }
 #: Resources every queue covers (one resource group: a resource may appear in one group only).
+#: Kueue admits no job that requests a resource its queue does not cover, so this lists every
+#: resource a training pod requests, huge pages (EFA) included.
 COVERED_RESOURCES: tuple[str, ...] = (
     "cpu",
     "memory",
     names.NVIDIA_GPU_RESOURCE,
     names.NEURON_RESOURCE,
     names.EFA_RESOURCE,
+    "hugepages-2Mi",
 )
 
 

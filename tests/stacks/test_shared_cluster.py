@@ -143,7 +143,8 @@ def test_every_eks_workload_owns_its_objects(profile: str) -> None:
 
 
 def test_queue_quota_is_the_node_group_capacity() -> None:
-    """pre-training: 4 x p5.48xlarge = 32 H100, 128 EFA interfaces, 768 vCPUs, 8 TiB."""
+    """pre-training: 4 x p5.48xlarge = 32 H100, 128 EFA interfaces, 768 vCPUs, 8 TiB, and
+    the huge pages of one whole-node training pod per node."""
     objects = {(m["kind"], m["metadata"]["name"]): m for m in _all_manifests("default")}
     queue = objects[("ClusterQueue", "pretraining")]["spec"]
     (group,) = queue["resourceGroups"]
@@ -156,6 +157,7 @@ def test_queue_quota_is_the_node_group_capacity() -> None:
         "nvidia.com/gpu": 32,
         "aws.amazon.com/neuron": 0,
         "vpc.amazonaws.com/efa": 128,
+        "hugepages-2Mi": "20480Mi",
     }
     # The other training pools are borrowable (quota 0); serving capacity is not lent.
     lines = {f["name"] for f in group["flavors"][1:]}

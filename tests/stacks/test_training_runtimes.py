@@ -25,7 +25,10 @@ def _runtime_manifests(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("stack", "workload", "efa"),
-    [("fm-pretraining", "pretraining", "32"), ("fm-post-training", "post_training", "16")],
+    [
+        ("fm-pretraining-compute", "pretraining", "32"),
+        ("fm-post-training-compute", "post_training", "16"),
+    ],
 )
 def test_default_training_stacks_carry_the_efa_aware_runtimes(
     stack: str, workload: str, efa: str
@@ -49,11 +52,14 @@ def test_default_training_stacks_carry_the_efa_aware_runtimes(
         assert f'"vpc.amazonaws.com/efa": "{efa}"' in text
         assert '"hugepages-2Mi": "5120Mi"' in text
     assert_valid(objects, kubernetes_version=result.profile.platform.kubernetes_version)
-    # Applied after the Trainer chart, whose CRDs define the kind.
-    depends = resource.get("DependsOn", [])
-    assert any("ChartKubeflowTrainer" in d for d in depends), depends
+    # Applied after the Trainer chart, whose CRDs define the kind: the chart is in the cluster
+    # stack, which the workload's compute stack deploys after.
+    cluster = result.stacks.clusters["shared"]
+    assert "kubeflow-trainer" in cluster.cluster.charts
+    compute = result.stacks.computes[workload]
+    assert cluster in compute.dependencies
 
 
 def test_inference_stack_has_no_training_runtimes() -> None:
-    template = synthesize("default").templates["fm-inference"]
+    template = synthesize("default").templates["fm-inference-compute"]
     assert not _runtime_manifests(template)
