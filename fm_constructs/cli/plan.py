@@ -26,6 +26,7 @@ from fm_constructs.config import (
     TrainingGoalConfig,
     WorkloadConfig,
 )
+from fm_constructs.config.options import capacity_quota, deployment_options
 from fm_constructs.config.sizing import fsx_sizing_request
 from fm_constructs.config.subnet_demand import NodeGroupDemand, shortfall_message, subnet_demand
 from fm_constructs.errors import FmValidationError, Problems
@@ -167,6 +168,9 @@ class Plan:
     problems: tuple[str, ...] = field(default_factory=tuple)
     #: Every hourly charge: the workloads' instances and file systems, then the platform's.
     costs: tuple[CostLine, ...] = field(default_factory=tuple)
+    #: Clusters and Kueue queues, from the mapping the stacks build from
+    #: (:func:`fm_constructs.config.options.deployment_options`).
+    clusters: tuple[dict[str, Any], ...] = ()
 
     @property
     def missing_prices(self) -> tuple[str, ...]:
@@ -213,6 +217,7 @@ class Plan:
                 "missing_prices": list(self.missing_prices),
             },
             "problems": list(self.problems),
+            "clusters": list(self.clusters),
         }
 
 
@@ -346,6 +351,7 @@ def build_plan(
         subnet=subnet,
         problems=tuple(problems),
         costs=tuple(costs),
+        clusters=_clusters(profile),
     )
 
 
@@ -377,6 +383,43 @@ def _workload_cost_lines(w: WorkloadPlan, prices: PriceTable) -> list[CostLine]:
             )
         )
     return lines
+
+
+def _clusters(profile: Profile) -> tuple[dict[str, Any], ...]:
+    """Each EKS cluster (stack, workloads) with each workload's namespace, queue and the
+    quota of its node pools, as the stacks build them."""
+    options = deployment_options(profile)
+    out = []
+    for cluster in options.clusters.values():
+        queues = []
+        for name in cluster.workloads:
+            w = options.workloads[name]
+            if not w.node_pools:  # HyperPod nodes: no queue of the library's
+                continue
+            queues.append(
+                {
+                    "workload": name,
+                    "namespace": w.namespace,
+                    "local_queue": w.local_queue,
+                    "cluster_queue": w.cluster_queue,
+                    "pools": [
+                        {
+                            "flavor": p.flavor,
+                            "quota": capacity_quota(p.instance_type, p.max_size),
+                        }
+                        for p in w.node_pools
+                    ],
+                }
+            )
+        out.append(
+            {
+                "stack": f"{profile.platform.name}-{cluster.stack_suffix}",
+                "dedicated": cluster.dedicated,
+                "workloads": list(cluster.workloads),
+                "queues": queues,
+            }
+        )
+    return tuple(out)
 
 
 def _node_groups(workloads: Sequence[WorkloadConfig]) -> list[WorkloadConfig]:
@@ -770,6 +813,16 @@ def render_plan(plan: Plan) -> str:
     for w in plan.workloads:
         lines.append(f"  {w.name}: {w.cost_basis}")
         lines.extend(f"  {w.name}: note: {note}" for note in w.notes)
+    for cluster in plan.clusters:
+        kind = "dedicated" if cluster["dedicated"] else "shared"
+        lines.append(f"EKS cluster {cluster['stack']} ({kind}): {', '.join(cluster['workloads'])}")
+        for queue in cluster["queues"]:
+            for pool in queue["pools"]:
+                quota = ", ".join(f"{k}={v}" for k, v in pool["quota"].items())
+                lines.append(
+                    f"  {queue['namespace']}/{queue['local_queue']} -> flavor {pool['flavor']}: "
+                    f"{quota}"
+                )
     lines.append(
         f"prices: list prices as of {plan.prices_as_of}; not live; override with --prices FILE"
     )

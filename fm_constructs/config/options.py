@@ -23,6 +23,9 @@ SHARED_CLUSTER = "shared"
 #: Node label and taint key that keep the RL rollout group for generation workers.
 ROLE_LABEL = "workload-role"
 ROLLOUT_POOL = "rollout"
+#: Huge pages (2 MiB, in MiB) a whole-node training pod requests on an EFA node (libfabric);
+#: the same figure as :data:`fm_constructs.kubernetes.node_shape.HUGEPAGES_2MI`.
+HUGEPAGES_2MI_PER_EFA_NODE_MI = 5120
 #: Name of a workload's main accelerated node pool.
 MAIN_POOL = "gpu"
 
@@ -150,9 +153,9 @@ def node_pools(w: WorkloadConfig) -> tuple[NodePoolOptions, ...]:
 
 def capacity_quota(instance_type: str, nodes: int) -> dict[str, int | str]:
     """Kueue nominal quota of a node pool of ``nodes`` ``instance_type`` nodes: accelerators,
-    EFA interfaces, vCPUs and memory. Kubernetes keeps a little CPU and memory of each node for
-    itself, so pods never get all of it: the quota bounds admission, the nodes' allocatable
-    bounds placement."""
+    EFA interfaces, vCPUs, memory, and on EFA nodes the huge pages of one training pod each.
+    Kubernetes keeps a little CPU and memory of each node for itself, so pods never get all of
+    it: the quota bounds admission, the nodes' allocatable bounds placement."""
     spec = get_instance_type(instance_type)
     quota: dict[str, int | str] = {
         "cpu": spec.vcpus * nodes,
@@ -161,6 +164,7 @@ def capacity_quota(instance_type: str, nodes: int) -> dict[str, int | str]:
     }
     if spec.efa_supported:
         quota[names.EFA_RESOURCE] = spec.max_efa_interfaces * nodes
+        quota["hugepages-2Mi"] = f"{HUGEPAGES_2MI_PER_EFA_NODE_MI * nodes}Mi"
     return quota
 
 

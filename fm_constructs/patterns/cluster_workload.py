@@ -25,7 +25,7 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
 from fm_constructs.errors import FmValidationError, Problems
-from fm_constructs.kubernetes.node_shape import HUGEPAGES_2MI, WorkloadTarget
+from fm_constructs.kubernetes.node_shape import WorkloadTarget
 from fm_constructs.kubernetes.training_runtimes import training_runtimes
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
@@ -75,14 +75,8 @@ class NodePool:
 
 
 def pool_quota(pool: NodePool) -> dict[str, int | str]:
-    """Kueue nominal quota of ``pool`` at its largest size, with the huge pages each EFA node
-    sets aside for one whole-node training pod."""
-    nodes = pool.bounds[1]
-    quota = capacity_quota(pool.instance_type, nodes)
-    if names.EFA_RESOURCE in quota:
-        per_node_mi = int(HUGEPAGES_2MI.removesuffix("Mi"))
-        quota["hugepages-2Mi"] = f"{per_node_mi * nodes}Mi"
-    return quota
+    """Kueue nominal quota of ``pool`` at its largest size."""
+    return capacity_quota(pool.instance_type, pool.bounds[1])
 
 
 def _construct_id(pool: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -289,3 +290,47 @@ def test_hyperpod_eks_uses_the_shared_cluster() -> None:
     (cluster,) = list(_resources(hyperpod, "AWS::SageMaker::Cluster"))
     assert "Fn::ImportValue" in json.dumps(cluster["Orchestrator"]["Eks"]["ClusterArn"])
     assert list(_resources(result.templates["fm-hpe-cluster"], "AWS::EKS::Cluster"))
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_queues_in_the_templates_are_the_plans(profile: str) -> None:
+    """``fmc plan`` and the stacks read one mapping: every ClusterQueue's own flavors carry the
+    quota the plan prints."""
+    from fm_constructs.cli.plan import _clusters
+
+    result = synthesize(profile)
+    objects = {(m["kind"], m["metadata"]["name"]): m for m in _all_manifests(profile)}
+    for cluster in _clusters(result.profile):
+        for queue in cluster["queues"]:
+            spec = objects[("ClusterQueue", queue["cluster_queue"])]["spec"]
+            lines = {f["name"]: f for f in spec["resourceGroups"][0]["flavors"]}
+            for pool in queue["pools"]:
+                rendered = {
+                    r["name"]: r["nominalQuota"] for r in lines[pool["flavor"]]["resources"]
+                }
+                assert {k: v for k, v in rendered.items() if v != 0} == pool["quota"]
+
+
+def test_deploy_time_figure_in_the_docs_is_current() -> None:
+    """The table on the shared-cluster page is what tools/deploy_time.py computes."""
+    import re
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "tools"))
+    import deploy_time
+
+    from fm_constructs.planning.deploy_time import deployment_minutes
+
+    result = synthesize("default")
+    timings = deployment_minutes(
+        {
+            s.stack_name: (result.templates[s.stack_name], [d.stack_name for d in s.dependencies])
+            for s in result.stacks.all
+        },
+        concurrency=4,
+    )
+    page = (Path(__file__).parents[2] / "docs" / "operations" / "shared-cluster.md").read_text()
+    (committed,) = re.findall(
+        r"<!-- deploy-time:default -->\n(.*?)\n<!-- /deploy-time:default -->", page, re.S
+    )
+    assert committed.strip() == deploy_time.table(timings)

@@ -139,6 +139,7 @@ def test_json_schema(default_json: dict) -> None:  # type: ignore[type-arg]
         "costs",
         "totals",
         "problems",
+        "clusters",
     }
     assert set(default_json["prices"]) == {"as_of", "source"}
     assert set(default_json["subnet"]) >= {"prefix", "usable", "required", "free", "fits"}
@@ -390,3 +391,19 @@ def test_rollout_group_is_planned_as_its_own_row() -> None:
         16,
     )
     assert rollout["storage"] is None
+
+
+def test_plan_shows_the_shared_cluster_and_queues_the_stacks_build(default_json: dict) -> None:  # type: ignore[type-arg]
+    """The same mapping (config.options) feeds the plan and the stacks."""
+    (cluster,) = default_json["clusters"]
+    assert cluster["stack"] == "fm-cluster" and not cluster["dedicated"]
+    assert cluster["workloads"] == ["pretraining", "post_training", "inference"]
+    queues = {q["workload"]: q for q in cluster["queues"]}
+    assert queues["pretraining"]["local_queue"] == "pretraining-jobs"
+    (pool,) = queues["pretraining"]["pools"]
+    assert pool["flavor"] == "pretraining-gpu"
+    assert pool["quota"]["nvidia.com/gpu"] == 32
+    assert [p["flavor"] for p in queues["post_training"]["pools"]] == [
+        "post-training-gpu",
+        "post-training-rollout",
+    ]
