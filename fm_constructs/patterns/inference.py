@@ -216,6 +216,10 @@ class InferenceService(Construct):
             if layout.multi_node
             else render.deployment_manifest(model, layout, self.render_context)
         )
+        if autoscaling is not None and workspace is not None:
+            # KEDA owns the replica count: a count in the applied manifest would reset the
+            # autoscaled count on every deploy (KEDA starts from minReplicaCount = replicas).
+            workload["spec"].pop("replicas", None)
         scheme = None if load_balancer is LoadBalancer.NONE else load_balancer.value
         # A workload that owns its namespace passes its manifest; else one per cluster.
         self.namespace_manifest = namespace_manifest or _namespace(cluster, namespace)

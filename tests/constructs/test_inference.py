@@ -151,6 +151,8 @@ def test_single_node_server_is_a_deployment_with_its_service_and_account(synth: 
         "llama-8b",
         "inference",
     )
+    # Autoscaled: KEDA owns the replica count, a deploy must not reset it.
+    assert "replicas" not in deployment["spec"]
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "llama-8b-server"
     assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "2"}
@@ -303,6 +305,7 @@ def test_multi_node_server_is_a_leader_worker_set_after_the_operator(synth: Synt
     limits = template["workerTemplate"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits == {"nvidia.com/gpu": "8"}  # the default vLLM image cannot use EFA
     assert _kind(raw, "Deployment") == []
+    assert group["spec"]["replicas"] == 1  # fixed: no autoscaling owns the count
     (service,) = _kind(raw, "Service")
     assert service["spec"]["type"] == "ClusterIP"
     server = next(
