@@ -239,6 +239,17 @@ class EfaNodeGroup(Construct):
                 "EKS managed node roles need the AWS-managed worker, CNI and ECR read-only "
                 "policies documented for node IAM roles.",
             )
+        # A shell on a broken GPU node (Session Manager: no SSH keys, no open port).
+        self.nodegroup.role.add_managed_policy(
+            iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")
+        )
+        acknowledge(
+            self.nodegroup,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+            "AmazonSSMManagedInstanceCore]",
+            "Session Manager access to the GPU nodes for debugging uses the AWS-managed policy "
+            "the Systems Manager agent documents for instance roles.",
+        )
         if capacity_block:
             add_capacity_block_scaling(
                 self,
