@@ -204,8 +204,9 @@ class GpuEksCluster(Construct):
                 "fm:no-cluster-admins",
                 "No admin_role_arns: no person or pipeline can use the Kubernetes API of this "
                 "cluster (the deploying identity gets no implicit access). List the IAM roles "
-                "of your operators (platform.admin_role_arns in a profile); access entries can "
-                "be added later without replacing the cluster.",
+                "of your operators (platform.admin_role_arns in a profile, or cdk deploy -c "
+                "admin_role_arns=arn:aws:iam::<account>:role/<name>); access entries can be "
+                "added later without replacing the cluster.",
             )
         for index, arn in enumerate(admin_role_arns):
             entry = eks.AccessEntry(
