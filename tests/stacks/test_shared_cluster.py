@@ -6,6 +6,7 @@ pinned Kueue and its webhooks kept away from system pods."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from fm_constructs import kubernetes as k8s
 from fm_constructs.config import Orchestrator
 from fm_constructs.domain import names
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.eks_metrics_sources import NODE_EXPORTER
 from tests.kubernetes_schemas import SchemaError, assert_valid
 from tests.stacks.profiles import profile_params, synthesize
 
@@ -26,6 +28,7 @@ NODE_AGENT_CHARTS = (
     charts.NEURON_DEVICE_PLUGIN.release,
     charts.EFA_DEVICE_PLUGIN.release,
     charts.DCGM_EXPORTER.release,
+    NODE_EXPORTER.release,
 )
 
 
@@ -72,6 +75,20 @@ def _node_agent_tolerations(template: dict[str, Any]) -> dict[str, list[dict[str
         if props["Release"] == charts.NEURON_DEVICE_PLUGIN.release:
             values = values["devicePlugin"]
         found[props["Release"]] = values.get("tolerations", [])
+    for props in _resources(template, "Custom::AWSCDK-EKS-KubernetesResource"):
+        manifest = props["Manifest"]
+        if isinstance(manifest, str):
+            for obj in json.loads(manifest):
+                if obj["kind"] == "DaemonSet":
+                    pod = obj["spec"]["template"]["spec"]
+                    found[f"daemonset/{obj['metadata']['name']}"] = pod.get("tolerations", [])
+            continue
+        # Objects with deploy-time values: read each DaemonSet's tolerations from the text.
+        text = "".join(p for p in manifest["Fn::Join"][1] if isinstance(p, str))
+        for match in re.finditer(
+            r'"kind":"DaemonSet","metadata":\{"name":"([^"]+)".*?"tolerations":(\[.*?\])', text
+        ):
+            found[f"daemonset/{match[1]}"] = json.loads(match[2])
     for props in _resources(template, "AWS::EKS::Addon"):
         if props["AddonName"] == "eks-node-monitoring-agent":
             config = json.loads(props.get("ConfigurationValues") or "{}")
@@ -216,7 +233,8 @@ def test_every_node_agent_tolerates_every_node_group_taint(profile: str) -> None
     ]
     if not taints:
         pytest.skip("no tainted node groups in this profile")
-    assert agents
+    assert {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "dcgm-exporter"} <= set(agents)
+    assert any(name.startswith("daemonset/") for name in agents), agents
     effects = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": ""}
     for agent, tolerations in agents.items():
         for key, value, effect in taints:
@@ -313,7 +331,6 @@ def test_queues_in_the_templates_are_the_plans(profile: str) -> None:
 
 def test_deploy_time_figure_in_the_docs_is_current() -> None:
     """The table on the shared-cluster page is what tools/deploy_time.py computes."""
-    import re
     import sys
 
     sys.path.insert(0, str(Path(__file__).parents[2] / "tools"))
