@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fm_constructs.cli.pricing import HOURS_PER_MONTH, PriceTable
-from fm_constructs.config import NatGateways, Orchestrator, Profile
+from fm_constructs.config import NatGateways, Profile
+from fm_constructs.config.options import deployment_options
 
 #: Interface endpoints the VPC gets when ``platform.interface_endpoints`` is on
 #: (fm_constructs.network.gpu_vpc.PRIVATE_CLUSTER_ENDPOINTS), each in every zone of the VPC.
@@ -27,7 +28,6 @@ SYSTEM_INSTANCE_TYPE = "m7i.xlarge"
 SYSTEM_NODE_COUNT = 2
 #: Managed Grafana bills per active editor a month; the estimate assumes one.
 GRAFANA_EDITORS = 1
-_EKS_ORCHESTRATORS = (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS)
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,9 @@ class CostLine:
 
 
 def eks_cluster_count(profile: Profile) -> int:
-    """EKS control planes the stacks build: one per enabled EKS or HyperPod-EKS workload."""
-    return sum(1 for w in profile.enabled_workloads if w.orchestrator in _EKS_ORCHESTRATORS)
+    """EKS control planes the stacks build: the shared cluster plus each dedicated one, from
+    the mapping the stacks build from (:func:`fm_constructs.config.options.deployment_options`)."""
+    return len(deployment_options(profile).clusters)
 
 
 def nat_gateway_count(profile: Profile) -> int:
