@@ -105,9 +105,9 @@ def test_default_costs_are_list_price_times_nodes_plus_storage(default_json: dic
         _workload(default_json, n)["cost"]["usd_per_hour"]
         for n in ("pretraining", "post_training", "post_training.rollout", "inference")
     )
-    # platform, us-east-1: 2 NAT x $0.045, 12 endpoints x 2 zones x $0.01, 3 EKS control planes
-    # x $0.10, 6 system nodes x m7i.xlarge $0.2016, Grafana $9 / 730 h; Prometheus by usage
-    platform = 2 * 0.045 + 24 * 0.01 + 3 * 0.10 + 6 * 0.2016 + 9 / 730
+    # platform, us-east-1: 2 NAT x $0.045, 12 endpoints x 2 zones x $0.01, one shared EKS control
+    # plane x $0.10, 2 system nodes x m7i.xlarge $0.2016, Grafana $9 / 730 h; Prometheus by usage
+    platform = 2 * 0.045 + 24 * 0.01 + 1 * 0.10 + 2 * 0.2016 + 9 / 730
     assert default_json["totals"]["usd_per_hour"] == pytest.approx(workloads + platform)
     assert default_json["totals"]["partial"] is False
     assert default_json["totals"]["missing_prices"] == []
