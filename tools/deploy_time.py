@@ -30,10 +30,11 @@ from stacks.app_builder import build_stacks, create_app  # noqa: E402
 
 
 def estimate(profile_path: Path, concurrency: int) -> dict[str, StackTiming]:
-    app = create_app(outdir=tempfile.mkdtemp(prefix="fm-deploy-time-"))
-    stacks = build_stacks(app, load_profile(profile_path))
-    assembly = app.synth()
-    templates = {s.stack_name: s.template for s in assembly.stacks}
+    with tempfile.TemporaryDirectory(prefix="fm-deploy-time-") as outdir:
+        app = create_app(outdir=outdir)
+        stacks = build_stacks(app, load_profile(profile_path))
+        assembly = app.synth()
+        templates = {s.stack_name: s.template for s in assembly.stacks}
     return deployment_minutes(
         {
             stack.stack_name: (

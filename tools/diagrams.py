@@ -480,12 +480,12 @@ def synthesize_profile(profile_name: str) -> dict[str, dict[str, Any]]:
     from stacks.app_builder import build_stacks, create_app
 
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
-    outdir = tempfile.mkdtemp(prefix=f"fm-diagrams-{profile_name}-")
-    app = create_app(outdir=outdir, context=context)
-    build_stacks(app, load_profile(ROOT / "config" / f"{profile_name}.toml"))
-    enable_nag(app)
-    app.synth()
-    return templates_from_assembly(Path(outdir))
+    with tempfile.TemporaryDirectory(prefix=f"fm-diagrams-{profile_name}-") as outdir:
+        app = create_app(outdir=outdir, context=context)
+        build_stacks(app, load_profile(ROOT / "config" / f"{profile_name}.toml"))
+        enable_nag(app)
+        app.synth()
+        return templates_from_assembly(Path(outdir))
 
 
 def main(argv: list[str]) -> int:

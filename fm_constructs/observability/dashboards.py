@@ -47,12 +47,30 @@ class DashboardRemoval(Enum):
 
 
 def stage_provisioner_asset(dashboard_files: Sequence[Path]) -> Path:
-    """A fresh directory holding ``handler.py`` and ``dashboards/<files>`` for the asset."""
-    staging = Path(tempfile.mkdtemp(prefix="fm-grafana-provisioner-"))
-    shutil.copy2(HANDLER_DIR / "handler.py", staging / "handler.py")
-    (staging / "dashboards").mkdir()
-    for path in dashboard_files:
-        shutil.copy2(path, staging / "dashboards" / path.name)
+    """A directory holding ``handler.py`` and ``dashboards/<files>`` for the asset.
+
+    The directory is named by a hash of its contents under the system temporary directory, so
+    repeated synths reuse one directory per set of dashboards instead of leaving a new copy
+    behind each time; it is built beside its final name and renamed into place, so concurrent
+    synths never see a half-written directory.
+    """
+    sources = [(Path("handler.py"), HANDLER_DIR / "handler.py")] + [
+        (Path("dashboards") / path.name, path) for path in dashboard_files
+    ]
+    digest = hashlib.sha256()
+    for relative, source in sources:
+        digest.update(str(relative).encode() + b"\0" + source.read_bytes() + b"\0")
+    staging = Path(tempfile.gettempdir()) / f"fm-grafana-provisioner-{digest.hexdigest()[:32]}"
+    if staging.is_dir():
+        return staging
+    building = Path(tempfile.mkdtemp(prefix=f"{staging.name}.", dir=staging.parent))
+    (building / "dashboards").mkdir()
+    for relative, source in sources:
+        shutil.copy2(source, building / relative)
+    try:
+        building.rename(staging)
+    except OSError:  # another synth renamed the same contents into place first
+        shutil.rmtree(building, ignore_errors=True)
     return staging
 
 

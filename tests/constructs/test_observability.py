@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -23,6 +24,7 @@ from fm_constructs.observability import (
     ManagedScraper,
     PrometheusWorkspace,
 )
+from fm_constructs.observability.dashboards import stage_provisioner_asset
 from fm_constructs.observability.data import shipped_dashboard_files, shipped_rule_files
 from fm_constructs.policy import enable_nag
 from tests.support import cfn_lint
@@ -414,3 +416,16 @@ def test_fsx_alarms_reject_bad_sizes(stack: cdk.Stack) -> None:
     assert {"file_system_id", "storage_capacity_gib", "free_capacity_min_ratio"} <= {
         p.split(":")[0] for p in raised.value.problems
     }
+
+
+def test_provisioner_asset_is_staged_once_per_set_of_dashboards(tmp_path: Path) -> None:
+    files = shipped_dashboard_files()
+    first = stage_provisioner_asset(files)
+    assert stage_provisioner_asset(files) == first
+    assert sorted(p.name for p in (first / "dashboards").iterdir()) == sorted(f.name for f in files)
+    assert (first / "handler.py").is_file()
+    changed = tmp_path / files[0].name
+    changed.write_text(json.dumps({**json.loads(files[0].read_text()), "title": "changed"}))
+    other = stage_provisioner_asset([changed, *files[1:]])
+    assert other != first
+    assert json.loads((other / "dashboards" / changed.name).read_text())["title"] == "changed"
