@@ -152,6 +152,7 @@ class WorkloadStack(Stack):
             scraper_subnets=vpc.private_subnets,
             eks_cluster=eks_cluster,
             name=workload.name,
+            training=workload.name != "inference",
             efa_layout=workload.efa_layout,
         )
         if compute.eks_cluster is not None and eks_cluster is None:

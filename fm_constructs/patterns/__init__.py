@@ -3,6 +3,7 @@
 from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.patterns.eks_workload import EksAcceleratedWorkload
+from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
 from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
 from fm_constructs.patterns.inference import InferenceService, KedaAutoscaler
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
@@ -21,6 +22,7 @@ __all__ = [
     "EksClusterScraping",
     "EksWorkload",
     "HyperPodAcceleratedWorkload",
+    "HyperPodEksShare",
     "IAcceleratedWorkload",
     "InferenceService",
     "InferenceWorkload",

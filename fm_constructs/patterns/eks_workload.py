@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
@@ -142,12 +143,21 @@ class EksAcceleratedWorkload(Construct):
                 )
         self.file_system = file_system
         self.training_target: WorkloadTarget | None = None
+        runtimes: eks.KubernetesManifest | None = None
         if training_workload is not None and self.cluster.charts.get(KUBEFLOW_TRAINER.release):
             self.training_target = WorkloadTarget(training_workload, instance_type)
-            self.cluster.add_training_runtimes(self.training_target)
+            # This manifest creates the workload namespace; the claim joins it (one owner).
+            runtimes = self.cluster.add_training_runtimes(self.training_target)
         if file_system is not None:
             namespace = self.training_target.namespace if self.training_target else "default"
-            self.cluster.add_lustre_volume(file_system, name="fsx-lustre", namespace=namespace)
+            volume = self.cluster.add_lustre_volume(
+                file_system,
+                name="fsx-lustre",
+                namespace=namespace,
+                create_namespace=runtimes is None,
+            )
+            if runtimes is not None:
+                volume.node.add_dependency(runtimes)
         self.scraping: EksClusterScraping | None = None
         if workspace is not None:
             self.scraping = EksClusterScraping(

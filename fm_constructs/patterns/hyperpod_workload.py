@@ -10,7 +10,6 @@ from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
-from fm_constructs.domain import names
 from fm_constructs.observability import AlertTopic, HyperPodHealthEvents, IPrometheusWorkspace
 from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import (
@@ -20,6 +19,7 @@ from fm_constructs.orchestration.hyperpod import (
     slurm_instance_groups,
 )
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
+from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.storage import LustreFileSystem
 
@@ -39,9 +39,10 @@ class HyperPodAcceleratedWorkload(Construct):
     ``extra_instance_groups`` (e.g. an RL rollout group) join the same cluster.
 
     ``eks_cluster`` (EKS only): an existing cluster to orchestrate the HyperPod nodes, such as
-    the platform's shared cluster; the file system is then claimed in the workload namespace
-    (``name``) and the cluster's own scraper collects the metrics. Without it a private
-    cluster is created for the workload.
+    the platform's shared cluster, whose own scraper then collects the metrics. Without it a
+    private cluster is created for the workload. On either, the workload ``name`` gets its
+    namespace with the file system's claim, Kueue queues for the HyperPod nodes and, when
+    ``training``, the EFA-aware Kubeflow Trainer runtimes (:class:`HyperPodEksShare`).
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class HyperPodAcceleratedWorkload(Construct):
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         eks_cluster: GpuEksCluster | None = None,
         name: str = "post_training",
+        training: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.eks_cluster: GpuEksCluster | None = None
@@ -116,20 +118,20 @@ class HyperPodAcceleratedWorkload(Construct):
             lustre=file_system,
             prometheus=workspace if orchestrator is Orchestrator.SLURM else None,
         )
-        if self.eks_cluster is not None and file_system is not None:
-            if shared:
-                namespace = names.workload_namespace(name)
-                self.eks_cluster.add_lustre_volume(
-                    file_system,
-                    name=names.fsx_claim_name(name),
-                    namespace=namespace,
-                    scope=self,
-                    volume_name=f"{namespace}-{names.fsx_claim_name(name)}",
-                )
-            else:
-                self.eks_cluster.add_lustre_volume(
-                    file_system, name="fsx-lustre", namespace="default"
-                )
+        # EKS orchestration: the workload's namespace, FSx claim, Kueue queues and EFA-aware
+        # Trainer runtimes on the cluster (shared or its own).
+        self.share: HyperPodEksShare | None = None
+        if self.eks_cluster is not None:
+            self.share = HyperPodEksShare(
+                self,
+                "Workload",
+                cluster=self.eks_cluster,
+                name=name,
+                instance_type=instance_type,
+                node_count=node_count,
+                file_system=file_system,
+                training=training,
+            )
         self.scraping: EksClusterScraping | None = None
         if self.eks_cluster is not None and workspace is not None and not shared:
             self.scraping = EksClusterScraping(

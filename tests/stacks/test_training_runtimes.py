@@ -60,6 +60,16 @@ def test_default_training_stacks_carry_the_efa_aware_runtimes(
     assert cluster in compute.dependencies
 
 
+def test_hyperpod_eks_runtimes_select_the_ml_named_nodes() -> None:
+    result = synthesize("hyperpod-eks")
+    (resource,) = _runtime_manifests(result.templates["fm-hpe-post-training"]).values()
+    objects = json.loads(resource["Properties"]["Manifest"])
+    text = json.dumps([o for o in objects if o["kind"] == "TrainingRuntime"])
+    assert '"node.kubernetes.io/instance-type": "ml.p5.48xlarge"' in text
+    assert '"vpc.amazonaws.com/efa": "32"' in text
+    assert_valid(objects, kubernetes_version=result.profile.platform.kubernetes_version)
+
+
 def test_inference_stack_has_no_training_runtimes() -> None:
     template = synthesize("default").templates["fm-inference-compute"]
     assert not _runtime_manifests(template)
