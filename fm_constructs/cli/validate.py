@@ -143,7 +143,7 @@ def run_from_log(args: argparse.Namespace, reporter: Reporter) -> int:
 def _workload(profile: Profile, name: str | None) -> WorkloadConfig:
     workloads = profile.workloads_by_name
     enabled = [w.name for w in profile.enabled_workloads if w.name != "inference"]
-    if name is None or name.replace("-", "_") not in workloads:
+    if name is None or name.replace("-", "_") not in workloads or name == "inference":
         raise CliError(
             f"validate: --workload must name a training workload of {profile.source}: "
             f"{', '.join(enabled) or '(none enabled)'}",

@@ -87,6 +87,7 @@ def test_from_log_without_a_reference_figure_states_the_rule(tmp_path: Path) -> 
         (["--from-log", "x.log", "--config", DEFAULT_PROFILE], "takes no --config"),
         ([], "give --config PROFILE --workload NAME"),
         (["--config", DEFAULT_PROFILE, "--workload", "training"], "must name a training"),
+        (["--config", DEFAULT_PROFILE, "--workload", "inference"], "must name a training"),
     ],
 )
 def test_usage_errors(argv: list[str], message: str) -> None:
