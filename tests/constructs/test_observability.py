@@ -16,6 +16,7 @@ from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import (
     SCRAPER_KUBERNETES_USERNAME,
     AlertRules,
+    AlertTopic,
     FsxLustreAlarms,
     GrafanaAuthentication,
     GrafanaDashboards,
@@ -23,11 +24,12 @@ from fm_constructs.observability import (
     HyperPodHealthEvents,
     ManagedScraper,
     PrometheusWorkspace,
+    PrometheusWorkspaceAlarms,
 )
 from fm_constructs.observability.dashboards import stage_provisioner_asset
 from fm_constructs.observability.data import shipped_dashboard_files, shipped_rule_files
 from fm_constructs.policy import enable_nag
-from tests.support import cfn_lint
+from tests.support import cfn_lint, synth_stack
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 CLUSTER_ARN = "arn:aws:eks:us-east-1:111122223333:cluster/gpu-cluster"
@@ -339,6 +341,10 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
     # 4800 GiB x 250 MB/s/TiB = 1200 MB/s baseline
     assert expression == "(readBytes + writeBytes) / PERIOD(readBytes) / 1200000000"
     assert throughput["Threshold"] == 0.9
+    # Missing data, deliberately: a gap says nothing about free space (keep the state); no
+    # datapoints of client traffic means no saturation.
+    assert free["TreatMissingData"] == "missing"
+    assert throughput["TreatMissingData"] == "notBreaching"
     rules = template.find_resources("AWS::Events::Rule")
     health = rules["HyperPodEventsNodeHealth3EF3A9D0"]["Properties"]
     assert health["EventPattern"] == {
@@ -349,6 +355,35 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
     assert health["Targets"][0]["Arn"] == {"Ref": "RulesTopicA82E5F65"}
     errors = rules["HyperPodEventsClusterErrors92BB4BD6"]["Properties"]["EventPattern"]
     assert errors["detail"] == {"EventDetails": {"EventLevel": ["Error"]}}
+
+
+def test_workspace_alarms_treat_silence_as_the_failure_only_for_ingestion() -> None:
+    def build(stack: cdk.Stack) -> None:
+        workspace = PrometheusWorkspace(stack, "Prometheus")
+        PrometheusWorkspaceAlarms(
+            stack, "Alarms", workspace_id=workspace.workspace_id, alert_topic=AlertTopic(stack, "T")
+        )
+
+    template = synth_stack(build)
+    alarms = {
+        a["Properties"]["MetricName"]: a["Properties"]
+        for a in template.find_resources("AWS::CloudWatch::Alarm").values()
+    }
+    assert {name: a["TreatMissingData"] for name, a in alarms.items()} == {
+        "IngestionRate": "breaching",
+        "RuleEvaluationFailures": "notBreaching",
+        "AlertManagerNotificationsFailed": "notBreaching",
+    }
+    for alarm in alarms.values():
+        assert alarm["Namespace"] == "AWS/Prometheus"
+        assert alarm["Dimensions"][0]["Name"] == "Workspace"
+        assert alarm["AlarmActions"] and alarm["OKActions"]
+
+
+def test_provisioner_custom_resource_gives_up_before_an_hour(synthesized: Any) -> None:
+    template, _, _ = synthesized
+    (resource,) = template.find_resources("Custom::GrafanaDashboards").values()
+    assert int(resource["Properties"]["ServiceTimeout"]) == 360
 
 
 def test_cfn_lint_clean(synthesized: Any) -> None:
