@@ -81,6 +81,9 @@ def _clean_environment() -> dict[str, str]:
     if WHEELS.is_dir():
         env["PIP_NO_INDEX"] = "1"
         env["PIP_FIND_LINKS"] = str(WHEELS)
+        # Installing from the wheels alone: the machine's pip configuration (extra indexes it
+        # may list) plays no part, and warns about none of them.
+        env["PIP_CONFIG_FILE"] = os.devnull
     env["PIP_COMPILE"] = "0"
     env["npm_config_prefer_offline"] = "true"
     env["npm_config_audit"] = "false"
