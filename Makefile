@@ -94,6 +94,7 @@ clean:
 
 docs-config: setup
 	python -c 'from fm_constructs.config.reference import render_reference as r; print(r(), end="")' > docs/configuration.md
+	python -c 'from fm_constructs.rules.reference import render_errors_page as r; print(r(), end="")' > docs/reference/errors.md
 
 # Every generated figure in docs/, the diagrams included (synthesizes every profile).
 docs-figures: setup

@@ -1,67 +1,121 @@
 """The one exception type the library raises for bad input, and a collector for problems.
 
 Every check in the library reports *all* of its problems at once, each naming the field, the
-bad value and what is allowed, so a user fixes a profile in one pass instead of one error per
-synth.
+bad value, what is allowed and the fix, with a stable code (listed with its fix in
+docs/reference/errors.md), so a user fixes a profile in one pass instead of one error per synth.
+Problems are :class:`~fm_constructs.rules.findings.Finding` values; the rule functions of
+:mod:`fm_constructs.rules` return them and the profile loader, the constructs and the CLI
+report them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from fm_constructs.rules.findings import Finding, Severity, info
+
+#: Code of a check that has no code of its own yet (construct arguments checked in place).
+GENERIC_CODE = info(
+    "FM000",
+    "An argument breaks a requirement of the construct or function it is passed to.",
+    "Change the argument as the message says.",
+)
+
+
+def as_finding(problem: str | Finding) -> Finding:
+    """A finding for ``problem``; a plain message becomes a generic error finding."""
+    if isinstance(problem, Finding):
+        return problem
+    return Finding(GENERIC_CODE, Severity.ERROR, "", None, problem)
+
 
 class FmValidationError(ValueError):
     """Raised at synth time (or config load) when input cannot produce a valid deployment.
 
-    ``problems`` holds one human-readable line per problem; ``str(error)`` lists them all.
+    ``findings`` holds every problem (code, key, value, what is allowed, the fix);
+    ``problems`` holds one human-readable line per problem; ``str(error)`` lists them all with
+    their codes. ``context`` names where: the profile file, or the construct path.
     """
 
-    def __init__(self, problems: Iterable[str], *, context: str | None = None) -> None:
-        self.problems: tuple[str, ...] = tuple(problems)
-        if not self.problems:
+    def __init__(self, problems: Iterable[str | Finding], *, context: str | None = None) -> None:
+        self.findings: tuple[Finding, ...] = tuple(as_finding(p) for p in problems)
+        if not self.findings:
             raise ValueError("FmValidationError needs at least one problem")
+        self.problems: tuple[str, ...] = tuple(f.message() for f in self.findings)
         self.context = context
         header = f"{context}: " if context else ""
-        if len(self.problems) == 1:
-            message = f"{header}{self.problems[0]}"
+        lines = [f.line() for f in self.findings]
+        if len(lines) == 1:
+            message = f"{header}{lines[0]}"
         else:
-            lines = "\n".join(f"  - {p}" for p in self.problems)
-            message = f"{header}{len(self.problems)} problems:\n{lines}"
+            listed = "\n".join(f"  - {line}" for line in lines)
+            message = f"{header}{len(lines)} problems:\n{listed}"
         super().__init__(message)
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(f.code for f in self.findings)
 
 
 class Problems:
     """Collects validation problems so that a check can report every one of them together.
 
-    Usage: ``problems = Problems()``, ``problems.add("field", value, "must be ...")``, then
-    ``problems.raise_if_any()``.
+    Usage: ``problems = Problems()``, ``problems.add("field", value, "must be ...")`` (or
+    ``problems.add_finding(finding)`` for a rule's result), then ``problems.raise_if_any()``.
+    Only error findings are kept; warnings are the caller's to show.
     """
 
     def __init__(self, context: str | None = None, *, field_prefix: str = "") -> None:
-        self._items: list[str] = []
+        self._items: list[Finding] = []
         self.context = context
         self.field_prefix = field_prefix
 
-    def add(self, field: str, value: object, requirement: str) -> None:
+    def add(
+        self,
+        field: str,
+        value: object,
+        requirement: str,
+        *,
+        code: str = GENERIC_CODE,
+        fix: str = "",
+    ) -> None:
         """Record that ``field`` holds ``value`` which breaks ``requirement``.
 
         ``field_prefix`` (e.g. ``"pretraining.storage."``) lets a check written for a
         construct's own props report problems under a profile's key paths.
         """
-        self._items.append(f"{self.field_prefix}{field}: {requirement}, got {value!r}")
+        self._items.append(
+            Finding(code, Severity.ERROR, f"{self.field_prefix}{field}", value, requirement, fix)
+        )
 
-    def add_message(self, message: str) -> None:
+    def add_finding(self, finding: Finding) -> None:
+        """Record a rule's finding (under ``field_prefix``) if it is an error."""
+        if finding.is_error:
+            self._items.append(finding.under(self.field_prefix))
+
+    def add_findings(self, findings: Iterable[Finding]) -> None:
+        for finding in findings:
+            self.add_finding(finding)
+
+    def add_message(self, message: str, *, code: str = GENERIC_CODE) -> None:
         """Record a problem already phrased in full (for rules spanning several fields)."""
-        self._items.append(message)
+        self._items.append(Finding(code, Severity.ERROR, "", None, message))
 
-    def extend(self, other: Iterable[str]) -> None:
-        self._items.extend(other)
+    def extend(self, other: Iterable[str | Finding]) -> None:
+        for problem in other:
+            finding = as_finding(problem)
+            if finding.is_error:
+                self._items.append(finding)
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(self._items)
 
     def __bool__(self) -> bool:
         return bool(self._items)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        return iter(f.message() for f in self._items)
 
     def __len__(self) -> int:
         return len(self._items)

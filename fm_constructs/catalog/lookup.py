@@ -86,6 +86,11 @@ def _normalize(name: str) -> str:
     return candidate.removeprefix("ml.")
 
 
+def find_instance_type(name: str) -> InstanceSpec | None:
+    """The catalogued spec for ``name`` (either spelling), or None when it is not catalogued."""
+    return _catalog().get(_normalize(name))
+
+
 def get_instance_type(name: str, *, field: str = "instance_type") -> InstanceSpec:
     """The catalogued spec for ``name`` (``p5.48xlarge`` or ``ml.p5.48xlarge``).
 
@@ -115,8 +120,8 @@ def require_efa(name: str, *, field: str = "instance_type") -> InstanceSpec:
         raise FmValidationError(
             [
                 f"{field}: must support EFA (Elastic Fabric Adapter) for multi-node "
-                f"training, got {name!r}, which has no EFA; choose one of "
-                f"{', '.join(efa_instance_types())}, or disable EFA for this node group"
+                f"traffic, got {name!r}, which has no EFA; choose one of "
+                f"{', '.join(efa_instance_types())}"
             ]
         )
     return spec

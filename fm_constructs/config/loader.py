@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import ipaddress
-import re
+import dataclasses
 import tomllib
 from collections.abc import Mapping
 from dataclasses import fields
@@ -26,11 +25,12 @@ from fm_constructs.config.model import (
     TrainingGoalConfig,
     WorkloadConfig,
 )
-from fm_constructs.config.reader import TableReader
+from fm_constructs.config.reader import OUT_OF_RANGE, REQUIRED, TableReader
 from fm_constructs.config.rules import check_profile
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout
-from fm_constructs.planning.kubernetes_versions import SUPPORTED_VERSIONS, supported_versions_text
+from fm_constructs.planning.serving_layout import GPU_MEMORY_UTILIZATION_RANGE
+from fm_constructs.rules import platform as platform_rules
 
 WORKLOAD_KEYS = ("pretraining", "post_training", "inference")
 
@@ -70,7 +70,7 @@ def parse_profile(data: Mapping[str, Any], *, source: str = "<memory>") -> Profi
     problems = Problems(context=f"profile {source}")
     root = TableReader(data, "", problems, ("platform", *WORKLOAD_KEYS))
     if "platform" not in data:
-        problems.add("platform", None, "is required (a table)")
+        problems.add("platform", None, "is required (a table)", code=REQUIRED)
     platform = _platform(root.table("platform", _keys(PlatformConfig)))
     workloads = {
         key: _workload(key, root.table(key, _keys(WorkloadConfig, "name"))) for key in WORKLOAD_KEYS
@@ -82,9 +82,11 @@ def parse_profile(data: Mapping[str, Any], *, source: str = "<memory>") -> Profi
         inference=workloads["inference"],
         source=source,
     )
-    problems.extend(check_profile(profile))
+    reported = {finding.key for finding in problems.findings}
+    findings = [f for f in check_profile(profile) if not f.key or f.key not in reported]
+    problems.extend(f for f in findings if f.is_error)
     problems.raise_if_any()
-    return profile
+    return dataclasses.replace(profile, warnings=tuple(f for f in findings if not f.is_error))
 
 
 def _platform(t: TableReader) -> PlatformConfig:
@@ -102,16 +104,10 @@ def _platform(t: TableReader) -> PlatformConfig:
     )
     cidr = t.string("vpc_cidr", _default(PlatformConfig, "vpc_cidr"))
     if cidr is not None and t.has("vpc_cidr"):
-        try:
-            network = ipaddress.IPv4Network(cidr, strict=True)
-            if not 16 <= network.prefixlen <= 24:
-                t.problems.add(
-                    t.key_path("vpc_cidr"), cidr, "must have a prefix between /16 and /24"
-                )
-        except ValueError:
-            t.problems.add(
-                t.key_path("vpc_cidr"), cidr, "must be an IPv4 network such as '10.0.0.0/16'"
-            )
+        found = platform_rules.vpc_cidr(cidr, key=t.key_path("vpc_cidr"))
+        t.problems.add_findings(found)
+        if found:
+            cidr = None
     return PlatformConfig(
         name=t.string(
             "name",
@@ -128,14 +124,7 @@ def _platform(t: TableReader) -> PlatformConfig:
         nat_gateways=t.choice(
             "nat_gateways", NatGateways, _default(PlatformConfig, "nat_gateways")
         ),
-        kubernetes_version=t.string(
-            "kubernetes_version",
-            _default(PlatformConfig, "kubernetes_version"),
-            pattern="|".join(re.escape(v) for v in SUPPORTED_VERSIONS),
-            hint="must be a Kubernetes version in EKS standard support: "
-            f"{supported_versions_text()}",
-        )
-        or _default(PlatformConfig, "kubernetes_version"),
+        kubernetes_version=_kubernetes_version(t),
         admin_role_arns=t.string_list("admin_role_arns"),
         public_access_cidrs=t.string_list("public_access_cidrs"),
         interface_endpoints=t.boolean(
@@ -147,6 +136,16 @@ def _platform(t: TableReader) -> PlatformConfig:
             "termination_protection", _default(PlatformConfig, "termination_protection")
         ),
     )
+
+
+def _kubernetes_version(t: TableReader) -> str:
+    default: str = _default(PlatformConfig, "kubernetes_version")
+    version = t.string("kubernetes_version", default)
+    if version is None or not t.has("kubernetes_version"):
+        return default
+    found = platform_rules.kubernetes_version(version, key=t.key_path("kubernetes_version"))
+    t.problems.add_findings(found)
+    return default if found else version
 
 
 def _workload(name: str, t: TableReader) -> WorkloadConfig:
@@ -211,8 +210,14 @@ def _capacity(t: TableReader) -> CapacityConfig:
 
 def _model(t: TableReader) -> ModelConfig:
     utilization = t.number("gpu_memory_utilization")
-    if utilization is not None and not 0.1 <= utilization <= 0.98:
-        t.problems.add(t.key_path("gpu_memory_utilization"), utilization, "must be 0.1 to 0.98")
+    low, high = GPU_MEMORY_UTILIZATION_RANGE
+    if utilization is not None and not low <= utilization <= high:
+        t.problems.add(
+            t.key_path("gpu_memory_utilization"),
+            utilization,
+            f"must be {low} to {high}",
+            code=OUT_OF_RANGE,
+        )
         utilization = None
     return ModelConfig(
         model_s3_prefix=t.string(
@@ -244,7 +249,12 @@ def _autoscaling(t: TableReader) -> AutoscalingConfig:
 def _training_goal(t: TableReader) -> TrainingGoalConfig:
     mfu = t.number("target_mfu")
     if mfu is not None and mfu > 1:
-        t.problems.add(t.key_path("target_mfu"), mfu, "must be at most 1 (a fraction such as 0.4)")
+        t.problems.add(
+            t.key_path("target_mfu"),
+            mfu,
+            "must be at most 1 (a fraction such as 0.4)",
+            code=OUT_OF_RANGE,
+        )
         mfu = None
     return TrainingGoalConfig(
         model_parameters_billion=t.number("model_parameters_billion"),
@@ -278,8 +288,9 @@ def _storage(t: TableReader, *, default_enabled: bool) -> StorageConfig:
         reuse_pretraining=t.boolean(
             "reuse_pretraining", _default(StorageConfig, "reuse_pretraining")
         ),
-        storage_capacity_gib=t.integer("storage_capacity_gib", minimum=1),
-        throughput_mb_s_per_tib=t.integer("throughput_mb_s_per_tib", minimum=1),
+        # No bounds here: the FSx rules name the valid sizes and tiers.
+        storage_capacity_gib=t.integer("storage_capacity_gib"),
+        throughput_mb_s_per_tib=t.integer("throughput_mb_s_per_tib"),
         checkpoint_size_gib=t.number("checkpoint_size_gib"),
         model_parameters_billion=t.number("model_parameters_billion"),
         bytes_per_parameter=t.number("bytes_per_parameter"),

@@ -14,6 +14,12 @@ from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     supported_versions_text,
 )
+from fm_constructs.planning.serving_layout import (
+    AUTOSCALING_TARGET,
+    GPU_MEMORY_UTILIZATION,
+    GPU_MEMORY_UTILIZATION_RANGE,
+)
+from fm_constructs.rules.findings import Finding
 
 
 class Orchestrator(StrEnum):
@@ -247,7 +253,10 @@ class ModelConfig:
         default=None, metadata={"doc": "Context length cap; the model's own when absent."}
     )
     gpu_memory_utilization: float = field(
-        default=0.9, metadata={"doc": "Share of GPU memory vLLM may use (0.1 to 0.98)."}
+        default=GPU_MEMORY_UTILIZATION,
+        metadata={
+            "doc": f"Share of GPU memory vLLM may use ({GPU_MEMORY_UTILIZATION_RANGE[0]} to {GPU_MEMORY_UTILIZATION_RANGE[1]})."
+        },
     )
     image: str | None = field(
         default=None,
@@ -269,7 +278,9 @@ class AutoscalingConfig:
         default=ServingMetric.QUEUE_DEPTH,
         metadata={"doc": "'queue-depth' (waiting requests per replica) or 'ttft-p90' (seconds)."},
     )
-    target: float = field(default=8.0, metadata={"doc": "Target value of the metric per replica."})
+    target: float = field(
+        default=AUTOSCALING_TARGET, metadata={"doc": "Target value of the metric per replica."}
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -425,6 +436,8 @@ class Profile:
     post_training: WorkloadConfig
     inference: WorkloadConfig
     source: str = "<memory>"
+    #: Warnings found when the profile was loaded (shown by ``fmc plan``; they do not stop it).
+    warnings: tuple[Finding, ...] = ()
 
     @property
     def workloads(self) -> tuple[WorkloadConfig, ...]:

@@ -7,12 +7,34 @@ ignored deploys the wrong thing.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, TypeVar
 
 from fm_constructs.errors import Problems
+from fm_constructs.rules.findings import info
+
+UNKNOWN_KEY = info(
+    "FM001",
+    "A key the table does not have (often a typo).",
+    "Fix the spelling (the message suggests the closest key) or remove the key.",
+)
+WRONG_TYPE = info(
+    "FM002",
+    "A value of the wrong TOML type (a number where a string is expected, ...).",
+    "Write the value with the type the message names; quote strings such as '1.35'.",
+)
+REQUIRED = info("FM003", "A required key is missing.", "Add the key.")
+OUT_OF_RANGE = info(
+    "FM004", "A number outside its allowed range.", "Use a value within the range shown."
+)
+NOT_ALLOWED = info(
+    "FM005",
+    "A value outside the allowed choices or form (an enum value, a name pattern).",
+    "Use one of the values, or the form, the message shows.",
+)
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -29,12 +51,18 @@ class TableReader:
         self.path = path
         self.problems = problems
         known_keys = sorted(known)
+        #: Known keys an unknown key is probably a misspelling of (no "required" line then).
+        self._misspelled: set[str] = set()
         for key in data:
             if key not in known_keys:
+                close = difflib.get_close_matches(key, known_keys, n=1, cutoff=0.75)
+                self._misspelled.update(close)
                 problems.add(
                     self.key_path(key),
                     key,
                     f"unknown key; allowed keys here are {', '.join(known_keys)}",
+                    code=UNKNOWN_KEY,
+                    fix=f"did you mean {close[0]!r}?" if close else "",
                 )
 
     def key_path(self, key: str) -> str:
@@ -45,8 +73,10 @@ class TableReader:
 
     def _typed(self, key: str, kind: type, required: bool) -> Any:
         if key not in self.data:
-            if required:
-                self.problems.add(self.key_path(key), None, f"is required ({_TYPE_NAMES[kind]})")
+            if required and key not in self._misspelled:
+                self.problems.add(
+                    self.key_path(key), None, f"is required ({_TYPE_NAMES[kind]})", code=REQUIRED
+                )
             return None
         value = self.data[key]
         ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
@@ -56,7 +86,7 @@ class TableReader:
             requirement = f"must be {_TYPE_NAMES[kind]}"
             if kind is str and isinstance(value, int | float) and not isinstance(value, bool):
                 requirement += f' (quote it: {key} = "{value}")'
-            self.problems.add(self.key_path(key), value, requirement)
+            self.problems.add(self.key_path(key), value, requirement, code=WRONG_TYPE)
             return None
         return value
 
@@ -73,7 +103,9 @@ class TableReader:
         if value is None:
             return default
         if pattern is not None and not re.fullmatch(pattern, value):
-            self.problems.add(self.key_path(key), value, hint or f"must match {pattern}")
+            self.problems.add(
+                self.key_path(key), value, hint or f"must match {pattern}", code=NOT_ALLOWED
+            )
             return default
         return str(value)
 
@@ -94,10 +126,10 @@ class TableReader:
         if value is None:
             return default
         if minimum is not None and value < minimum:
-            self.problems.add(self.key_path(key), value, f"must be >= {minimum}")
+            self.problems.add(self.key_path(key), value, f"must be >= {minimum}", code=OUT_OF_RANGE)
             return default
         if maximum is not None and value > maximum:
-            self.problems.add(self.key_path(key), value, f"must be <= {maximum}")
+            self.problems.add(self.key_path(key), value, f"must be <= {maximum}", code=OUT_OF_RANGE)
             return default
         return int(value)
 
@@ -106,7 +138,9 @@ class TableReader:
         if value is None:
             return None
         if value <= minimum_exclusive:
-            self.problems.add(self.key_path(key), value, f"must be > {minimum_exclusive:g}")
+            self.problems.add(
+                self.key_path(key), value, f"must be > {minimum_exclusive:g}", code=OUT_OF_RANGE
+            )
             return None
         return float(value)
 
@@ -118,7 +152,10 @@ class TableReader:
         allowed = [member.value for member in enum]
         if value not in allowed:
             self.problems.add(
-                self.key_path(key), value, f"must be one of {', '.join(map(repr, allowed))}"
+                self.key_path(key),
+                value,
+                f"must be one of {', '.join(map(repr, allowed))}",
+                code=NOT_ALLOWED,
             )
             return default if default is not None else next(iter(enum))
         return enum(value)
@@ -126,11 +163,15 @@ class TableReader:
     def string_list(self, key: str, *, required: bool = False) -> tuple[str, ...]:
         if key not in self.data:
             if required:
-                self.problems.add(self.key_path(key), None, "is required (a list of strings)")
+                self.problems.add(
+                    self.key_path(key), None, "is required (a list of strings)", code=REQUIRED
+                )
             return ()
         value = self.data[key]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self.problems.add(self.key_path(key), value, "must be a list of strings")
+            self.problems.add(
+                self.key_path(key), value, "must be a list of strings", code=WRONG_TYPE
+            )
             return ()
         return tuple(value)
 
@@ -138,6 +179,6 @@ class TableReader:
         """Reader for a sub-table; a missing sub-table reads as empty (all defaults)."""
         value = self.data.get(key, {})
         if not isinstance(value, Mapping):
-            self.problems.add(self.key_path(key), value, "must be a table")
+            self.problems.add(self.key_path(key), value, "must be a table", code=WRONG_TYPE)
             value = {}
         return TableReader(value, self.key_path(key), self.problems, known)

@@ -1,10 +1,14 @@
-"""Rules that span several keys of a profile (the loader checks each key on its own first)."""
+"""The profile's rules: every rule function of :mod:`fm_constructs.rules` run over a profile,
+with each finding put under its profile key path (the loader checks each key's type first).
+
+Rules spanning several keys of one table live here too; rules about a concept (a region, a
+Kubernetes version, a serving layout) live in :mod:`fm_constructs.rules` and are shared with
+the constructs and the CLI.
+"""
 
 from __future__ import annotations
 
-import re
-
-from fm_constructs.catalog import require_efa
+from fm_constructs.catalog import InstanceSpec, get_instance_type
 from fm_constructs.config.model import (
     CapacityKind,
     Orchestrator,
@@ -12,6 +16,7 @@ from fm_constructs.config.model import (
     StorageConfig,
     WorkloadConfig,
 )
+from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE
 from fm_constructs.config.subnet_demand import shortfall_message, subnet_demand
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_block import check_capacity_block_times
@@ -21,40 +26,141 @@ from fm_constructs.planning.capacity_ids import (
     check_resource_group_arn,
     check_training_plan_arn,
 )
-from fm_constructs.planning.fsx_sizing import LustreDeploymentType, check_lustre_settings
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.fsx_sizing import check_lustre_settings
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
+from fm_constructs.planning.serving_layout import plan_layout
+from fm_constructs.rules import inference as inference_rules
+from fm_constructs.rules import platform as platform_rules
+from fm_constructs.rules import workloads as workload_rules
+from fm_constructs.rules.findings import Finding, Severity, info
 
 HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
+#: Addresses reserved per Kubernetes node for pods: kubelet's default maximum of 110 pods, each
+#: with a VPC address from the VPC CNI. Slurm nodes run no pods.
+KUBERNETES_POD_IPS_PER_NODE = 110
+
+KEY_NOT_HERE = info(
+    "FM010",
+    "A key is set on a workload that does not take it (for example a model on pre-training).",
+    "Remove the key, or move it to the workload it belongs to.",
+)
+INCONSISTENT = info(
+    "FM011",
+    "Keys of one table contradict each other or one needs another that is missing.",
+    "Set the keys together as the message says, or remove the one that does not apply.",
+)
+CAPACITY = info(
+    "FM310",
+    "The capacity table does not match its kind (a reservation without its id, an id the kind "
+    "does not use, a training plan outside HyperPod, more nodes than reserved).",
+    "Give the identifiers the kind needs and nothing else, as the message says.",
+)
+CAPACITY_ID = info(
+    "FM311",
+    "A capacity identifier (reservation id, resource group ARN, training plan ARN) is malformed.",
+    "Copy the identifier from the purchase or the console; the message shows its form.",
+)
+STORAGE = info(
+    "FM401",
+    "An FSx for Lustre setting breaks FSx's rules (capacity steps, throughput tiers, metadata "
+    "IOPS, EFA) or the sizing keys are mixed with explicit ones.",
+    "Use one of the valid values the message lists, or a sizing request alone.",
+)
+ORCHESTRATOR = info(
+    "FM304",
+    "Inference runs on EKS only.",
+    "Set inference.orchestrator = 'eks'.",
+)
+HYPERPOD_VERSION = info(
+    "FM206",
+    "SageMaker HyperPod attaches to EKS clusters of a narrower list of Kubernetes versions.",
+    "Set platform.kubernetes_version to a version both HyperPod and the library support.",
+)
+NO_WORKLOAD = info(
+    "FM106",
+    "No workload is enabled: the platform still builds (and bills) NAT gateways, VPC "
+    "endpoints and the observability workspaces.",
+    "Enable a workload, or do not deploy the profile.",
+)
 
 
-def check_profile(profile: Profile) -> list[str]:
-    """Return one message per cross-key problem in ``profile`` (empty when it is consistent)."""
-    problems: list[str] = []
-    problems += _check_platform(profile)
+def _finding(code: str, key: str, value: object, allowed: str, fix: str = "") -> Finding:
+    return Finding(code, Severity.ERROR, key, value, allowed, fix)
+
+
+def _text(code: str, message: str) -> Finding:
+    """A finding phrased in full (rules spanning several keys)."""
+    return Finding(code, Severity.ERROR, "", None, message)
+
+
+def _recode(code: str, findings: Problems) -> list[Finding]:
+    """Findings of a floor-1 check written against :class:`Problems`, under ``code``."""
+    return [Finding(code, f.severity, f.key, f.value, f.allowed, f.fix) for f in findings.findings]
+
+
+def default_pod_ips(workload: WorkloadConfig) -> int:
+    """VPC addresses a node of ``workload`` needs for pods on top of its interfaces."""
+    return (
+        0 if workload.orchestrator is Orchestrator.HYPERPOD_SLURM else KUBERNETES_POD_IPS_PER_NODE
+    )
+
+
+pod_ips_per_node = default_pod_ips
+
+
+def efa_layout_of(workload: WorkloadConfig, instance_type: str | None = None) -> EfaLayout | None:
+    """The EFA layout nodes of ``workload`` get (of ``instance_type`` when given, such as the
+    rollout group's): the profile's ``efa_layout``, or None for a type without EFA, which the
+    rules allow only for inference whose replicas fit one node. Stacks, the IP budget and
+    ``fmc plan`` all read it here."""
+    spec = get_instance_type(instance_type or workload.instance_type)
+    return workload.efa_layout if spec.efa_supported else None
+
+
+def check_profile(profile: Profile) -> list[Finding]:
+    """Every finding (errors and warnings) of ``profile``'s cross-key rules, under profile key
+    paths; empty when the profile is consistent."""
+    findings: list[Finding] = []
+    findings += _check_platform(profile)
+    if not profile.enabled_workloads:
+        findings.append(
+            Finding(
+                NO_WORKLOAD,
+                Severity.WARNING,
+                "pretraining.enabled",
+                False,
+                "no workload is enabled: the platform still bills NAT gateways, VPC endpoints "
+                "and the observability workspaces",
+                "enable a workload, or do not deploy this profile",
+            )
+        )
     for workload in profile.enabled_workloads:
-        problems += _check_workload(workload)
-        problems += _check_storage(workload.name, workload.storage)
-        problems += _check_post_training_extras(profile, workload)
-        problems += _check_training_goal(workload)
-        problems += _check_inference_keys(workload)
-    problems += _check_hyperpod_kubernetes_version(profile)
-    return problems
+        findings += _check_workload(profile, workload)
+        findings += _check_storage(workload.name, workload.storage)
+        findings += _check_post_training_extras(profile, workload)
+        findings += _check_training_goal(workload)
+        findings += _check_inference(workload)
+    findings += _check_hyperpod_kubernetes_version(profile)
+    return findings
 
 
-def _check_hyperpod_kubernetes_version(profile: Profile) -> list[str]:
+def _check_hyperpod_kubernetes_version(profile: Profile) -> list[Finding]:
     """HyperPod attaches to EKS clusters of its own, narrower list of Kubernetes versions."""
     users = [
         w.name for w in profile.enabled_workloads if w.orchestrator is Orchestrator.HYPERPOD_EKS
     ]
     if not users:
         return []
-    return hyperpod_eks_problems(
-        profile.platform.kubernetes_version, key="platform.kubernetes_version"
-    )
+    version = profile.platform.kubernetes_version
+    return [
+        Finding(HYPERPOD_VERSION, Severity.ERROR, "", version, message)
+        for message in hyperpod_eks_problems(version, key="platform.kubernetes_version")
+    ]
 
 
-def _check_inference_keys(w: WorkloadConfig) -> list[str]:
-    out: list[str] = []
+def _check_inference(w: WorkloadConfig) -> list[Finding]:
+    out: list[Finding] = []
     model = w.model
     if w.name != "inference":
         for key, used in (
@@ -64,68 +170,142 @@ def _check_inference_keys(w: WorkloadConfig) -> list[str]:
             ("max_instance_count", w.max_instance_count is not None),
         ):
             if used:
-                out.append(f"{w.name}.{key}: only inference takes this key; remove it")
+                out.append(
+                    _text(KEY_NOT_HERE, f"{w.name}.{key}: only inference takes this key; remove it")
+                )
         return out
     if w.max_instance_count is not None and w.max_instance_count < w.instance_count:
         out.append(
-            f"inference.max_instance_count: must be >= inference.instance_count "
-            f"({w.instance_count}), got {w.max_instance_count}"
+            _finding(
+                INCONSISTENT,
+                "inference.max_instance_count",
+                w.max_instance_count,
+                f"must be >= inference.instance_count ({w.instance_count})",
+            )
         )
     if not model.enabled:
         if model != type(model)():
             out.append(
-                "inference.model.model_s3_prefix: the model table needs the weights' prefix in "
-                "the data bucket (e.g. 'models/llama-3-70b/'), got None"
+                _finding(
+                    INCONSISTENT,
+                    "inference.model.model_s3_prefix",
+                    None,
+                    "the model table needs the weights' prefix in the data bucket (e.g. "
+                    "'models/llama-3-70b/')",
+                )
             )
+        else:
+            out += [f.under("inference.") for f in inference_rules.model_present(False)]
         return out
     if model.served_model_name is None:
-        out.append("inference.model.served_model_name: is required with a model, got None")
+        out.append(
+            _finding(
+                INCONSISTENT, "inference.model.served_model_name", None, "is required with a model"
+            )
+        )
     if model.max_replicas is not None and model.max_replicas < model.replicas:
         out.append(
-            f"inference.model.max_replicas: must be >= inference.model.replicas "
-            f"({model.replicas}), got {model.max_replicas}"
+            _finding(
+                INCONSISTENT,
+                "inference.model.max_replicas",
+                model.max_replicas,
+                f"must be >= inference.model.replicas ({model.replicas})",
+            )
         )
+    spec = _spec(w.instance_type)
+    if spec is None:
+        return out
+    tp, pp = model.tensor_parallel_size, model.pipeline_parallel_size
+    layout_findings = inference_rules.serving_layout(tp, pp, spec)
+    out += [
+        f.under("inference." if f.key == "instance_type" else "inference.model.")
+        for f in layout_findings
+    ]
+    if not layout_findings and spec.eks_ami_family == "NVIDIA":
+        out += [
+            f.under("inference.")
+            for f in inference_rules.efa_where_replicas_span_nodes(tp, pp, spec)
+        ]
+        try:
+            layout = plan_layout(spec, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+        except FmValidationError as error:
+            out += [f.under("inference.model.") for f in error.findings]
+        else:
+            most = model.max_replicas or model.replicas
+            out += [
+                f.under("inference.")
+                for f in inference_rules.replicas_fit_nodes(
+                    most, layout, w.max_instance_count or w.instance_count
+                )
+            ]
     return out
 
 
-def _check_training_goal(w: WorkloadConfig) -> list[str]:
+def _spec(instance_type: str) -> InstanceSpec | None:
+    spec, _ = workload_rules.catalogued(instance_type) if instance_type else (None, [])
+    return spec
+
+
+def _check_training_goal(w: WorkloadConfig) -> list[Finding]:
     goal = w.training_goal
     given = (goal.model_parameters_billion, goal.training_tokens_billion)
     prefix = f"{w.name}.training_goal"
     if w.name == "inference" and any(v is not None for v in given):
-        return [f"{prefix}: inference has no training goal; remove the table, got {given!r}"]
+        return [
+            _text(
+                KEY_NOT_HERE,
+                f"{prefix}: inference has no training goal; remove the table, got {given!r}",
+            )
+        ]
     if (given[0] is None) != (given[1] is None):
         return [
-            f"{prefix}: give model_parameters_billion and training_tokens_billion together, "
-            f"got {given[0]!r} and {given[1]!r}"
+            _text(
+                INCONSISTENT,
+                f"{prefix}: give model_parameters_billion and training_tokens_billion together, "
+                f"got {given[0]!r} and {given[1]!r}",
+            )
         ]
     return []
 
 
-def _check_post_training_extras(profile: Profile, w: WorkloadConfig) -> list[str]:
+def _check_post_training_extras(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     """Rollout groups and file-system reuse belong to post-training, and reuse needs a
     pre-training file system to reuse."""
-    out: list[str] = []
+    out: list[Finding] = []
     if w.rollout.enabled:
         if w.name != "post_training":
             out.append(
-                f"{w.name}.rollout.enabled: only post_training has a rollout group, got True"
+                _finding(
+                    KEY_NOT_HERE,
+                    f"{w.name}.rollout.enabled",
+                    True,
+                    "only post_training has a rollout group",
+                )
             )
         elif w.rollout.instance_type:
-            try:
-                require_efa(w.rollout.instance_type, field=f"{w.name}.rollout.instance_type")
-            except FmValidationError as error:
-                out.extend(error.problems)
+            key = f"{w.name}.rollout.instance_type"
+            spec, found = workload_rules.catalogued(w.rollout.instance_type, key=key)
+            out += found
+            if spec is not None:
+                out += workload_rules.efa_for_training(spec, key=key)
     if w.storage.reuse_pretraining:
         if w.name != "post_training":
             out.append(
-                f"{w.name}.storage.reuse_pretraining: only post_training can reuse the "
-                "pre-training file system, got True"
+                _finding(
+                    KEY_NOT_HERE,
+                    f"{w.name}.storage.reuse_pretraining",
+                    True,
+                    "only post_training can reuse the pre-training file system",
+                )
             )
         elif not (profile.pretraining.enabled and profile.pretraining.storage.enabled):
             out.append(
-                "post_training.storage.reuse_pretraining: needs an enabled pretraining workload "
-                "with storage enabled, got True"
+                _finding(
+                    INCONSISTENT,
+                    "post_training.storage.reuse_pretraining",
+                    True,
+                    "needs an enabled pretraining workload with storage enabled",
+                )
             )
         explicit = (
             w.storage.storage_capacity_gib,
@@ -134,111 +314,163 @@ def _check_post_training_extras(profile: Profile, w: WorkloadConfig) -> list[str
         )
         if any(v is not None for v in explicit) or w.storage.is_sized:
             out.append(
-                f"{w.name}.storage: a reused file system takes no size of its own; remove the "
-                "capacity, throughput, metadata and sizing keys or set reuse_pretraining = false"
+                _text(
+                    INCONSISTENT,
+                    f"{w.name}.storage: a reused file system takes no size of its own; remove "
+                    "the capacity, throughput, metadata and sizing keys or set "
+                    "reuse_pretraining = false",
+                )
             )
     return out
 
 
-def check_ip_budget_of(profile: Profile) -> list[str]:
+def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None) -> list[str]:
     """Every enabled workload's nodes share the private subnet of the GPU zone: the largest
     deployment (autoscaling maxima, rollout groups, VPC CNI arithmetic, endpoints, FSx, EKS)
     must fit (:mod:`fm_constructs.config.subnet_demand`).
 
+    ``pod_ips_per_node`` overrides the pods per Kubernetes node (``fmc plan``'s what-if).
+
+    ``pod_ips_per_node`` overrides each orchestrator's own figure (``fmc plan``'s what-if).
     Takes a loaded (valid) profile. Kept apart from :func:`check_profile` so that a plan can
     still be shown for a profile whose nodes do not fit; synthesis refuses it.
     """
-    demand = subnet_demand(profile)
+    demand = subnet_demand(profile, pods_per_node=pod_ips_per_node)
     return [] if demand.fits else [shortfall_message(demand)]
 
 
-def _check_platform(profile: Profile) -> list[str]:
+def _check_platform(profile: Profile) -> list[Finding]:
     platform = profile.platform
-    out: list[str] = []
     region, az, azs = platform.region, platform.availability_zone, platform.availability_zones
-    if len(set(azs)) != len(azs):
-        out.append(f"platform.availability_zones: zones must be unique, got {list(azs)!r}")
-    if len(azs) == 1:
-        out.append(
-            "platform.availability_zones: list at least two zones (EKS and HyperPod-EKS need "
-            f"subnets in two zones; GPU nodes stay in {az!r}), got {list(azs)!r}"
-        )
-    if not region:
-        return out  # the region itself is wrong and already reported
-    if az and not re.fullmatch(re.escape(region) + r"[a-z]", az):
-        out.append(
-            f"platform.availability_zone: must be a zone of platform.region {region!r} "
-            f"(such as {region + 'a'!r}), got {az!r}"
-        )
-    for zone in azs:
-        if not re.fullmatch(re.escape(region) + r"[a-z]", zone):
-            out.append(
-                f"platform.availability_zones: every zone must belong to platform.region "
-                f"{region!r}, got {zone!r}"
+    zones: list[Finding] = []
+    if region:
+        if az:
+            zones += platform_rules.zone_in_region(az, region, region_key="platform.region")
+        for zone in azs:
+            zones += platform_rules.zone_in_region(
+                zone, region, key="availability_zones", region_key="platform.region"
             )
-    if az and azs and az not in azs:
-        out.append(
-            f"platform.availability_zones: must include platform.availability_zone {az!r} "
-            f"(the zone of the GPU nodes and FSx), got {list(azs)!r}"
-        )
+    # A zone that cannot exist is reported once, not again as "not in the list".
+    gpu_zone = "" if zones else az
+    out = platform_rules.zone_list(azs, gpu_zone, gpu_zone_key="platform.availability_zone")
+    out += zones
+    if region:
+        known = platform_rules.region_known(region)
+        out += known
+        if not known:
+            out += platform_rules.services_offered(region, _services(profile))
+    if any(w.orchestrator is not Orchestrator.HYPERPOD_SLURM for w in profile.enabled_workloads):
+        out += platform_rules.admin_placeholders(platform.admin_role_arns)
+        out += platform_rules.kubectl_layer_installed(platform.kubernetes_version)
+    out += platform_rules.admin_principals(platform.admin_role_arns)
+    out += platform_rules.public_access_cidrs(platform.public_access_cidrs)
+    return [f.under("platform.") for f in out]
+
+
+def _services(profile: Profile) -> list[tuple[str, str]]:
+    """The services the profile uses, each with the key that needs it."""
+    platform = profile.platform
+    used = [("ec2", "platform.region"), ("s3", "platform.region")]
+    if platform.observability:
+        used.append(("aps", "platform.observability"))
+    if platform.observability and platform.grafana:
+        used.append(("grafana", "platform.grafana"))
+    for w in profile.enabled_workloads:
+        if w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
+            used.append(("eks", f"{w.name}.orchestrator"))
+        if w.orchestrator in HYPERPOD:
+            used.append(("api.sagemaker", f"{w.name}.orchestrator"))
+        if w.storage.enabled:
+            used.append(("fsx", f"{w.name}.storage.enabled"))
+        if w.name == "inference" and w.load_balancer.value != "none":
+            used.append(("elasticloadbalancing", "inference.load_balancer"))
+    return list(dict.fromkeys(used))
+
+
+def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
+    """The type must be catalogued; training needs EFA (inference only where a replica spans
+    nodes, checked with its layout); HyperPod must offer it for HyperPod."""
+    if not w.instance_type:
+        return []  # missing or malformed: already reported by the loader
+    key = f"{w.name}.instance_type"
+    spec, found = workload_rules.catalogued(w.instance_type, key=key)
+    if spec is None:
+        return found
+    out: list[Finding] = []
+    if w.name != "inference":
+        out += workload_rules.efa_for_training(spec, key=key)
+    if w.orchestrator in HYPERPOD:
+        out += workload_rules.offered_by_hyperpod(spec, w.orchestrator.value, key=key)
     return out
 
 
-def _check_instance_type(w: WorkloadConfig) -> list[str]:
-    """The type must be catalogued and EFA-capable; HyperPod must offer it for HyperPod."""
-    if not w.instance_type:
-        return []  # missing or malformed: already reported by the loader
-    field = f"{w.name}.instance_type"
-    try:
-        spec = require_efa(w.instance_type, field=field)
-    except FmValidationError as error:
-        return list(error.problems)
-    if w.orchestrator in HYPERPOD and spec.hyperpod_name is None:
-        return [
-            f"{field}: SageMaker HyperPod does not offer {w.instance_type!r}; choose a type "
-            f"HyperPod offers or orchestrator 'eks', got orchestrator {w.orchestrator.value!r}"
-        ]
-    return []
-
-
-def _check_workload(w: WorkloadConfig) -> list[str]:
-    out: list[str] = _check_instance_type(w)
+def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
+    out: list[Finding] = _check_instance_type(w)
     cap = w.capacity
     prefix = f"{w.name}.capacity"
     if w.name == "inference" and w.orchestrator is not Orchestrator.EKS:
-        out.append(f"inference.orchestrator: must be 'eks', got {w.orchestrator.value!r}")
+        out.append(
+            _finding(ORCHESTRATOR, "inference.orchestrator", w.orchestrator.value, "must be 'eks'")
+        )
     if w.dedicated_cluster and w.orchestrator is Orchestrator.HYPERPOD_SLURM:
         out.append(
-            f"{w.name}.dedicated_cluster: only EKS-orchestrated workloads ('eks', "
-            "'hyperpod-eks') share or dedicate an EKS cluster; remove the key for "
-            "'hyperpod-slurm', got true"
+            _finding(
+                INCONSISTENT,
+                f"{w.name}.dedicated_cluster",
+                True,
+                "only EKS-orchestrated workloads ('eks', 'hyperpod-eks') share or dedicate an "
+                "EKS cluster",
+                "remove the key for 'hyperpod-slurm'",
+            )
         )
     if cap.kind is CapacityKind.CAPACITY_BLOCK and cap.reservation_id is None:
         out.append(
-            f"{prefix}.reservation_id: a Capacity Block needs its reservation id "
-            "('cr-' followed by 17 hex digits, from the Capacity Block purchase), got None"
+            _finding(
+                CAPACITY,
+                f"{prefix}.reservation_id",
+                None,
+                "a Capacity Block needs its reservation id ('cr-' followed by 17 hex digits, "
+                "from the Capacity Block purchase)",
+            )
         )
     if cap.kind is CapacityKind.ODCR and (cap.reservation_id is None) == (
         cap.resource_group_arn is None
     ):
         out.append(
-            f"{prefix}: an ODCR needs exactly one of reservation_id or resource_group_arn, got "
-            f"reservation_id={cap.reservation_id!r}, resource_group_arn={cap.resource_group_arn!r}"
+            _text(
+                CAPACITY,
+                f"{prefix}: an ODCR needs exactly one of reservation_id or resource_group_arn, "
+                f"got reservation_id={cap.reservation_id!r}, "
+                f"resource_group_arn={cap.resource_group_arn!r}",
+            )
         )
     if cap.kind is CapacityKind.TRAINING_PLAN:
         if cap.training_plan_arn is None:
-            out.append(f"{prefix}.training_plan_arn: a training plan needs its ARN, got None")
+            out.append(
+                _finding(
+                    CAPACITY, f"{prefix}.training_plan_arn", None, "a training plan needs its ARN"
+                )
+            )
         if w.orchestrator not in HYPERPOD:
             out.append(
-                f"{prefix}.kind: training plans are used by SageMaker HyperPod only; set "
-                f"{w.name}.orchestrator to 'hyperpod-eks' or 'hyperpod-slurm', or use "
-                f"kind 'capacity-block' or 'odcr' for EC2, got orchestrator "
-                f"{w.orchestrator.value!r}"
+                _finding(
+                    CAPACITY,
+                    f"{prefix}.kind",
+                    w.orchestrator.value,
+                    f"training plans are used by SageMaker HyperPod only; set "
+                    f"{w.name}.orchestrator to 'hyperpod-eks' or 'hyperpod-slurm', or use "
+                    f"kind 'capacity-block' or 'odcr' for EC2 (this is the orchestrator)",
+                )
             )
     elif w.orchestrator in HYPERPOD and cap.kind is not CapacityKind.ON_DEMAND:
         out.append(
-            f"{prefix}.kind: HyperPod reserves capacity through SageMaker training plans, not "
-            f"EC2 reservations; use kind 'training-plan' or 'on-demand', got {cap.kind.value!r}"
+            _finding(
+                CAPACITY,
+                f"{prefix}.kind",
+                cap.kind.value,
+                "HyperPod reserves capacity through SageMaker training plans, not EC2 "
+                "reservations; use kind 'training-plan' or 'on-demand'",
+            )
         )
     ids = Problems(field_prefix=f"{prefix}.")
     check_capacity_block_times(ids, cap.start_time, cap.end_time)
@@ -250,7 +482,14 @@ def _check_workload(w: WorkloadConfig) -> list[str]:
         check_resource_group_arn(ids, cap.resource_group_arn)
     if cap.training_plan_arn is not None:
         check_training_plan_arn(ids, cap.training_plan_arn)
-    out.extend(ids)
+    out.extend(_recode(CAPACITY_ID, ids))
+    if cap.training_plan_arn is not None and not ids:
+        out += workload_rules.training_plan_matches(
+            cap.training_plan_arn,
+            profile.platform.region,
+            profile.platform.account,
+            key=f"{prefix}.training_plan_arn",
+        )
     unused = {
         "reservation_id": cap.reservation_id
         if cap.kind not in (CapacityKind.ODCR, CapacityKind.CAPACITY_BLOCK)
@@ -271,33 +510,47 @@ def _check_workload(w: WorkloadConfig) -> list[str]:
     for key, value in unused.items():
         if value is not None:
             out.append(
-                f"{prefix}.{key}: does not apply to kind {cap.kind.value!r}; remove it or "
-                f"change the kind, got {value!r}"
+                _finding(
+                    CAPACITY,
+                    f"{prefix}.{key}",
+                    value,
+                    f"does not apply to kind {cap.kind.value!r}; remove it or change the kind",
+                )
             )
     if cap.reserved_instance_count is not None and w.instance_count > cap.reserved_instance_count:
         out.append(
-            f"{w.name}.instance_count: must not exceed the reservation's "
-            f"{prefix}.reserved_instance_count ({cap.reserved_instance_count}), "
-            f"got {w.instance_count}"
+            _finding(
+                CAPACITY,
+                f"{w.name}.instance_count",
+                w.instance_count,
+                f"must not exceed the reservation's {prefix}.reserved_instance_count "
+                f"({cap.reserved_instance_count})",
+            )
         )
     return out
 
 
-def _check_storage(workload: str, s: StorageConfig) -> list[str]:
+def _check_storage(workload: str, s: StorageConfig) -> list[Finding]:
     if not s.enabled:
         return []
     prefix = f"{workload}.storage"
-    out: list[str] = []
+    out: list[Finding] = []
     explicit = s.storage_capacity_gib is not None or s.throughput_mb_s_per_tib is not None
     if explicit and s.is_sized:
         out.append(
-            f"{prefix}: give either storage_capacity_gib/throughput_mb_s_per_tib or a sizing "
-            "request (checkpoint_size_gib or model_parameters_billion), not both"
+            _text(
+                STORAGE,
+                f"{prefix}: give either storage_capacity_gib/throughput_mb_s_per_tib or a "
+                "sizing request (checkpoint_size_gib or model_parameters_billion), not both",
+            )
         )
     if s.checkpoint_size_gib is not None and s.model_parameters_billion is not None:
         out.append(
-            f"{prefix}: give checkpoint_size_gib or model_parameters_billion, not both, got "
-            f"{s.checkpoint_size_gib!r} and {s.model_parameters_billion!r}"
+            _text(
+                STORAGE,
+                f"{prefix}: give checkpoint_size_gib or model_parameters_billion, not both, got "
+                f"{s.checkpoint_size_gib!r} and {s.model_parameters_billion!r}",
+            )
         )
     sizing_only = {
         "bytes_per_parameter": s.bytes_per_parameter,
@@ -309,34 +562,52 @@ def _check_storage(workload: str, s: StorageConfig) -> list[str]:
         for key, value in sizing_only.items():
             if value is not None:
                 out.append(
-                    f"{prefix}.{key}: only applies to a sizing request (set checkpoint_size_gib "
-                    f"or model_parameters_billion), got {value!r}"
+                    _finding(
+                        STORAGE,
+                        f"{prefix}.{key}",
+                        value,
+                        "only applies to a sizing request (set checkpoint_size_gib or "
+                        "model_parameters_billion)",
+                    )
                 )
     if s.is_sized and s.checkpoint_write_seconds is None:
         out.append(
-            f"{prefix}.checkpoint_write_seconds: a sizing request needs the target time to "
-            "write one checkpoint (e.g. 300), got None"
+            _finding(
+                STORAGE,
+                f"{prefix}.checkpoint_write_seconds",
+                None,
+                "a sizing request needs the target time to write one checkpoint (e.g. 300)",
+            )
         )
     if s.backup_retention_days:
         out.append(
-            f"{prefix}.backup_retention_days: FSx does not back up file systems linked to S3 by "
-            "data repository associations (every file system here is: /datasets and "
-            "/checkpoints); the data bucket is the durable copy. Set 0 or remove the key, got "
-            f"{s.backup_retention_days!r}"
+            _finding(
+                STORAGE,
+                f"{prefix}.backup_retention_days",
+                s.backup_retention_days,
+                "FSx does not back up file systems linked to S3 by data repository associations "
+                "(every file system here is: /datasets and /checkpoints); the data bucket is the "
+                "durable copy",
+                "set 0 or remove the key",
+            )
         )
     settings = Problems(field_prefix=f"{prefix}.")
     check_lustre_settings(
         settings,
-        deployment_type=LustreDeploymentType.PERSISTENT_2,
+        deployment_type=PROFILE_DEPLOYMENT_TYPE,
         storage_capacity_gib=s.storage_capacity_gib,
         throughput_mb_s_per_tib=s.throughput_mb_s_per_tib,
         metadata_iops=s.metadata_iops,
         efa_enabled=s.efa_enabled and not s.is_sized,
     )
-    out.extend(settings)
+    out.extend(_recode(STORAGE, settings))
     if s.bytes_per_parameter is not None and s.checkpoint_size_gib is not None:
         out.append(
-            f"{prefix}.bytes_per_parameter: only applies with model_parameters_billion, got "
-            f"{s.bytes_per_parameter!r}"
+            _finding(
+                STORAGE,
+                f"{prefix}.bytes_per_parameter",
+                s.bytes_per_parameter,
+                "only applies with model_parameters_billion",
+            )
         )
     return out

@@ -9,7 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from fm_constructs.config.model import StorageConfig
-from fm_constructs.planning.fsx_sizing import FsxSizingRequest
+from fm_constructs.planning.fsx_sizing import FsxSizingRequest, LustreDeploymentType
+
+#: The FSx for Lustre deployment type of every file system a profile creates (the stacks,
+#: the profile rules and ``fmc plan`` read it here).
+PROFILE_DEPLOYMENT_TYPE = LustreDeploymentType.PERSISTENT_2
 
 
 def fsx_sizing_request(storage: StorageConfig) -> FsxSizingRequest | None:

@@ -19,15 +19,21 @@ Layout rules (:func:`plan_layout`):
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.config.model import ServingMetric
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning import serving_layout
+from fm_constructs.planning.serving_layout import (
+    AUTOSCALING_TARGET,
+    GPU_MEMORY_UTILIZATION,
+    GPU_MEMORY_UTILIZATION_RANGE,
+    ServingLayout,
+)
 
 #: vLLM's OpenAI-compatible server (docker.io, published by the vLLM project), pinned. It ships
 #: no libfabric and no AWS OFI NCCL plugin (its Dockerfile installs libibverbs only), so NCCL
@@ -43,9 +49,8 @@ DEFAULT_PORT = 8080
 MODEL_MOUNT_PATH = "/models"
 #: Script shipped in the vLLM image that forms the Ray cluster of a multi-node replica.
 MULTI_NODE_SCRIPT = "/vllm-workspace/examples/online_serving/multi-node-serving.sh"
-#: Share of a node's CPU, memory and instance store a model server may request; the rest is
-#: left to the DaemonSets (device plugins, DCGM/EFA exporters, CNI, node monitoring agent).
-NODE_SHARE = 0.85
+#: Share of a node a model server may request (defined with the serving layout).
+NODE_SHARE = serving_layout.NODE_SHARE
 #: Shared memory for NCCL and vLLM's worker processes.
 SHM_SIZE = "64Gi"
 
@@ -85,7 +90,7 @@ class ModelServerSpec:
     replicas: int = 1
     max_replicas: int = 1
     image: str = VLLM_IMAGE
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
     max_model_len: int | None = None
     port: int = DEFAULT_PORT
     name: str | None = None
@@ -118,31 +123,9 @@ class AutoscalingPolicy:
     """
 
     metric: ServingMetric = ServingMetric.QUEUE_DEPTH
-    target: float = 8.0
+    target: float = AUTOSCALING_TARGET
     polling_interval_s: int = 30
     scale_down_stabilization_s: int = 600
-
-
-@dataclass(frozen=True)
-class ServingLayout:
-    """How one replica maps onto nodes of one instance type (see :func:`plan_layout`)."""
-
-    instance_type: str
-    multi_node: bool
-    nodes_per_replica: int
-    gpus_per_pod: int
-    efa_per_pod: int
-    cpu_request: int
-    memory_request_gib: int
-    model_cache_size_gib: int
-    node_has_nvme: bool
-    pods_per_node: int = field(default=1)
-
-    def nodes_for(self, replicas: int) -> int:
-        """GPU nodes needed to run ``replicas`` replicas."""
-        if self.multi_node:
-            return replicas * self.nodes_per_replica
-        return math.ceil(replicas / self.pods_per_node)
 
 
 def validate_spec(spec: ModelServerSpec, problems: Problems) -> None:
@@ -189,11 +172,12 @@ def validate_spec(spec: ModelServerSpec, problems: Problems) -> None:
             "must be a registry/repository reference pinned to a version tag or sha256 digest "
             f"(not 'latest'), e.g. {VLLM_IMAGE!r}",
         )
-    if not 0.1 <= spec.gpu_memory_utilization <= 0.98:
+    low, high = GPU_MEMORY_UTILIZATION_RANGE
+    if not low <= spec.gpu_memory_utilization <= high:
         problems.add(
             "gpu_memory_utilization",
             spec.gpu_memory_utilization,
-            "must be between 0.1 and 0.98 (fraction of each GPU's memory vLLM may use)",
+            f"must be between {low} and {high} (fraction of each GPU's memory vLLM may use)",
         )
     if spec.max_model_len is not None and spec.max_model_len < 1:
         problems.add("max_model_len", spec.max_model_len, "must be >= 1 or None (model default)")
@@ -231,63 +215,27 @@ _MANAGED_FLAGS = frozenset(
 
 
 def plan_layout(spec: ModelServerSpec, instance: InstanceSpec) -> ServingLayout:
-    """Map a replica onto ``instance`` nodes; raise FmValidationError listing every problem."""
+    """Map a replica onto ``instance`` nodes (:func:`fm_constructs.planning.serving_layout.
+    plan_layout`, the function the profile loader runs); raise FmValidationError listing every
+    problem of the spec and the layout."""
     problems = Problems(context="ModelServerSpec")
     validate_spec(spec, problems)
-    gpus = instance.accelerator_count
-    if instance.eks_ami_family != "NVIDIA":
-        problems.add(
-            "instance_type",
-            instance.name,
-            "must be an NVIDIA GPU type: the vLLM CUDA image does not run on "
-            f"{instance.accelerator_name}",
+    if any(f.key in ("tensor_parallel_size", "pipeline_parallel_size") for f in problems.findings):
+        problems.raise_if_any()  # no layout without whole, positive sizes
+    try:
+        layout = serving_layout.plan_layout(
+            instance,
+            tensor_parallel_size=spec.tensor_parallel_size,
+            pipeline_parallel_size=spec.pipeline_parallel_size,
+            model_cache_size_gib=spec.model_cache_size_gib,
+            efa_image=spec.efa_image,
         )
-    elif spec.tensor_parallel_size > gpus:
-        nodes = math.ceil(spec.tensor_parallel_size / gpus)
-        problems.add(
-            "tensor_parallel_size",
-            spec.tensor_parallel_size,
-            f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
-            f"stays inside one node); for a {spec.gpus_per_replica}-GPU replica set "
-            f"tensor_parallel_size={gpus} and pipeline_parallel_size="
-            f"{nodes * spec.pipeline_parallel_size}",
-        )
-    elif spec.gpus_per_replica > gpus and spec.gpus_per_replica % gpus:
-        problems.add(
-            "tensor_parallel_size x pipeline_parallel_size",
-            spec.gpus_per_replica,
-            f"must fill whole {instance.name} nodes ({gpus} GPUs each) when a replica spans "
-            f"several nodes",
-        )
+    except FmValidationError as error:
+        problems.extend(error.findings)
+        layout = None
     problems.raise_if_any()
-
-    multi_node = spec.gpus_per_replica > gpus
-    gpus_per_pod = gpus if multi_node else spec.gpus_per_replica
-    share = gpus_per_pod / gpus
-    node_has_nvme = instance.nvme is not None
-    # GB of NVMe -> GiB, times the pod's share; without NVMe the copy goes to the root volume.
-    nvme_gib = int(instance.nvme_total_gb * 1e9 / 2**30 * share * NODE_SHARE)
-    cache = spec.model_cache_size_gib or (nvme_gib if node_has_nvme else 200)
-    if node_has_nvme and cache > nvme_gib:
-        raise FmValidationError(
-            [
-                f"model_cache_size_gib: must fit the pod's share of the {instance.name} "
-                f"instance store ({nvme_gib} GiB), got {cache}"
-            ],
-            context="ModelServerSpec",
-        )
-    return ServingLayout(
-        instance_type=instance.name,
-        multi_node=multi_node,
-        nodes_per_replica=spec.gpus_per_replica // gpus if multi_node else 1,
-        gpus_per_pod=gpus_per_pod,
-        efa_per_pod=instance.max_efa_interfaces if multi_node and spec.efa_image else 0,
-        cpu_request=max(1, int(instance.vcpus * share * NODE_SHARE)),
-        memory_request_gib=max(1, int(instance.memory_gib * share * NODE_SHARE)),
-        model_cache_size_gib=cache,
-        node_has_nvme=node_has_nvme,
-        pods_per_node=1 if multi_node else gpus // gpus_per_pod,
-    )
+    assert layout is not None
+    return layout
 
 
 # --------------------------------------------------------------------------------- renderers

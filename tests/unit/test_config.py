@@ -171,7 +171,12 @@ def test_zone_must_belong_to_region_and_be_listed() -> None:
     assert any(
         "platform.availability_zone: must be a zone of platform.region" in p for p in problems
     )
-    assert any("must include platform.availability_zone 'us-east-1a'" in p for p in problems)
+    # The bad zone is reported once, not again as "missing from availability_zones".
+    assert not any("must include platform.availability_zone" in p for p in problems)
+    problems = problems_of(
+        profile_with(**{"platform.availability_zones": ["us-west-2c", "us-west-2d"]})
+    )
+    assert any("must include platform.availability_zone 'us-west-2b'" in p for p in problems)
 
 
 def test_two_zones_are_required() -> None:

@@ -92,9 +92,11 @@ def test_an_efa_capable_image_gets_every_efa_device_and_huge_pages() -> None:
             16,
             1,
             r"tensor_parallel_size: must be at most the 8 GPUs of one "
-            r"g6e\.48xlarge .*set tensor_parallel_size=8 and pipeline_parallel_size=2",
+            r"g6e\.48xlarge \(tensor parallelism stays within one node.*set "
+            r"tensor_parallel_size = 8 and pipeline_parallel_size = 2",
         ),
-        ("p5.48xlarge", 4, 3, r"must fill whole p5\.48xlarge nodes \(8 GPUs each\).*got 12"),
+        ("p5.48xlarge", 4, 3, r"\(12\) must fill whole p5\.48xlarge nodes \(8 GPUs each\)"),
+        ("g6e.48xlarge", 3, 1, r"tensor_parallel_size x pipeline_parallel_size \(3\) must divide"),
         ("trn2.48xlarge", 1, 1, r"instance_type: must be an NVIDIA GPU type.*'trn2\.48xlarge'"),
     ],
 )

@@ -1,0 +1,245 @@
+"""Rules of model serving: the accelerator, tensor/pipeline parallelism against the node, EFA
+only where a replica spans nodes, replicas within the node group, a model to serve.
+
+Keys are the profile's names inside ``[inference.model]`` (``tensor_parallel_size``) or
+``[inference]`` (``instance_type``, ``max_instance_count``); the loader prefixes them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fm_constructs.catalog import InstanceSpec
+from fm_constructs.planning.serving_layout import ServingLayout, spans_nodes
+from fm_constructs.rules.findings import Finding, Severity, rule
+
+
+@rule(
+    "FM501",
+    "The model server (vLLM's CUDA image) needs an NVIDIA GPU type.",
+    "Choose an NVIDIA GPU type for inference (g5, g6, g6e, p4d, p5, ...).",
+)
+def nvidia_accelerator(instance: InstanceSpec, *, key: str = "instance_type") -> list[Finding]:
+    if instance.eks_ami_family == "NVIDIA":
+        return []
+    return [
+        Finding(
+            "FM501",
+            Severity.ERROR,
+            key,
+            instance.name,
+            f"must be an NVIDIA GPU type: the vLLM CUDA image does not run on "
+            f"{instance.accelerator_name}",
+            "choose an NVIDIA GPU type such as 'g6e.48xlarge' or 'p5.48xlarge'",
+        )
+    ]
+
+
+@rule(
+    "FM502",
+    "Tensor parallelism is larger than the GPUs of one node (it runs within one node).",
+    "Set tensor_parallel_size to the GPUs of a node and spread the rest over "
+    "pipeline_parallel_size.",
+)
+def tensor_parallel_within_node(
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    instance: InstanceSpec,
+    *,
+    key: str = "tensor_parallel_size",
+) -> list[Finding]:
+    gpus = instance.accelerator_count
+    if tensor_parallel_size <= gpus:
+        return []
+    nodes = math.ceil(tensor_parallel_size / gpus)
+    return [
+        Finding(
+            "FM502",
+            Severity.ERROR,
+            key,
+            tensor_parallel_size,
+            f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
+            "stays within one node; pipeline parallelism spans nodes)",
+            f"for a {tensor_parallel_size * pipeline_parallel_size}-GPU replica set "
+            f"tensor_parallel_size = {gpus} and pipeline_parallel_size = "
+            f"{nodes * pipeline_parallel_size}",
+        )
+    ]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@rule(
+    "FM503",
+    "The GPUs of one replica do not divide the GPUs of a node (idle GPUs, and vLLM rejects "
+    "most odd tensor-parallel sizes).",
+    "Use a tensor_parallel_size x pipeline_parallel_size that divides the GPUs of a node.",
+)
+def replica_divides_node(
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    instance: InstanceSpec,
+    *,
+    key: str = "tensor_parallel_size",
+) -> list[Finding]:
+    gpus = instance.accelerator_count
+    per_replica = tensor_parallel_size * pipeline_parallel_size
+    if tensor_parallel_size > gpus or per_replica > gpus or gpus % per_replica == 0:
+        return []
+    return [
+        Finding(
+            "FM503",
+            Severity.ERROR,
+            key,
+            tensor_parallel_size,
+            f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must divide the "
+            f"{gpus} GPUs of one {instance.name}",
+            f"use one of {', '.join(map(str, _divisors(gpus)))}",
+        )
+    ]
+
+
+@rule(
+    "FM504",
+    "A replica spanning nodes must fill whole nodes.",
+    "Make tensor_parallel_size x pipeline_parallel_size a multiple of the GPUs of a node.",
+)
+def replica_fills_nodes(
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    instance: InstanceSpec,
+    *,
+    key: str = "pipeline_parallel_size",
+) -> list[Finding]:
+    gpus = instance.accelerator_count
+    per_replica = tensor_parallel_size * pipeline_parallel_size
+    if tensor_parallel_size > gpus or per_replica <= gpus or per_replica % gpus == 0:
+        return []
+    return [
+        Finding(
+            "FM504",
+            Severity.ERROR,
+            key,
+            pipeline_parallel_size,
+            f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must fill whole "
+            f"{instance.name} nodes ({gpus} GPUs each) when a replica spans several nodes",
+            f"use a multiple of {gpus} GPUs per replica",
+        )
+    ]
+
+
+@rule(
+    "FM507",
+    "A replica spans nodes but the instance type has no EFA.",
+    "Choose an EFA-capable type, or a layout whose replica fits one node.",
+)
+def efa_where_replicas_span_nodes(
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    instance: InstanceSpec,
+    *,
+    key: str = "instance_type",
+) -> list[Finding]:
+    if instance.efa_supported or not spans_nodes(
+        tensor_parallel_size, pipeline_parallel_size, instance.accelerator_count
+    ):
+        return []
+    return [
+        Finding(
+            "FM507",
+            Severity.ERROR,
+            key,
+            instance.name,
+            f"must support EFA when a replica spans nodes "
+            f"({tensor_parallel_size * pipeline_parallel_size} GPUs per replica, "
+            f"{instance.accelerator_count} per node)",
+            "choose an EFA-capable type, or make the replica fit one node",
+        )
+    ]
+
+
+def serving_layout(
+    tensor_parallel_size: int, pipeline_parallel_size: int, instance: InstanceSpec
+) -> list[Finding]:
+    """Every layout rule for one replica on ``instance``."""
+    accelerator = nvidia_accelerator(instance)
+    if accelerator:
+        return accelerator
+    return [
+        *tensor_parallel_within_node(tensor_parallel_size, pipeline_parallel_size, instance),
+        *replica_divides_node(tensor_parallel_size, pipeline_parallel_size, instance),
+        *replica_fills_nodes(tensor_parallel_size, pipeline_parallel_size, instance),
+    ]
+
+
+@rule(
+    "FM508",
+    "The weight cache does not fit the pod's share of the node's instance store.",
+    "Leave model_cache_size_gib unset (the pod's share) or lower it.",
+)
+def model_cache_fits(
+    cache_gib: int, nvme_share_gib: int | None, instance: InstanceSpec
+) -> list[Finding]:
+    if nvme_share_gib is None or cache_gib <= nvme_share_gib:
+        return []
+    return [
+        Finding(
+            "FM508",
+            Severity.ERROR,
+            "model_cache_size_gib",
+            cache_gib,
+            f"must fit the pod's share of the {instance.name} instance store "
+            f"({nvme_share_gib} GiB)",
+        )
+    ]
+
+
+@rule(
+    "FM505",
+    "The node group at its largest cannot hold the replicas asked for.",
+    "Raise inference.max_instance_count (or instance_count), or lower the replicas.",
+)
+def replicas_fit_nodes(
+    replicas: int, layout: ServingLayout, max_nodes: int, *, key: str = "max_instance_count"
+) -> list[Finding]:
+    needed = layout.nodes_for(replicas)
+    if needed <= max_nodes:
+        return []
+    return [
+        Finding(
+            "FM505",
+            Severity.ERROR,
+            key,
+            max_nodes,
+            f"must hold {replicas} replicas: they need {needed} {layout.instance_type} nodes "
+            f"({layout.pods_per_node if not layout.multi_node else 1} replica(s) per node"
+            + (f", {layout.nodes_per_replica} nodes per replica" if layout.multi_node else "")
+            + ")",
+            f"set max_instance_count = {needed} or lower the replicas",
+        )
+    ]
+
+
+@rule(
+    "FM506",
+    "Inference is enabled without a model: the GPU cluster is built (the documented choice "
+    "for serving by other means) and its nodes bill while no model server runs.",
+    "Add an [inference.model] table (model_s3_prefix, served_model_name), or set "
+    "inference.enabled = false, unless you deploy your own server on the nodes.",
+)
+def model_present(has_model: bool, *, key: str = "model") -> list[Finding]:
+    if has_model:
+        return []
+    return [
+        Finding(
+            "FM506",
+            Severity.WARNING,
+            key,
+            None,
+            "no model: the GPU nodes are built and bill, but no model server is deployed",
+            "add [inference.model] with model_s3_prefix and served_model_name, or set "
+            "inference.enabled = false",
+        )
+    ]

@@ -1,0 +1,329 @@
+"""Rules on the shared platform: region, zones, services, Kubernetes version, the EKS API.
+
+Each function takes plain values and returns findings keyed by the argument's own name
+(``region``, ``admin_role_arns[0]``); the profile loader puts them under ``platform.``, a
+construct under its path.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Sequence
+from importlib import metadata
+
+from fm_constructs.planning.kubernetes_versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    SUPPORTED_VERSIONS,
+    supported_versions_text,
+)
+from fm_constructs.rules import regions
+from fm_constructs.rules.findings import Finding, Severity, rule
+
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+#: The account number AWS documentation uses in examples; a real profile never holds it.
+EXAMPLE_ACCOUNT = "111122223333"
+
+
+def _is_token(value: str) -> bool:
+    """CDK tokens (``${Token[...]}``) are resolved at deploy time and cannot be checked."""
+    return "${Token[" in value or value.startswith("#{")
+
+
+@rule(
+    "FM101",
+    "The region is not an AWS region botocore's endpoint data knows.",
+    "Set the region to an AWS region name such as 'us-east-1'.",
+)
+def region_known(region: str, *, key: str = "region") -> list[Finding]:
+    if _is_token(region) or regions.partition_of(region) is not None:
+        return []
+    return [
+        Finding(
+            "FM101",
+            Severity.ERROR,
+            key,
+            region,
+            "must be an AWS region (botocore's endpoint data lists "
+            f"{len(regions.regions())}, such as 'us-east-1')",
+            "fix the spelling of the region",
+        )
+    ]
+
+
+@rule(
+    "FM102",
+    "A zone name cannot exist in the region (wrong region prefix or a letter the region "
+    "does not have).",
+    "Use a zone of the region, such as '<region>a'; `aws ec2 describe-availability-zones` "
+    "lists yours.",
+)
+def zone_in_region(
+    zone: str, region: str, *, key: str = "availability_zone", region_key: str = "region"
+) -> list[Finding]:
+    if _is_token(zone) or _is_token(region) or not region:
+        return []
+    match = re.fullmatch(re.escape(region) + r"([a-z])", zone)
+    letters = regions.zone_letters(region)
+    if match is not None and (letters is None or match.group(1) in letters):
+        return []
+    if re.fullmatch(r"[a-z]{2,5}\d+-az\d+", zone):
+        allowed = (
+            f"must be a zone name of {region_key} {region!r} such as {region + 'a'!r}, not a "
+            "zone ID"
+        )
+    elif match is None:
+        allowed = f"must be a zone of {region_key} {region!r} (such as {region + 'a'!r})"
+    else:
+        names = ", ".join(region + letter for letter in letters or "")
+        allowed = f"must be a zone that {region_key} {region!r} has ({names})"
+    return [
+        Finding(
+            "FM102",
+            Severity.ERROR,
+            key,
+            zone,
+            allowed,
+            "list your zones with `aws ec2 describe-availability-zones --region " + region + "`",
+        )
+    ]
+
+
+@rule(
+    "FM103",
+    "The profile uses a service the region does not offer (for example in the China or "
+    "GovCloud partitions).",
+    "Choose a region that offers the service, or turn off the part of the profile that needs "
+    "it (for example platform.grafana = false).",
+)
+def services_offered(
+    region: str, services: Iterable[tuple[str, str]], *, key: str = "region"
+) -> list[Finding]:
+    """``services``: (endpoint prefix from :data:`regions.SERVICES`, the key that needs it)."""
+    if _is_token(region) or regions.partition_of(region) is None:
+        return []
+    out: list[Finding] = []
+    for service, needed_by in services:
+        if not regions.offers(region, service):
+            out.append(
+                Finding(
+                    "FM103",
+                    Severity.ERROR,
+                    key,
+                    region,
+                    f"must offer {regions.SERVICES[service]}, which {needed_by} needs "
+                    f"({regions.ENDPOINTS_SOURCE} lists no endpoint there)",
+                    f"choose a region with {regions.SERVICES[service]} or change {needed_by}",
+                )
+            )
+    return out
+
+
+@rule(
+    "FM104",
+    "Zones listed twice, fewer than two zones, or the GPU zone missing from the list.",
+    "List at least two distinct zones of the region, including the GPU zone.",
+)
+def zone_list(
+    zones: Sequence[str],
+    gpu_zone: str,
+    *,
+    key: str = "availability_zones",
+    gpu_zone_key: str = "availability_zone",
+) -> list[Finding]:
+    out: list[Finding] = []
+    if len(set(zones)) != len(zones):
+        out.append(Finding("FM104", Severity.ERROR, key, list(zones), "zones must be unique"))
+    if len(zones) == 1:
+        out.append(
+            Finding(
+                "FM104",
+                Severity.ERROR,
+                key,
+                list(zones),
+                "list at least two zones (EKS and HyperPod-EKS need subnets in two zones; "
+                f"GPU nodes stay in {gpu_zone!r})",
+            )
+        )
+    if gpu_zone and zones and gpu_zone not in zones:
+        out.append(
+            Finding(
+                "FM104",
+                Severity.ERROR,
+                key,
+                list(zones),
+                f"must include {gpu_zone_key} {gpu_zone!r} (the zone of the GPU nodes and FSx)",
+            )
+        )
+    return out
+
+
+@rule(
+    "FM201",
+    "The Kubernetes version is not one the library deploys (EKS standard support, known to "
+    "aws-cdk-lib, with a kubectl layer package).",
+    "Use one of the supported versions listed in the message (quoted, such as '1.35').",
+)
+def kubernetes_version(version: str, *, key: str = "kubernetes_version") -> list[Finding]:
+    if _is_token(version) or version.strip() in SUPPORTED_VERSIONS:
+        return []
+    return [
+        Finding(
+            "FM201",
+            Severity.ERROR,
+            key,
+            version,
+            f"must be a Kubernetes version in EKS standard support: {supported_versions_text()}",
+            "pick one of them",
+        )
+    ]
+
+
+@rule(
+    "FM205",
+    "The Kubernetes version's kubectl layer package (aws-cdk.lambda-layer-kubectl-v1XX) is not "
+    "installed, so its clusters cannot be synthesized.",
+    "pip install the package the message names, or use the default Kubernetes version.",
+)
+def kubectl_layer_installed(version: str, *, key: str = "kubernetes_version") -> list[Finding]:
+    """The layer package of a supported ``version`` is installed (checked through package
+    metadata, without importing it)."""
+    entry = SUPPORTED_VERSIONS.get(version.strip())
+    if entry is None or _is_token(version):
+        return []
+    try:
+        metadata.version(entry.layer_package)
+    except metadata.PackageNotFoundError:
+        return [
+            Finding(
+                "FM205",
+                Severity.ERROR,
+                key,
+                version,
+                f"needs the kubectl layer package {entry.layer_package!r}, which is not installed",
+                f"pip install '{entry.layer_package}', or use the default "
+                f"{DEFAULT_KUBERNETES_VERSION}",
+            )
+        ]
+    return []
+
+
+@rule(
+    "FM202",
+    "A cluster admin is not an IAM role ARN (a bare name, a user or another principal).",
+    "Give the full role ARN, such as 'arn:aws:iam::<account>:role/<name>'.",
+)
+def admin_principals(arns: Sequence[str], *, key: str = "admin_role_arns") -> list[Finding]:
+    out: list[Finding] = []
+    for index, arn in enumerate(arns):
+        if _is_token(arn) or _ROLE_ARN.match(arn):
+            continue
+        kind = "an IAM user" if ":user/" in arn else "not an IAM role ARN"
+        out.append(
+            Finding(
+                "FM202",
+                Severity.ERROR,
+                f"{key}[{index}]",
+                arn,
+                f"must be an IAM role ARN such as 'arn:aws:iam::111122223333:role/Admin' "
+                f"({arn!r} is {kind})",
+                "give the ARN of a role your operators assume",
+            )
+        )
+    return out
+
+
+@rule(
+    "FM203",
+    "A cluster admin role is in AWS's documentation account 111122223333 (the shipped "
+    "example), or no admin role is given.",
+    "Replace it with the role ARNs your operators assume; without one, only the stack's "
+    "deploy role can reach the cluster.",
+)
+def admin_placeholders(arns: Sequence[str], *, key: str = "admin_role_arns") -> list[Finding]:
+    if not arns:
+        return [
+            Finding(
+                "FM203",
+                Severity.WARNING,
+                key,
+                [],
+                "no admin role is given, so no operator gets cluster-admin",
+                "list the role ARNs your operators assume",
+            )
+        ]
+    return [
+        Finding(
+            "FM203",
+            Severity.WARNING,
+            f"{key}[{index}]",
+            arn,
+            f"is in AWS's example account {EXAMPLE_ACCOUNT}, not yours",
+            "replace it with a role of your account",
+        )
+        for index, arn in enumerate(arns)
+        if f"::{EXAMPLE_ACCOUNT}:" in arn
+    ]
+
+
+@rule(
+    "FM204",
+    "A public API endpoint CIDR is not a CIDR block, or opens the endpoint to the whole internet.",
+    "List your office or VPN ranges (such as '203.0.113.0/24'), or leave the list empty for "
+    "a private endpoint.",
+)
+def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs") -> list[Finding]:
+    out: list[Finding] = []
+    for index, cidr in enumerate(cidrs):
+        if _is_token(cidr):
+            continue
+        try:
+            network = ipaddress.ip_network(cidr, strict=True)
+        except ValueError:
+            out.append(
+                Finding(
+                    "FM204",
+                    Severity.ERROR,
+                    f"{key}[{index}]",
+                    cidr,
+                    "must be a CIDR block such as '203.0.113.0/24'",
+                    "write the network address and prefix length",
+                )
+            )
+            continue
+        if network.prefixlen == 0:
+            out.append(
+                Finding(
+                    "FM204",
+                    Severity.ERROR,
+                    f"{key}[{index}]",
+                    cidr,
+                    "must not open the API endpoint to the whole internet",
+                    "list your office or VPN ranges, or leave public_access_cidrs empty for a "
+                    "private endpoint",
+                )
+            )
+    return out
+
+
+@rule(
+    "FM105",
+    "The VPC CIDR is not an IPv4 network with a prefix between /16 and /24.",
+    "Use an IPv4 network such as '10.0.0.0/16' (/16 to /24).",
+)
+def vpc_cidr(cidr: str, *, key: str = "vpc_cidr") -> list[Finding]:
+    if _is_token(cidr):
+        return []
+    try:
+        network = ipaddress.IPv4Network(cidr, strict=True)
+    except ValueError:
+        return [
+            Finding(
+                "FM105", Severity.ERROR, key, cidr, "must be an IPv4 network such as '10.0.0.0/16'"
+            )
+        ]
+    if not 16 <= network.prefixlen <= 24:
+        return [
+            Finding("FM105", Severity.ERROR, key, cidr, "must have a prefix between /16 and /24")
+        ]
+    return []

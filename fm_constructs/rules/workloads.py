@@ -1,0 +1,137 @@
+"""Rules on one accelerated workload: its instance type (catalogued, EFA where the kind needs
+it, offered by HyperPod), its orchestrator and its capacity source.
+
+Training needs EFA on every node (multi-node collectives); inference needs EFA only where a
+replica spans nodes (see :mod:`fm_constructs.rules.inference`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import cache
+
+from fm_constructs.catalog import InstanceSpec, all_instance_types, efa_instance_types
+from fm_constructs.catalog.lookup import find_instance_type
+from fm_constructs.rules.findings import Finding, Severity, rule
+
+
+@cache
+def ec2_instance_types() -> frozenset[str]:
+    """Every EC2 instance type name in botocore's EC2 API model (offline, read from disk)."""
+    from botocore.loaders import Loader  # reads the packaged model files, no client
+
+    model = Loader().load_service_model("ec2", "service-2")
+    return frozenset(model["shapes"]["InstanceType"]["enum"])
+
+
+@rule(
+    "FM301",
+    "The instance type is not in the library's accelerator catalog.",
+    "Fix the spelling (the message suggests the closest names), or choose a GPU/Trainium type "
+    "from the catalog.",
+)
+def catalogued(
+    name: str, *, key: str = "instance_type"
+) -> tuple[InstanceSpec | None, list[Finding]]:
+    """The catalogued spec of ``name``, or None with a finding that says why."""
+    spec = find_instance_type(name)
+    if spec is not None:
+        return spec, []
+    known = [s.name for s in all_instance_types()]
+    normalized = name.strip().lower().removeprefix("ml.")
+    if normalized in ec2_instance_types():
+        allowed = (
+            "must be an accelerated (GPU or Trainium) instance type: "
+            f"{normalized!r} is an EC2 type without the accelerators this library deploys"
+        )
+    else:
+        allowed = "must be an accelerated instance type from the catalog"
+    close = difflib.get_close_matches(normalized, known, n=3, cutoff=0.6)
+    fix = f"did you mean {' or '.join(map(repr, close))}?" if close else ""
+    fix = (fix + " " if fix else "") + f"catalogued types: {', '.join(known)}"
+    return None, [Finding("FM301", Severity.ERROR, key, name, allowed, fix)]
+
+
+@rule(
+    "FM302",
+    "A training workload (pre-training, post-training, the rollout group) needs an EFA-capable "
+    "instance type for multi-node collectives.",
+    "Choose an EFA-capable type from the list in the message.",
+)
+def efa_for_training(spec: InstanceSpec, *, key: str = "instance_type") -> list[Finding]:
+    if spec.efa_supported:
+        return []
+    return [
+        Finding(
+            "FM302",
+            Severity.ERROR,
+            key,
+            spec.name,
+            "must support EFA (Elastic Fabric Adapter): training spans nodes, and "
+            f"{spec.name!r} has no EFA",
+            f"choose one of {', '.join(efa_instance_types())}",
+        )
+    ]
+
+
+@rule(
+    "FM303",
+    "SageMaker HyperPod does not offer the instance type.",
+    "Choose a type HyperPod offers, or orchestrator 'eks'.",
+)
+def offered_by_hyperpod(
+    spec: InstanceSpec, orchestrator: str, *, key: str = "instance_type"
+) -> list[Finding]:
+    if spec.hyperpod_name is not None:
+        return []
+    return [
+        Finding(
+            "FM303",
+            Severity.ERROR,
+            key,
+            spec.name,
+            f"SageMaker HyperPod does not offer {spec.name!r}",
+            f"choose a type HyperPod offers or orchestrator 'eks' (got orchestrator "
+            f"{orchestrator!r})",
+        )
+    ]
+
+
+@rule(
+    "FM315",
+    "A training plan ARN names another region or account than the platform: HyperPod only "
+    "uses a plan of its own region and account.",
+    "Use the training plan bought in platform.region for platform.account.",
+)
+def training_plan_matches(
+    arn: str, region: str, account: str | None, *, key: str = "training_plan_arn"
+) -> list[Finding]:
+    parts = arn.split(":")
+    if len(parts) < 6 or not region:
+        return []
+    out: list[Finding] = []
+    plan_region, plan_account = parts[3], parts[4]
+    if plan_region != region:
+        out.append(
+            Finding(
+                "FM315",
+                Severity.ERROR,
+                key,
+                arn,
+                f"must be a training plan of platform.region {region!r} (this one is in "
+                f"{plan_region!r})",
+                "buy or pick a plan in the platform's region",
+            )
+        )
+    if account is not None and plan_account != account:
+        out.append(
+            Finding(
+                "FM315",
+                Severity.ERROR,
+                key,
+                arn,
+                f"must belong to platform.account {account!r} (this one is in {plan_account!r})",
+                "use a plan of the deploying account",
+            )
+        )
+    return out
