@@ -21,6 +21,7 @@ from constructs import Construct
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config import Orchestrator, PlatformConfig, WorkloadConfig
 from fm_constructs.config.options import OPERATORS, ROLLOUT_POOL, WorkloadOptions
+from fm_constructs.config.rules import efa_layout_of
 from fm_constructs.config.sizing import fsx_sizing_request
 from fm_constructs.observability import FsxLustreAlarms
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
@@ -247,7 +248,7 @@ class WorkloadComputeStack(Stack):
             "node_count": workload.instance_count,
             "capacity": capacity,
             "data_bucket": data_bucket,
-            "efa_layout": workload.efa_layout,
+            "efa_layout": efa_layout_of(workload),
             "root_volume_size_gib": workload.root_volume_size_gib,
         }
         self.workload: PretrainingWorkload | PostTrainingWorkload | InferenceWorkload

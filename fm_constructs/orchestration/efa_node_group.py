@@ -18,7 +18,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fm_constructs.catalog import EksAmiFamily, InstanceSpec, require_efa
+from fm_constructs.catalog import EksAmiFamily, InstanceSpec, get_instance_type, require_efa
 from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
 from fm_constructs.compute.capacity_block_scaling import add_capacity_block_scaling
 from fm_constructs.domain.names import NODE_POOL_LABEL
@@ -58,8 +58,9 @@ def node_labels(
         charts.WORKLOAD_LABEL: WORKLOADS[family],
         "fm-constructs/instance-family": spec.family,
         PRESENT_LABELS[family]: "true",
-        charts.EFA_PRESENT_LABEL: "true",
     }
+    if spec.efa_supported:
+        labels[charts.EFA_PRESENT_LABEL] = "true"
     if node_pool is not None:
         labels[NODE_POOL_LABEL] = node_pool
     labels.update(extra or {})
@@ -79,6 +80,9 @@ class EfaNodeGroup(Construct):
     - ``efa_security_group``: an :class:`EfaSecurityGroup` or any group with the EFA
       self-rules; created when absent. The cluster security group is added to the primary
       interface so nodes reach the control plane and the system nodes.
+    - ``efa_layout``: how the EFA interfaces are laid out; None for a type without EFA (a
+      model server whose replicas fit one node, on g6e.2xlarge say): one ENA interface, no
+      EFA label.
     - Taint ``nvidia.com/gpu=true:NoSchedule`` (``aws.amazon.com/neuron`` for Trainium) keeps
       other pods off; labels from :func:`node_labels` plus ``labels``.
     - Node auto repair on (with the ``eks-node-monitoring-agent`` add-on of the cluster),
@@ -115,7 +119,7 @@ class EfaNodeGroup(Construct):
         max_unavailable: int = 1,
         nodegroup_name: str | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
-        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         taints: Mapping[str, str] | None = None,
         create_placement_group: bool | None = None,
         node_pool: str | None = None,
@@ -123,8 +127,8 @@ class EfaNodeGroup(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
-        problems = Problems(context="EfaNodeGroup")
-        spec = self._resolve_spec(instance_type, problems)
+        problems = Problems(context=f"EfaNodeGroup {self.node.path}")
+        spec = self._resolve_spec(instance_type, efa_layout, problems)
         eks_cluster = cluster.icluster if isinstance(cluster, GpuEksCluster) else cluster
         capacity_block = capacity.kind is CapacityKind.CAPACITY_BLOCK
         if min_size is None and capacity_block:
@@ -290,8 +294,12 @@ class EfaNodeGroup(Construct):
     # ----------------------------------------------------------------------------- validation
 
     @staticmethod
-    def _resolve_spec(instance_type: str, problems: Problems) -> InstanceSpec | None:
+    def _resolve_spec(
+        instance_type: str, efa_layout: EfaLayout | None, problems: Problems
+    ) -> InstanceSpec | None:
         try:
+            if efa_layout is None:
+                return get_instance_type(instance_type)
             return require_efa(instance_type)
         except FmValidationError as error:
             problems.extend(error.problems)

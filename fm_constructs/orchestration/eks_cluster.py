@@ -9,7 +9,6 @@ node group for cluster services. GPU/Trainium capacity is added with
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from fm_constructs.orchestration.kubernetes_versions import (
 )
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.policy import acknowledge
+from fm_constructs.rules import platform as platform_rules
 
 if TYPE_CHECKING:
     from fm_constructs.kubernetes.node_shape import WorkloadTarget
@@ -51,7 +51,6 @@ ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
     eks.ClusterLoggingTypes.SCHEDULER,
 )
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -146,7 +145,7 @@ class GpuEksCluster(Construct):
         operators: WorkloadOperators | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="GpuEksCluster")
+        problems = Problems(context=f"GpuEksCluster {self.node.path}")
         version = resolve_version(kubernetes_version, problems)
         self._check_inputs(problems, admin_role_arns, public_access_cidrs, system_node_count)
         self._check_admin_accounts(problems, admin_role_arns)
@@ -481,32 +480,10 @@ class GpuEksCluster(Construct):
         public_access_cidrs: Sequence[str],
         system_node_count: int,
     ) -> None:
-        for index, arn in enumerate(admin_role_arns):
-            if not Token.is_unresolved(arn) and not _ROLE_ARN.match(arn):
-                problems.add(
-                    f"admin_role_arns[{index}]",
-                    arn,
-                    "must be an IAM role ARN such as 'arn:aws:iam::111122223333:role/Admin'",
-                )
-        for index, cidr in enumerate(public_access_cidrs):
-            if Token.is_unresolved(cidr):
-                continue
-            try:
-                network = ipaddress.ip_network(cidr, strict=True)
-            except ValueError:
-                problems.add(
-                    f"public_access_cidrs[{index}]",
-                    cidr,
-                    "must be a CIDR block such as '203.0.113.0/24'",
-                )
-                continue
-            if network.prefixlen == 0:
-                problems.add(
-                    f"public_access_cidrs[{index}]",
-                    cidr,
-                    "must not open the API endpoint to the whole internet; list your office "
-                    "or VPN ranges, or leave public_access_cidrs empty for a private endpoint",
-                )
+        # The floor-1 rules the profile loader runs on platform.admin_role_arns and
+        # platform.public_access_cidrs (tokens are skipped).
+        problems.add_findings(platform_rules.admin_principals(admin_role_arns))
+        problems.add_findings(platform_rules.public_access_cidrs(public_access_cidrs))
         if not 1 <= system_node_count <= 10:
             problems.add("system_node_count", system_node_count, "must be between 1 and 10")
 

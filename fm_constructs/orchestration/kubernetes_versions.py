@@ -20,8 +20,8 @@ from fm_constructs.planning import kubernetes_versions as table
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     ENDING_SOON,
-    supported_versions_text,
 )
+from fm_constructs.rules.platform import kubernetes_version
 
 __all__ = [
     "DEFAULT_KUBERNETES_VERSION",
@@ -55,14 +55,9 @@ for _entry in SUPPORTED_VERSIONS.values():
 
 def resolve_version(version: str, problems: Problems) -> SupportedVersion | None:
     """The supported entry for ``version`` ("1.35"), or None after recording a problem."""
-    entry = SUPPORTED_VERSIONS.get(version.strip())
-    if entry is None:
-        problems.add(
-            "kubernetes_version",
-            version,
-            f"must be a Kubernetes version in EKS standard support: {supported_versions_text()}",
-        )
-    return entry
+    found = kubernetes_version(version)
+    problems.add_findings(found)
+    return None if found else SUPPORTED_VERSIONS.get(version.strip())
 
 
 def kubectl_layer(

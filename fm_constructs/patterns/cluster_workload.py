@@ -113,7 +113,7 @@ class EksWorkload(Construct):
         data_bucket: IDataBucket | None = None,
         data_prefixes: Sequence[str] = (),
         file_system: LustreFileSystem | None = None,
-        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = 500,
         lend_quota: bool = True,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
@@ -246,7 +246,7 @@ class EksWorkload(Construct):
     # ----------------------------------------------------------------------------- internals
 
     def _node_group(
-        self, pool: NodePool, subnet: ec2.ISubnet, efa_layout: EfaLayout, root_gib: int
+        self, pool: NodePool, subnet: ec2.ISubnet, efa_layout: EfaLayout | None, root_gib: int
     ) -> EfaNodeGroup:
         low, high = pool.bounds
         labels = dict(pool.labels)

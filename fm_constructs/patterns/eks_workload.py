@@ -81,7 +81,7 @@ class EksAcceleratedWorkload(Construct):
         min_node_count: int | None = None,
         max_node_count: int | None = None,
         capacity: CapacitySource | None = None,
-        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = 500,
         kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
         admin_role_arns: Sequence[str] = (),

@@ -23,11 +23,8 @@ from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns import inference_manifests as render
-from fm_constructs.patterns.inference_manifests import (
-    AutoscalingPolicy,
-    ModelServerSpec,
-    ServingLayout,
-)
+from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
+from fm_constructs.planning.serving_layout import ServingLayout
 from fm_constructs.storage import IDataBucket
 
 #: KEDA (event-driven autoscaling; scales Deployments and any scale subresource, such as
@@ -141,7 +138,7 @@ class InferenceService(Construct):
         namespace_manifest: eks.KubernetesManifest | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="InferenceService")
+        problems = Problems(context=f"InferenceService {self.node.path}")
         layout: ServingLayout | None = None
         try:
             layout = render.plan_layout(model, gpu_nodes.instance_spec)

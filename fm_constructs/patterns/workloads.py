@@ -186,7 +186,7 @@ class InferenceWorkload(_EksPattern):
         autoscaling: AutoscalingPolicy | None = None,
         workspace: IPrometheusWorkspace | None = None,
         name: str = "inference",
-        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = 500,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
     ) -> None:
