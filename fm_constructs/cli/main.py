@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     preflight.add_argument(
         "--kubernetes-version",
-        help="EKS Kubernetes version the clusters will run (e.g. 1.33); default: EKS's default",
+        help="EKS Kubernetes version to check instead of the profile's platform.kubernetes_version",
     )
 
     capacity = commands.add_parser(

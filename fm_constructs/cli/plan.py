@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fm_constructs.catalog import InstanceSpec, require_efa
+from fm_constructs.catalog import InstanceSpec, get_instance_type
 from fm_constructs.cli.costs import CostLine, missing_prices, platform_cost_lines
 from fm_constructs.cli.flops import peak_flops
 from fm_constructs.cli.goal import GoalEstimate, TrainingGoal, estimate
@@ -27,7 +27,8 @@ from fm_constructs.config import (
     WorkloadConfig,
 )
 from fm_constructs.config.options import capacity_quota, deployment_options
-from fm_constructs.config.sizing import fsx_sizing_request
+from fm_constructs.config.rules import efa_layout_of
+from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE, fsx_sizing_request
 from fm_constructs.config.subnet_demand import NodeGroupDemand, shortfall_message, subnet_demand
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_count, efa_interface_layout
@@ -35,9 +36,7 @@ from fm_constructs.planning.fsx_sizing import (
     DEFAULT_BYTES_PER_PARAMETER,
     DEFAULT_PER_UNIT_THROUGHPUT,
     DEFAULT_STORAGE_CAPACITY_GIB,
-    LustreDeploymentType,
     aggregate_throughput_mb_s,
-    check_lustre_settings,
     size_fsx_lustre,
 )
 from fm_constructs.planning.ip_budget import (
@@ -48,13 +47,13 @@ from fm_constructs.planning.vpc_layout import subnet_prefixes
 SCHEMA = "fmc.plan/v1"
 _BYTES_PER_GIB = 1024**3
 _BYTES_PER_MB = 1000**2
-#: FSx for Lustre deployment type the storage constructs build (and sizing prices).
-DEPLOYMENT_TYPE = LustreDeploymentType.PERSISTENT_2
+#: FSx for Lustre deployment type a profile builds (and sizing prices): the profile's own.
+DEPLOYMENT_TYPE = PROFILE_DEPLOYMENT_TYPE
 
 
-def efa_layout_for(workload: WorkloadConfig) -> EfaLayout:
-    """The planning layout for a profile's ``efa_layout`` key."""
-    return EfaLayout(workload.efa_layout)
+def efa_layout_for(workload: WorkloadConfig) -> EfaLayout | None:
+    """The layout the stacks give the workload's nodes (None: a type without EFA)."""
+    return efa_layout_of(workload)
 
 
 def private_subnet_prefix(vpc_cidr: str) -> int:
@@ -171,6 +170,9 @@ class Plan:
     #: Clusters and Kueue queues, from the mapping the stacks build from
     #: (:func:`fm_constructs.config.options.deployment_options`).
     clusters: tuple[dict[str, Any], ...] = ()
+    #: The profile's warnings, as the loader found them (the same lines synth and preflight
+    #: give); they do not change the exit code.
+    warnings: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def missing_prices(self) -> tuple[str, ...]:
@@ -218,6 +220,7 @@ class Plan:
             },
             "problems": list(self.problems),
             "clusters": list(self.clusters),
+            "warnings": list(self.warnings),
         }
 
 
@@ -320,7 +323,7 @@ def build_plan(
     demand = subnet_demand(profile, pods_per_node=pod_ips_per_node)
     demand_by_name = {g.name: g for g in demand.node_groups}
     for workload in _node_groups(enabled):
-        spec = require_efa(workload.instance_type, field=f"{workload.name}.instance_type")
+        spec = get_instance_type(workload.instance_type, field=f"{workload.name}.instance_type")
         layout = efa_layout_for(workload)
         group = demand_by_name[workload.name]
         workload_goal = goal if goal is not None and workload.name == goal_workload else None
@@ -352,6 +355,7 @@ def build_plan(
         problems=tuple(problems),
         costs=tuple(costs),
         clusters=_clusters(profile),
+        warnings=tuple(f.line() for f in profile.warnings),
     )
 
 
@@ -464,7 +468,7 @@ def _cost_basis(workload: WorkloadConfig) -> str:
 def _plan_workload(
     workload: WorkloadConfig,
     spec: InstanceSpec,
-    layout: EfaLayout,
+    layout: EfaLayout | None,
     group: NodeGroupDemand,
     region: str,
     prices: PriceTable,
@@ -473,7 +477,9 @@ def _plan_workload(
 ) -> WorkloadPlan:
     nodes = workload.instance_count
     notes: list[str] = []
-    efa_interfaces = efa_interface_count(efa_interface_layout(spec, layout))
+    efa_interfaces = (
+        efa_interface_count(efa_interface_layout(spec, layout)) if layout is not None else 0
+    )
     instance_price = prices.on_demand_usd_per_hour(region, spec.name)
     compute = instance_price * nodes if instance_price is not None else None
 
@@ -503,7 +509,7 @@ def _plan_workload(
         accelerators=spec.accelerator_count * nodes,
         accelerator_memory_gib=spec.accelerator_memory_gib,
         total_accelerator_memory_gib=spec.total_accelerator_memory_gib * nodes,
-        efa_layout=workload.efa_layout.value,
+        efa_layout=layout.value if layout is not None else "none",
         efa_interfaces_per_node=efa_interfaces,
         efa_bandwidth_gbps_per_node=spec.total_efa_bandwidth_gbps,
         efa_bandwidth_gbps_total=spec.total_efa_bandwidth_gbps * nodes,
@@ -559,18 +565,10 @@ def _plan_storage(
             or storage.throughput_mb_s_per_tib is not None
             else "default"
         )
+        # Explicit settings were checked when the profile loaded (the FSx rules of
+        # config.rules); the defaults are FSx's own floor-1 defaults, valid by construction.
         capacity = storage.storage_capacity_gib or DEFAULT_STORAGE_CAPACITY_GIB
         tier = storage.throughput_mb_s_per_tib or DEFAULT_PER_UNIT_THROUGHPUT[DEPLOYMENT_TYPE] or 0
-        check = Problems()
-        check_lustre_settings(
-            check,
-            deployment_type=DEPLOYMENT_TYPE,
-            storage_capacity_gib=capacity,
-            throughput_mb_s_per_tib=tier,
-            metadata_iops=storage.metadata_iops,
-            efa_enabled=storage.efa_enabled,
-        )
-        problems.extend(f"{prefix}.{p}" for p in check)
         if goal is not None:
             checkpoint_gib = goal.parameters * DEFAULT_BYTES_PER_PARAMETER / _BYTES_PER_GIB
             notes.append(
@@ -826,6 +824,9 @@ def render_plan(plan: Plan) -> str:
     lines.append(
         f"prices: list prices as of {plan.prices_as_of}; not live; override with --prices FILE"
     )
+    if plan.warnings:
+        lines += ["", "warnings:"]
+        lines.extend(f"  - {w}" for w in plan.warnings)
     if plan.problems:
         lines += ["", "PROBLEMS (exit 1):"]
         lines.extend(f"  - {p}" for p in plan.problems)

@@ -92,7 +92,8 @@ class Preflight:
         self.region = session.region
         self.zone = profile.platform.availability_zone
         self.expiry_warning_hours = expiry_warning_hours
-        self.kubernetes_version = kubernetes_version
+        #: The profile's platform.kubernetes_version unless overridden (--kubernetes-version).
+        self.kubernetes_version = kubernetes_version or profile.platform.kubernetes_version
         self.now = now or datetime.now(UTC)
         self.checks: list[Check] = []
         self._clients: dict[str, Any] = {}
@@ -118,6 +119,11 @@ class Preflight:
 
     def run(self) -> list[Check]:
         workloads = self.profile.enabled_workloads
+        # The offline findings first: the same lines the loader, `fmc plan` and synth give.
+        self.checks.extend(
+            Check("profile rules", None, Status.WARN, finding.line(), finding.fix)
+            for finding in self.profile.warnings
+        )
         for w in workloads:
             self._guard("instance type offered", w.name, partial(self._one, self.check_offering, w))
             self._guard("capacity", w.name, partial(self._one, self.check_capacity, w))
@@ -737,7 +743,8 @@ class Preflight:
                 return total
 
     def check_eks_version(self) -> Check:
-        """The Kubernetes version is one EKS offers in standard support."""
+        """The profile's Kubernetes version (``platform.kubernetes_version``) is one EKS offers
+        in standard support in the region."""
         name = "EKS version"
         client = self.client("eks")
         if not hasattr(client, "describe_cluster_versions"):
@@ -746,22 +753,6 @@ class Preflight:
                 None,
                 Status.SKIP,
                 "this botocore has no eks:DescribeClusterVersions; upgrade boto3 to check",
-            )
-        if self.kubernetes_version is None:
-            answer = call_required(
-                client,
-                "describe_cluster_versions",
-                "eks:DescribeClusterVersions",
-                defaultOnly=True,
-            )
-            versions = answer.get("clusterVersions", [])
-            default = versions[0].get("clusterVersion") if versions else "unknown"
-            return Check(
-                name,
-                None,
-                Status.PASS,
-                f"no version pinned (--kubernetes-version); EKS's default in {self.region} is "
-                f"{default}",
             )
         answer = call_required(
             client,

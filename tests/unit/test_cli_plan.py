@@ -140,6 +140,7 @@ def test_json_schema(default_json: dict) -> None:  # type: ignore[type-arg]
         "totals",
         "problems",
         "clusters",
+        "warnings",
     }
     assert set(default_json["prices"]) == {"as_of", "source"}
     assert set(default_json["subnet"]) >= {"prefix", "usable", "required", "free", "fits"}
@@ -165,6 +166,8 @@ def test_json_schema(default_json: dict) -> None:  # type: ignore[type-arg]
         "basis",
     }
     assert default_json["problems"] == []
+    # The shipped placeholder admin role is flagged, as the loader and preflight flag it.
+    assert any("[FM203]" in w for w in default_json["warnings"])
 
 
 def test_plan_agrees_with_the_floor_1_functions() -> None:

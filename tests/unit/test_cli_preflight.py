@@ -87,8 +87,8 @@ def _queue_default_profile(
     )
     stubs["eks"].add_response(
         "describe_cluster_versions",
-        {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
-        {"defaultOnly": True},
+        {"clusterVersions": [{"clusterVersion": "1.35", "versionStatus": "STANDARD_SUPPORT"}]},
+        {"clusterVersions": ["1.35"]},
     )
 
 
@@ -101,7 +101,11 @@ def test_default_profile_passes(stubs: Stubs) -> None:
     # 1152 vCPUs needed of 1152: passes; FSx 2400 existing + 9600 + 4800 planned <= 100800
     assert "1,152 vCPUs, the profile needs 1,152" in result.out
     assert "existing PERSISTENT_2 file systems 2,400 GiB + planned 14,400 GiB" in result.out
-    assert "EKS's default in us-east-1 is 1.33" in result.out
+    # The profile's platform.kubernetes_version is the one checked, and the profile's own
+    # warnings (the placeholder admin role) are shown as the loader and `fmc plan` give them.
+    assert "Kubernetes 1.35: STANDARD_SUPPORT" in result.out
+    assert "platform.admin_role_arns[0]: is in AWS's example account" in result.out
+    assert "[FM203]" in result.out
     stubs.assert_done()
 
 
@@ -206,8 +210,8 @@ def _queue_capacity_block(stubs: Stubs, reservation: dict | None, error: str | N
         stubs["ec2"].add_response("describe_capacity_reservations", reservation, params)
     stubs["eks"].add_response(
         "describe_cluster_versions",
-        {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
-        {"defaultOnly": True},
+        {"clusterVersions": [{"clusterVersion": "1.35", "versionStatus": "STANDARD_SUPPORT"}]},
+        {"clusterVersions": ["1.35"]},
     )
 
 
@@ -382,8 +386,8 @@ def test_throttling_and_access_denied_exit_3_without_traceback(
     )
     stubs["eks"].add_response(
         "describe_cluster_versions",
-        {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
-        {"defaultOnly": True},
+        {"clusterVersions": [{"clusterVersion": "1.35", "versionStatus": "STANDARD_SUPPORT"}]},
+        {"clusterVersions": ["1.35"]},
     )
     result = run("preflight", "--config", write_profile(tmp_path, CAPACITY_BLOCK))
     assert result.code == 3
