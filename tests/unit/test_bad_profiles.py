@@ -1,0 +1,364 @@
+"""The bad profiles of the user-experience review: each is caught when the profile loads, with
+the file and the key path, and `fmc plan` and `cdk synth` (app.py) print the same line."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import tomllib
+from contextlib import redirect_stderr
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fm_constructs.config import load_profile
+from fm_constructs.errors import FmValidationError
+from tests.unit.cli_stubs import run
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="utf-8"))
+ONLY_INFERENCE = {"pretraining.enabled": False, "post_training.enabled": False}
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _toml(data: dict[str, Any], prefix: str = "") -> str:
+    """A small TOML writer for the profile shapes (tables of scalars and lists)."""
+    scalars = [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    out = ([f"[{prefix}]"] if prefix and scalars else []) + scalars
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out += ["", _toml(value, f"{prefix}.{key}" if prefix else key)]
+    return "\n".join(out)
+
+
+def _profile(tmp_path: Path, changes: dict[str, Any]) -> Path:
+    data = copy.deepcopy(DEFAULT)
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split(".")
+        node = data
+        for key in parents:
+            node = node.setdefault(key, {})
+        if value is _DELETE:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    path = tmp_path / "bad.toml"
+    path.write_text(_toml(data) + "\n", encoding="utf-8")
+    return path
+
+
+_DELETE = object()
+TRAINING_PLAN = {
+    "pretraining.orchestrator": "hyperpod-slurm",
+    "pretraining.capacity": {
+        "kind": "training-plan",
+        "training_plan_arn": "arn:aws:sagemaker:eu-west-1:444455556666:training-plan/other",
+    },
+    "platform.account": "111122223333",
+}
+
+#: (review row, profile changes, expected key path, code, a fragment of the line)
+ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
+    (
+        "06b",
+        {"platform.availability_zone": "us-east-1g"},
+        "platform.availability_zone",
+        "FM102",
+        "us-east-1f",
+    ),
+    (
+        "04",
+        {"pretraining.instance_type": "p9.96xlarge"},
+        "pretraining.instance_type",
+        "FM301",
+        "catalogued types",
+    ),
+    (
+        "05",
+        {"pretraining.instance_type": "c5n.18xlarge"},
+        "pretraining.instance_type",
+        "FM301",
+        "without the accelerators",
+    ),
+    (
+        "05b",
+        {"pretraining.instance_type": "g5.xlarge"},
+        "pretraining.instance_type",
+        "FM302",
+        "choose one of",
+    ),
+    (
+        "14b",
+        {"platform.admin_role_arns": ["PlatformAdmin"]},
+        "platform.admin_role_arns[0]",
+        "FM202",
+        "IAM role ARN",
+    ),
+    (
+        "14b",
+        {"platform.admin_role_arns": ["arn:aws:iam::111122223333:user/alice"]},
+        "platform.admin_role_arns[0]",
+        "FM202",
+        "an IAM user",
+    ),
+    (
+        "15",
+        {"inference.model.tensor_parallel_size": 16},
+        "inference.model.tensor_parallel_size",
+        "FM502",
+        "stays within one node",
+    ),
+    (
+        "16",
+        {
+            **ONLY_INFERENCE,
+            "inference.model.replicas": 5,
+            "inference.model.max_replicas": 5,
+            "inference.max_instance_count": _DELETE,
+        },
+        "inference.max_instance_count",
+        "FM505",
+        "need 5 g6e.48xlarge nodes",
+    ),
+    (
+        "21",
+        {"platform.kubernetes_version": "1.29"},
+        "platform.kubernetes_version",
+        "FM201",
+        "1.34, 1.35, 1.36",
+    ),
+    (
+        "21b",
+        {"platform.kubernetes_version": 1.35},
+        "platform.kubernetes_version",
+        "FM002",
+        'quote it: kubernetes_version = "1.35"',
+    ),
+    (
+        "22",
+        {
+            "platform.region": "us-east-9",
+            "platform.availability_zone": "us-east-9a",
+            "platform.availability_zones": ["us-east-9a", "us-east-9b"],
+        },
+        "platform.region",
+        "FM101",
+        "must be an AWS region",
+    ),
+    (
+        "30",
+        {**ONLY_INFERENCE, "inference.instance_type": "trn1.32xlarge"},
+        "inference.instance_type",
+        "FM501",
+        "NVIDIA",
+    ),
+    (
+        "35",
+        {"platform.public_access_cidrs": ["0.0.0.0/0"]},
+        "platform.public_access_cidrs[0]",
+        "FM204",
+        "whole internet",
+    ),
+    (
+        "35",
+        {"platform.public_access_cidrs": ["not-a-cidr"]},
+        "platform.public_access_cidrs[0]",
+        "FM204",
+        "CIDR block",
+    ),
+    (
+        "40",
+        {
+            "platform.region": "cn-north-1",
+            "platform.availability_zone": "cn-north-1a",
+            "platform.availability_zones": ["cn-north-1a", "cn-north-1b"],
+            "platform.admin_role_arns": ["arn:aws-cn:iam::111122223333:role/Admin"],
+        },
+        "platform.region",
+        "FM103",
+        "Amazon Managed Service for Prometheus",
+    ),
+    (
+        "41",
+        TRAINING_PLAN,
+        "pretraining.capacity.training_plan_arn",
+        "FM315",
+        "platform.region 'us-east-1'",
+    ),
+    (
+        "43",
+        {"inference.model.tensor_parallel_size": 3},
+        "inference.model.tensor_parallel_size",
+        "FM503",
+        "must divide the 8 GPUs",
+    ),
+    (
+        "31c",
+        {"platform.availability_zones": ["use1-az1", "use1-az2"]},
+        "platform.availability_zones",
+        "FM102",
+        "not a zone ID",
+    ),
+]
+
+
+def _id(row: tuple[str, dict[str, Any], str, str, str]) -> str:
+    return f"{row[0]}-{row[3]}-{row[2]}"
+
+
+@pytest.mark.parametrize(
+    ("row", "changes", "key", "code", "fragment"), ERRORS, ids=map(_id, ERRORS)
+)
+def test_caught_at_load_with_file_and_key_path(
+    tmp_path: Path, row: str, changes: dict[str, Any], key: str, code: str, fragment: str
+) -> None:
+    path = _profile(tmp_path, changes)
+    with pytest.raises(FmValidationError) as raised:
+        load_profile(path)
+    error = raised.value
+    assert error.context == f"profile {path}"
+    matching = [f for f in error.findings if f.key == key and f.code == code]
+    assert matching, f"row {row}: {key} [{code}] not among {error.codes}: {error}"
+    line = matching[0].line()
+    assert fragment in line, line
+    assert line.startswith(f"{key}: ") and line.endswith(f"[{code}]")
+
+    # fmc plan: exit 2 (profile error) with the same line and the file.
+    plan = run("plan", "--config", str(path))
+    assert plan.code == 2, plan.out + plan.err
+    assert line in plan.err and str(path) in plan.err
+
+    # cdk synth (app.py's entry point): exit 1 with the same line, before any construct.
+    code, text = _synth(path)
+    assert code == 1 and line in text
+
+
+def _synth(path: Path) -> tuple[int, str]:
+    """``cdk synth -c config=<path>``: app.py's entry point with the config context value."""
+    import app
+    from stacks.app_builder import create_app
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(app, "create_app", lambda: create_app(context={"config": str(path)}))
+    stderr = io.StringIO()
+    try:
+        with redirect_stderr(stderr):
+            code = app.main()
+    finally:
+        monkey.undo()
+    text = stderr.getvalue()
+    assert f"profile {path}" in text, text
+    return code, text
+
+
+def test_every_problem_of_a_profile_is_reported_at_once(tmp_path: Path) -> None:
+    """Rows 45 and 45b: EKS errors, a profile error and TP 16 all come out together."""
+    path = _profile(
+        tmp_path,
+        {
+            "platform.kubernetes_version": "1.29",
+            "platform.admin_role_arns": ["PlatformAdmin"],
+            "platform.public_access_cidrs": ["0.0.0.0/0"],
+            "inference.model.tensor_parallel_size": 16,
+            "pretraining.instance_count": 0,
+        },
+    )
+    with pytest.raises(FmValidationError) as raised:
+        load_profile(path)
+    assert set(raised.value.codes) >= {"FM201", "FM202", "FM204", "FM502", "FM004"}
+
+
+def test_no_knock_on_line_for_a_malformed_key(tmp_path: Path) -> None:
+    """Row 24: a malformed model prefix gives its own line, not a false 'got None' beside it."""
+    path = _profile(
+        tmp_path,
+        {"inference.model.gpu_memory_utilization": 1.5, "inference.model.model_s3_prefix": "x"},
+    )
+    with pytest.raises(FmValidationError) as raised:
+        load_profile(path)
+    keys = sorted(f.key for f in raised.value.findings)
+    assert keys == ["inference.model.gpu_memory_utilization", "inference.model.model_s3_prefix"]
+
+
+def test_a_misspelled_key_gives_one_line_with_the_fix(tmp_path: Path) -> None:
+    """Row 17: a typo names the key it probably means, without a second 'is required' line."""
+    path = _profile(
+        tmp_path,
+        {"pretraining.instance_type": _DELETE, "pretraining.instance_typ": "p5.48xlarge"},
+    )
+    with pytest.raises(FmValidationError) as raised:
+        load_profile(path)
+    (finding,) = raised.value.findings
+    assert finding.key == "pretraining.instance_typ" and finding.code == "FM001"
+    assert "did you mean 'instance_type'?" in finding.line()
+
+
+@pytest.mark.parametrize(
+    ("row", "changes", "key", "code"),
+    [
+        ("14", {"platform.admin_role_arns": []}, "platform.admin_role_arns", "FM203"),
+        ("14", {}, "platform.admin_role_arns[0]", "FM203"),
+        ("18", {**ONLY_INFERENCE, "inference.enabled": False}, "pretraining.enabled", "FM106"),
+        ("42", {**ONLY_INFERENCE, "inference.model": _DELETE}, "inference.model", "FM506"),
+    ],
+)
+def test_warnings_load_and_are_shown_by_plan(
+    tmp_path: Path, row: str, changes: dict[str, Any], key: str, code: str
+) -> None:
+    path = _profile(tmp_path, changes)
+    profile = load_profile(path)
+    matching = [f for f in profile.warnings if f.key == key and f.code == code]
+    assert matching, f"row {row}: {[w.line() for w in profile.warnings]}"
+    plan = run("plan", "--config", str(path))
+    assert matching[0].line() in plan.out
+
+
+def test_a_single_node_model_on_a_gpu_without_efa_is_valid(tmp_path: Path) -> None:
+    """Row 46 (U2): g6e.2xlarge (one L40S, no EFA) serves a TP-1 model; plan shows no EFA."""
+    path = _profile(
+        tmp_path,
+        {
+            **ONLY_INFERENCE,
+            "inference.instance_type": "g6e.2xlarge",
+            "inference.model.tensor_parallel_size": 1,
+        },
+    )
+    profile = load_profile(path)
+    assert profile.inference.instance_type == "g6e.2xlarge"
+    plan = run("plan", "--config", str(path), "--json")
+    assert plan.code == 0, plan.out + plan.err
+    (row,) = json.loads(plan.out)["workloads"]
+    assert row["efa_interfaces_per_node"] == 0 and row["efa_layout"] == "none"
+
+
+def test_a_replica_spanning_nodes_needs_efa(tmp_path: Path) -> None:
+    path = _profile(
+        tmp_path,
+        {
+            **ONLY_INFERENCE,
+            "inference.instance_type": "g6e.12xlarge",
+            "inference.model.tensor_parallel_size": 4,
+            "inference.model.pipeline_parallel_size": 2,
+            "inference.model.replicas": 1,
+            "inference.model.max_replicas": 1,
+        },
+    )
+    spec_has_efa = load_ok = True
+    from fm_constructs.catalog import get_instance_type
+
+    spec_has_efa = get_instance_type("g6e.12xlarge").efa_supported
+    try:
+        load_profile(path)
+    except FmValidationError as error:
+        load_ok = False
+        assert spec_has_efa is False and "FM507" in error.codes
+    assert load_ok == spec_has_efa
