@@ -63,6 +63,17 @@ class EfaSecurityGroup(Construct):
             description="EFA: all traffic to members of this group",
         )
 
+    @staticmethod
+    def from_efa_security_group_attributes(
+        scope: Construct, construct_id: str, *, security_group_id: str, mutable: bool = False
+    ) -> ec2.ISecurityGroup:
+        """Use an existing group that already carries the EFA self rules (all traffic in and
+        out among its members); node groups and HyperPod clusters take it as
+        ``efa_security_group``. Immutable by default, so this app adds no rules to it."""
+        return ec2.SecurityGroup.from_security_group_id(
+            scope, construct_id, security_group_id, mutable=mutable
+        )
+
     @property
     def security_group_id(self) -> str:
         return self.security_group.security_group_id

@@ -175,6 +175,13 @@ class PrometheusWorkspace(_WorkspaceBase):
         """Reference an existing workspace in this stack's account and region."""
         return _ImportedWorkspace(scope, construct_id, workspace_id)
 
+    @staticmethod
+    def from_prometheus_workspace_attributes(
+        scope: Construct, construct_id: str, *, workspace_id: str
+    ) -> IPrometheusWorkspace:
+        """Reference an existing workspace (``ws-...``) in this stack's account and region."""
+        return _ImportedWorkspace(scope, construct_id, workspace_id)
+
 
 class _ImportedWorkspace(_WorkspaceBase):
     def __init__(self, scope: Construct, construct_id: str, workspace_id: str) -> None:

@@ -41,7 +41,7 @@ from fm_constructs.rules import platform as platform_rules
 
 if TYPE_CHECKING:
     from fm_constructs.kubernetes.node_shape import WorkloadTarget
-    from fm_constructs.storage.lustre import LustreFileSystem
+    from fm_constructs.storage.imported_lustre import ILustreFileSystem
 
 ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
     eks.ClusterLoggingTypes.API,
@@ -51,6 +51,8 @@ ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
     eks.ClusterLoggingTypes.SCHEDULER,
 )
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+#: EKS cluster names (EKS API: 1-100 characters, a letter or digit first).
+_EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -268,7 +270,7 @@ class GpuEksCluster(Construct):
         self.charts: dict[str, eks.HelmChart] = {}
         self._kubectl_acknowledged = False
         self._node_peers: list[ec2.IConnectable] = [self.cluster]
-        self._lustre_file_systems: list[LustreFileSystem] = []
+        self._lustre_file_systems: list[ILustreFileSystem] = []
         plugins = device_plugins or DevicePlugins()
         if plugins.nvidia:
             self.enable_device_plugins("NVIDIA", dcgm_exporter=plugins.dcgm_exporter)
@@ -281,6 +283,32 @@ class GpuEksCluster(Construct):
         self.enable_operators(operators or WorkloadOperators())
 
     # ----------------------------------------------------------------------------- attributes
+
+    @staticmethod
+    def from_gpu_eks_cluster_attributes(
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        vpc: ec2.IVpc,
+        cluster_security_group_id: str,
+        kubectl_provider_options: eks.KubectlProviderOptions | None = None,
+    ) -> eks.ICluster:
+        """Use an EKS cluster that already exists (the interface node groups and manifests
+        take): its name, VPC and cluster security group (``aws eks describe-cluster``);
+        ``kubectl_provider_options`` (a kubectl role and layer) to apply manifests to it."""
+        if not Token.is_unresolved(cluster_name) and not _EKS_NAME.match(cluster_name):
+            problems = Problems(context=f"GpuEksCluster.from_gpu_eks_cluster_attributes {scope}")
+            problems.add("cluster_name", cluster_name, "must be an EKS cluster name")
+            problems.raise_if_any()
+        return eks.Cluster.from_cluster_attributes(
+            scope,
+            construct_id,
+            cluster_name=cluster_name,
+            vpc=vpc,
+            cluster_security_group_id=cluster_security_group_id,
+            kubectl_provider_options=kubectl_provider_options,
+        )
 
     @property
     def cluster_name(self) -> str:
@@ -347,7 +375,7 @@ class GpuEksCluster(Construct):
 
     def add_lustre_volume(
         self,
-        file_system: LustreFileSystem,
+        file_system: ILustreFileSystem,
         *,
         name: str = "fsx-lustre",
         namespace: str = "default",

@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsii
 from aws_cdk import Annotations, ArnFormat, Names, RemovalPolicy, Stack, Token, Tokenization
@@ -44,6 +44,9 @@ from fm_constructs.storage.associations import (
 )
 from fm_constructs.storage.data_bucket import IDataBucket
 from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS, static_volume_manifests
+
+if TYPE_CHECKING:
+    from fm_constructs.storage.imported_lustre import ILustreFileSystem
 
 #: Lustre LNet port and the range the Lustre servers also listen on.
 LUSTRE_PORTS: tuple[ec2.Port, ...] = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
@@ -448,6 +451,33 @@ class LustreFileSystem(Construct):
             chosen,
             file_system_id=self.file_system_id,
             bucket_name=data_bucket.bucket_name,
+        )
+
+    @staticmethod
+    def from_lustre_file_system_attributes(
+        scope: Construct,
+        construct_id: str,
+        *,
+        file_system_id: str,
+        dns_name: str,
+        mount_name: str,
+        security_group_ids: Sequence[str],
+        storage_capacity_gib: int | None = None,
+        efa_enabled: bool = False,
+    ) -> ILustreFileSystem:
+        """Use a file system that already exists (``aws fsx describe-file-systems`` gives its
+        id, DNS name, mount name and security groups); clients are allowed in its groups."""
+        from fm_constructs.storage.imported_lustre import ImportedLustreFileSystem
+
+        return ImportedLustreFileSystem(
+            scope,
+            construct_id,
+            file_system_id=file_system_id,
+            dns_name=dns_name,
+            mount_name=mount_name,
+            security_group_ids=security_group_ids,
+            storage_capacity_gib=storage_capacity_gib,
+            efa_enabled=efa_enabled,
         )
 
     def allow_clients(self, peer: ec2.IConnectable, description: str | None = None) -> None:

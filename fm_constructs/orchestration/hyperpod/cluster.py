@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import jsii
 from aws_cdk import Names, RemovalPolicy, Stack, Tags, Token
@@ -20,6 +21,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
+
+if TYPE_CHECKING:
+    from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
 
 from fm_constructs.errors import Problems
 from fm_constructs.network import EfaSecurityGroup
@@ -238,6 +242,23 @@ class HyperPodCluster(Construct):
             self.eks_dependencies.add_post_cluster_addons(self.cluster)
 
         self.cluster_arn: str = self.cluster.attr_cluster_arn
+
+    @staticmethod
+    def from_hyperpod_cluster_attributes(
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        security_group_ids: Sequence[str] = (),
+    ) -> IHyperPodCluster:
+        """Use a HyperPod cluster that already exists in this stack's account and region: its
+        name and the security groups of its nodes (for ``connections``, e.g. to a file
+        system)."""
+        from fm_constructs.orchestration.hyperpod.imported import ImportedHyperPodCluster
+
+        return ImportedHyperPodCluster(
+            scope, construct_id, cluster_name=cluster_name, security_group_ids=security_group_ids
+        )
 
     # ----------------------------------------------------------------------------- attributes
 
