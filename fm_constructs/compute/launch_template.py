@@ -32,6 +32,11 @@ from fm_constructs.compute.capacity import CapacitySource
 from fm_constructs.compute.placement import ClusterPlacementGroup
 from fm_constructs.compute.user_data import NodeadmCluster, UserDataMode, render_user_data
 from fm_constructs.config.model import CapacityKind
+from fm_constructs.domain.defaults import (
+    ROOT_VOLUME_MAX_GIB,
+    ROOT_VOLUME_MIN_GIB,
+    ROOT_VOLUME_SIZE_GIB,
+)
 from fm_constructs.errors import Problems
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
 from fm_constructs.planning.efa_layout import (
@@ -43,8 +48,8 @@ from fm_constructs.planning.efa_layout import (
 
 #: Security groups per network interface before a quota increase.
 DEFAULT_GROUPS_PER_INTERFACE = 5
-MIN_ROOT_VOLUME_GIB = 8
-MAX_GP3_VOLUME_GIB = 16384
+MIN_ROOT_VOLUME_GIB = ROOT_VOLUME_MIN_GIB
+MAX_GP3_VOLUME_GIB = ROOT_VOLUME_MAX_GIB
 INSTANCE_RESOURCE_TYPES = ("instance", "volume", "network-interface")
 
 
@@ -112,7 +117,7 @@ class GpuLaunchTemplate(Construct):
         create_placement_group: bool | None = None,
         subnet_availability_zone: str | None = None,
         node_count: int | None = None,
-        root_volume_size_gib: int = 200,
+        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         root_volume_device_name: str = "/dev/xvda",
         root_volume_kms_key: kms.IKey | None = None,
         nvme_raid0: bool = True,

@@ -27,6 +27,7 @@ from fm_constructs.config.model import (
 )
 from fm_constructs.config.reader import OUT_OF_RANGE, REQUIRED, TableReader
 from fm_constructs.config.rules import check_profile
+from fm_constructs.domain.defaults import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.serving_layout import GPU_MEMORY_UTILIZATION_RANGE
@@ -176,8 +177,8 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
         root_volume_size_gib=t.integer(
             "root_volume_size_gib",
             _default(WorkloadConfig, "root_volume_size_gib"),
-            minimum=100,
-            maximum=16_384,
+            minimum=ROOT_VOLUME_MIN_GIB,
+            maximum=ROOT_VOLUME_MAX_GIB,
         )
         or 0,
         max_instance_count=t.integer("max_instance_count", minimum=1, maximum=10_000),

@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from fm_constructs.domain.defaults import (
+    ROOT_VOLUME_MAX_GIB,
+    ROOT_VOLUME_MIN_GIB,
+    ROOT_VOLUME_SIZE_GIB,
+)
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
@@ -329,7 +334,10 @@ class WorkloadConfig:
         },
     )
     root_volume_size_gib: int = field(
-        default=200, metadata={"doc": "Encrypted gp3 root volume of each node."}
+        default=ROOT_VOLUME_SIZE_GIB,
+        metadata={
+            "doc": f"Encrypted gp3 root volume of each node ({ROOT_VOLUME_MIN_GIB} to {ROOT_VOLUME_MAX_GIB} GiB)."
+        },
     )
     storage: StorageConfig = field(
         default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}

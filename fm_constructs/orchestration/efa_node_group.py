@@ -21,6 +21,7 @@ from constructs import Construct
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, get_instance_type, require_efa
 from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
 from fm_constructs.compute.capacity_block_scaling import add_capacity_block_scaling
+from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
@@ -112,7 +113,7 @@ class EfaNodeGroup(Construct):
         capacity: CapacitySource | None = None,
         efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
         labels: Mapping[str, str] | None = None,
-        root_volume_size_gib: int = 500,
+        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         nvme_raid0: bool = True,
         auto_repair: bool = True,
         max_parallel_repairs: int = 1,

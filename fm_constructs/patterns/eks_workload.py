@@ -12,6 +12,7 @@ from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacityKind, CapacitySource
+from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.errors import FmValidationError
 from fm_constructs.kubernetes.node_shape import WorkloadTarget
 from fm_constructs.network import EfaSecurityGroup
@@ -82,7 +83,7 @@ class EksAcceleratedWorkload(Construct):
         max_node_count: int | None = None,
         capacity: CapacitySource | None = None,
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
-        root_volume_size_gib: int = 500,
+        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
         admin_role_arns: Sequence[str] = (),
         public_access_cidrs: Sequence[str] = (),

@@ -1,0 +1,16 @@
+"""Defaults shared by the profile, the patterns and the blocks: one place per concept.
+
+Every layer reads these names, so the value a profile gets without the key, a pattern gets
+without the argument and a block gets without the argument are the same.
+"""
+
+from __future__ import annotations
+
+#: Encrypted gp3 root volume of an accelerated node (GiB): the EKS/HyperPod AMI, container
+#: images of tens of GB (CUDA, NCCL, framework) and logs. Model weights go to NVMe.
+ROOT_VOLUME_SIZE_GIB = 200
+#: Smallest root volume the library accepts for an accelerated node (GiB): below this the
+#: GPU container images alone fill it.
+ROOT_VOLUME_MIN_GIB = 100
+#: Largest gp3 volume (GiB).
+ROOT_VOLUME_MAX_GIB = 16_384
