@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 
-from aws_cdk import RemovalPolicy, Tags, Token
+from aws_cdk import RemovalPolicy, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -13,6 +12,7 @@ from constructs import Construct
 from fm_constructs.errors import Problems
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
 from fm_constructs.policy import logs_encryption_key
+from fm_constructs.rules import platform as platform_rules
 
 MAX_ZONES = 3
 
@@ -60,16 +60,20 @@ class GpuClusterVpc(Construct):
         interface_endpoints: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="GpuClusterVpc")
+        problems = Problems(context=f"GpuClusterVpc {self.node.path}")
         zones = list(availability_zones)
         if not 1 <= len(zones) <= MAX_ZONES:
             problems.add("availability_zones", zones, f"must list 1 to {MAX_ZONES} zones")
-        try:
-            network = ipaddress.IPv4Network(cidr, strict=True)
-            if not 16 <= network.prefixlen <= 24:
-                problems.add("cidr", cidr, "must have a prefix between /16 and /24")
-        except ValueError:
-            problems.add("cidr", cidr, "must be an IPv4 network such as '10.0.0.0/16'")
+        # The floor-1 rules the profile loader runs on platform.vpc_cidr and the zones.
+        problems.add_findings(platform_rules.vpc_cidr(cidr, key="cidr"))
+        region = Stack.of(self).region
+        if not Token.is_unresolved(region):
+            for zone in zones:
+                problems.add_findings(
+                    platform_rules.zone_in_region(
+                        zone, region, key="availability_zones", region_key="the stack's region"
+                    )
+                )
         problems.raise_if_any()
 
         private_mask, public_mask = subnet_prefixes(cidr)
