@@ -354,8 +354,17 @@ class EfaNodeGroup(Construct):
                 "groups; use CapacitySource.capacity_block() or .odcr()",
             )
         min_nodes, desired, max_nodes = sizes
-        if not any(Token.is_unresolved(n) for n in sizes) and not (
-            0 <= min_nodes <= desired <= max_nodes and max_nodes >= 1
+        wrong = [
+            (name, n)
+            for name, n in zip(("min_size", "desired_size", "max_size"), sizes, strict=True)
+            if isinstance(n, bool) or not isinstance(n, int | float)
+        ]
+        for name, n in wrong:
+            problems.add(name, n, "must be a whole number (an int, not a string)")
+        if (
+            not wrong
+            and not any(Token.is_unresolved(n) for n in sizes)
+            and not (0 <= min_nodes <= desired <= max_nodes and max_nodes >= 1)
         ):
             problems.add(
                 "min_size/desired_size/max_size",

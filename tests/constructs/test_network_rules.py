@@ -19,3 +19,23 @@ def test_zones_of_another_region_and_a_bad_cidr_are_reported_with_the_path() -> 
     assert error.context == "GpuClusterVpc Net/Vpc"
     assert error.codes == ("FM105", "FM102", "FM102")
     assert "must be a zone of the stack's region 'us-east-1'" in str(error)
+
+
+def test_a_node_group_size_given_as_a_string_is_a_clear_error() -> None:
+    from fm_constructs import EfaNodeGroup, GpuEksCluster
+    from tests.support import imported_vpc
+
+    stack = cdk.Stack(cdk.App(), "Ng", env=TEST_ENV)
+    vpc = imported_vpc(stack)
+    cluster = GpuEksCluster.from_gpu_eks_cluster_attributes(
+        stack, "Cluster", cluster_name="gpu", vpc=vpc, cluster_security_group_id="sg-1"
+    )
+    with pytest.raises(FmValidationError, match=r"desired_size: must be a whole number"):
+        EfaNodeGroup(
+            stack,
+            "Nodes",
+            cluster=cluster,
+            instance_type="p5.48xlarge",
+            subnet=vpc.private_subnets[0],
+            desired_size="2",  # type: ignore[arg-type]
+        )
