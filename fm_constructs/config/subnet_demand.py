@@ -48,7 +48,7 @@ class NodeGroupDemand:
 
     name: str
     orchestrator: Orchestrator
-    layout: EfaLayout
+    layout: EfaLayout | None  # None: a type without EFA
     nodes: int
     addressing: NodeAddressing
 
@@ -88,7 +88,9 @@ class SubnetDemand:
         return self.free >= 0
 
 
-def requested_layout(workload: WorkloadConfig) -> EfaLayout:
+def requested_layout(
+    workload: WorkloadConfig, instance_type: str | None = None
+) -> EfaLayout | None:
     """The interface layout a workload's nodes really get.
 
     EKS node groups use the profile's ``efa_layout`` in their launch template. HyperPod
@@ -96,11 +98,11 @@ def requested_layout(workload: WorkloadConfig) -> EfaLayout:
     every EFA card of the type accepts it, else ``efa`` (one address per EFA interface),
     counted here as the legacy layout.
     """
+    spec = get_instance_type(instance_type or workload.instance_type)
+    if not spec.efa_supported:
+        return None  # a type without EFA (inference within one node): no EFA interfaces
     layout = EfaLayout(workload.efa_layout)
-    if (
-        workload.orchestrator in HYPERPOD
-        and not get_instance_type(workload.instance_type).efa_only_supported
-    ):
+    if workload.orchestrator in HYPERPOD and not spec.efa_only_supported:
         return EfaLayout.LEGACY
     return layout
 
@@ -113,7 +115,7 @@ def largest_node_count(workload: WorkloadConfig) -> int:
 def _node_group(
     name: str, workload: WorkloadConfig, instance_type: str, nodes: int, pods: int | None
 ) -> NodeGroupDemand:
-    layout = requested_layout(workload)
+    layout = requested_layout(workload, instance_type)
     addressing = node_addressing(
         get_instance_type(instance_type),
         layout,
