@@ -334,8 +334,8 @@ def test_reservation_group_members_are_read_and_counted(stubs: Stubs, tmp_path: 
     )
     stubs["eks"].add_response(
         "describe_cluster_versions",
-        {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
-        {"defaultOnly": True},
+        {"clusterVersions": [{"clusterVersion": "1.35", "versionStatus": "STANDARD_SUPPORT"}]},
+        {"clusterVersions": ["1.35"]},
     )
     result = run("preflight", "--config", write_profile(tmp_path, ODCR_GROUP), "--json")
     assert result.code == 1
