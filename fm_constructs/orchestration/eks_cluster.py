@@ -516,23 +516,11 @@ class GpuEksCluster(Construct):
             problems.add("system_node_count", system_node_count, "must be between 1 and 10")
 
     def _check_admin_accounts(self, problems: Problems, admin_role_arns: Sequence[str]) -> None:
-        """An admin role of another account than the stack's is rejected by EKS only after the
-        control plane is built (``principalArn is invalid``); refuse it at synthesis when the
-        stack's account is known."""
+        """The rule the loader runs with ``platform.account``, with the stack's account when
+        it is known at synthesis."""
         account = Stack.of(self).account
-        if Token.is_unresolved(account):
-            return
-        for index, arn in enumerate(admin_role_arns):
-            if Token.is_unresolved(arn) or not _ROLE_ARN.match(arn):
-                continue
-            role_account = arn.split(":")[4]
-            if role_account != account:
-                problems.add(
-                    f"admin_role_arns[{index}]",
-                    arn,
-                    f"must be a role of the stack's account {account} (EKS rejects principals "
-                    f"of account {role_account}); list your operators' roles",
-                )
+        if not Token.is_unresolved(account):
+            problems.add_findings(platform_rules.admin_accounts(admin_role_arns, account))
 
     def _acknowledge_kubectl_provider(self) -> None:
         """aws-cdk-lib creates the kubectl provider (a child of the cluster) on the first

@@ -234,6 +234,37 @@ def admin_principals(arns: Sequence[str], *, key: str = "admin_role_arns") -> li
 
 
 @rule(
+    "FM207",
+    "A cluster admin role belongs to another account than the platform's: EKS rejects the "
+    "access entry (``principalArn is invalid``) only after the control plane is built.",
+    "List roles of the deploying account (platform.account), or leave the account unset.",
+)
+def admin_accounts(
+    arns: Sequence[str], account: str | None, *, key: str = "admin_role_arns"
+) -> list[Finding]:
+    if account is None or _is_token(account):
+        return []
+    out: list[Finding] = []
+    for index, arn in enumerate(arns):
+        if _is_token(arn) or not _ROLE_ARN.match(arn):
+            continue  # admin_principals reports malformed ARNs
+        role_account = arn.split(":")[4]
+        if role_account != account:
+            out.append(
+                Finding(
+                    "FM207",
+                    Severity.ERROR,
+                    f"{key}[{index}]",
+                    arn,
+                    f"must be a role of the account {account} (EKS rejects principals of "
+                    f"account {role_account})",
+                    "list your operators' roles in that account",
+                )
+            )
+    return out
+
+
+@rule(
     "FM203",
     "A cluster admin role is in AWS's documentation account 111122223333 (the shipped "
     "example), or no admin role is given.",

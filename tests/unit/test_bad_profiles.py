@@ -111,6 +111,16 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "an IAM user",
     ),
     (
+        "14c",
+        {
+            "platform.account": "444455556666",
+            "platform.admin_role_arns": ["arn:aws:iam::111122223333:role/Admin"],
+        },
+        "platform.admin_role_arns[0]",
+        "FM207",
+        "must be a role of the account 444455556666",
+    ),
+    (
         "15",
         {"inference.model.tensor_parallel_size": 16},
         "inference.model.tensor_parallel_size",
@@ -306,7 +316,12 @@ def test_a_misspelled_key_gives_one_line_with_the_fix(tmp_path: Path) -> None:
     ("row", "changes", "key", "code"),
     [
         ("14", {"platform.admin_role_arns": []}, "platform.admin_role_arns", "FM203"),
-        ("14", {}, "platform.admin_role_arns[0]", "FM203"),
+        (
+            "14",
+            {"platform.admin_role_arns": ["arn:aws:iam::111122223333:role/Admin"]},
+            "platform.admin_role_arns[0]",
+            "FM203",
+        ),
         ("18", {**ONLY_INFERENCE, "inference.enabled": False}, "pretraining.enabled", "FM106"),
         ("42", {**ONLY_INFERENCE, "inference.model": _DELETE}, "inference.model", "FM506"),
     ],

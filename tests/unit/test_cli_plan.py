@@ -166,7 +166,7 @@ def test_json_schema(default_json: dict) -> None:  # type: ignore[type-arg]
         "basis",
     }
     assert default_json["problems"] == []
-    # The shipped placeholder admin role is flagged, as the loader and preflight flag it.
+    # No admin role in the shipped profile: flagged, as the loader and preflight flag it.
     assert any("[FM203]" in w for w in default_json["warnings"])
 
 

@@ -102,9 +102,9 @@ def test_default_profile_passes(stubs: Stubs) -> None:
     assert "1,152 vCPUs, the profile needs 1,152" in result.out
     assert "existing PERSISTENT_2 file systems 2,400 GiB + planned 14,400 GiB" in result.out
     # The profile's platform.kubernetes_version is the one checked, and the profile's own
-    # warnings (the placeholder admin role) are shown as the loader and `fmc plan` give them.
+    # warnings (no admin role yet) are shown as the loader and `fmc plan` give them.
     assert "Kubernetes 1.35: STANDARD_SUPPORT" in result.out
-    assert "platform.admin_role_arns[0]: is in AWS's example account" in result.out
+    assert "platform.admin_role_arns: no admin role is given" in result.out
     assert "[FM203]" in result.out
     stubs.assert_done()
 
