@@ -12,7 +12,9 @@ import aws_cdk as cdk
 import yaml
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
-from cfnlint.api import ManualArgs, lint
+from cfnlint.config import ConfigMixIn, ManualArgs
+from cfnlint.decode.decode import decode_str
+from cfnlint.runner import Runner
 
 from fm_constructs.policy import enable_nag
 
@@ -43,12 +45,24 @@ def _ignored_cfn_lint_rules() -> tuple[str, ...]:
     return tuple(data.get("ignore_checks", []))
 
 
+@functools.cache
+def _cfn_lint_runner(region: str) -> Runner:
+    """One cfn-lint runner per region: loading its rules costs more than linting a template,
+    and the cfn-lint CLI itself reuses one runner for every template it is given."""
+    config = ManualArgs(regions=[region], ignore_checks=list(_ignored_cfn_lint_rules()))
+    return Runner(ConfigMixIn(**config))
+
+
 def cfn_lint(template: str | Mapping[str, Any], region: str) -> list[str]:
     """cfn-lint findings for ``template`` in ``region``, under the repository's own settings
     (the same ones `cfn-lint cdk.out/*.template.json` uses)."""
     text = template if isinstance(template, str) else json.dumps(template)
-    config = ManualArgs(regions=[region], ignore_checks=list(_ignored_cfn_lint_rules()))
-    return [str(match) for match in lint(text, config=config)]
+    decoded, errors = decode_str(text)
+    if errors:
+        return [str(error) for error in errors]
+    if decoded is None:
+        return ["the template is empty"]
+    return [str(match) for match in _cfn_lint_runner(region).validate_template(decoded)]
 
 
 def imported_vpc(stack: cdk.Stack, zone: str = "us-east-1a") -> ec2.IVpc:
