@@ -11,6 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 
 from fm_constructs.config import Orchestrator, Profile
+from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.options import DeploymentOptions, deployment_options
 from fm_constructs.config.rules import check_ip_budget_of
 from fm_constructs.errors import FmValidationError
@@ -93,14 +94,18 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     queues). Workload stacks depend on the platform and their cluster, never on each other, so
     ``cdk deploy --all --concurrency 4`` creates them side by side.
     """
-    ip_problems = check_ip_budget_of(profile)
+    ip_problems = check_ip_budget_of(profile) + fixed_limit_problems(profile)
     if ip_problems:
         raise FmValidationError(ip_problems, context=f"profile {profile.source}")
     profile = with_admin_roles(profile, app.node.try_get_context(ADMIN_ROLES_CONTEXT))
     env = environment(profile)
     options = deployment_options(profile)
     platform = PlatformStack(
-        app, stack_name(profile, "platform"), platform=profile.platform, env=env
+        app,
+        stack_name(profile, "platform"),
+        platform=profile.platform,
+        custom_networking=options.custom_networking,
+        env=env,
     )
     observability = platform.observability
     subnet = platform.network.private_subnet(profile.platform.availability_zone)
@@ -114,6 +119,9 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
             profile=profile,
             vpc=platform.vpc,
             scraped=observability is not None,
+            eni_config_subnets=(
+                platform.network.eni_config_subnets() if options.custom_networking else None
+            ),
             env=env,
         )
         clusters[key] = cluster
@@ -163,6 +171,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
                 options=workload_options,
                 platform=profile.platform,
                 cluster=cluster_stack.cluster,
+                max_pods_per_node=workload_options.max_pods_per_node,
                 subnet=subnet,
                 data_bucket=platform.data,
                 observability=observability,

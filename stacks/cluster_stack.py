@@ -52,6 +52,7 @@ class ClusterStack(Stack):
         profile: Profile,
         vpc: ec2.IVpc,
         scraped: bool,
+        eni_config_subnets: dict[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         platform = profile.platform
@@ -73,6 +74,7 @@ class ClusterStack(Stack):
             admin_role_arns=platform.admin_role_arns,
             public_access_cidrs=platform.public_access_cidrs,
             operators=_operators(cluster),
+            eni_config_subnets=eni_config_subnets,
         )
         # Device plugins of every member's accelerators, installed with the cluster.
         families = set()

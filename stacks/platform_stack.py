@@ -17,7 +17,13 @@ class PlatformStack(Stack):
     """Long-lived, shared resources; workload stacks reference them and deploy side by side."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, platform: PlatformConfig, **kwargs: Any
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        platform: PlatformConfig,
+        custom_networking: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(
             scope,
@@ -33,6 +39,8 @@ class PlatformStack(Stack):
             cidr=platform.vpc_cidr,
             nat_gateways_per_az=platform.nat_gateways is NatGateways.PER_AZ,
             interface_endpoints=platform.interface_endpoints,
+            pod_cidr=platform.pod_cidr if custom_networking else None,
+            pod_subnet_zone=platform.availability_zone if custom_networking else None,
         )
         self.vpc = self.network.vpc
         self.data = DataBucket(self, "Data")

@@ -222,6 +222,7 @@ class WorkloadComputeStack(Stack):
         options: WorkloadOptions,
         platform: PlatformConfig,
         cluster: GpuEksCluster,
+        max_pods_per_node: int | None = None,
         subnet: ec2.ISubnet,
         data_bucket: IDataBucket,
         observability: ObservabilityPlatform | None,
@@ -250,6 +251,7 @@ class WorkloadComputeStack(Stack):
             "data_bucket": data_bucket,
             "efa_layout": efa_layout_of(workload),
             "root_volume_size_gib": workload.root_volume_size_gib,
+            "max_pods_per_node": max_pods_per_node,
         }
         self.workload: PretrainingWorkload | PostTrainingWorkload | InferenceWorkload
         if workload.name == "pretraining":
@@ -280,14 +282,16 @@ class WorkloadComputeStack(Stack):
 
     def _outputs(self) -> None:
         eks_workload = self.workload.workload
-        for pool, group in eks_workload.node_groups.items():
-            CfnOutput(
-                self,
-                "GpuNodeGroup" if pool == "gpu" else f"{pool.capitalize()}NodeGroup",
-                value=group.nodegroup_name,
-                description=f"Managed node group of the {pool} pool "
-                f"(kubectl get nodes -l fm-constructs/node-pool={group.node_pool})",
-            )
+        for pool, parts in eks_workload.node_group_parts.items():
+            for index, group in enumerate(parts):
+                suffix = "" if index == 0 else str(index + 1)
+                CfnOutput(
+                    self,
+                    ("GpuNodeGroup" if pool == "gpu" else f"{pool.capitalize()}NodeGroup") + suffix,
+                    value=group.nodegroup_name,
+                    description=f"Managed node group of the {pool} pool "
+                    f"(kubectl get nodes -l fm-constructs/node-pool={group.node_pool})",
+                )
         CfnOutput(
             self,
             "Namespace",

@@ -224,6 +224,34 @@ def _strict_crd(schema: Any) -> Any:
     return schema
 
 
+#: CRD schema of the VPC CNI's ENIConfig (and the environment keys the CNI reads), from the
+#: amazon-vpc-cni-k8s release tag.
+VPC_CNI_CRDS = Path(__file__).parent / "data" / "crds" / "aws-vpc-cni-v1.23.0.json"
+
+
+@functools.cache
+def vpc_cni_crds() -> dict[str, Any]:
+    crds: dict[str, Any] = json.loads(VPC_CNI_CRDS.read_text())
+    return crds
+
+
+def validate_eni_config(obj: Mapping[str, Any], kubernetes_version: str) -> None:
+    """Validate an ENIConfig against the VPC CNI's CRD schema (unknown fields rejected)."""
+    validate_builtin(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj.get("metadata") or {}},
+        kubernetes_version,
+    )
+    crds = vpc_cni_crds()
+    if obj.get("apiVersion") != crds["apiVersion"]:
+        raise SchemaError(f"{_name(obj)}: ENIConfig objects must use {crds['apiVersion']}")
+    try:
+        jsonschema.validate(dict(obj), _strict_crd(crds["kinds"][obj["kind"]]))
+    except jsonschema.ValidationError as error:
+        raise SchemaError(
+            f"{_name(obj)}: {error.message} at {list(error.absolute_path)}"
+        ) from error
+
+
 def validate_kueue_kind(obj: Mapping[str, Any], kubernetes_version: str) -> None:
     """Validate a Kueue object against the pinned CRD schema of its kind (its metadata as the
     ObjectMeta of a built-in kind)."""
@@ -257,6 +285,9 @@ def validate_object(obj: Mapping[str, Any], kubernetes_version: str) -> str:
     if group == "kueue.x-k8s.io" and kind in _kueue_crds()["kinds"]:
         validate_kueue_kind(obj, kubernetes_version)
         return "kueue-crd"
+    if group == "crd.k8s.amazonaws.com" and kind in vpc_cni_crds()["kinds"]:
+        validate_eni_config(obj, kubernetes_version)
+        return "vpc-cni-crd"
     if (group, kind) in NO_REGISTRY_SCHEMA:
         # The object's metadata is an ObjectMeta like any other: check it on a built-in kind.
         validate_builtin(

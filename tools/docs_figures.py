@@ -67,6 +67,23 @@ def _plan(profile: str) -> Callable[[], str]:
     return figure
 
 
+def _aws_limits() -> str:
+    """Every AWS limit the library counts against, with its quota code and source."""
+    from fm_constructs.planning.aws_limits import LIMITS
+
+    rows = [
+        "| limit | service | default | per | adjustable | quota code | source |",
+        "|---|---|---:|---|---|---|---|",
+    ]
+    for limit in LIMITS.values():
+        rows.append(
+            f"| {limit.name} | {limit.service} | {limit.value:,} {limit.unit} | {limit.scope} | "
+            f"{'yes' if limit.adjustable else 'no'} | {limit.quota_code or '-'} | "
+            f"[{limit.source.split('/')[2]}]({limit.source}) |"
+        )
+    return "\n".join(rows)
+
+
 def _plan_totals() -> str:
     """Every shipped profile's ``fmc plan`` total, with what it leaves out."""
     from fm_constructs.cli.plan import build_plan
@@ -282,6 +299,8 @@ FIGURES: dict[str, Callable[[], str]] = {
     "fsx-sizing-reasoning": _fsx_sizing_reasoning,
     "plan-default": _plan("default"),
     "plan-hyperpod-slurm": _plan("hyperpod-slurm"),
+    "plan-pretraining-1024": _plan("pretraining-1024"),
+    "aws-limits": _aws_limits,
     "plan-totals": _plan_totals,
     **{f"options-{spec.split(':')[1].lower()}": _options(spec) for spec in OPTION_CLASSES},
 }

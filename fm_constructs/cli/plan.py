@@ -26,11 +26,18 @@ from fm_constructs.config import (
     TrainingGoalConfig,
     WorkloadConfig,
 )
+from fm_constructs.config.limits import fixed_limit_problems, limit_usages
 from fm_constructs.config.options import capacity_quota, deployment_options
 from fm_constructs.config.rules import efa_layout_of
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE, fsx_sizing_request
-from fm_constructs.config.subnet_demand import NodeGroupDemand, shortfall_message, subnet_demand
+from fm_constructs.config.subnet_demand import (
+    NodeGroupDemand,
+    SubnetDemand,
+    demand_problems,
+    subnet_demand,
+)
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning.aws_limits import LimitUsage
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_count, efa_interface_layout
 from fm_constructs.planning.fsx_sizing import (
     DEFAULT_BYTES_PER_PARAMETER,
@@ -143,6 +150,10 @@ class SubnetPlan:
     pod_ips_per_node: int | None
     #: (what, addresses) in the subnet besides the GPU nodes.
     fixed: tuple[tuple[str, int], ...] = ()
+    #: Pod networking with ``auto`` resolved: ``node-subnet`` or ``custom-networking``.
+    networking: str = "node-subnet"
+    #: Custom networking: the GPU zone's pod subnet (cidr, usable, required, per-group rows).
+    pod_subnet: dict[str, Any] | None = None
 
     @property
     def free(self) -> int:
@@ -173,6 +184,13 @@ class Plan:
     #: The profile's warnings, as the loader found them (the same lines synth and preflight
     #: give); they do not change the exit code.
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: Every AWS limit the largest deployment counts against (:mod:`fm_constructs.config.limits`).
+    limits: tuple[LimitUsage, ...] = ()
+
+    @property
+    def reached_limits(self) -> tuple[LimitUsage, ...]:
+        """The limits at 80% or more, largest share first."""
+        return tuple(sorted((u for u in self.limits if u.reached), key=lambda u: -u.share))
 
     @property
     def missing_prices(self) -> tuple[str, ...]:
@@ -209,7 +227,26 @@ class Plan:
                 "fits": self.subnet.fits,
                 "pod_ips_per_node": self.subnet.pod_ips_per_node,
                 "other": [{"what": what, "addresses": n} for what, n in self.subnet.fixed],
+                "pod_networking": self.subnet.networking,
+                "pod_subnet": self.subnet.pod_subnet,
             },
+            "limits": [
+                {
+                    "key": u.limit.key,
+                    "name": u.limit.name,
+                    "service": u.limit.service,
+                    "quota_code": u.limit.quota_code or None,
+                    "adjustable": u.limit.adjustable,
+                    "limit": u.limit.value,
+                    "unit": u.limit.unit,
+                    "used": u.used,
+                    "share": round(u.share, 4),
+                    "reached": u.reached,
+                    "what": u.what,
+                    "source": u.limit.source,
+                }
+                for u in self.limits
+            ],
             "costs": [c.to_json() for c in self.costs],
             "totals": {
                 "nodes": sum(w.nodes for w in self.workloads),
@@ -330,8 +367,10 @@ def build_plan(
         workloads.append(
             _plan_workload(workload, spec, layout, group, region, prices, workload_goal, problems)
         )
-    if not demand.fits:
-        problems.add_message(shortfall_message(demand))
+    for message in demand_problems(demand):
+        problems.add_message(message)
+    for message in fixed_limit_problems(profile):
+        problems.add_message(message)
     subnet = SubnetPlan(
         availability_zone=profile.platform.availability_zone,
         prefix=demand.prefix,
@@ -341,6 +380,8 @@ def build_plan(
         required=demand.required,
         pod_ips_per_node=pod_ips_per_node,
         fixed=demand.fixed,
+        networking=demand.networking.value,
+        pod_subnet=_pod_subnet_json(demand),
     )
     costs = [line for w in workloads for line in _workload_cost_lines(w, prices)]
     costs += platform_cost_lines(profile, prices)
@@ -356,7 +397,32 @@ def build_plan(
         costs=tuple(costs),
         clusters=_clusters(profile),
         warnings=tuple(f.line() for f in profile.warnings),
+        limits=tuple(limit_usages(profile, demand=demand)),
     )
+
+
+def _pod_subnet_json(demand: SubnetDemand) -> dict[str, Any] | None:
+    pods = demand.pod_subnet
+    if pods is None:
+        return None
+    return {
+        "cidr": pods.cidr,
+        "usable": pods.usable,
+        "required": pods.required,
+        "fits": pods.fits,
+        "node_groups": [
+            {
+                "name": g.name,
+                "nodes": g.nodes,
+                "max_pods": g.pod_addressing.max_pods,
+                "prefixes_per_node": g.pod_addressing.prefixes,
+                "addresses_per_node": g.pod_addressing.addresses,
+                "addresses": g.pod_subnet_addresses,
+            }
+            for g in pods.node_groups
+            if g.pod_addressing is not None
+        ],
+    }
 
 
 def _workload_cost_lines(w: WorkloadPlan, prices: PriceTable) -> list[CostLine]:
@@ -649,6 +715,40 @@ def _unit_money(value: float | None) -> str:
     return f"${value:,.4f}" if value >= 0.01 else f"${value:.3g}"
 
 
+def _render_pod_subnet(subnet: SubnetPlan) -> list[str]:
+    pods = subnet.pod_subnet
+    if pods is None:
+        return []
+    lines = [
+        "",
+        f"pod networking: VPC CNI custom networking with prefix delegation; pod subnet "
+        f"{pods['cidr']} in {subnet.availability_zone} ({pods['usable']:,} usable) needs "
+        f"{pods['required']:,} - " + ("fits" if pods["fits"] else "DOES NOT FIT"),
+    ]
+    for g in pods["node_groups"]:
+        lines.append(
+            f"  {g['name']}: {g['nodes']:,} nodes x {g['addresses_per_node']} addresses "
+            f"(maxPods {g['max_pods']}: {g['prefixes_per_node']} /28 prefixes incl. 1 spare, "
+            f"plus the pod ENI's own address) = {g['addresses']:,}"
+        )
+    return lines
+
+
+def _render_limits(plan: Plan) -> list[str]:
+    reached = plan.reached_limits
+    lines = ["", f"AWS limits at 80% or more: {len(reached) or 'none'}"]
+    for usage in reached:
+        fix = (
+            "request an increase in Service Quotas before the deploy"
+            if usage.limit.adjustable
+            else "a fixed limit: change the profile"
+        )
+        lines.append(f"  {usage.line()}; {fix} ({usage.limit.source})")
+        if usage.limit.note:
+            lines.append(f"    {usage.limit.note}")
+    return lines
+
+
 def render_plan(plan: Plan) -> str:
     """The plan as terminal tables."""
     from fm_constructs.cli.output import render_table  # local: keeps the module import light
@@ -727,7 +827,10 @@ def render_plan(plan: Plan) -> str:
         f"IP budget: private subnet /{subnet.prefix} in {subnet.availability_zone} "
         f"({subnet.usable:,} usable of {subnet.addresses:,}); the largest deployment needs "
         f"{subnet.required:,} - " + ("fits" if subnet.fits else f"SHORT by {-subnet.free:,}"),
-        "  per node: the layout's interface addresses plus the VPC CNI's ENIs on network card 0 "
+        "  per node: the layout's interface addresses (pods take theirs from the pod subnet)"
+        if subnet.pod_subnet is not None
+        else "  per node: the layout's interface addresses plus the VPC CNI's ENIs on network card "
+        "0 "
         + (
             "filled for as many pods as kubelet admits (WARM_ENI_TARGET=1)"
             if subnet.pod_ips_per_node is None
@@ -761,6 +864,8 @@ def render_plan(plan: Plan) -> str:
     )
     if subnet.fixed:
         lines.append("  other: " + ", ".join(f"{what} {n:,}" for what, n in subnet.fixed))
+    lines += _render_pod_subnet(subnet)
+    lines += _render_limits(plan)
     for w in plan.workloads:
         if w.goal is None:
             continue

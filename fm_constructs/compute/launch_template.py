@@ -124,6 +124,7 @@ class GpuLaunchTemplate(Construct):
         user_data_mode: UserDataMode = UserDataMode.EKS_NODEADM,
         nodeadm_cluster: NodeadmCluster | None = None,
         extra_user_data_script: str | None = None,
+        max_pods: int | None = None,
         machine_image: ec2.IMachineImage | None = None,
         instance_profile: iam.IInstanceProfile | None = None,
         launch_template_name: str | None = None,
@@ -172,6 +173,7 @@ class GpuLaunchTemplate(Construct):
             raid0=nvme_raid0 and spec.nvme is not None,
             cluster=nodeadm_cluster,
             extra_script=extra_user_data_script,
+            max_pods=max_pods,
         )
         self.user_data: str | None = user_data
 

@@ -52,9 +52,13 @@ def _yaml_string(value: str) -> str:
     return json.dumps(value)
 
 
-def node_config_yaml(*, raid0: bool, cluster: NodeadmCluster | None) -> str | None:
-    """The nodeadm NodeConfig document, or None when it would be empty."""
-    if not raid0 and cluster is None:
+def node_config_yaml(
+    *, raid0: bool, cluster: NodeadmCluster | None, max_pods: int | None = None
+) -> str | None:
+    """The nodeadm NodeConfig document, or None when it would be empty. ``max_pods``: kubelet's
+    ``maxPods`` (nodeadm's ``spec.kubelet.config``), which bounds the pod addresses a node
+    takes from its pod subnet."""
+    if not raid0 and cluster is None and max_pods is None:
         return None
     lines = ["---", "apiVersion: node.eks.aws/v1alpha1", "kind: NodeConfig", "spec:"]
     if cluster is not None:
@@ -65,6 +69,8 @@ def node_config_yaml(*, raid0: bool, cluster: NodeadmCluster | None) -> str | No
             f"    certificateAuthority: {_yaml_string(cluster.certificate_authority)}",
             f"    cidr: {_yaml_string(cluster.cidr)}",
         ]
+    if max_pods is not None:
+        lines += ["  kubelet:", "    config:", f"      maxPods: {int(max_pods)}"]
     if raid0:
         lines += ["  instance:", "    localStorage:", "      strategy: RAID0"]
     return "\n".join(lines) + "\n"
@@ -127,14 +133,16 @@ def render_user_data(
     raid0: bool,
     cluster: NodeadmCluster | None = None,
     extra_script: str | None = None,
+    max_pods: int | None = None,
 ) -> str | None:
-    """The user data for ``mode`` (None when there is nothing to run)."""
+    """The user data for ``mode`` (None when there is nothing to run). ``max_pods`` applies to
+    nodeadm nodes only."""
     if mode is UserDataMode.NONE:
         return None
     if mode is UserDataMode.SHELL:
         return shell_user_data(raid0=raid0, extra_script=extra_script)
     parts: list[tuple[str, str]] = []
-    node_config = node_config_yaml(raid0=raid0, cluster=cluster)
+    node_config = node_config_yaml(raid0=raid0, cluster=cluster, max_pods=max_pods)
     if node_config:
         parts.append(("application/node.eks.aws", node_config))
     if extra_script:

@@ -30,8 +30,10 @@ from fm_constructs.config.rules import check_profile
 from fm_constructs.domain.defaults import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.pod_networking import PodNetworking
 from fm_constructs.planning.serving_layout import GPU_MEMORY_UTILIZATION_RANGE
 from fm_constructs.rules import platform as platform_rules
+from fm_constructs.rules import scale as scale_rules
 
 WORKLOAD_KEYS = ("pretraining", "post_training", "inference")
 
@@ -109,6 +111,17 @@ def _platform(t: TableReader) -> PlatformConfig:
         t.problems.add_findings(found)
         if found:
             cidr = None
+    pod_cidr = t.string("pod_cidr", _default(PlatformConfig, "pod_cidr")) or _default(
+        PlatformConfig, "pod_cidr"
+    )
+    if t.has("pod_cidr"):
+        t.problems.add_findings(
+            scale_rules.pod_cidr(
+                pod_cidr,
+                cidr or _default(PlatformConfig, "vpc_cidr"),
+                key=t.key_path("pod_cidr"),
+            )
+        )
     return PlatformConfig(
         name=t.string(
             "name",
@@ -128,6 +141,10 @@ def _platform(t: TableReader) -> PlatformConfig:
         kubernetes_version=_kubernetes_version(t),
         admin_role_arns=t.string_list("admin_role_arns"),
         public_access_cidrs=t.string_list("public_access_cidrs"),
+        pod_networking=t.choice(
+            "pod_networking", PodNetworking, _default(PlatformConfig, "pod_networking")
+        ),
+        pod_cidr=pod_cidr,
         interface_endpoints=t.boolean(
             "interface_endpoints", _default(PlatformConfig, "interface_endpoints")
         ),
@@ -189,6 +206,7 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
         autoscaling=_autoscaling(t.table("autoscaling", _keys(AutoscalingConfig))),
         training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
         rollout=_rollout(t.table("rollout", _keys(RolloutConfig))),
+        max_pods_per_node=t.integer("max_pods_per_node", minimum=1, maximum=250),
         storage=_storage(
             t.table("storage", _keys(StorageConfig)), default_enabled=name != "inference"
         ),

@@ -19,6 +19,7 @@ from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     supported_versions_text,
 )
+from fm_constructs.planning.pod_networking import DEFAULT_POD_CIDR, PodNetworking
 from fm_constructs.planning.serving_layout import (
     AUTOSCALING_TARGET,
     GPU_MEMORY_UTILIZATION,
@@ -368,6 +369,12 @@ class WorkloadConfig:
         default_factory=RolloutConfig,
         metadata={"doc": "The [post_training.rollout] table (post_training only)."},
     )
+    max_pods_per_node: int | None = field(
+        default=None,
+        metadata={
+            "doc": "EKS: kubelet maxPods of the accelerated nodes (1 to 250), set in their launch template; the IP budget counts this many pods per node. Default: the VPC CNI's own figure in the node subnet, 32 with custom networking."
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -415,6 +422,18 @@ class PlatformConfig:
         default=(),
         metadata={
             "doc": "CIDRs allowed to reach the EKS API publicly; empty keeps the endpoint private."
+        },
+    )
+    pod_networking: PodNetworking = field(
+        default=PodNetworking.AUTO,
+        metadata={
+            "doc": "Where EKS pods get addresses: 'node-subnet' (VPC CNI default), 'custom-networking' (pod subnets in the secondary CIDR pod_cidr, one ENIConfig per zone, prefix delegation) or 'auto' (the node subnet while the largest deployment fits it, custom networking otherwise)."
+        },
+    )
+    pod_cidr: str = field(
+        default=DEFAULT_POD_CIDR,
+        metadata={
+            "doc": "Secondary VPC CIDR block (/16 to /28) of the GPU zone's pod subnet under custom networking; the other zones' pods keep their private subnets."
         },
     )
     interface_endpoints: bool = field(

@@ -16,7 +16,10 @@ from fm_constructs.config.model import (
     Profile,
     WorkloadConfig,
 )
+from fm_constructs.config.subnet_demand import accelerated_max_pods, subnet_demand
 from fm_constructs.domain import names
+from fm_constructs.planning.aws_limits import node_groups_for
+from fm_constructs.planning.pod_networking import PodNetworking
 
 #: Key of the platform's shared EKS cluster in :attr:`DeploymentOptions.clusters`.
 SHARED_CLUSTER = "shared"
@@ -69,6 +72,11 @@ class NodePoolOptions:
         """True when the group can grow (the Cluster Autoscaler then manages it)."""
         return self.max_size > self.min_size
 
+    @property
+    def node_groups(self) -> int:
+        """Managed node groups the pool is built from (EKS allows 450 nodes in one)."""
+        return node_groups_for(self.max_size)
+
 
 @dataclass(frozen=True)
 class WorkloadOptions:
@@ -85,6 +93,8 @@ class WorkloadOptions:
     node_pools: tuple[NodePoolOptions, ...]
     operators: frozenset[str]
     data_prefixes: tuple[str, ...]
+    #: kubelet maxPods of the accelerated nodes (None: the VPC CNI's own figure).
+    max_pods_per_node: int | None = None
 
     @property
     def on_eks(self) -> bool:
@@ -114,6 +124,12 @@ class DeploymentOptions:
 
     clusters: dict[str, ClusterOptions]
     workloads: dict[str, WorkloadOptions]
+    #: Where pods get addresses (``auto`` resolved by the IP budget).
+    pod_networking: PodNetworking = PodNetworking.NODE_SUBNET
+
+    @property
+    def custom_networking(self) -> bool:
+        return self.pod_networking is PodNetworking.CUSTOM_NETWORKING
 
     def cluster_of(self, workload: str) -> ClusterOptions | None:
         key = self.workloads[workload].cluster
@@ -168,8 +184,10 @@ def capacity_quota(instance_type: str, nodes: int) -> dict[str, int | str]:
     return quota
 
 
-def workload_options(w: WorkloadConfig) -> WorkloadOptions:
-    """Options of one enabled workload."""
+def workload_options(
+    w: WorkloadConfig, networking: PodNetworking = PodNetworking.NODE_SUBNET
+) -> WorkloadOptions:
+    """Options of one enabled workload under ``networking``."""
     on_eks = w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS)
     cluster = None
     if on_eks:
@@ -186,13 +204,19 @@ def workload_options(w: WorkloadConfig) -> WorkloadOptions:
         node_pools=node_pools(w) if w.orchestrator is Orchestrator.EKS else (),
         operators=OPERATORS[w.name],
         data_prefixes=DATA_PREFIXES[w.name],
+        max_pods_per_node=(
+            accelerated_max_pods(w)
+            if networking is PodNetworking.CUSTOM_NETWORKING
+            else w.max_pods_per_node
+        ),
     )
 
 
 def deployment_options(profile: Profile) -> DeploymentOptions:
     """Options of every enabled workload and of the clusters they run on: one shared cluster
     for every EKS-orchestrated workload unless it asks for ``dedicated_cluster``."""
-    workloads = {w.name: workload_options(w) for w in profile.enabled_workloads}
+    networking = subnet_demand(profile).networking
+    workloads = {w.name: workload_options(w, networking) for w in profile.enabled_workloads}
     members: dict[str, list[str]] = {}
     for options in workloads.values():
         if options.cluster is not None:
@@ -206,4 +230,4 @@ def deployment_options(profile: Profile) -> DeploymentOptions:
         )
         for key, names_ in members.items()
     }
-    return DeploymentOptions(clusters=clusters, workloads=workloads)
+    return DeploymentOptions(clusters=clusters, workloads=workloads, pod_networking=networking)

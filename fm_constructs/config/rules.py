@@ -17,7 +17,7 @@ from fm_constructs.config.model import (
     WorkloadConfig,
 )
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE
-from fm_constructs.config.subnet_demand import shortfall_message, subnet_demand
+from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_block import check_capacity_block_times
 from fm_constructs.planning.capacity_ids import (
@@ -336,7 +336,7 @@ def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None)
     still be shown for a profile whose nodes do not fit; synthesis refuses it.
     """
     demand = subnet_demand(profile, pods_per_node=pod_ips_per_node)
-    return [] if demand.fits else [shortfall_message(demand)]
+    return demand_problems(demand)
 
 
 def _check_platform(profile: Profile) -> list[Finding]:

@@ -8,6 +8,7 @@ this one function. Floor 1: no aws_cdk import.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass
 
@@ -22,7 +23,16 @@ from fm_constructs.planning.ip_budget import (
     node_addressing,
     smallest_prefix_for,
 )
+from fm_constructs.planning.pod_networking import (
+    DEFAULT_ACCELERATED_MAX_PODS,
+    PodNetworking,
+    PodSubnetAddressing,
+    pod_cidr_problems,
+    pod_enis_with_custom_networking,
+    pod_subnet_addresses_per_node,
+)
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
+from fm_constructs.rules import scale as scale_rules
 
 #: EKS control-plane ENIs in the cluster's subnets: up to 4, and 4 new ones beside them during
 #: a version upgrade (EKS User Guide, "VPC and subnet requirements"; awsdocs/amazon-eks-user-
@@ -44,28 +54,71 @@ HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
 
 @dataclass(frozen=True)
 class NodeGroupDemand:
-    """One node group at its largest size."""
+    """One node group at its largest size. ``pod_addressing``: what each node takes from the
+    pod subnet under custom networking (None: pods use the node subnet, or no VPC CNI)."""
 
     name: str
     orchestrator: Orchestrator
     layout: EfaLayout | None  # None: a type without EFA
     nodes: int
     addressing: NodeAddressing
+    pod_addressing: PodSubnetAddressing | None = None
 
     @property
     def addresses(self) -> int:
         return self.nodes * self.addressing.per_node
 
+    @property
+    def pod_subnet_addresses(self) -> int:
+        return 0 if self.pod_addressing is None else self.nodes * self.pod_addressing.addresses
+
+
+@dataclass(frozen=True)
+class PodSubnetDemand:
+    """What the GPU zone's pod subnet (the whole secondary CIDR) must hold under custom
+    networking."""
+
+    cidr: str
+    prefix: int
+    node_groups: tuple[NodeGroupDemand, ...]
+
+    @property
+    def addresses(self) -> int:
+        return int(2 ** (32 - self.prefix))
+
+    @property
+    def usable(self) -> int:
+        return self.addresses - AWS_RESERVED_ADDRESSES_PER_SUBNET
+
+    @property
+    def required(self) -> int:
+        return sum(g.pod_subnet_addresses for g in self.node_groups)
+
+    @property
+    def free(self) -> int:
+        return self.usable - self.required
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= 0 and all(
+            g.pod_addressing is None or g.pod_addressing.fits_node for g in self.node_groups
+        )
+
 
 @dataclass(frozen=True)
 class SubnetDemand:
-    """Everything the GPU zone's private subnet must hold."""
+    """Everything the GPU zone's private subnet must hold (and, under custom networking, its
+    pod subnet). ``networking`` is the profile's pod networking with ``auto`` resolved."""
 
     availability_zone: str
     prefix: int
     node_groups: tuple[NodeGroupDemand, ...]
     #: (what, addresses) for everything that is not a GPU node.
     fixed: tuple[tuple[str, int], ...]
+    networking: PodNetworking = PodNetworking.NODE_SUBNET
+    pod_subnet: PodSubnetDemand | None = None
+    #: Profile problems of the pod networking itself (pod_cidr, unsupported combinations).
+    networking_problems: tuple[str, ...] = ()
 
     @property
     def addresses(self) -> int:
@@ -85,6 +138,14 @@ class SubnetDemand:
 
     @property
     def fits(self) -> bool:
+        return (
+            self.free >= 0
+            and not self.networking_problems
+            and (self.pod_subnet is None or self.pod_subnet.fits)
+        )
+
+    @property
+    def node_subnet_fits(self) -> bool:
         return self.free >= 0
 
 
@@ -112,16 +173,40 @@ def largest_node_count(workload: WorkloadConfig) -> int:
     return max(workload.instance_count, workload.max_instance_count or 0)
 
 
+def accelerated_max_pods(workload: WorkloadConfig) -> int:
+    """kubelet maxPods of the workload's accelerated nodes under custom networking."""
+    return workload.max_pods_per_node or DEFAULT_ACCELERATED_MAX_PODS
+
+
 def _node_group(
-    name: str, workload: WorkloadConfig, instance_type: str, nodes: int, pods: int | None
+    name: str,
+    workload: WorkloadConfig,
+    instance_type: str,
+    nodes: int,
+    pods: int | None,
+    networking: PodNetworking = PodNetworking.NODE_SUBNET,
 ) -> NodeGroupDemand:
     layout = requested_layout(workload, instance_type)
-    addressing = node_addressing(
-        get_instance_type(instance_type),
-        layout,
-        vpc_cni=workload.orchestrator is not Orchestrator.HYPERPOD_SLURM,
-        pods_per_node=pods,
-    )
+    spec = get_instance_type(instance_type)
+    vpc_cni = workload.orchestrator is not Orchestrator.HYPERPOD_SLURM
+    if pods is None and workload.max_pods_per_node is not None:
+        pods = workload.max_pods_per_node
+    if vpc_cni and networking is PodNetworking.CUSTOM_NETWORKING:
+        max_pods = pods if pods is not None else accelerated_max_pods(workload)
+        pod_addressing = pod_subnet_addresses_per_node(spec, layout, max_pods)
+        interfaces = node_addressing(spec, layout, vpc_cni=False)
+        addressing = NodeAddressing(
+            spec.name,
+            interfaces.interface_ips,
+            0,
+            pod_addressing.pod_enis * (spec.ipv4_addresses_per_interface - 1) * 16,
+            max_pods,
+            0,
+        )
+        return NodeGroupDemand(
+            name, workload.orchestrator, layout, nodes, addressing, pod_addressing
+        )
+    addressing = node_addressing(spec, layout, vpc_cni=vpc_cni, pods_per_node=pods)
     return NodeGroupDemand(name, workload.orchestrator, layout, nodes, addressing)
 
 
@@ -140,19 +225,88 @@ def fsx_addresses(capacity_gib: int) -> int:
     return FSX_FIXED_ADDRESSES + math.ceil(capacity_gib / FSX_UNIT_GIB)
 
 
-def subnet_demand(profile: Profile, *, pods_per_node: int | None = None) -> SubnetDemand:
-    """The addresses the largest deployment of ``profile`` needs in the GPU zone's subnet.
+def subnet_demand(
+    profile: Profile,
+    *,
+    pods_per_node: int | None = None,
+    networking: PodNetworking | None = None,
+) -> SubnetDemand:
+    """The addresses the largest deployment of ``profile`` needs in the GPU zone's subnet
+    (and its pod subnet under custom networking).
 
     ``pods_per_node``: pods per Kubernetes node that need an address, when the user knows it
-    (default: as many as kubelet admits and the VPC CNI can address).
+    (default: the workload's ``max_pods_per_node``, else as many as kubelet admits and the VPC
+    CNI can address). ``networking``: evaluate this pod networking instead of the profile's
+    (``auto`` resolved: the node subnet when it fits, else custom networking).
     """
+    chosen = networking or profile.platform.pod_networking
+    if chosen is PodNetworking.AUTO:
+        plain = _demand(profile, pods_per_node, PodNetworking.NODE_SUBNET)
+        if plain.fits or not _uses_vpc_cni(profile):
+            return plain
+        custom = _demand(profile, pods_per_node, PodNetworking.CUSTOM_NETWORKING)
+        # Custom networking that cannot work at all (no room for pod ENIs, HyperPod) is no
+        # answer: the node subnet's own shortfall says more.
+        return plain if custom.networking_problems else custom
+    return _demand(profile, pods_per_node, chosen)
+
+
+def _uses_vpc_cni(profile: Profile) -> bool:
+    return any(w.orchestrator is not Orchestrator.HYPERPOD_SLURM for w in profile.enabled_workloads)
+
+
+def _networking_problems(profile: Profile, groups: list[NodeGroupDemand]) -> list[str]:
+    """Why custom networking cannot work for ``profile`` (empty when it can)."""
+    platform = profile.platform
+    out = [
+        finding.line()
+        for finding in scale_rules.pod_cidr(
+            platform.pod_cidr, platform.vpc_cidr, key="platform.pod_cidr"
+        )
+    ]
+    for w in profile.enabled_workloads:
+        if w.orchestrator is Orchestrator.HYPERPOD_EKS:
+            out.append(
+                f"{w.name}.orchestrator: custom networking is set up for EKS managed node "
+                f"groups only (SageMaker HyperPod does not document ENIConfig support), got "
+                f"{w.orchestrator.value!r}; run {w.name} on 'eks', or keep pods in the node "
+                "subnet (platform.pod_networking = 'node-subnet') with a larger vpc_cidr "
+                f"[{scale_rules.CUSTOM_NETWORKING_HYPERPOD}]"
+            )
+    for g in groups:
+        if g.pod_addressing is not None and g.pod_addressing.pod_enis == 0:
+            out.append(
+                f"platform.pod_networking: custom networking puts pods on ENIs of network card 0 "
+                f"beside the primary interface, but {g.pod_addressing.instance_type} ({g.name}) "
+                "has no free interface slot there (the primary ENA and the efa-only interface "
+                "fill it), so its nodes would never become ready; got 'custom-networking'. Use "
+                "an instance type with room on card 0 (p5en.48xlarge, p6-b200.48xlarge, "
+                "p4d.24xlarge), or keep pods in the node subnet and split the nodes across "
+                "fewer addresses (lower instance_count or max_pods_per_node) "
+                f"[{scale_rules.CUSTOM_NETWORKING_CARD_FULL}]"
+            )
+        elif g.pod_addressing is not None and not g.pod_addressing.fits_node:
+            out.append(
+                f"{g.name}.max_pods_per_node: {g.pod_addressing.max_pods} pods need "
+                f"{g.pod_addressing.attached_enis} pod ENIs on {g.pod_addressing.instance_type}, "
+                f"which has room for {g.pod_addressing.pod_enis}; lower max_pods_per_node "
+                f"[{scale_rules.POD_SUBNET_SHORT}]"
+            )
+    return out
+
+
+def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworking) -> SubnetDemand:
     groups: list[NodeGroupDemand] = []
     fixed: list[tuple[str, int]] = []
     platform = profile.platform
     if platform.interface_endpoints and profile.enabled_workloads:
         fixed.append(("interface endpoints", len(PRIVATE_CLUSTER_ENDPOINT_NAMES)))
     for w in profile.enabled_workloads:
-        groups.append(_node_group(w.name, w, w.instance_type, largest_node_count(w), pods_per_node))
+        groups.append(
+            _node_group(
+                w.name, w, w.instance_type, largest_node_count(w), pods_per_node, networking
+            )
+        )
         if w.rollout.enabled:
             groups.append(
                 _node_group(
@@ -161,6 +315,7 @@ def subnet_demand(profile: Profile, *, pods_per_node: int | None = None) -> Subn
                     w.rollout.instance_type,
                     w.rollout.instance_count,
                     pods_per_node,
+                    networking,
                 )
             )
         if w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS):
@@ -174,7 +329,25 @@ def subnet_demand(profile: Profile, *, pods_per_node: int | None = None) -> Subn
         if w.name == "inference" and w.load_balancer is not LoadBalancer.NONE:
             fixed.append(("inference: network load balancer", NLB_ADDRESSES))
     prefix, _ = subnet_prefixes(platform.vpc_cidr)
-    return SubnetDemand(platform.availability_zone, prefix, tuple(groups), tuple(fixed))
+    if networking is not PodNetworking.CUSTOM_NETWORKING or not _uses_vpc_cni(profile):
+        return SubnetDemand(platform.availability_zone, prefix, tuple(groups), tuple(fixed))
+    problems = _networking_problems(profile, groups)
+    # A pod_cidr that is not a valid block holds nothing (its problem is reported).
+    valid_cidr = not pod_cidr_problems(platform.pod_cidr, platform.vpc_cidr)
+    pod_subnet = PodSubnetDemand(
+        platform.pod_cidr,
+        ipaddress.IPv4Network(platform.pod_cidr).prefixlen if valid_cidr else 32,
+        tuple(g for g in groups if g.pod_addressing is not None),
+    )
+    return SubnetDemand(
+        platform.availability_zone,
+        prefix,
+        tuple(groups),
+        tuple(fixed),
+        networking=PodNetworking.CUSTOM_NETWORKING,
+        pod_subnet=pod_subnet,
+        networking_problems=tuple(problems),
+    )
 
 
 def shortfall_message(demand: SubnetDemand) -> str:
@@ -197,9 +370,33 @@ def shortfall_message(demand: SubnetDemand) -> str:
         for g in demand.node_groups
     ):
         fixes.append("use efa_layout = 'efa-only' (one address per node for the interfaces)")
-    if any(g.addressing.cni_enis for g in demand.node_groups):
+    custom_possible = all(
+        pod_enis_with_custom_networking(get_instance_type(g.addressing.instance_type), g.layout)
+        for g in demand.node_groups
+        if g.addressing.cni_enis
+    )
+    if any(g.addressing.cni_enis for g in demand.node_groups) and custom_possible:
         fixes.append(
-            "give pods their own addresses from a secondary VPC CIDR (VPC CNI custom networking)"
+            "give pods their own addresses from a secondary VPC CIDR: platform.pod_networking "
+            "= 'custom-networking' (or 'auto', which switches it on when the node subnet is "
+            "too small)"
+        )
+    elif any(g.addressing.cni_enis for g in demand.node_groups):
+        full = sorted(
+            {
+                g.addressing.instance_type
+                for g in demand.node_groups
+                if g.addressing.cni_enis
+                and not pod_enis_with_custom_networking(
+                    get_instance_type(g.addressing.instance_type), g.layout
+                )
+            }
+        )
+        fixes.append(
+            f"VPC CNI custom networking cannot help {', '.join(full)}: network card 0 holds only "
+            "the primary ENA and the efa-only interface, leaving no ENI for pods; at this size "
+            "use a type with room on card 0 (p5en.48xlarge, p6-b200.48xlarge) or split the "
+            "nodes over several deployments"
         )
     fixes.append("or lower instance_count / max_instance_count")
     return (
@@ -210,3 +407,37 @@ def shortfall_message(demand: SubnetDemand) -> str:
         f"Node groups (nodes x addresses per node, VPC CNI arithmetic): {groups}. Other: "
         f"{fixed or 'none'}. Fix: " + "; ".join(fixes)
     )
+
+
+def pod_subnet_shortfall_message(demand: SubnetDemand) -> str:
+    """The numbers and the fixes when the pod subnet of ``demand`` is too small."""
+    pods = demand.pod_subnet
+    assert pods is not None
+    groups = ", ".join(
+        f"{g.name} {g.nodes} x {g.pod_addressing.addresses} "
+        f"({g.pod_addressing.max_pods} pods: {g.pod_addressing.prefixes} /28 prefixes) = "
+        f"{g.pod_subnet_addresses:,}"
+        for g in pods.node_groups
+        if g.pod_addressing is not None
+    )
+    return (
+        f"platform.pod_cidr: the pod subnet {pods.cidr} in {demand.availability_zone} must "
+        f"hold {pods.required:,} addresses at the largest size of every node group, but has "
+        f"{pods.usable:,} usable; short by {-pods.free:,}. Node groups (nodes x pod-subnet "
+        f"addresses per node, prefix delegation with WARM_PREFIX_TARGET=1): {groups}. Fix: "
+        "give platform.pod_cidr a larger block (a VPC CIDR block is at most a /16), lower "
+        "max_pods_per_node, or lower instance_count / max_instance_count "
+        f"[{scale_rules.POD_SUBNET_SHORT}]"
+    )
+
+
+def demand_problems(demand: SubnetDemand) -> list[str]:
+    """Every reason ``demand`` cannot be built (empty when it fits): the pod networking's own
+    problems, the node subnet's shortfall and the pod subnet's."""
+    out = list(demand.networking_problems)
+    if not demand.node_subnet_fits:
+        out.append(shortfall_message(demand))
+    pods = demand.pod_subnet
+    if pods is not None and not demand.networking_problems and pods.free < 0:
+        out.append(pod_subnet_shortfall_message(demand))
+    return out

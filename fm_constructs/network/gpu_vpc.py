@@ -13,6 +13,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
 from fm_constructs.policy import logs_encryption_key
 from fm_constructs.rules import platform as platform_rules
+from fm_constructs.rules import scale as scale_rules
 
 MAX_ZONES = 3
 
@@ -58,6 +59,8 @@ class GpuClusterVpc(Construct):
         nat_gateways_per_az: bool = True,
         flow_log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
         interface_endpoints: bool = True,
+        pod_cidr: str | None = None,
+        pod_subnet_zone: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context=f"GpuClusterVpc {self.node.path}")
@@ -74,6 +77,10 @@ class GpuClusterVpc(Construct):
                         zone, region, key="availability_zones", region_key="the stack's region"
                     )
                 )
+        if pod_cidr is not None:
+            problems.add_findings(scale_rules.pod_cidr(pod_cidr, cidr))
+            if pod_subnet_zone not in zones:
+                problems.add("pod_subnet_zone", pod_subnet_zone, f"must be one of {zones}")
         problems.raise_if_any()
 
         private_mask, public_mask = subnet_prefixes(cidr)
@@ -117,6 +124,10 @@ class GpuClusterVpc(Construct):
             endpoint_group.add_ingress_rule(
                 ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from the VPC"
             )
+            if pod_cidr is not None:
+                endpoint_group.add_ingress_rule(
+                    ec2.Peer.ipv4(pod_cidr), ec2.Port.tcp(443), "HTTPS from pods"
+                )
             for name, service in PRIVATE_CLUSTER_ENDPOINTS.items():
                 self.interface_endpoints[name] = self.vpc.add_interface_endpoint(
                     f"{name}Endpoint",
@@ -126,6 +137,9 @@ class GpuClusterVpc(Construct):
                     security_groups=[endpoint_group],
                     subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
                 )
+        self.pod_subnet: ec2.CfnSubnet | None = None
+        if pod_cidr is not None and pod_subnet_zone is not None:
+            self.pod_subnet = self._pod_subnet(pod_cidr, pod_subnet_zone)
         flow_log_group = logs.LogGroup(
             self,
             "FlowLogs",
@@ -138,6 +152,40 @@ class GpuClusterVpc(Construct):
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+
+    def _pod_subnet(self, pod_cidr: str, zone: str) -> ec2.CfnSubnet:
+        """The secondary CIDR block and the GPU zone's pod subnet spanning it, routed like
+        that zone's private subnet (NAT gateway, S3 gateway endpoint)."""
+        block = ec2.CfnVPCCidrBlock(
+            self, "PodCidrBlock", vpc_id=self.vpc.vpc_id, cidr_block=pod_cidr
+        )
+        subnet = ec2.CfnSubnet(
+            self,
+            "PodSubnet",
+            vpc_id=self.vpc.vpc_id,
+            cidr_block=pod_cidr,
+            availability_zone=zone,
+            map_public_ip_on_launch=False,
+            tags=[{"key": "Name", "value": f"{self.node.path}/PodSubnet"}],
+        )
+        subnet.node.add_dependency(block)
+        private = self.private_subnet(zone)
+        ec2.CfnSubnetRouteTableAssociation(
+            self,
+            "PodSubnetRouteTable",
+            subnet_id=subnet.ref,
+            route_table_id=private.route_table.route_table_id,
+        )
+        return subnet
+
+    def eni_config_subnets(self) -> dict[str, str]:
+        """Zone -> subnet id of the ENIConfig of every zone under custom networking: the pod
+        subnet in its zone, each other zone's private subnet elsewhere (those zones hold only
+        system nodes, whose pods fit their subnet)."""
+        out = {subnet.availability_zone: subnet.subnet_id for subnet in self.vpc.private_subnets}
+        if self.pod_subnet is not None:
+            out[str(self.pod_subnet.availability_zone)] = self.pod_subnet.ref
+        return out
 
     def private_subnet(self, availability_zone: str) -> ec2.ISubnet:
         """The private subnet in ``availability_zone`` (where GPU nodes and FSx go)."""

@@ -93,6 +93,9 @@ class EfaNodeGroup(Construct):
       launch-template or AMI change).
     - ``node_pool``: value of the ``fm-constructs/node-pool`` label (the Kueue ResourceFlavor
       that selects this group).
+    - ``max_pods``: kubelet maxPods of the nodes (nodeadm NodeConfig in the launch template);
+      the VPC CNI's own figure when absent. Under custom networking it bounds the /28
+      prefixes each node takes from its pod subnet.
 
     With a :class:`GpuEksCluster`, the device plugin for the family and the EFA device plugin
     are switched on, and FSx for Lustre file systems mounted with
@@ -125,6 +128,7 @@ class EfaNodeGroup(Construct):
         create_placement_group: bool | None = None,
         node_pool: str | None = None,
         force_update: bool = False,
+        max_pods: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
@@ -185,6 +189,7 @@ class EfaNodeGroup(Construct):
             node_count=max_nodes,
             root_volume_size_gib=root_volume_size_gib,
             nvme_raid0=nvme_raid0,
+            max_pods=max_pods,
             tags={"fm-constructs/node-group": construct_id},
         )
 

@@ -114,9 +114,17 @@ class ClusterAddons(Construct):
         cluster: eks.Cluster,
         system_nodes: IConstruct,
         addon_versions: Mapping[str, str] | None = None,
+        vpc_cni_environment: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         versions = dict(addon_versions or {})
+        configurations: dict[str, str] = {
+            NODE_MONITORING_AGENT: json.dumps(node_monitoring_agent_configuration(), sort_keys=True)
+        }
+        if vpc_cni_environment:
+            # The add-on's configuration values take the aws-node container's environment
+            # as ``env`` (custom networking, prefix delegation).
+            configurations[VPC_CNI] = json.dumps({"env": dict(vpc_cni_environment)}, sort_keys=True)
         problems = Problems(context="ClusterAddons")
         check_addon_versions(versions, problems)
         problems.raise_if_any()
@@ -165,11 +173,7 @@ class ClusterAddons(Construct):
                 cluster_name=cluster.cluster_name,
                 addon_version=versions.get(name),
                 resolve_conflicts="OVERWRITE",
-                configuration_values=(
-                    json.dumps(node_monitoring_agent_configuration(), sort_keys=True)
-                    if name == NODE_MONITORING_AGENT
-                    else None
-                ),
+                configuration_values=configurations.get(name),
                 pod_identity_associations=(
                     [
                         eks.CfnAddon.PodIdentityAssociationProperty(
@@ -186,6 +190,10 @@ class ClusterAddons(Construct):
             self.addons[name] = addon
         if self.pod_identity_agent is not None:
             self.addons[FSX_CSI_DRIVER].node.add_dependency(self.pod_identity_agent)
+
+    @property
+    def vpc_cni(self) -> eks.CfnAddon:
+        return self.addons[VPC_CNI]
 
     @property
     def fsx_csi_driver(self) -> eks.CfnAddon:

@@ -24,6 +24,7 @@ from constructs import Construct, IConstruct
 
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, all_instance_types
 from fm_constructs.errors import Problems
+from fm_constructs.kubernetes.eni_config import eni_configs
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.addon_registry import AddonRegistry
 from fm_constructs.orchestration.eks_addons import ClusterAddons
@@ -36,6 +37,7 @@ from fm_constructs.orchestration.kubernetes_versions import (
     kubectl_layer as make_kubectl_layer,
 )
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import platform as platform_rules
 
@@ -122,6 +124,11 @@ class GpuEksCluster(Construct):
       retained on delete) when absent.
     - ``system_instance_type``/``system_node_count``: the CPU node group in the private
       subnets that runs CoreDNS, the CSI controller and the operators.
+    - ``eni_config_subnets``: zone -> subnet id; switches on VPC CNI custom networking with
+      prefix delegation (:mod:`fm_constructs.planning.pod_networking`): pods of a node in a
+      zone get addresses from that zone's subnet, through an ENIConfig named after the zone.
+      Custom networking is chosen when the cluster is created: nodes that joined before keep
+      their pod addresses until they are replaced.
 
     Authentication mode is ``API`` (access entries only), which SageMaker HyperPod accepts.
     """
@@ -145,6 +152,7 @@ class GpuEksCluster(Construct):
         addon_versions: Mapping[str, str] | None = None,
         device_plugins: DevicePlugins | None = None,
         operators: WorkloadOperators | None = None,
+        eni_config_subnets: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context=f"GpuEksCluster {self.node.path}")
@@ -264,6 +272,9 @@ class GpuEksCluster(Construct):
             cluster=self.cluster,
             system_nodes=self.system_nodes,
             addon_versions=addon_versions,
+            vpc_cni_environment=vpc_cni_environment(
+                PodNetworking.CUSTOM_NETWORKING if eni_config_subnets else PodNetworking.NODE_SUBNET
+            ),
         )
 
         self.addon_registry = AddonRegistry(self)
@@ -271,6 +282,9 @@ class GpuEksCluster(Construct):
         self._kubectl_acknowledged = False
         self._node_peers: list[ec2.IConnectable] = [self.cluster]
         self._lustre_file_systems: list[ILustreFileSystem] = []
+        self.eni_configs: eks.KubernetesManifest | None = None
+        if eni_config_subnets:
+            self._custom_networking(eni_config_subnets)
         plugins = device_plugins or DevicePlugins()
         if plugins.nvidia:
             self.enable_device_plugins("NVIDIA", dcgm_exporter=plugins.dcgm_exporter)
@@ -500,6 +514,21 @@ class GpuEksCluster(Construct):
         return chart
 
     # ----------------------------------------------------------------------------- internals
+
+    def _custom_networking(self, subnets_by_zone: Mapping[str, str]) -> None:
+        """VPC CNI custom networking: one ENIConfig per zone (named after it), applied once the
+        vpc-cni add-on has installed the ENIConfig CRD and before any node joins, since a node
+        that finds no ENIConfig never becomes ready."""
+        self.eni_configs = eks.KubernetesManifest(
+            self,
+            "EniConfigs",
+            cluster=self.icluster,
+            manifest=eni_configs(subnets_by_zone),
+            overwrite=True,
+        )
+        self.eni_configs.node.add_dependency(self.addons.vpc_cni)
+        self.system_nodes.node.add_dependency(self.eni_configs)
+        self._acknowledge_kubectl_provider()
 
     @staticmethod
     def _check_inputs(

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import jsii
+from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -36,6 +37,7 @@ from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns.eks_workload import gpu_type_label
 from fm_constructs.patterns.kueue_queues import KueueFlavors
+from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 
@@ -93,6 +95,10 @@ class EksWorkload(Construct):
       it names the namespace, service account, queues and claim
       (:mod:`fm_constructs.domain.names`).
     - ``node_pools``: the workload's EFA node groups in ``subnet``; one ResourceFlavor each.
+      A pool larger than the EKS quota of nodes per managed node group (450) becomes several
+      node groups with the same labels, taints and flavor.
+    - ``max_pods_per_node``: kubelet maxPods of every pool's nodes (the VPC CNI's figure when
+      absent; the profile sets it under custom networking).
     - ``data_bucket`` with ``data_prefixes`` (each ending in ``/``): the service account's role
       may read, write and delete objects under those prefixes and list them, nothing else.
     - ``file_system``: mounted through the claim ``fsx-lustre`` in the workload namespace and
@@ -118,6 +124,7 @@ class EksWorkload(Construct):
         lend_quota: bool = True,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
         training: bool = False,
+        max_pods_per_node: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context=f"EksWorkload({name})")
@@ -151,11 +158,14 @@ class EksWorkload(Construct):
             vpc=cluster.cluster.vpc,
             description=f"EFA traffic between the {namespace} nodes",
         )
+        self.max_pods_per_node = max_pods_per_node
+        #: The first node group of every pool; :attr:`node_group_parts` holds them all.
         self.node_groups: dict[str, EfaNodeGroup] = {}
+        self.node_group_parts: dict[str, list[EfaNodeGroup]] = {}
         for pool in node_pools:
-            self.node_groups[pool.name] = self._node_group(
-                pool, subnet, efa_layout, root_volume_size_gib
-            )
+            parts = self._node_group_parts(pool, subnet, efa_layout, root_volume_size_gib)
+            self.node_groups[pool.name] = parts[0]
+            self.node_group_parts[pool.name] = parts
         self.autoscaler: ClusterAutoscaler | None = None
         if any(p.autoscaled for p in node_pools):
             self.autoscaler = ClusterAutoscaler.enable(cluster, autoscaler_settings)
@@ -213,7 +223,12 @@ class EksWorkload(Construct):
 
     @property
     def node_roles(self) -> list[iam.IRole]:
-        return [group.role for group in self.node_groups.values()]
+        return [group.role for parts in self.node_group_parts.values() for group in parts]
+
+    @property
+    def all_node_groups(self) -> list[EfaNodeGroup]:
+        """Every managed node group of every pool (large pools have several)."""
+        return [group for parts in self.node_group_parts.values() for group in parts]
 
     @property
     def main_nodes(self) -> EfaNodeGroup:
@@ -245,22 +260,50 @@ class EksWorkload(Construct):
 
     # ----------------------------------------------------------------------------- internals
 
-    def _node_group(
+    def _node_group_parts(
         self, pool: NodePool, subnet: ec2.ISubnet, efa_layout: EfaLayout | None, root_gib: int
+    ) -> list[EfaNodeGroup]:
+        """The pool's managed node groups: one, or as many as the EKS quota of nodes per
+        managed node group asks for (``GpuNodes``, ``GpuNodes2``, ...), sharing the pool's
+        sizes evenly, its labels and its ResourceFlavor."""
+        low, high = pool.bounds
+        if Token.is_unresolved(high) or Token.is_unresolved(low):
+            return [self._node_group(pool, subnet, efa_layout, root_gib, None, "")]
+        parts = node_groups_for(high)
+        if parts == 1:
+            return [self._node_group(pool, subnet, efa_layout, root_gib, None, "")]
+        sizes = split_sizes(pool.desired_size, low, high, parts)
+        return [
+            self._node_group(pool, subnet, efa_layout, root_gib, size, "" if i == 0 else str(i + 1))
+            for i, size in enumerate(sizes)
+        ]
+
+    def _node_group(
+        self,
+        pool: NodePool,
+        subnet: ec2.ISubnet,
+        efa_layout: EfaLayout | None,
+        root_gib: int,
+        sizes: tuple[int, int, int] | None,
+        suffix: str,
     ) -> EfaNodeGroup:
         low, high = pool.bounds
+        desired, min_size, max_size = (
+            (pool.desired_size, pool.min_size, pool.max_size) if sizes is None else sizes
+        )
         labels = dict(pool.labels)
         if pool.autoscaled:
             labels.update(gpu_type_label(pool.instance_type))
         return EfaNodeGroup(
             self,
-            _construct_id(pool.name),
+            _construct_id(pool.name) + suffix,
             cluster=self.cluster,
             instance_type=pool.instance_type,
             subnet=subnet,
-            desired_size=pool.desired_size,
-            min_size=pool.min_size,
-            max_size=pool.max_size,
+            desired_size=desired,
+            min_size=min_size,
+            max_size=max_size,
+            max_pods=self.max_pods_per_node,
             capacity=pool.capacity,
             efa_security_group=self.efa_security_group,
             efa_layout=efa_layout,

@@ -87,6 +87,7 @@ class PretrainingWorkload(_EksPattern):
         data_prefixes: Sequence[str] | None = None,
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = 500,
+        max_pods_per_node: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         cluster.enable_operators(WorkloadOperators(kueue=True, kubeflow_trainer=True))
@@ -102,6 +103,7 @@ class PretrainingWorkload(_EksPattern):
             file_system=file_system,
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
+            max_pods_per_node=max_pods_per_node,
             training=True,
         )
 
@@ -130,6 +132,7 @@ class PostTrainingWorkload(_EksPattern):
         data_prefixes: Sequence[str] | None = None,
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = 500,
+        max_pods_per_node: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         cluster.enable_operators(WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True))
@@ -157,6 +160,7 @@ class PostTrainingWorkload(_EksPattern):
             file_system=file_system,
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
+            max_pods_per_node=max_pods_per_node,
             training=True,
         )
 
@@ -188,6 +192,7 @@ class InferenceWorkload(_EksPattern):
         name: str = "inference",
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = 500,
+        max_pods_per_node: int | None = None,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -212,6 +217,7 @@ class InferenceWorkload(_EksPattern):
             file_system=file_system,
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
+            max_pods_per_node=max_pods_per_node,
             lend_quota=False,
             autoscaler_settings=autoscaler_settings,
         )

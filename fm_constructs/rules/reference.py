@@ -15,6 +15,7 @@ RULE_MODULES = (
     "fm_constructs.rules.platform",
     "fm_constructs.rules.workloads",
     "fm_constructs.rules.inference",
+    "fm_constructs.rules.scale",
 )
 
 

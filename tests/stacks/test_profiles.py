@@ -11,6 +11,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
+from fm_constructs.planning import aws_limits
 from fm_constructs.testing import stable_template
 from tests.stacks.profiles import (
     expected_stack_names,
@@ -20,8 +21,8 @@ from tests.stacks.profiles import (
 )
 from tests.support import cfn_lint
 
-MAX_RESOURCES = 500
-MAX_TEMPLATE_BYTES = 1_000_000
+MAX_RESOURCES = aws_limits.CFN_RESOURCES_PER_STACK.value
+MAX_TEMPLATE_BYTES = aws_limits.CFN_TEMPLATE_BYTES.value
 STATEFUL_TYPES = {
     "AWS::S3::Bucket",
     "AWS::KMS::Key",

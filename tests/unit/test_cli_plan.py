@@ -141,6 +141,7 @@ def test_json_schema(default_json: dict) -> None:  # type: ignore[type-arg]
         "problems",
         "clusters",
         "warnings",
+        "limits",
     }
     assert set(default_json["prices"]) == {"as_of", "source"}
     assert set(default_json["subnet"]) >= {"prefix", "usable", "required", "free", "fits"}

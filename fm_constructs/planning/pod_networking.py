@@ -1,0 +1,188 @@
+"""Where EKS pods get their addresses, and the VPC CNI settings that put them there.
+
+Three ways AWS documents for clusters that outgrow their node subnet, and why this library
+uses the second for large GPU clusters:
+
+* **prefix delegation in the node subnet** (EKS User Guide, "Assign more IP addresses to
+  Amazon EKS nodes with prefixes"): more pods per ENI, but every pod address still comes from
+  the node subnet. A VPC CIDR is at most a /16, so the GPU zone's private subnet holds at most
+  a quarter of that (16,379 addresses): a thousand nodes with a few dozen pods each do not fit.
+* **custom networking** (EKS User Guide, "Deploy Pods in alternate subnets with custom
+  networking"; EKS Best Practices, "Custom Networking"): the VPC CNI attaches the ENIs it uses
+  for pods in a subnet named by an ENIConfig per zone, carved from a secondary VPC CIDR
+  (``100.64.0.0/10`` shared address space is the documented example). Node addresses stay in
+  the node subnet; with prefix delegation on those pod ENIs, a node takes whole /28 prefixes as
+  its pods need them (``WARM_PREFIX_TARGET=1``). This is what the library switches on.
+* **IPv6** (EKS User Guide, "IPv6 addresses for clusters, Pods, and services"): no address
+  shortage at all, but the family is fixed when the cluster is created, and every component
+  in the path (the AMP managed scraper, FSx for Lustre's LNet, SageMaker HyperPod, NCCL's
+  bootstrap sockets) would have to be checked for IPv6-only pods; none of that can be checked
+  without an account, so it is not offered.
+
+Custom networking never uses the primary ENI for pods: the VPC CNI needs a free interface slot
+on network card 0 (it manages card 0 only; ``ENABLE_MULTI_NIC`` leaves cards holding only an
+``efa-only`` device unmanaged, amazon-vpc-cni-k8s v1.23.0 ``pkg/ipamd/ipamd.go``). On
+p5.48xlarge, p5e.48xlarge and trn2.48xlarge card 0 holds two interfaces, the primary ENA and
+the ``efa-only`` interface the EFA layout puts at device index 1, so no pod ENI fits; ipamd
+then refuses to make the node ready ("Failed to attach any ENIs for custom networking", same
+file). :func:`pod_enis_with_custom_networking` says how many fit, and the rules refuse custom
+networking for such types.
+
+Floor 1: no aws_cdk import.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from enum import StrEnum
+
+from fm_constructs.catalog import InstanceSpec
+from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
+
+
+class PodNetworking(StrEnum):
+    """``node-subnet``: pods take secondary addresses in the node's subnet (the VPC CNI
+    default). ``custom-networking``: pods get addresses from per-zone pod subnets of a
+    secondary VPC CIDR, with prefix delegation. ``auto``: the node subnet while the profile's
+    largest deployment fits it, custom networking when it does not."""
+
+    AUTO = "auto"
+    NODE_SUBNET = "node-subnet"
+    CUSTOM_NETWORKING = "custom-networking"
+
+
+#: The secondary VPC CIDR of the pod subnets: RFC 6598 shared address space, the range the EKS
+#: custom-networking guide uses (a VPC CIDR block is /16 to /28).
+DEFAULT_POD_CIDR = "100.64.0.0/16"
+#: CIDR ranges a VPC accepts as a secondary IPv4 block besides the primary's own range
+#: (Amazon VPC User Guide, "VPC CIDR blocks": RFC 1918 and 100.64.0.0/10).
+SECONDARY_CIDR_RANGES = (
+    ipaddress.IPv4Network("10.0.0.0/8"),
+    ipaddress.IPv4Network("172.16.0.0/12"),
+    ipaddress.IPv4Network("192.168.0.0/16"),
+    ipaddress.IPv4Network("100.64.0.0/10"),
+)
+#: kubelet maxPods of accelerated nodes under custom networking when the profile sets none: a
+#: training node runs one to eight job pods beside about a dozen DaemonSets (device plugins,
+#: DCGM, node exporter, node monitoring, FSx CSI, the EFA/Lustre counters). The figure bounds
+#: what one node takes from the pod subnet (:func:`pod_subnet_addresses_per_node`).
+DEFAULT_ACCELERATED_MAX_PODS = 32
+#: Spare /28 prefixes the VPC CNI keeps on a node with prefix delegation (its default).
+WARM_PREFIX_TARGET = 1
+#: Addresses in one delegated /28 prefix.
+PREFIX_ADDRESSES = 16
+#: Node label naming the ENIConfig of a node: its zone, so one ENIConfig per zone serves every
+#: node group (EKS User Guide, custom networking, ``ENI_CONFIG_LABEL_DEF``).
+ENI_CONFIG_LABEL = "topology.kubernetes.io/zone"
+
+
+def vpc_cni_environment(networking: PodNetworking) -> dict[str, str]:
+    """The VPC CNI's ``env`` settings (EKS add-on configuration values) for ``networking``;
+    empty for the node subnet (the add-on's defaults)."""
+    if networking is not PodNetworking.CUSTOM_NETWORKING:
+        return {}
+    return {
+        "AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG": "true",
+        "ENI_CONFIG_LABEL_DEF": ENI_CONFIG_LABEL,
+        "ENABLE_PREFIX_DELEGATION": "true",
+        "WARM_PREFIX_TARGET": str(WARM_PREFIX_TARGET),
+    }
+
+
+def pod_enis_with_custom_networking(spec: InstanceSpec, layout: EfaLayout | None) -> int:
+    """ENIs the VPC CNI can attach for pods under custom networking: the interface slots of
+    network card 0 left after the primary interface and the layout's interfaces on card 0."""
+    slots = (
+        1
+        if layout is None
+        else sum(1 for slot in efa_interface_layout(spec, layout) if slot.network_card_index == 0)
+    )
+    return max(0, spec.network_card(0).max_interfaces - slots)
+
+
+@dataclass(frozen=True)
+class PodSubnetAddressing:
+    """What one node takes from the pod subnet of its zone under custom networking.
+
+    ``max_pods``: kubelet's limit, set on the node. ``pod_enis``: ENIs the CNI may attach for
+    pods. ``prefixes``: /28 prefixes the CNI holds at ``max_pods`` (one more spare).
+    ``addresses``: prefixes x 16, plus one primary address per pod ENI attached.
+    """
+
+    instance_type: str
+    max_pods: int
+    pod_enis: int
+    prefixes: int
+    attached_enis: int
+    addresses: int
+
+    @property
+    def fits_node(self) -> bool:
+        """False when the node cannot hold the pod ENIs or prefixes it needs."""
+        return self.pod_enis > 0 and self.attached_enis <= self.pod_enis
+
+
+def pod_subnet_addresses_per_node(
+    spec: InstanceSpec, layout: EfaLayout | None, max_pods: int
+) -> PodSubnetAddressing:
+    """Pod-subnet addresses of one ``spec`` node running ``max_pods`` pods with custom
+    networking and prefix delegation: ``ceil(pods / 16) + WARM_PREFIX_TARGET`` prefixes, spread
+    over ENIs of ``IPv4 addresses per interface - 1`` prefixes each (the first address of an
+    ENI is its own). Host-network pods are counted as if they took an address (an upper
+    bound)."""
+    pod_enis = pod_enis_with_custom_networking(spec, layout)
+    per_eni = spec.ipv4_addresses_per_interface - 1
+    prefixes = -(-max_pods // PREFIX_ADDRESSES) + WARM_PREFIX_TARGET
+    attached = -(-prefixes // per_eni)
+    return PodSubnetAddressing(
+        spec.name,
+        max_pods,
+        pod_enis,
+        prefixes,
+        attached,
+        prefixes * PREFIX_ADDRESSES + attached,
+    )
+
+
+@dataclass(frozen=True)
+class PodSubnetLayout:
+    """The pod subnets of a secondary CIDR: the GPU zone gets the whole block (it holds every
+    accelerated node); the other zones' nodes (system nodes) keep using their private subnet
+    as their ENIConfig subnet, so the block is not split."""
+
+    pod_cidr: str
+    gpu_zone: str
+
+    @property
+    def prefix(self) -> int:
+        return ipaddress.IPv4Network(self.pod_cidr).prefixlen
+
+    @property
+    def addresses(self) -> int:
+        return int(ipaddress.IPv4Network(self.pod_cidr).num_addresses)
+
+
+def pod_cidr_problems(pod_cidr: str, vpc_cidr: str) -> list[str]:
+    """What is wrong with ``pod_cidr`` as the secondary block of a VPC whose primary block is
+    ``vpc_cidr`` (empty when it is fine): a network /16 to /28 inside the ranges a VPC accepts,
+    not overlapping the primary."""
+    try:
+        network = ipaddress.IPv4Network(pod_cidr, strict=True)
+    except ValueError:
+        return ["must be an IPv4 network such as '100.64.0.0/16' (host bits zero)"]
+    out = []
+    if not 16 <= network.prefixlen <= 28:
+        out.append("must have a prefix between /16 and /28 (a VPC CIDR block)")
+    if not any(network.subnet_of(r) for r in SECONDARY_CIDR_RANGES):
+        out.append(
+            "must lie in 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10 "
+            "(the secondary ranges a VPC accepts)"
+        )
+    try:
+        primary = ipaddress.IPv4Network(vpc_cidr, strict=False)
+    except ValueError:
+        return out
+    if network.overlaps(primary):
+        out.append(f"must not overlap platform.vpc_cidr {vpc_cidr!r}")
+    return out

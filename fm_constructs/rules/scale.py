@@ -1,0 +1,53 @@
+"""Rules of deployments at scale: the pod CIDR of custom networking, pod networking an instance
+type cannot carry, and fixed AWS limits (Capacity Block size).
+
+The pod CIDR rule is a pure function over its values; the other codes are reported by the IP
+budget (:mod:`fm_constructs.config.subnet_demand`) and the limit count
+(:mod:`fm_constructs.config.limits`), which hold the arithmetic, with the codes below.
+"""
+
+from __future__ import annotations
+
+from fm_constructs.planning.pod_networking import pod_cidr_problems
+from fm_constructs.rules.findings import Finding, Severity, info, rule
+
+CUSTOM_NETWORKING_CARD_FULL = info(
+    "FM602",
+    "VPC CNI custom networking needs a free interface slot on network card 0 for pod ENIs; the "
+    "instance type has none (p5, p5e, trn2.48xlarge: the primary ENA and the efa-only "
+    "interface fill it), so its nodes would never become ready.",
+    "Use a type with room on card 0 (p5en.48xlarge, p6-b200.48xlarge, p4d.24xlarge), or keep "
+    "pods in the node subnet (platform.pod_networking = 'node-subnet') with fewer nodes.",
+)
+CUSTOM_NETWORKING_HYPERPOD = info(
+    "FM603",
+    "Custom networking is set up for EKS managed node groups only; SageMaker HyperPod does not "
+    "document ENIConfig support.",
+    "Run the workload on 'eks', or keep pods in the node subnet.",
+)
+POD_SUBNET_SHORT = info(
+    "FM604",
+    "The pod subnet (platform.pod_cidr) cannot hold the pod addresses of every node group at "
+    "its largest size.",
+    "Give platform.pod_cidr a larger block (at most a /16), lower max_pods_per_node, or lower "
+    "instance_count.",
+)
+FIXED_LIMIT_EXCEEDED = info(
+    "FM605",
+    "The deployment needs more than a fixed (not adjustable) AWS limit allows, such as more "
+    "than 64 instances in one Capacity Block.",
+    "Change the profile: split the pool (one Capacity Block per pool), or reserve another way.",
+)
+
+
+@rule(
+    "FM601",
+    "The pod CIDR is not a VPC CIDR block (/16 to /28) of the secondary ranges a VPC accepts, "
+    "or it overlaps the VPC CIDR.",
+    "Use a block such as '100.64.0.0/16' that does not overlap platform.vpc_cidr.",
+)
+def pod_cidr(value: str, vpc_cidr: str, *, key: str = "pod_cidr") -> list[Finding]:
+    return [
+        Finding("FM601", Severity.ERROR, key, value, problem)
+        for problem in pod_cidr_problems(value, vpc_cidr)
+    ]

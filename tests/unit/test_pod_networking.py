@@ -1,0 +1,162 @@
+"""Pod networking at scale: custom networking arithmetic, the CNI settings and ENIConfigs."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.config import load_profile
+from fm_constructs.config.options import deployment_options
+from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
+from fm_constructs.kubernetes.eni_config import eni_config, eni_configs
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
+from fm_constructs.planning.pod_networking import (
+    PodNetworking,
+    pod_cidr_problems,
+    pod_enis_with_custom_networking,
+    pod_subnet_addresses_per_node,
+    vpc_cni_environment,
+)
+from tests.kubernetes_schemas import SchemaError, validate_object, vpc_cni_crds
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "enis"),
+    [
+        # card 0: 2 interfaces, the primary ENA and the efa-only interface at device index 1
+        ("p5.48xlarge", 0),
+        ("p5e.48xlarge", 0),
+        ("trn2.48xlarge", 0),
+        # card 0: 4 interfaces, primary + efa-only leave 2
+        ("p5en.48xlarge", 2),
+        ("p6-b200.48xlarge", 2),
+        # card 0 without EFA: only the primary sits there
+        ("p6-b300.48xlarge", 3),
+        ("p4d.24xlarge", 13),
+    ],
+)
+def test_pod_enis_under_custom_networking(instance_type: str, enis: int) -> None:
+    spec = get_instance_type(instance_type)
+    assert pod_enis_with_custom_networking(spec, EfaLayout.EFA_ONLY) == enis
+
+
+def test_pod_subnet_addresses_count_prefixes_and_eni_primaries() -> None:
+    spec = get_instance_type("p5en.48xlarge")
+    # 32 pods: 2 prefixes, one spare (WARM_PREFIX_TARGET=1), on one pod ENI (49 prefixes fit)
+    addressing = pod_subnet_addresses_per_node(spec, EfaLayout.EFA_ONLY, 32)
+    assert (addressing.prefixes, addressing.attached_enis, addressing.addresses) == (3, 1, 49)
+    assert addressing.fits_node
+    # 33 pods need a third prefix
+    assert pod_subnet_addresses_per_node(spec, EfaLayout.EFA_ONLY, 33).prefixes == 4
+    # p5: no pod ENI at all
+    assert not pod_subnet_addresses_per_node(
+        get_instance_type("p5.48xlarge"), EfaLayout.EFA_ONLY, 32
+    ).fits_node
+
+
+def test_cni_environment_uses_only_keys_the_pinned_cni_reads() -> None:
+    env = vpc_cni_environment(PodNetworking.CUSTOM_NETWORKING)
+    data = vpc_cni_crds()
+    known = set(data["env"]) | set(data["ipamd_env"])
+    assert set(env) <= known
+    assert env["AWS_VPC_K8S_CNI_CUSTOM_NETWORK_CFG"] == "true"
+    assert env["ENABLE_PREFIX_DELEGATION"] == "true"
+    assert env["ENI_CONFIG_LABEL_DEF"] == "topology.kubernetes.io/zone"
+    assert vpc_cni_environment(PodNetworking.NODE_SUBNET) == {}
+
+
+def test_eni_configs_match_the_crd_schema() -> None:
+    objects = eni_configs({"us-east-1b": "subnet-0b", "us-east-1a": "subnet-0a"})
+    assert [o["metadata"]["name"] for o in objects] == ["us-east-1a", "us-east-1b"]
+    for obj in objects:
+        assert validate_object(obj, DEFAULT_KUBERNETES_VERSION) == "vpc-cni-crd"
+    with_groups = eni_config("us-east-1a", "subnet-0a", security_group_ids=["sg-1"])
+    validate_object(with_groups, DEFAULT_KUBERNETES_VERSION)
+
+
+def test_eni_config_schema_rejects_unknown_fields_and_a_missing_subnet() -> None:
+    bad = eni_config("us-east-1a", "subnet-0a")
+    bad["spec"]["subnets"] = ["subnet-0a"]
+    with pytest.raises(SchemaError, match="subnets"):
+        validate_object(bad, DEFAULT_KUBERNETES_VERSION)
+    missing = eni_config("us-east-1a", "subnet-0a")
+    del missing["spec"]["subnet"]
+    with pytest.raises(SchemaError, match="subnet"):
+        validate_object(missing, DEFAULT_KUBERNETES_VERSION)
+
+
+@pytest.mark.parametrize(
+    ("pod_cidr", "fragment"),
+    [
+        ("100.64.0.0/16", None),
+        ("100.64.0.0/15", "between /16 and /28"),
+        ("100.64.0.1/16", "host bits"),
+        ("10.0.0.0/16", "overlap"),
+        ("8.8.0.0/16", "secondary ranges"),
+    ],
+)
+def test_pod_cidr_problems(pod_cidr: str, fragment: str | None) -> None:
+    problems = pod_cidr_problems(pod_cidr, "10.0.0.0/16")
+    if fragment is None:
+        assert problems == []
+    else:
+        assert any(fragment in p for p in problems), problems
+
+
+def _default_with(**pretraining: object) -> object:
+    profile = load_profile(ROOT / "config" / "default.toml")
+    return dataclasses.replace(
+        profile, pretraining=dataclasses.replace(profile.pretraining, **pretraining)
+    )
+
+
+def test_auto_keeps_the_node_subnet_while_it_fits() -> None:
+    profile = load_profile(ROOT / "config" / "default.toml")
+    demand = subnet_demand(profile)
+    assert demand.networking is PodNetworking.NODE_SUBNET and demand.fits
+    assert deployment_options(profile).pod_networking is PodNetworking.NODE_SUBNET
+
+
+def test_auto_switches_to_custom_networking_when_the_node_subnet_is_too_small() -> None:
+    profile = _default_with(instance_type="p5en.48xlarge", instance_count=1024)
+    plain = subnet_demand(profile, networking=PodNetworking.NODE_SUBNET)
+    assert not plain.fits
+    demand = subnet_demand(profile)
+    assert demand.networking is PodNetworking.CUSTOM_NETWORKING
+    assert demand.fits, demand_problems(demand)
+    assert demand.pod_subnet is not None
+    (group,) = (g for g in demand.pod_subnet.node_groups if g.name == "pretraining")
+    assert group.pod_subnet_addresses == 1024 * 49
+    options = deployment_options(profile)
+    assert options.custom_networking
+    assert options.workloads["pretraining"].max_pods_per_node == 32
+
+
+def test_custom_networking_is_refused_where_card_0_is_full() -> None:
+    profile = _default_with(instance_count=1024)  # p5.48xlarge
+    demand = subnet_demand(profile, networking=PodNetworking.CUSTOM_NETWORKING)
+    (problem,) = [p for p in demand.networking_problems if "p5.48xlarge" in p]
+    assert "no free interface slot" in problem and "never become ready" in problem
+    # auto does not pick a networking that cannot work: the node subnet's shortfall explains
+    auto = subnet_demand(profile)
+    assert auto.networking is PodNetworking.NODE_SUBNET
+    (message,) = demand_problems(auto)
+    assert "custom networking cannot help p5.48xlarge" in message
+
+
+def test_pod_subnet_shortfall_names_the_numbers_and_the_fix() -> None:
+    profile = _default_with(
+        instance_type="p5en.48xlarge", instance_count=1024, max_pods_per_node=64
+    )
+    demand = subnet_demand(profile)
+    problems = demand_problems(demand)
+    assert any(
+        p.startswith("platform.pod_cidr: the pod subnet 100.64.0.0/16") and "max_pods_per_node" in p
+        for p in problems
+    ), problems
