@@ -40,8 +40,6 @@ from fm_constructs.orchestration.eks_charts import KUBEFLOW_TRAINER
 #: Custom kinds without a schema package on PyPI/npm at the pinned operator version.
 NO_REGISTRY_SCHEMA: dict[tuple[str, str], str] = {
     # ResourceFlavor, ClusterQueue and LocalQueue: the CRD schemas of KUEUE_CRDS.
-    ("kueue.x-k8s.io", "Topology"): "Kueue publishes no API-model or CRD package on a "
-    "registry (only Go modules and the Helm chart)",
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "LeaderWorkerSet publishes no API-model "
     "or CRD package on a registry",
     ("keda.sh", "ScaledObject"): "the KEDA model packages on registries (cloudcoil-models-keda "

@@ -18,6 +18,7 @@ from fm_constructs.kubernetes.kueue import (
     cluster_queue,
     local_queue,
     resource_flavor,
+    topology,
 )
 from fm_constructs.kubernetes.workload import namespace, service_account
 
@@ -30,4 +31,5 @@ __all__ = [
     "namespace",
     "resource_flavor",
     "service_account",
+    "topology",
 ]

@@ -50,6 +50,8 @@ class Flavor:
     name: str
     node_labels: tuple[tuple[str, str], ...]
     taints: tuple[tuple[str, str], ...]
+    #: Kueue Topology the flavor's nodes are placed by (topology-aware scheduling), if any.
+    topology_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,17 +65,30 @@ class QueueFlavor:
 
 
 def resource_flavor(flavor: Flavor) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "nodeLabels": dict(flavor.node_labels),
+        "tolerations": [
+            {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
+            for key, value in flavor.taints
+        ],
+    }
+    if flavor.topology_name is not None:
+        spec["topologyName"] = flavor.topology_name
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceFlavor",
         "metadata": {"name": flavor.name},
-        "spec": {
-            "nodeLabels": dict(flavor.node_labels),
-            "tolerations": [
-                {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
-                for key, value in flavor.taints
-            ],
-        },
+        "spec": spec,
+    }
+
+
+def topology(name: str, levels: Sequence[str]) -> dict[str, Any]:
+    """A Kueue Topology: node labels from the broadest level to the closest."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": label} for label in levels]},
     }
 
 

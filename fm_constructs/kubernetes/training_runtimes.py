@@ -21,6 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 from fm_constructs.domain import job_metrics
+from fm_constructs.domain.topology import (
+    PREFERRED_LEVEL,
+    PREFERRED_TOPOLOGY_ANNOTATION,
+    has_instance_topology,
+)
 from fm_constructs.kubernetes import images
 from fm_constructs.kubernetes.node_shape import (
     WorkloadTarget,
@@ -107,10 +112,12 @@ def _runtime(
 def _metrics_metadata(target: WorkloadTarget) -> dict[str, Any]:
     """Pod labels and annotations of the job-metrics contract, so the scraper collects the
     ``fm_training_*`` metrics a training job serves (see ``domain.job_metrics``)."""
-    return {
-        "labels": job_metrics.pod_labels(target.workload),
-        "annotations": job_metrics.pod_annotations(),
-    }
+    annotations = dict(job_metrics.pod_annotations())
+    if not target.hyperpod and has_instance_topology(target.spec):
+        # Kueue topology-aware scheduling: all nodes of a job within the closest network
+        # layer that holds them (the pool's ResourceFlavor names the cluster's Topology).
+        annotations[PREFERRED_TOPOLOGY_ANNOTATION] = PREFERRED_LEVEL
+    return {"labels": job_metrics.pod_labels(target.workload), "annotations": annotations}
 
 
 def torch_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:

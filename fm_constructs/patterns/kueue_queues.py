@@ -20,6 +20,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
+from fm_constructs.domain.topology import TOPOLOGY_LEVELS
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 
@@ -53,6 +54,7 @@ class KueueFlavors(Construct):
         self._cluster = cluster
         self._pools: dict[str, _Pool] = {}
         self.manifests: dict[str, eks.KubernetesManifest] = {}
+        self.topologies: dict[str, eks.KubernetesManifest] = {}
 
     @classmethod
     def of(cls, cluster: GpuEksCluster) -> KueueFlavors:
@@ -81,8 +83,25 @@ class KueueFlavors(Construct):
         kueue = self._cluster.charts.get(charts.KUEUE.release)
         if kueue is not None:
             manifest.node.add_dependency(kueue)
+        if flavor.topology_name is not None:
+            manifest.node.add_dependency(self._topology(flavor.topology_name))
         self.manifests[flavor.name] = manifest
         return manifest
+
+    def _topology(self, name: str) -> eks.KubernetesManifest:
+        """The cluster's Kueue Topology over the EC2 network layers (once per cluster)."""
+        if name not in self.topologies:
+            manifest = eks.KubernetesManifest(
+                self,
+                f"Topology-{name}",
+                cluster=self._cluster.icluster,
+                manifest=[k8s.topology(name, TOPOLOGY_LEVELS)],
+            )
+            kueue = self._cluster.charts.get(charts.KUEUE.release)
+            if kueue is not None:
+                manifest.node.add_dependency(kueue)
+            self.topologies[name] = manifest
+        return self.topologies[name]
 
     def queue_lines(self, owner: str) -> list[k8s.QueueFlavor]:
         """Lines of ``owner``'s ClusterQueue: its pools at their quota first, then every other

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fm_constructs.domain import names
+from fm_constructs.domain.topology import TOPOLOGY_LEVELS
 from fm_constructs.planning import aws_limits as lim
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
@@ -104,3 +105,19 @@ def test_every_template_stays_within_cloudformation_limits() -> None:
         assert len(template["Resources"]) < lim.CFN_RESOURCES_PER_STACK.value, name
         size = result.template_paths[name].stat().st_size
         assert size < lim.CFN_TEMPLATE_BYTES.value, name
+
+
+def test_jobs_are_placed_by_the_ec2_network_topology() -> None:
+    cluster = _template("cluster")
+    objects = [
+        obj
+        for lid, r in _resources(cluster, "Custom::AWSCDK-EKS-KubernetesResource")
+        if isinstance(r["Properties"]["Manifest"], str)
+        for obj in json.loads(r["Properties"]["Manifest"])
+    ]
+    (topology,) = [o for o in objects if o["kind"] == "Topology"]
+    assert [lvl["nodeLabel"] for lvl in topology["spec"]["levels"]] == list(TOPOLOGY_LEVELS)
+    (flavor,) = [o for o in objects if o["kind"] == "ResourceFlavor"]
+    assert flavor["spec"]["topologyName"] == topology["metadata"]["name"]
+    for obj in (topology, flavor):
+        validate_object(obj, DEFAULT_KUBERNETES_VERSION)
