@@ -22,7 +22,7 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.config import Orchestrator, PlatformConfig, WorkloadConfig
 from fm_constructs.config.options import OPERATORS, ROLLOUT_POOL, WorkloadOptions
 from fm_constructs.config.rules import efa_layout_of
-from fm_constructs.config.sizing import fsx_sizing_request
+from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.observability import FsxLustreAlarms
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import InstanceGroup
@@ -202,7 +202,7 @@ class WorkloadStack(Stack):
             data_bucket=data_bucket,
             storage_capacity_gib=storage.storage_capacity_gib,
             throughput_mb_s_per_tib=storage.throughput_mb_s_per_tib,
-            sizing=fsx_sizing_request(storage),
+            sizing=workload_fsx_sizing_request(workload),
             metadata_iops=storage.metadata_iops,
             efa_enabled=storage.efa_enabled,
             automatic_backup_retention_days=storage.backup_retention_days,

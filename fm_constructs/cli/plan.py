@@ -29,7 +29,7 @@ from fm_constructs.config import (
 from fm_constructs.config.limits import fixed_limit_problems, limit_usages
 from fm_constructs.config.options import capacity_quota, deployment_options
 from fm_constructs.config.rules import efa_layout_of
-from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE, fsx_sizing_request
+from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE, workload_fsx_sizing_request
 from fm_constructs.config.subnet_demand import (
     NodeGroupDemand,
     SubnetDemand,
@@ -608,7 +608,7 @@ def _plan_storage(
         return None
     prefix = f"{workload.name}.storage"
     try:
-        request = fsx_sizing_request(storage)
+        request = workload_fsx_sizing_request(workload)
     except FmValidationError as error:
         problems.extend(f"{workload.name}.{p}" for p in error.problems)
         return None

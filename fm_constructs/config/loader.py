@@ -316,6 +316,8 @@ def _storage(t: TableReader, *, default_enabled: bool) -> StorageConfig:
         checkpoint_write_seconds=t.integer("checkpoint_write_seconds", minimum=1),
         dataset_size_gib=t.number("dataset_size_gib", minimum_exclusive=-1.0),
         checkpoints_to_keep=t.integer("checkpoints_to_keep", minimum=1),
+        read_mb_s_per_node=t.number("read_mb_s_per_node")
+        or _default(StorageConfig, "read_mb_s_per_node"),
         efa_enabled=t.boolean("efa_enabled", False),
         metadata_iops=t.integer("metadata_iops", minimum=1),
         backup_retention_days=t.integer(

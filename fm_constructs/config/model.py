@@ -15,6 +15,7 @@ from fm_constructs.domain.defaults import (
     ROOT_VOLUME_SIZE_GIB,
 )
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.fsx_sizing import DEFAULT_READ_MB_S_PER_NODE
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     supported_versions_text,
@@ -180,6 +181,12 @@ class StorageConfig:
     checkpoints_to_keep: int | None = field(
         default=None,
         metadata={"doc": "Sizing request: checkpoints kept on the file system at once."},
+    )
+    read_mb_s_per_node: float = field(
+        default=DEFAULT_READ_MB_S_PER_NODE,
+        metadata={
+            "doc": f"Sizing request: data-loading read throughput each node needs, MB/s (default {DEFAULT_READ_MB_S_PER_NODE:g}); the file system serves every node of the workload at once, or a checkpoint write, whichever needs more."
+        },
     )
     efa_enabled: bool = field(
         default=False,

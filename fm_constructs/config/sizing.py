@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fm_constructs.config.model import StorageConfig
+from fm_constructs.config.model import StorageConfig, WorkloadConfig
 from fm_constructs.planning.fsx_sizing import FsxSizingRequest, LustreDeploymentType
 
 #: The FSx for Lustre deployment type of every file system a profile creates (the stacks,
@@ -16,8 +16,11 @@ from fm_constructs.planning.fsx_sizing import FsxSizingRequest, LustreDeployment
 PROFILE_DEPLOYMENT_TYPE = LustreDeploymentType.PERSISTENT_2
 
 
-def fsx_sizing_request(storage: StorageConfig) -> FsxSizingRequest | None:
+def fsx_sizing_request(storage: StorageConfig, read_clients: int = 0) -> FsxSizingRequest | None:
     """The sizing request ``storage`` describes, or None when it gives explicit numbers.
+
+    ``read_clients``: nodes that read training data from the file system at once (the
+    workload's largest size), each at ``storage.read_mb_s_per_node``.
 
     Keys the profile leaves out take FsxSizingRequest's own defaults. A loaded profile always
     has ``checkpoint_write_seconds`` with a sizing request (the loader requires it).
@@ -40,5 +43,14 @@ def fsx_sizing_request(storage: StorageConfig) -> FsxSizingRequest | None:
             else None
         ),
         efa_enabled=storage.efa_enabled,
+        read_clients=read_clients,
+        read_mb_s_per_client=storage.read_mb_s_per_node,
         **{key: value for key, value in optional.items() if value is not None},
     )
+
+
+def workload_fsx_sizing_request(workload: WorkloadConfig) -> FsxSizingRequest | None:
+    """The sizing request of ``workload``'s own file system: its storage keys, read by every
+    node of the workload at its largest size (autoscaling maximum included)."""
+    nodes = max(workload.instance_count, workload.max_instance_count or 0)
+    return fsx_sizing_request(workload.storage, nodes)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.config.model import LoadBalancer, Orchestrator, Profile, WorkloadConfig
-from fm_constructs.config.sizing import fsx_sizing_request
+from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import DEFAULT_STORAGE_CAPACITY_GIB, size_fsx_lustre
 from fm_constructs.planning.ip_budget import (
@@ -215,7 +215,7 @@ def fsx_capacity_gib(workload: WorkloadConfig) -> int | None:
     storage = workload.storage
     if not storage.enabled or storage.reuse_pretraining:
         return None
-    request = fsx_sizing_request(storage)
+    request = workload_fsx_sizing_request(workload)
     if request is not None:
         return size_fsx_lustre(request).storage_capacity_gib
     return storage.storage_capacity_gib or DEFAULT_STORAGE_CAPACITY_GIB

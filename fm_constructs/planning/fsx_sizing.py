@@ -243,6 +243,12 @@ PRICE_TABLE_SOURCE = "aws.amazon.com/fsx/lustre/pricing, us-east-1, PERSISTENT_2
 #: frameworks, metadata and sharding overhead). Overestimating costs a little throughput;
 #: underestimating misses the write-time target on every checkpoint.
 DEFAULT_BYTES_PER_PARAMETER = 16.0
+#: Data-loading read throughput one training node asks of Lustre when the profile gives none,
+#: MB/s. Pre-tokenized text needs far less (8 GPUs at ~10k tokens/s each, 4 bytes a token:
+#: under 1 MB/s); image, audio and video pipelines read tens to hundreds of MB/s per node. 50
+#: MB/s covers mixed pipelines and the burst of every node opening its first shards at once;
+#: set ``read_mb_s_per_node`` for a measured figure.
+DEFAULT_READ_MB_S_PER_NODE = 50.0
 
 _BYTES_PER_GIB = 1024**3
 _BYTES_PER_MB = 1000**2  # FSx throughput is in MB/s; decimal MB is the conservative reading
@@ -266,6 +272,11 @@ class FsxSizingRequest:
         headroom_fraction: extra capacity on top of data and checkpoints (0.2 = 20 %), so the
             file system never runs full (Lustre slows down when OSTs fill up).
         efa_enabled: size for an EFA-enabled file system (its larger capacity quanta).
+        read_clients: nodes reading training data at once (the workload's largest size; 0
+            sizes for checkpoints alone).
+        read_mb_s_per_client: data-loading throughput each of them needs, MB/s. Reads and
+            checkpoint writes are not added: a synchronous checkpoint pauses data loading, so
+            the file system needs the larger of the two.
     """
 
     target_checkpoint_write_seconds: float
@@ -276,6 +287,13 @@ class FsxSizingRequest:
     checkpoints_to_keep: int = 2
     headroom_fraction: float = 0.2
     efa_enabled: bool = False
+    read_clients: int = 0
+    read_mb_s_per_client: float = DEFAULT_READ_MB_S_PER_NODE
+
+    @property
+    def read_mb_s(self) -> float:
+        """Aggregate data-loading throughput, MB/s."""
+        return self.read_clients * self.read_mb_s_per_client
 
     def problems(self) -> Problems:
         """Every problem with this request (empty when it is usable)."""
@@ -364,7 +382,8 @@ def size_fsx_lustre(request: FsxSizingRequest) -> FsxSizingResult:
     slots = request.checkpoints_to_keep + 1
     data_gib = request.dataset_size_gib + checkpoint_gib * slots
     required_gib = data_gib * (1 + request.headroom_fraction)
-    needed_mb_s = checkpoint_mb / request.target_checkpoint_write_seconds
+    write_mb_s = checkpoint_mb / request.target_checkpoint_write_seconds
+    needed_mb_s = max(write_mb_s, request.read_mb_s)
 
     candidates: list[tuple[float, float, int, int]] = []
     lines: list[str] = [
@@ -377,8 +396,13 @@ def size_fsx_lustre(request: FsxSizingRequest) -> FsxSizingResult:
         f"space: ({request.dataset_size_gib:,.0f} GiB dataset + {slots} x {checkpoint_gib:,.1f} "
         f"GiB checkpoints) x {1 + request.headroom_fraction:g} headroom = {required_gib:,.0f} GiB",
         f"throughput: {checkpoint_mb:,.0f} MB / {request.target_checkpoint_write_seconds:g} s = "
-        f"{needed_mb_s:,.0f} MB/s",
+        f"{write_mb_s:,.0f} MB/s",
     ]
+    if request.read_clients:
+        lines.append(
+            f"data loading: {request.read_clients:,} nodes x {request.read_mb_s_per_client:g} "
+            f"MB/s = {request.read_mb_s:,.0f} MB/s; sized for the larger, {needed_mb_s:,.0f} MB/s"
+        )
     for tier in PER_UNIT_THROUGHPUTS[deployment]:
         for_space = next_valid_storage_capacity(deployment, required_gib)
         # aggregate = capacity_gib * tier / 1000  >=  needed  <=>  capacity >= needed*1000/tier
