@@ -17,6 +17,7 @@ from fm_constructs.cli.costs import CostLine, missing_prices, platform_cost_line
 from fm_constructs.cli.flops import peak_flops
 from fm_constructs.cli.goal import GoalEstimate, TrainingGoal, estimate
 from fm_constructs.cli.pricing import HOURS_PER_MONTH, PriceTable
+from fm_constructs.cli.series import prometheus_usages
 from fm_constructs.config import (
     CapacityConfig,
     CapacityKind,
@@ -397,7 +398,10 @@ def build_plan(
         costs=tuple(costs),
         clusters=_clusters(profile),
         warnings=tuple(f.line() for f in profile.warnings),
-        limits=tuple(limit_usages(profile, demand=demand)),
+        limits=(
+            *limit_usages(profile, demand=demand),
+            *prometheus_usages(profile, demand),
+        ),
     )
 
 
@@ -736,7 +740,17 @@ def _render_pod_subnet(subnet: SubnetPlan) -> list[str]:
 
 def _render_limits(plan: Plan) -> list[str]:
     reached = plan.reached_limits
-    lines = ["", f"AWS limits at 80% or more: {len(reached) or 'none'}"]
+    lines = [""]
+    series = {u.limit.key: u for u in plan.limits if u.limit.service.endswith("Prometheus")}
+    active = series.get("amp.active_series_per_workspace")
+    rate = series.get("amp.ingestion_samples_per_second_per_workspace")
+    if active is not None and rate is not None:
+        lines.append(
+            f"Managed Prometheus: {active.what} = {active.used:,} active series "
+            f"({active.share:.0%} of {active.limit.value:,}), {rate.used:,} samples/s "
+            f"({rate.share:.0%} of {rate.limit.value:,})"
+        )
+    lines.append(f"AWS limits at 80% or more: {len(reached) or 'none'}")
     for usage in reached:
         fix = (
             "request an increase in Service Quotas before the deploy"
