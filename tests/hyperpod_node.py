@@ -289,6 +289,20 @@ class SimulatedNode:
             (downloads / url_key(f"{base}/sha256sums.txt")).write_text(
                 f"{'0' * 64}  {project}-{version}.darwin-amd64.tar.gz\n{digest}  {name}.tar.gz\n"
             )
+        # The Slurm exporter's release archives hold the binary at their root (goreleaser, no
+        # top-level directory), with LICENSE and README.md beside it.
+        version = self.params["slurm_exporter_version"]
+        name = f"slurm_exporter-{version}-linux-amd64"
+        base = f"https://github.com/SckyzO/slurm_exporter/releases/download/v{version}"
+        members = {"LICENSE": b"GPL-3.0\n", "slurm_exporter": b"#!/bin/sh\nexit 0\n"}
+        tarball = _tarball(members)
+        digest = hashlib.sha256(tarball).hexdigest()
+        if corrupt:
+            tarball = _tarball({**members, "slurm_exporter": b"#!/bin/sh\necho tampered\n"})
+        (downloads / url_key(f"{base}/{name}.tar.gz")).write_bytes(tarball)
+        (downloads / url_key(f"{base}/slurm_exporter_checksums.txt")).write_text(
+            f"{'0' * 64}  slurm_exporter-{version}-linux-arm64.tar.gz\n{digest}  {name}.tar.gz\n"
+        )
         enroot = self.params["enroot_version"]
         for package in (f"enroot_{enroot}-1_amd64.deb", f"enroot+caps_{enroot}-1_amd64.deb"):
             url = f"https://github.com/NVIDIA/enroot/releases/download/v{enroot}/{package}"

@@ -80,6 +80,32 @@ VLLM_NAMES = frozenset(
 )
 
 
+#: SckyzO/slurm_exporter names the library reads (docs/metrics.md at the pinned tag: nodes,
+#: node, queue, gpus, partitions, scheduler collectors and the per-collector status gauge).
+SLURM_NAMES = frozenset(
+    {
+        *(
+            f"slurm_nodes_{state}"
+            for state in ("alloc", "comp", "down", "drain", "fail", "idle", "mix", "planned")
+        ),
+        "slurm_nodes_total",
+        "slurm_node_status",
+        *(
+            f"slurm_jobs_{state}"
+            for state in ("pending", "running", "failed", "node_fail", "timeout", "cancelled")
+        ),
+        "slurm_jobs_completed",
+        *(f"slurm_gpus_{state}" for state in ("alloc", "idle", "other", "total")),
+        "slurm_partition_jobs_pending",
+        "slurm_partition_jobs_running",
+        "slurm_scheduler_queue_size",
+        "slurm_scheduler_dbd_queue_size",
+        "slurm_scheduler_last_cycle",
+        "slurm_exporter_collector_success",
+    }
+)
+
+
 @cache
 def sources() -> tuple[MetricSource, ...]:
     """Every metrics source the library installs or whose names it defines."""
@@ -160,6 +186,13 @@ def sources() -> tuple[MetricSource, ...]:
             ),
             {EKS: f"chart {ksm_chart.version}"},
             "kubernetes/kube-state-metrics docs/metrics (node and pod metrics)",
+        ),
+        MetricSource(
+            "Slurm exporter",
+            "slurm-exporter",
+            SLURM_NAMES,
+            {SLURM: f"binary {pins.binary('slurm_exporter').version} (controller)"},
+            "SckyzO/slurm_exporter docs/metrics.md and internal/collector/*.go at the pinned tag",
         ),
         MetricSource(
             "training jobs",

@@ -17,6 +17,7 @@ from typing import Any
 import botocore
 import pytest
 
+from fm_constructs import pins
 from fm_constructs.catalog import all_instance_types
 from fm_constructs.errors import FmValidationError
 from fm_constructs.orchestration.hyperpod import (
@@ -93,7 +94,8 @@ def test_provisioning_parameters_describe_groups_from_the_catalog() -> None:
         "gpus": 8,
         "efa": True,
     }
-    assert params["exporter_ports"] == {"node": 9100, "dcgm": 9400, "efa": 9109}
+    assert params["exporter_ports"] == {"node": 9100, "dcgm": 9400, "efa": 9109, "slurm": 9341}
+    assert params["slurm_exporter_version"] == pins.binary("slurm_exporter").version
     assert params["efa_exporter_image"] == (
         "602401143452.dkr.ecr.us-east-1.amazonaws.com/hyperpod/efa_exporter:1.0.0"
     )
@@ -219,7 +221,13 @@ def test_prometheus_agent_config_per_role() -> None:
             params, role="controller", group_name="controller", hostname="ip-10-1-0-10"
         )
     )
-    assert [c["job_name"] for c in controller["scrape_configs"]] == ["node-exporter"]
+    jobs = {c["job_name"]: c for c in controller["scrape_configs"]}
+    assert list(jobs) == ["node-exporter", "slurm-exporter"]
+    slurm = jobs["slurm-exporter"]
+    assert slurm["static_configs"][0]["targets"] == ["localhost:9341"]
+    # The exporter's own ``node`` label (the Slurm node a series is about) wins over the
+    # controller's hostname.
+    assert slurm["honor_labels"] is True
     with pytest.raises(ValueError, match="no Prometheus workspace"):
         prometheus_agent_config.render(
             _params(prometheus=None), role="worker", group_name="workers", hostname="h"

@@ -283,6 +283,47 @@ def test_controller_sets_up_accounting_gres_and_slurmctld(tmp_path: Path) -> Non
     assert sim.file("opt/slurm/etc/slurm.conf").count("accounting.conf") == 1
 
 
+def test_controller_runs_the_slurm_exporter_the_agent_scrapes(tmp_path: Path) -> None:
+    sim = node(tmp_path, "controller")
+    assert sim.run().returncode == 0
+    run = sim.run_metrics_installer()
+    assert run.returncode == 0, run.output
+    unit = sim.file("etc/systemd/system/fm-slurm-exporter.service")
+    # The release archive has no top-level directory: it is unpacked into its own.
+    assert (
+        "ExecStart=/opt/fm-metrics/slurm_exporter-1.8.4-linux-amd64/slurm_exporter "
+        "--web.listen-address=:9341 --slurm.bin-path=/opt/slurm/bin "
+        "--no-collector.nodes.feature-set" in unit
+    )
+    assert sim.exists("opt/fm-metrics/slurm_exporter-1.8.4-linux-amd64/LICENSE")
+    assert "fm-slurm-exporter.service" in sim.active
+    agent = sim.file("etc/fm-metrics/prometheus-agent.yml")
+    assert '"job_name": "slurm-exporter"' in agent and '"localhost:9341"' in agent
+    assert_units_verify(sim)
+    again = sim.run_metrics_installer()
+    assert again.returncode == 0 and not any(c.startswith("curl") for c in again.calls)
+
+
+def test_a_slurm_exporter_that_fails_its_checksum_is_refused(tmp_path: Path) -> None:
+    sim = node(tmp_path, "controller")
+    assert sim.run().returncode == 0
+    sim.serve_releases(corrupt=True)
+    run = sim.run_metrics_installer()
+    assert run.returncode != 0
+    assert "refusing slurm_exporter-1.8.4-linux-amd64.tar.gz" in run.output
+    assert not sim.exists("opt/fm-metrics/slurm_exporter-1.8.4-linux-amd64")
+    assert not sim.exists("etc/systemd/system/fm-slurm-exporter.service")
+
+
+def test_workers_run_no_slurm_exporter(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    assert sim.run().returncode == 0
+    run = sim.run_metrics_installer()
+    assert run.returncode == 0, run.output
+    assert not sim.exists("etc/systemd/system/fm-slurm-exporter.service")
+    assert not any("slurm_exporter" in c for c in run.calls)
+
+
 def test_controller_without_nvml_slurm_writes_no_gres_autodetect(tmp_path: Path) -> None:
     sim = node(tmp_path, "controller", nvml=False)
     run = sim.run()

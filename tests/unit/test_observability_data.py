@@ -4,6 +4,7 @@ metric a rule or panel reads is collected by the scrape configuration or recorde
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,7 +30,11 @@ SCRAPE = yaml.safe_load(
         data.EKS_SCRAPE_TEMPLATE.read_text(), cluster_name="c", scrape_interval_seconds=30
     )
 )
-COLLECTED = promql.collected_metric_patterns(SCRAPE)
+COLLECTED = {
+    **promql.collected_metric_patterns(SCRAPE),
+    # What the Slurm nodes' Prometheus agents keep (the Slurm exporter has no EKS job).
+    **{f"slurm/{job}": re.compile(regex) for job, regex in prometheus_agent_config.KEEP.items()},
+}
 DASHBOARDS = {p.name: json.loads(p.read_text()) for p in data.shipped_dashboard_files()}
 
 

@@ -35,8 +35,9 @@ ON_CREATE = "on_create.sh"
 PARAMETERS_FILE = "provisioning_parameters.json"
 PARAMETERS_VERSION = "1.0.0"
 DEFAULT_MOUNT_POINT = "/fsx"
-#: Exporter ports (node exporter, DCGM exporter, EFA exporter).
-EXPORTER_PORTS = {"node": 9100, "dcgm": 9400, "efa": 9109}
+#: Exporter ports (node exporter, DCGM exporter, EFA exporter; the Slurm exporter's default
+#: port on the controller).
+EXPORTER_PORTS = {"node": 9100, "dcgm": 9400, "efa": 9109, "slurm": 9341}
 #: The HyperPod EFA exporter image (node exporter with the amazonefa collector, which publishes
 #: the ``node_amazonefa_*`` counters the rules read), as AWS's HyperPod observability lifecycle
 #: scripts pull it: account, repository and tag in the regional HyperPod ECR registry.
@@ -92,8 +93,9 @@ def provisioning_parameters(
     :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
     ``mount_point``, ``efa_enabled``) or null, ``prometheus`` (``remote_write_url``) or null,
     ``exporter_ports``, ``efa_exporter_image``, and the pinned ``node_exporter_version``,
-    ``prometheus_version`` and ``dcgm_exporter_image`` that ``metrics.sh`` installs and the
-    ``enroot_version`` and ``pyxis_version`` that ``containers.sh`` installs.
+    ``prometheus_version``, ``slurm_exporter_version`` and ``dcgm_exporter_image`` that
+    ``metrics.sh`` installs and the ``enroot_version`` and ``pyxis_version`` that
+    ``containers.sh`` installs.
     """
 
     def first(node_type: SlurmNodeType) -> str | None:
@@ -123,6 +125,7 @@ def provisioning_parameters(
         "efa_exporter_image": efa_exporter_image(region),
         "node_exporter_version": pins.binary("node_exporter").version,
         "prometheus_version": pins.binary("prometheus").version,
+        "slurm_exporter_version": pins.binary("slurm_exporter").version,
         "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
         "enroot_version": pins.binary("enroot").version,
         "pyxis_version": pins.binary("pyxis").version,

@@ -14,8 +14,10 @@
 #   with the amazonefa collector, publishing node_amazonefa_*), pulled from the HyperPod ECR
 #   registry with the node's role;
 # - DCGM exporter on :9400 (NVIDIA workers), reading the counters of dcgm_counters.py (-f);
+# - Slurm exporter on :9341 (controller), a SckyzO/slurm_exporter release: job states, node
+#   states per partition, GPUs allocated and idle, scheduler health, from sinfo/squeue/sdiag;
 # - Prometheus in agent mode, remote-writing to Amazon Managed Service for Prometheus (SigV4).
-# Release tarballs are checked against the release's sha256 sums, and one that does not match
+# Release archives are checked against the release's sha256 sums, and one that does not match
 # is refused. Versions come from the provisioning parameters (the library's pins).
 set -euo pipefail
 
@@ -31,6 +33,7 @@ INSTALL_DIR=/opt/fm-metrics
 STAGE_DIR="${INSTALL_DIR}/lifecycle"
 CONFIG_DIR=/etc/fm-metrics
 DOCKER=/usr/bin/docker
+SLURM_BIN="${SLURM_PREFIX:-/opt/slurm}/bin"
 
 schedule() {
   local stage="${FM_ROOT}${STAGE_DIR}" file changed=""
@@ -100,39 +103,55 @@ download() {
 }
 
 RELEASE_DIR=""
-fetch_release() {
-  # fetch_release <project> <version>: put a verified prometheus/<project> release under
-  # /opt/fm-metrics and set RELEASE_DIR (path on the node); false on any failure.
-  local project="$1" version="$2"
-  local name="${project}-${version}.linux-${ARCH}"
-  RELEASE_DIR="${INSTALL_DIR}/${name}"
-  if [[ -x "${FM_ROOT}${RELEASE_DIR}/${project}" ]]; then
+fetch_archive() {
+  # fetch_archive <url-base> <archive> <sums-file> <dir> <binary>: download <url-base>/<archive>
+  # and the release's sha256 sums (<url-base>/<sums-file>), refuse the archive unless its digest
+  # is the one listed for it, unpack it so that /opt/fm-metrics/<dir>/<binary> is the binary,
+  # and set RELEASE_DIR (path on the node); false on any failure. Archives whose members are
+  # not under <dir>/ (no top-level directory) are unpacked into <dir>.
+  local base="$1" archive="$2" sums="$3" dir="$4" binary="$5" work
+  RELEASE_DIR="${INSTALL_DIR}/${dir}"
+  if [[ -x "${FM_ROOT}${RELEASE_DIR}/${binary}" ]]; then
     return 0
   fi
-  local base="https://github.com/prometheus/${project}/releases/download/v${version}" work
   work="$(mktemp -d)"
-  if ! download "${base}/${name}.tar.gz" "${work}/${name}.tar.gz" \
-    || ! download "${base}/sha256sums.txt" "${work}/sha256sums.txt"; then
-    log "could not download ${name}"
+  if ! download "${base}/${archive}" "${work}/${archive}" \
+    || ! download "${base}/${sums}" "${work}/${sums}"; then
+    log "could not download ${archive}"
     rm -rf "$work"
     return 1
   fi
   local expected actual
-  expected="$(awk -v file="${name}.tar.gz" '$2 == file {print $1}' "${work}/sha256sums.txt")"
-  actual="$(sha256sum "${work}/${name}.tar.gz" | awk '{print $1}')"
+  expected="$(awk -v file="${archive}" '$2 == file {print $1}' "${work}/${sums}")"
+  actual="$(sha256sum "${work}/${archive}" | awk '{print $1}')"
   if [[ -z "$expected" || "$expected" != "$actual" ]]; then
-    log "refusing ${name}.tar.gz: sha256 ${actual} does not match the release's '${expected}'"
+    log "refusing ${archive}: sha256 ${actual} does not match the release's '${expected}'"
     rm -rf "$work"
     return 1
   fi
-  mkdir -p "${FM_ROOT}${INSTALL_DIR}"
-  if ! tar -xzf "${work}/${name}.tar.gz" -C "${FM_ROOT}${INSTALL_DIR}" \
-    || [[ ! -x "${FM_ROOT}${RELEASE_DIR}/${project}" ]]; then
-    log "${name}.tar.gz holds no ${project} binary"
+  local target="${FM_ROOT}${INSTALL_DIR}"
+  # (awk reads the whole listing: no early exit for pipefail to report as a failure)
+  if ! tar -tzf "${work}/${archive}" | awk -v top="${dir}/" 'index($0, top) == 1 {found = 1}
+      END {exit !found}'; then
+    target="${FM_ROOT}${RELEASE_DIR}"
+  fi
+  mkdir -p "$target"
+  if ! tar -xzf "${work}/${archive}" -C "$target" \
+    || [[ ! -x "${FM_ROOT}${RELEASE_DIR}/${binary}" ]]; then
+    log "${archive} holds no ${binary} binary"
     rm -rf "$work" "${FM_ROOT:?}${RELEASE_DIR:?}"
     return 1
   fi
   rm -rf "$work"
+}
+
+fetch_release() {
+  # fetch_release <project> <version>: a prometheus/<project> release (archives named
+  # <project>-<version>.linux-<arch>.tar.gz, with a top-level directory, sums sha256sums.txt).
+  local project="$1" version="$2"
+  local name="${project}-${version}.linux-${ARCH}"
+  fetch_archive "https://github.com/prometheus/${project}/releases/download/v${version}" \
+    "${name}.tar.gz" sha256sums.txt "$name" "$project"
 }
 
 pull_image() {
@@ -175,6 +194,20 @@ install_dcgm_exporter() {
     "$image" -f /etc/dcgm-exporter/fm-counters.csv
 }
 
+install_slurm_exporter() {
+  # Job, node-state and scheduler metrics from the Slurm commands (sinfo, squeue, sdiag) of the
+  # controller, on the port the agent scrapes; one series per partition (no feature-set label).
+  local version name
+  version="$(param slurm_exporter_version)"
+  name="slurm_exporter-${version}-linux-${ARCH}"
+  fetch_archive "https://github.com/SckyzO/slurm_exporter/releases/download/v${version}" \
+    "${name}.tar.gz" slurm_exporter_checksums.txt "$name" slurm_exporter || return 1
+  run_service fm-slurm-exporter "${RELEASE_DIR}/slurm_exporter" \
+    --web.listen-address=":$(param exporter_ports.slurm)" --slurm.bin-path="${SLURM_BIN}" \
+    --no-collector.nodes.feature-set --no-collector.fairshare.user-metrics \
+    --web.disable-exporter-metrics
+}
+
 install_prometheus_agent() {
   fetch_release prometheus "$(param prometheus_version)" || return 1
   mkdir -p "${FM_ROOT}/var/lib/fm-prometheus-agent" "${FM_ROOT}${CONFIG_DIR}"
@@ -197,6 +230,9 @@ attempt() {
 
 install_all() {
   attempt node_exporter
+  if [[ "$ROLE" == "controller" ]]; then
+    attempt slurm_exporter
+  fi
   if [[ "$ROLE" == "worker" ]] && [[ -x "${FM_ROOT}${DOCKER}" ]]; then
     if [[ "$(group_param "$GROUP" efa)" == "true" ]]; then
       attempt efa_exporter

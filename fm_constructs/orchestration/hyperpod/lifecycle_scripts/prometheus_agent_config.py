@@ -21,6 +21,8 @@ from typing import Any
 NODE_JOB = "node-exporter"
 DCGM_JOB = "dcgm-exporter"
 EFA_JOB = "efa-exporter"
+#: The Slurm exporter on the controller (no EKS counterpart: Kubernetes has kube-state-metrics).
+SLURM_JOB = "slurm-exporter"
 #: Training processes on the node (the job-metrics contract, port 9464). Present only while a
 #: job runs, so its failed scrapes mean "no job here", not an outage.
 JOB_METRICS_JOB = "job-metrics"
@@ -47,14 +49,21 @@ KEEP: dict[str, str] = {
     EFA_JOB: "node_amazonefa_(tx_bytes|rx_bytes|tx_pkts|rx_pkts|rx_drops|rdma_read_bytes"
     "|rdma_write_bytes|rdma_read_wr_err|rdma_write_wr_err)|fm_lustre_client_.+",
     JOB_METRICS_JOB: "fm_training_.+",
+    SLURM_JOB: "slurm_nodes_(alloc|comp|down|drain|fail|idle|mix|planned|total)|slurm_node_status"
+    "|slurm_jobs_(pending|running|failed|node_fail|timeout|cancelled|completed)"
+    "|slurm_gpus_(alloc|idle|other|total)|slurm_partition_jobs_(pending|running)"
+    "|slurm_scheduler_(queue_size|dbd_queue_size|last_cycle)|slurm_exporter_collector_success",
 }
 
 
 def scrape_targets(params: dict[str, Any], *, role: str, group_name: str) -> list[tuple[str, int]]:
-    """(job, port) pairs scraped on a node: node exporter everywhere; DCGM on GPU workers, the
-    EFA exporter on EFA workers, and the job-metrics port on every worker."""
+    """(job, port) pairs scraped on a node: node exporter everywhere; the Slurm exporter on the
+    controller; DCGM on GPU workers, the EFA exporter on EFA workers, and the job-metrics port
+    on every worker."""
     ports = params["exporter_ports"]
     targets = [(NODE_JOB, int(ports["node"]))]
+    if role == "controller" and "slurm" in ports:
+        targets.append((SLURM_JOB, int(ports["slurm"])))
     if role != "worker":
         return targets
     for group in params.get("worker_groups", []):
@@ -76,8 +85,10 @@ def _scrape_config(job: str, port: int, labels: dict[str, str]) -> dict[str, Any
             {"source_labels": ["__name__"], "action": "keep", "regex": KEEP[job]}
         ],
     }
-    if job == JOB_METRICS_JOB:
-        # A job that knows its run name (e.g. SLURM_JOB_NAME) exports it as label ``run``.
+    if job in (JOB_METRICS_JOB, SLURM_JOB):
+        # A job that knows its run name (e.g. SLURM_JOB_NAME) exports it as label ``run``; the
+        # Slurm exporter's ``node`` label names the Slurm node a series is about, not the
+        # controller it was scraped on.
         config["honor_labels"] = True
     return config
 
