@@ -324,6 +324,88 @@ def test_workers_run_no_slurm_exporter(tmp_path: Path) -> None:
     assert not any("slurm_exporter" in c for c in run.calls)
 
 
+def test_controller_points_slurm_at_the_job_hooks_and_rotates_its_logs(tmp_path: Path) -> None:
+    sim = node(tmp_path, "controller")
+    assert sim.run().returncode == 0
+    hooks = sim.file("opt/slurm/etc/fm-hooks.conf")
+    assert hooks == (
+        "Prolog=/opt/slurm/etc/scripts/fm-prolog.sh\nEpilog=/opt/slurm/etc/scripts/fm-epilog.sh\n"
+    )
+    # slurmctld checks the scripts exist on the controller too.
+    assert (sim.root / "opt/slurm/etc/scripts/fm-prolog.sh").stat().st_mode & 0o111
+    assert sim.file("opt/slurm/etc/scripts/fm-node.env") == "EXPECTED_GPUS=0\n"
+    rotation = sim.file("etc/logrotate.d/fm-slurm")
+    assert rotation.startswith("/var/log/slurm/*.log {") and "SIGUSR2 slurmctld" in rotation
+    assert sim.run().returncode == 0
+    assert sim.file("opt/slurm/etc/slurm.conf").count("include /opt/slurm/etc/fm-hooks.conf") == 1
+
+
+def test_controller_keeps_a_prolog_hyperpod_configured(tmp_path: Path) -> None:
+    sim = node(tmp_path, "controller")
+    sim.write_slurm_conf(SLURM_CONF + "Prolog=/opt/slurm/etc/hyperpod-prolog.sh\n")
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "names its own Prolog or Epilog; keeping them" in run.output
+    assert not sim.exists("opt/slurm/etc/fm-hooks.conf")
+    assert "fm-hooks.conf" not in sim.file("opt/slurm/etc/slurm.conf")
+
+
+def _fake_nvidia_smi(sim: SimulatedNode, output: str, status: int = 0) -> None:
+    fake = sim.root / "usr" / "bin" / "nvidia-smi"
+    fake.write_text(f"#!/usr/bin/env bash\nprintf '%s' '{output}'\nexit {status}\n")
+    fake.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "status", "refusal"),
+    [
+        ("".join(f"{i}, No\n" for i in range(8)), 0, None),
+        ("".join(f"{i}, No\n" for i in range(7)), 0, "7 of 8 GPUs visible"),
+        ("0, No\n1, Yes\n2, No\n3, No\n4, No\n5, Yes\n6, No\n7, No\n", 0, "GPU 1,5"),
+        ("", 15, "nvidia-smi failed or did not answer"),
+    ],
+    ids=["healthy", "gpu-missing", "row-remap-failed", "hung"],
+)
+def test_worker_prolog_refuses_a_node_with_unhealthy_gpus(
+    tmp_path: Path, gpus: str, status: int, refusal: str | None
+) -> None:
+    sim = node(tmp_path, "worker")
+    assert sim.run().returncode == 0
+    assert sim.file("opt/slurm/etc/scripts/fm-node.env") == "EXPECTED_GPUS=8\n"
+    _fake_nvidia_smi(sim, gpus, status)
+    run = sim.run(str(sim.root / "opt/slurm/etc/scripts/fm-prolog.sh"), env={"SLURM_JOB_ID": "41"})
+    if refusal is None:
+        assert run.returncode == 0, run.output
+        assert not sim.exists("var/log/slurm/fm-prolog.log")
+    else:
+        assert run.returncode != 0  # Slurm drains the node and requeues the job
+        assert refusal in run.output
+        assert refusal in sim.file("var/log/slurm/fm-prolog.log")
+
+
+def test_worker_epilog_clears_the_job_users_shared_memory(tmp_path: Path) -> None:
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a file to another uid")
+    sim = node(tmp_path, "worker")
+    assert sim.run().returncode == 0
+    shm = sim.root / "dev" / "shm"
+    shm.mkdir(parents=True)
+    (shm / "nccl-1234").write_text("x")
+    os.chown(shm / "nccl-1234", 4242, 4242)
+    (shm / "other-user").write_text("y")
+    os.chown(shm / "other-user", 4343, 4343)
+    epilog = str(sim.root / "opt/slurm/etc/scripts/fm-epilog.sh")
+    run = sim.run(epilog, env={"SLURM_JOB_ID": "41", "SLURM_JOB_UID": "4242"})
+    assert run.returncode == 0, run.output
+    assert not (shm / "nccl-1234").exists() and (shm / "other-user").exists()
+    assert "removed 1 entries of uid 4242" in sim.file("var/log/slurm/fm-epilog.log")
+    # Root's jobs and missing variables are left alone, and the epilog never fails.
+    assert sim.run(epilog, env={"SLURM_JOB_UID": "0"}).returncode == 0
+    assert sim.run(epilog).returncode == 0
+
+
 def test_controller_without_nvml_slurm_writes_no_gres_autodetect(tmp_path: Path) -> None:
     sim = node(tmp_path, "controller", nvml=False)
     run = sim.run()

@@ -11,6 +11,8 @@
 #   includes; the include is added when missing);
 # - writes gres.conf with AutoDetect=nvml, only when the AMI's Slurm has the NVML GPU plugin
 #   (a Slurm built without it cannot start slurmd with that setting);
+# - the job hooks (GPU health check before a job, /dev/shm cleanup after it) and Slurm log
+#   rotation (slurm_hooks.sh; workers install the hooks too, since slurmd runs them);
 # - (re)starts slurmctld.
 # Workers and the login node run slurmd in configless mode: it fetches slurm.conf, gres.conf
 # and plugstack.conf from the controller (--conf-server), so every node sees the agent's
@@ -83,10 +85,14 @@ case "$ROLE" in
     GPUS="$(python3 -c 'import json,sys; print(int(any(g.get("gpus") for g in json.load(open(sys.argv[1]))["worker_groups"])))' "$PARAMS")"
     bash "${SCRIPT_DIR}/accounting.sh" "${CONTROLLERS%% *}" "$GPUS"
     write_gres_conf
+    bash "${SCRIPT_DIR}/slurm_hooks.sh" "$ROLE" "$GROUP" "$PARAMS"
     systemctl enable slurmctld
     systemctl restart slurmctld
     ;;
-  worker) start_configless_slurmd ;;
+  worker)
+    bash "${SCRIPT_DIR}/slurm_hooks.sh" "$ROLE" "$GROUP" "$PARAMS"
+    start_configless_slurmd
+    ;;
   login)
     # slurmd on the login node only fetches the configuration for the client commands; the
     # login node is in no partition, so the daemon itself does not register.
