@@ -28,7 +28,11 @@ from fm_constructs.orchestration.hyperpod import (
     scripts_directory,
     slurm_instance_groups,
 )
-from fm_constructs.orchestration.hyperpod.lifecycle import efa_exporter_image
+from fm_constructs.orchestration.hyperpod.eks import HMA_IMAGE_ACCOUNTS
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    EFA_EXPORTER_ACCOUNTS,
+    efa_exporter_image,
+)
 from fm_constructs.orchestration.hyperpod.lifecycle_scripts import (
     dcgm_counters,
     prometheus_agent_config,
@@ -100,6 +104,18 @@ def test_provisioning_parameters_describe_groups_from_the_catalog() -> None:
         "602401143452.dkr.ecr.us-east-1.amazonaws.com/hyperpod/efa_exporter:1.0.0"
     )
     assert efa_exporter_image("eu-west-1").startswith("602401143452.dkr.ecr.eu-west-1.")
+
+
+def test_efa_exporter_comes_from_the_regions_own_registry() -> None:
+    # Opt-in regions have registries of their own (the EKS add-on image registries).
+    assert efa_exporter_image("ap-southeast-3").startswith(
+        "296578399912.dkr.ecr.ap-southeast-3.amazonaws.com/hyperpod/efa_exporter:"
+    )
+    assert efa_exporter_image("eu-south-2").startswith("455263428931.dkr.ecr.eu-south-2.")
+    # Every region HyperPod's health agent is published in has an EFA exporter registry.
+    assert set(HMA_IMAGE_ACCOUNTS) <= set(EFA_EXPORTER_ACCOUNTS)
+    with pytest.raises(FmValidationError, match="'xx-moon-1' has no HyperPod EFA exporter"):
+        efa_exporter_image("xx-moon-1")
 
 
 def test_slurm_roles_groups_and_controllers() -> None:

@@ -42,9 +42,9 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
 )
 from fm_constructs.orchestration.hyperpod.lifecycle import (
     DEFAULT_MOUNT_POINT,
-    EFA_EXPORTER_ACCOUNT,
     EFA_EXPORTER_REPOSITORY,
     LifecycleScripts,
+    efa_exporter_account,
     provisioning_parameters,
     worker_group_parameters,
 )
@@ -195,7 +195,7 @@ class HyperPodCluster(Construct):
                 self.execution_role.allow_image_pull(
                     stack.format_arn(
                         service="ecr",
-                        account=EFA_EXPORTER_ACCOUNT,
+                        account=efa_exporter_account(stack.region),
                         resource="repository",
                         resource_name=EFA_EXPORTER_REPOSITORY,
                     )

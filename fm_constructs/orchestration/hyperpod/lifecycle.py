@@ -16,13 +16,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Names, RemovalPolicy, Stack
+from aws_cdk import Names, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from fm_constructs import pins
+from fm_constructs.errors import FmValidationError
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
     Orchestrator,
@@ -40,16 +41,80 @@ DEFAULT_MOUNT_POINT = "/fsx"
 EXPORTER_PORTS = {"node": 9100, "dcgm": 9400, "efa": 9109, "slurm": 9341}
 #: The HyperPod EFA exporter image (node exporter with the amazonefa collector, which publishes
 #: the ``node_amazonefa_*`` counters the rules read), as AWS's HyperPod observability lifecycle
-#: scripts pull it: account, repository and tag in the regional HyperPod ECR registry.
-EFA_EXPORTER_ACCOUNT = "602401143452"
+#: scripts pull it: repository and tag in the region's HyperPod/EKS ECR registry.
 EFA_EXPORTER_REPOSITORY = "hyperpod/efa_exporter"
 EFA_EXPORTER_TAG = pins.image_tag("hyperpod-efa-exporter")
+#: Registry account of the EFA exporter image by region: the Amazon EKS add-on image
+#: registries (awsdocs/amazon-eks-user-guide@1cc6ebb, latest/ug/workloads/add-ons-images.adoc,
+#: "View Amazon container image registries for Amazon EKS add-ons"). HyperPod publishes the
+#: image there: AWS's lifecycle scripts pull it from 602401143452 in us-east-1 and us-west-2
+#: (awslabs/awsome-distributed-training@0edaf15, base-config/observability/
+#: install_efa_exporter.sh) and a public HyperPod DaemonSet from 296578399912 in
+#: ap-southeast-3, both as this table says; other regions follow the table (unverified live).
+EFA_EXPORTER_ACCOUNTS: dict[str, str] = {
+    "af-south-1": "877085696533",
+    "ap-east-1": "800184023465",
+    "ap-southeast-3": "296578399912",
+    "ap-south-2": "900889452093",
+    "ap-southeast-4": "491585149902",
+    "ap-southeast-6": "333609536671",
+    "ap-southeast-7": "121268973566",
+    "eu-south-1": "590381155156",
+    "eu-south-2": "455263428931",
+    "eu-central-2": "900612956339",
+    "il-central-1": "066635153087",
+    "mx-central-1": "730335286997",
+    "me-south-1": "558608220178",
+    "me-central-1": "759879836304",
+    "ca-west-1": "761377655185",
+    **{
+        region: "602401143452"
+        for region in (
+            "ap-south-1",
+            "ap-northeast-1",
+            "ap-northeast-2",
+            "ap-northeast-3",
+            "ap-southeast-1",
+            "ap-southeast-2",
+            "ca-central-1",
+            "eu-central-1",
+            "eu-north-1",
+            "eu-west-1",
+            "eu-west-2",
+            "eu-west-3",
+            "sa-east-1",
+            "us-east-1",
+            "us-east-2",
+            "us-west-1",
+            "us-west-2",
+        )
+    },
+}
+#: The account of most regions, for a stack whose region is not known at synthesis.
+EFA_EXPORTER_DEFAULT_ACCOUNT = "602401143452"
+
+
+def efa_exporter_account(region: str) -> str:
+    """Registry account of the EFA exporter image in ``region`` (the default account when the
+    region is a deploy-time token); a region outside the table is an error."""
+    if Token.is_unresolved(region):
+        return EFA_EXPORTER_DEFAULT_ACCOUNT
+    account = EFA_EXPORTER_ACCOUNTS.get(region)
+    if account is None:
+        raise FmValidationError(
+            [
+                f"region: {region!r} has no HyperPod EFA exporter registry; use one of "
+                f"{sorted(EFA_EXPORTER_ACCOUNTS)}"
+            ],
+            context="HyperPod EFA exporter",
+        )
+    return account
 
 
 def efa_exporter_image(region: str) -> str:
     """URI of the EFA exporter image in ``region``'s HyperPod ECR registry."""
     return (
-        f"{EFA_EXPORTER_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/"
+        f"{efa_exporter_account(region)}.dkr.ecr.{region}.amazonaws.com/"
         f"{EFA_EXPORTER_REPOSITORY}:{EFA_EXPORTER_TAG}"
     )
 
