@@ -31,6 +31,8 @@ from fm_constructs.orchestration.hyperpod import (
     InstanceGroup,
     KubernetesTaint,
     Orchestrator,
+    PatchingStrategy,
+    ScheduledUpdate,
     SlurmNodeType,
     slurm_instance_groups,
 )
@@ -131,6 +133,8 @@ def synth() -> Iterator[Synth]:
                 instance_count=2,
                 kubernetes_labels={"team": "pretraining"},
                 kubernetes_taints=[KubernetesTaint(key="dedicated", value="pretraining")],
+                scheduled_update=ScheduledUpdate("cron(0 4 ? * SUN *)", batch_percentage=25),
+                auto_patch=PatchingStrategy.WHEN_IDLE,
             ),
             InstanceGroup(
                 name="trn2",
@@ -273,6 +277,32 @@ def test_eks_groups_labels_taints_and_checks(synth: Synth) -> None:
     assert trn2["ThreadsPerCore"] == 2
     assert trn2["ImageId"] == "ami-0123456789abcdef0"
     assert trn2["KubernetesConfig"]["Labels"][charts.NEURON_PRESENT_LABEL] == "true"
+
+
+def test_ami_updates_and_patches_only_where_asked(synth: Synth) -> None:
+    groups = _groups(synth.raw["Eks"])
+    assert groups["p5"]["ScheduledUpdateConfig"] == {
+        "ScheduleExpression": "cron(0 4 ? * SUN *)",
+        "DeploymentConfig": {
+            "RollingUpdatePolicy": {
+                "MaximumBatchSize": {"Type": "CAPACITY_PERCENTAGE", "Value": 25}
+            },
+            "WaitIntervalInSeconds": 300,
+        },
+    }
+    assert groups["p5"]["AutoPatchConfig"] == {"PatchingStrategy": "WhenIdle"}
+    for name, group in {**groups, **_groups(synth.raw["Slurm"])}.items():
+        if name != "p5":
+            assert "ScheduledUpdateConfig" not in group and "AutoPatchConfig" not in group
+
+
+def test_rejects_a_schedule_cloudformation_would_refuse() -> None:
+    workers = _workers(scheduled_update=ScheduledUpdate("0 4 * * 0", batch_percentage=0))
+    with pytest.raises(FmValidationError) as raised:
+        _build(instance_groups=workers)
+    text = str(raised.value)
+    assert "scheduled_update.cron: must be cron(" in text and "'0 4 * * 0'" in text
+    assert "scheduled_update.batch_percentage: must be 1-100, got 0" in text
 
 
 def test_eks_orchestrator_and_security_groups(synth: Synth) -> None:
@@ -471,6 +501,24 @@ def test_execution_role_reads_exactly_the_lifecycle_prefix(synth: Synth) -> None
     assert any(s["Condition"] == {"StringLike": {"s3:prefix": [prefix + "*"]}} for s in lists)
     uri = _groups(synth.raw["Slurm"])["workers"]["LifeCycleConfig"]["SourceS3Uri"]
     assert prefix in json.dumps(uri)
+    # No other S3 access: every S3 statement of the execution role names the lifecycle bucket
+    # (its managed policy reads sagemaker-* buckets only).
+    for name in ("Slurm", "Eks"):
+        cluster = synth.clusters[name]
+        stack = cdk.Stack.of(cluster)
+        role_id = stack.resolve(cluster.execution_role.role.node.default_child.logical_id)  # type: ignore[union-attr]
+        bucket_id = stack.resolve(cluster.lifecycle.bucket.node.default_child.logical_id)  # type: ignore[union-attr]
+        checked = 0
+        for policy in _of_type(synth.raw[name], "AWS::IAM::Policy").values():
+            if {"Ref": role_id} not in policy["Properties"].get("Roles", []):
+                continue
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"]
+                listed = [actions] if isinstance(actions, str) else actions
+                if any(a.startswith("s3:") for a in listed):
+                    assert bucket_id in json.dumps(statement["Resource"]), (name, statement)
+                    checked += 1
+        assert checked >= 2, name  # the object read and the prefix-scoped list
 
 
 # ----------------------------------------------------------------------------- lifecycle

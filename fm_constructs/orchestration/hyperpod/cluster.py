@@ -37,6 +37,7 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
     GROUP_NAME_PATTERN,
     InstanceGroup,
     Orchestrator,
+    PatchingStrategy,
     SlurmNodeType,
     check_layout,
 )
@@ -300,6 +301,25 @@ class HyperPodCluster(Construct):
                 kubernetes = sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
                     labels=labels or None, taints=taints or None
                 )
+        update = None
+        if group.scheduled_update is not None:
+            schedule = group.scheduled_update
+            update = sagemaker.CfnCluster.ScheduledUpdateConfigProperty(
+                schedule_expression=schedule.cron,
+                deployment_config=sagemaker.CfnCluster.DeploymentConfigProperty(
+                    rolling_update_policy=sagemaker.CfnCluster.RollingUpdatePolicyProperty(
+                        maximum_batch_size=sagemaker.CfnCluster.CapacitySizeConfigProperty(
+                            type="CAPACITY_PERCENTAGE", value=schedule.batch_percentage
+                        )
+                    ),
+                    wait_interval_in_seconds=schedule.wait_interval_seconds,
+                ),
+            )
+        patch = None
+        if group.auto_patch is not None:
+            patch = sagemaker.CfnCluster.AutoPatchConfigProperty(
+                patching_strategy=PatchingStrategy(group.auto_patch).value
+            )
         checks = [c.value for c in group.resolved_deep_health_checks]
         interface = group.network_interface_type
         return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
@@ -321,6 +341,8 @@ class HyperPodCluster(Construct):
             )
             if interface is not None
             else None,
+            scheduled_update_config=update,
+            auto_patch_config=patch,
         )
 
     @staticmethod

@@ -87,6 +87,55 @@ class DeepHealthCheck(StrEnum):
     INSTANCE_CONNECTIVITY = "InstanceConnectivity"
 
 
+class PatchingStrategy(StrEnum):
+    """When HyperPod applies an OS security patch of the AMI (``AutoPatchConfig``): to each
+    instance once it is idle, or to all at once when all are idle (the instances are cordoned
+    until patched)."""
+
+    WHEN_IDLE = "WhenIdle"
+    WHEN_ALL_IDLE = "WhenAllIdle"
+
+
+#: ``ScheduleExpression`` of ``ScheduledUpdateConfig`` (the pattern of the CloudFormation schema
+#: of AWS::SageMaker::Cluster in cfn-lint): minutes, hours, day of month, month, day of week,
+#: year.
+CRON_PATTERN = re.compile(
+    r"cron\((?:[0-5][0-9]|[0-9]|) (?:[01][0-9]|2[0-3]|[0-9]) (?:[1-9]|0[1-9]|[12][0-9]|3[01]|\?) "
+    r"(?:[1-9]|0[1-9]|1[0-2]|\*|\*/(?:[1-9]|1[0-2])|) "
+    r"(?:MON|TUE|WED|THU|FRI|SAT|SUN|[1-7]|\?|L|(?:[1-7]#[1-5])|(?:[1-7]L)) (?:20[2-9][0-9]|\*|)\)"
+)
+
+
+@dataclass(frozen=True)
+class ScheduledUpdate:
+    """HyperPod updates the group's AMI to the latest release on ``cron`` (for example
+    ``cron(0 4 ? * SUN *)``: Sundays 04:00 UTC), ``batch_percentage`` of the instances at a
+    time with ``wait_interval_seconds`` between batches (``ScheduledUpdateConfig``)."""
+
+    cron: str
+    batch_percentage: int = 20
+    wait_interval_seconds: int = 300
+
+    def problems(self, prefix: str) -> list[str]:
+        found = []
+        if not Token.is_unresolved(self.cron) and not CRON_PATTERN.fullmatch(self.cron):
+            found.append(
+                f"{prefix}scheduled_update.cron: must be cron(minutes hours day-of-month month "
+                f"day-of-week year), for example 'cron(0 4 ? * SUN *)', got {self.cron!r}"
+            )
+        if not 1 <= self.batch_percentage <= 100:
+            found.append(
+                f"{prefix}scheduled_update.batch_percentage: must be 1-100, got "
+                f"{self.batch_percentage!r}"
+            )
+        if not 0 <= self.wait_interval_seconds <= 3600:
+            found.append(
+                f"{prefix}scheduled_update.wait_interval_seconds: must be 0-3600, got "
+                f"{self.wait_interval_seconds!r}"
+            )
+        return found
+
+
 @dataclass(frozen=True)
 class KubernetesTaint:
     """A taint HyperPod puts on every node of an EKS-orchestrated group."""
@@ -153,6 +202,9 @@ class InstanceGroup:
       (``NetworkInterface.InterfaceType``): ``EFA_ONLY`` (default) asks for ``efa-only``
       interfaces, which carry no IP, where every EFA card of the type supports them, so a node
       uses the addresses the IP budget counts for that layout; ``LEGACY`` asks for ``efa``.
+    - ``scheduled_update``: AMI updates on a schedule, in batches (:class:`ScheduledUpdate`);
+      ``auto_patch``: OS security patches as instances become idle (:class:`PatchingStrategy`).
+      Both are off by default: a training group changes AMI only when you ask.
     """
 
     name: str
@@ -169,6 +221,8 @@ class InstanceGroup:
     image_id: str | None = None
     partition_name: str | None = None
     efa_layout: EfaLayout = EfaLayout.EFA_ONLY
+    scheduled_update: ScheduledUpdate | None = None
+    auto_patch: PatchingStrategy | None = None
 
     # ---- derived values ---------------------------------------------------------------------
 
@@ -272,6 +326,14 @@ class InstanceGroup:
                 "ebs_kms_key",
                 "<key>",
                 "encrypts the extra EBS volume, so ebs_volume_size_gib must be set too",
+            )
+        if self.scheduled_update is not None:
+            found.extend(self.scheduled_update.problems(prefix))
+        if self.auto_patch is not None and self.auto_patch not in list(PatchingStrategy):
+            add(
+                "auto_patch",
+                self.auto_patch,
+                f"must be one of {', '.join(p.value for p in PatchingStrategy)}",
             )
         self._check_health_checks(add, spec, known_type)
         self._check_capacity(add, accelerated, known_type)
