@@ -4,7 +4,7 @@ SageMaker HyperPod orchestration, managed Prometheus and Grafana).
 
 Everything a consumer app uses is importable from here::
 
-    from fm_constructs import DataBucket, EksAcceleratedWorkload, GpuClusterVpc, LustreFileSystem
+    from fm_constructs import DataBucket, GpuClusterVpc, GpuEksCluster, PretrainingWorkload
 
 The names resolve on first use (PEP 562), so ``import fm_constructs.config`` or ``fmc`` never
 pay for loading aws_cdk; the submodule paths (``fm_constructs.storage`` ...) keep working.
@@ -20,8 +20,16 @@ __version__ = "0.1.0"
 #: Public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
     # patterns (floor 3)
+    "PretrainingWorkload": "fm_constructs.patterns",
+    "PostTrainingWorkload": "fm_constructs.patterns",
+    "InferenceWorkload": "fm_constructs.patterns",
+    "IAcceleratedWorkload": "fm_constructs.patterns",
+    "EksWorkload": "fm_constructs.patterns",
+    "NodePool": "fm_constructs.patterns",
+    "KueueFlavors": "fm_constructs.patterns",
     "EksAcceleratedWorkload": "fm_constructs.patterns",
     "HyperPodAcceleratedWorkload": "fm_constructs.patterns",
+    "HyperPodEksShare": "fm_constructs.patterns",
     "InferenceService": "fm_constructs.patterns",
     "ObservabilityPlatform": "fm_constructs.patterns",
     "EksClusterScraping": "fm_constructs.patterns",
@@ -58,6 +66,8 @@ _EXPORTS: dict[str, str] = {
     "DevicePlugins": "fm_constructs.orchestration",
     "WorkloadOperators": "fm_constructs.orchestration",
     "HelmChartSpec": "fm_constructs.orchestration",
+    "ClusterAutoscalerSettings": "fm_constructs.orchestration.eks_charts",
+    "IGpuCluster": "fm_constructs.orchestration.cluster_interface",
     "HyperPodCluster": "fm_constructs.orchestration.hyperpod",
     "IHyperPodCluster": "fm_constructs.orchestration.hyperpod.imported",
     "HyperPodExecutionRole": "fm_constructs.orchestration.hyperpod",
@@ -108,6 +118,7 @@ __all__ = [
     "CapacityKind",
     "CapacitySource",
     "ClusterAddons",
+    "ClusterAutoscalerSettings",
     "ClusterPlacementGroup",
     "DataBucket",
     "DataRepositoryAssociation",
@@ -118,6 +129,7 @@ __all__ = [
     "EfaSecurityGroup",
     "EksAcceleratedWorkload",
     "EksClusterScraping",
+    "EksWorkload",
     "Finding",
     "FmValidationError",
     "FsxLustreAlarms",
@@ -132,18 +144,23 @@ __all__ = [
     "HelmChartSpec",
     "HyperPodAcceleratedWorkload",
     "HyperPodCluster",
+    "HyperPodEksShare",
     "HyperPodEksDependencies",
     "HyperPodExecutionRole",
     "HyperPodHealthEvents",
+    "IAcceleratedWorkload",
     "IDataBucket",
+    "IGpuCluster",
     "IHyperPodCluster",
     "ILustreFileSystem",
     "IPrometheusWorkspace",
     "InferenceService",
+    "InferenceWorkload",
     "InstanceGroup",
     "InstanceSpec",
     "KedaAutoscaler",
     "KubernetesTaint",
+    "KueueFlavors",
     "LifecycleScripts",
     "LoadBalancer",
     "LustreConnections",
@@ -152,11 +169,14 @@ __all__ = [
     "LustreLogLevel",
     "ManagedScraper",
     "ModelServerSpec",
+    "NodePool",
     "NodeRecovery",
     "NodeadmCluster",
     "ObservabilityPlatform",
     "OnDemandCapacityReservation",
     "Orchestrator",
+    "PostTrainingWorkload",
+    "PretrainingWorkload",
     "Profile",
     "PrometheusWorkspace",
     "S3Event",
@@ -231,6 +251,8 @@ if TYPE_CHECKING:  # what type checkers and editors see
         HelmChartSpec,
         WorkloadOperators,
     )
+    from fm_constructs.orchestration.cluster_interface import IGpuCluster
+    from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
     from fm_constructs.orchestration.hyperpod import (
         DeepHealthCheck,
         HyperPodCluster,
@@ -249,11 +271,19 @@ if TYPE_CHECKING:  # what type checkers and editors see
         AutoscalingPolicy,
         EksAcceleratedWorkload,
         EksClusterScraping,
+        EksWorkload,
         HyperPodAcceleratedWorkload,
+        HyperPodEksShare,
+        IAcceleratedWorkload,
         InferenceService,
+        InferenceWorkload,
         KedaAutoscaler,
+        KueueFlavors,
         ModelServerSpec,
+        NodePool,
         ObservabilityPlatform,
+        PostTrainingWorkload,
+        PretrainingWorkload,
     )
     from fm_constructs.planning.efa_layout import EfaLayout
     from fm_constructs.planning.serving_layout import ServingLayout
