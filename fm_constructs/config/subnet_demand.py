@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.config.model import LoadBalancer, Orchestrator, Profile, WorkloadConfig
+from fm_constructs.config.options import deployment_options
 from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import DEFAULT_STORAGE_CAPACITY_GIB, size_fsx_lustre
@@ -318,16 +319,19 @@ def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworki
                     networking,
                 )
             )
-        if w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS):
-            fixed.append((f"{w.name}: EKS control plane", EKS_CONTROL_PLANE_ADDRESSES))
-            fixed.append((f"{w.name}: EKS system nodes", EKS_SYSTEM_NODE_ADDRESSES))
-            if platform.observability:
-                fixed.append((f"{w.name}: Prometheus scraper", SCRAPER_ADDRESSES))
         capacity = fsx_capacity_gib(w)
         if capacity is not None:
             fixed.append((f"{w.name}: FSx for Lustre ({capacity:,} GiB)", fsx_addresses(capacity)))
         if w.name == "inference" and w.load_balancer is not LoadBalancer.NONE:
             fixed.append(("inference: network load balancer", NLB_ADDRESSES))
+    # One control plane, system node group and scraper per EKS cluster the stacks build: the
+    # shared cluster, plus each workload's dedicated one.
+    for cluster in deployment_options(profile).clusters.values():
+        label = "shared EKS cluster" if not cluster.dedicated else f"{cluster.key}: EKS cluster"
+        fixed.append((f"{label} control plane", EKS_CONTROL_PLANE_ADDRESSES))
+        fixed.append((f"{label} system nodes", EKS_SYSTEM_NODE_ADDRESSES))
+        if platform.observability:
+            fixed.append((f"{label} Prometheus scraper", SCRAPER_ADDRESSES))
     prefix, _ = subnet_prefixes(platform.vpc_cidr)
     if networking is not PodNetworking.CUSTOM_NETWORKING or not _uses_vpc_cni(profile):
         return SubnetDemand(platform.availability_zone, prefix, tuple(groups), tuple(fixed))

@@ -56,9 +56,22 @@ def test_autoscaling_maximum_and_other_addresses_are_counted() -> None:
     assert group.nodes == 8
     fixed = dict(demand.fixed)
     assert fixed["interface endpoints"] == 12
-    assert fixed["inference: EKS control plane"] == EKS_CONTROL_PLANE_ADDRESSES
+    assert fixed["shared EKS cluster control plane"] == EKS_CONTROL_PLANE_ADDRESSES
     assert fixed["inference: network load balancer"] == 1
     assert fsx_addresses(9600) == 2 + 8
+
+
+def test_each_eks_cluster_is_counted_once() -> None:
+    """Workloads sharing the platform's cluster count one control plane and one system node
+    group; a dedicated cluster counts its own."""
+    profile = load_profile(ROOT / "config" / "default.toml")
+    fixed = [what for what, _ in subnet_demand(profile).fixed]
+    assert fixed.count("shared EKS cluster control plane") == 1
+    assert not any(what.endswith(": EKS control plane") for what in fixed)
+    inference = dataclasses.replace(profile.inference, dedicated_cluster=True)
+    dedicated = dataclasses.replace(profile, inference=inference)
+    planes = [what for what, _ in subnet_demand(dedicated).fixed if "control plane" in what]
+    assert planes == ["shared EKS cluster control plane", "inference: EKS cluster control plane"]
 
 
 def test_system_node_allowance_matches_ec2_data() -> None:
