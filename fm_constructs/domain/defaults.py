@@ -14,3 +14,6 @@ ROOT_VOLUME_SIZE_GIB = 200
 ROOT_VOLUME_MIN_GIB = 100
 #: Largest gp3 volume (GiB).
 ROOT_VOLUME_MAX_GIB = 16_384
+#: Extra EBS volume of a HyperPod accelerated group, mounted at /opt/sagemaker (GiB): HyperPod
+#: sets the root volume itself; container images and node-local scratch go to this one.
+HYPERPOD_EBS_VOLUME_GIB = 500

@@ -25,6 +25,7 @@ from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
+from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.topology import KUEUE_TOPOLOGY, has_instance_topology
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.kubernetes.node_shape import WorkloadTarget
@@ -121,7 +122,7 @@ class EksWorkload(Construct):
         data_prefixes: Sequence[str] = (),
         file_system: LustreFileSystem | None = None,
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
-        root_volume_size_gib: int = 500,
+        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         lend_quota: bool = True,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
         training: bool = False,

@@ -10,6 +10,7 @@ from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
+from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
 from fm_constructs.observability import AlertTopic, HyperPodHealthEvents, IPrometheusWorkspace
 from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import (
@@ -88,7 +89,7 @@ class HyperPodAcceleratedWorkload(Construct):
                     instance_type=instance_type,
                     instance_count=node_count,
                     capacity=capacity,
-                    ebs_volume_size_gib=500,
+                    ebs_volume_size_gib=HYPERPOD_EBS_VOLUME_GIB,
                     efa_layout=efa_layout,
                 )
             ]

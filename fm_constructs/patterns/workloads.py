@@ -12,7 +12,7 @@ pattern offers the same surface (:class:`IAcceleratedWorkload`), as does
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -20,7 +20,8 @@ from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config.model import LoadBalancer
-from fm_constructs.config.options import DATA_PREFIXES, ROLE_LABEL, ROLLOUT_POOL
+from fm_constructs.config.options import DATA_PREFIXES, MAIN_POOL, ROLE_LABEL, ROLLOUT_POOL
+from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
@@ -43,9 +44,23 @@ class IAcceleratedWorkload(Protocol):
 
 
 class _EksPattern(Construct):
-    """Shared surface of the EKS workload patterns."""
+    """Shared surface of the EKS workload patterns, and the one place they build their share
+    of the cluster."""
 
     workload: EksWorkload
+
+    def _build(
+        self,
+        cluster: GpuEksCluster,
+        operators: WorkloadOperators,
+        pools: Sequence[NodePool],
+        **workload: Any,
+    ) -> EksWorkload:
+        """Switch on ``operators`` on ``cluster`` (once per cluster) and build the workload's
+        node pools, namespace, identity, claim and queues (:class:`EksWorkload`)."""
+        cluster.enable_operators(operators)
+        self.workload = EksWorkload(self, "Workload", cluster=cluster, node_pools=pools, **workload)
+        return self.workload
 
     @property
     def connections(self) -> ec2.Connections:
@@ -86,18 +101,16 @@ class PretrainingWorkload(_EksPattern):
         name: str = "pretraining",
         data_prefixes: Sequence[str] | None = None,
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
-        root_volume_size_gib: int = 500,
+        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        cluster.enable_operators(WorkloadOperators(kueue=True, kubeflow_trainer=True))
-        self.workload = EksWorkload(
-            self,
-            "Workload",
-            cluster=cluster,
+        self._build(
+            cluster,
+            WorkloadOperators(kueue=True, kubeflow_trainer=True),
+            [NodePool(MAIN_POOL, instance_type, node_count, capacity=capacity)],
             name=name,
             subnet=subnet,
-            node_pools=[NodePool("gpu", instance_type, node_count, capacity=capacity)],
             data_bucket=data_bucket,
             data_prefixes=_prefixes(data_prefixes, "pretraining", data_bucket),
             file_system=file_system,
@@ -131,12 +144,11 @@ class PostTrainingWorkload(_EksPattern):
         name: str = "post_training",
         data_prefixes: Sequence[str] | None = None,
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
-        root_volume_size_gib: int = 500,
+        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        cluster.enable_operators(WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True))
-        pools = [NodePool("gpu", instance_type, node_count, capacity=capacity)]
+        pools = [NodePool(MAIN_POOL, instance_type, node_count, capacity=capacity)]
         if rollout_instance_type is not None:
             role = {ROLE_LABEL: ROLLOUT_POOL}
             pools.append(
@@ -148,13 +160,12 @@ class PostTrainingWorkload(_EksPattern):
                     taints=role,
                 )
             )
-        self.workload = EksWorkload(
-            self,
-            "Workload",
-            cluster=cluster,
+        self._build(
+            cluster,
+            WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True),
+            pools,
             name=name,
             subnet=subnet,
-            node_pools=pools,
             data_bucket=data_bucket,
             data_prefixes=_prefixes(data_prefixes, "post_training", data_bucket),
             file_system=file_system,
@@ -191,27 +202,21 @@ class InferenceWorkload(_EksPattern):
         workspace: IPrometheusWorkspace | None = None,
         name: str = "inference",
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
-        root_volume_size_gib: int = 500,
+        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        cluster.enable_operators(WorkloadOperators(kueue=True, leader_worker_set=True))
-        self.workload = EksWorkload(
-            self,
-            "Workload",
-            cluster=cluster,
-            name=name,
-            subnet=subnet,
-            node_pools=[
+        self._build(
+            cluster,
+            WorkloadOperators(kueue=True, leader_worker_set=True),
+            [
                 NodePool(
-                    "gpu",
-                    instance_type,
-                    node_count,
-                    max_size=max_node_count,
-                    capacity=capacity,
+                    MAIN_POOL, instance_type, node_count, max_size=max_node_count, capacity=capacity
                 )
             ],
+            name=name,
+            subnet=subnet,
             data_bucket=data_bucket,
             data_prefixes=DATA_PREFIXES["inference"],
             file_system=file_system,

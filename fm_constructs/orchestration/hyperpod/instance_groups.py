@@ -20,6 +20,7 @@ from aws_cdk import aws_kms as kms
 
 from fm_constructs.catalog import InstanceSpec, all_instance_types
 from fm_constructs.compute import CapacityKind, CapacitySource
+from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.efa_layout import EfaLayout
 
@@ -446,7 +447,7 @@ def slurm_instance_groups(
     worker_group_name: str = "workers",
     controller_instance_type: str = "ml.m5.2xlarge",
     login_instance_type: str | None = "ml.m5.4xlarge",
-    worker_ebs_volume_size_gib: int | None = 500,
+    worker_ebs_volume_size_gib: int | None = HYPERPOD_EBS_VOLUME_GIB,
     ebs_kms_key: kms.IKey | None = None,
     efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
 ) -> list[InstanceGroup]:
