@@ -20,10 +20,12 @@ from fm_constructs.cli.goal import TrainingGoal, parse_quantity
 from fm_constructs.cli.output import Reporter
 from fm_constructs.cli.validate import add_arguments as add_validate_arguments
 from fm_constructs.config import Profile, load_profile
+from fm_constructs.domain.defaults import TARGET_MFU
+from fm_constructs.domain.names import WORKLOAD_KINDS
 from fm_constructs.errors import FmValidationError
 
 DEFAULT_CONFIG = "config/default.toml"
-WORKLOADS = ("pretraining", "post_training", "inference")
+WORKLOADS = WORKLOAD_KINDS
 
 
 def _quantity(text: str) -> float:
@@ -137,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--mfu",
         type=_fraction,
         default=None,
-        help="training goal: expected MFU (default: the profile's target_mfu, else 0.4)",
+        help=f"training goal: expected MFU (default: the profile's target_mfu, else {TARGET_MFU})",
     )
     plan.add_argument(
         "--goal-workload",
@@ -287,7 +289,7 @@ def _run_plan(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     goal_workload = args.goal_workload
     if args.params is not None:
         goal: TrainingGoal | None = TrainingGoal(
-            parameters=args.params, tokens=args.tokens, mfu=args.mfu or 0.4
+            parameters=args.params, tokens=args.tokens, mfu=args.mfu or TARGET_MFU
         )
     else:
         goal, goal_workload = _profile_goal(profile, goal_workload, args.mfu)

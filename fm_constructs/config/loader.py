@@ -27,15 +27,17 @@ from fm_constructs.config.model import (
 )
 from fm_constructs.config.reader import OUT_OF_RANGE, REQUIRED, TableReader
 from fm_constructs.config.rules import check_profile
+from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.fsx_sizing import MAX_BACKUP_RETENTION_DAYS
 from fm_constructs.planning.pod_networking import PodNetworking
 from fm_constructs.planning.serving_layout import GPU_MEMORY_UTILIZATION_RANGE
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 
-WORKLOAD_KEYS = ("pretraining", "post_training", "inference")
+WORKLOAD_KEYS = names.WORKLOAD_KINDS
 
 _REGION = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d"
 _ACCOUNT = r"\d{12}"
@@ -324,7 +326,7 @@ def _storage(t: TableReader, *, default_enabled: bool) -> StorageConfig:
             "backup_retention_days",
             _default(StorageConfig, "backup_retention_days"),
             minimum=0,
-            maximum=90,
+            maximum=MAX_BACKUP_RETENTION_DAYS,
         )
         or 0,
     )

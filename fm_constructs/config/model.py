@@ -13,6 +13,7 @@ from fm_constructs.domain.defaults import (
     ROOT_VOLUME_MAX_GIB,
     ROOT_VOLUME_MIN_GIB,
     ROOT_VOLUME_SIZE_GIB,
+    TARGET_MFU,
 )
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import DEFAULT_READ_MB_S_PER_NODE
@@ -225,7 +226,7 @@ class TrainingGoalConfig:
         default=None, metadata={"doc": "Training tokens, in billions."}
     )
     target_mfu: float = field(
-        default=0.4,
+        default=TARGET_MFU,
         metadata={"doc": "Expected model FLOPs utilization, above 0 and at most 1."},
     )
 

@@ -14,6 +14,9 @@ ROOT_VOLUME_SIZE_GIB = 200
 ROOT_VOLUME_MIN_GIB = 100
 #: Largest gp3 volume (GiB).
 ROOT_VOLUME_MAX_GIB = 16_384
+#: Expected model FLOPs utilization of a training goal (``fmc plan``) when none is given: a
+#: well-tuned dense transformer on H100-class GPUs reaches 0.35-0.45.
+TARGET_MFU = 0.4
 #: Extra EBS volume of a HyperPod accelerated group, mounted at /opt/sagemaker (GiB): HyperPod
 #: sets the root volume itself; container images and node-local scratch go to this one.
 HYPERPOD_EBS_VOLUME_GIB = 500

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+#: The workload kinds a profile has (its tables) and ``fmc`` offers (``--workload``).
+WORKLOAD_KINDS = ("pretraining", "post_training", "inference")
 #: Every workload's ClusterQueue joins this Kueue cohort, so idle GPUs can be borrowed.
 KUEUE_COHORT = "fm-accelerators"
 #: Namespace label that lets Kueue's webhooks see a namespace (``managedJobsNamespaceSelector``):

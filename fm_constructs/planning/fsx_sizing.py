@@ -70,6 +70,8 @@ DEFAULT_PER_UNIT_THROUGHPUT: dict[LustreDeploymentType, int | None] = {
 
 #: Capacity used when neither an explicit size nor a sizing request is given.
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
+#: Longest automatic backup retention FSx accepts (days; FSx API AutomaticBackupRetentionDays).
+MAX_BACKUP_RETENTION_DAYS = 90
 
 
 def is_valid_storage_capacity(deployment_type: LustreDeploymentType, capacity_gib: int) -> bool:

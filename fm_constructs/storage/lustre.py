@@ -28,6 +28,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.planning.fsx_sizing import (
     DEFAULT_PER_UNIT_THROUGHPUT,
     DEFAULT_STORAGE_CAPACITY_GIB,
+    MAX_BACKUP_RETENTION_DAYS,
     FsxSizingRequest,
     FsxSizingResult,
     LustreDeploymentType,
@@ -53,7 +54,6 @@ LUSTRE_PORTS: tuple[ec2.Port, ...] = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018
 LUSTRE_VERSION = "2.15"
 #: FSx only writes Lustre logs to log groups whose name starts with this prefix.
 FSX_LOG_GROUP_PREFIX = "/aws/fsx/"
-MAX_BACKUP_RETENTION_DAYS = 90
 #: Daily backups of a persistent file system without data repository associations. With
 #: associations the default is 0: FSx does not back up file systems linked to S3 ("File system
 #: backups aren't supported on file systems that are linked to an Amazon S3 data repository",
