@@ -21,6 +21,7 @@ from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
 from fm_constructs.config.subnet_demand import largest_node_count
 from fm_constructs.planning.capacity_block import parse_utc
+from fm_constructs.rules.findings import Finding, Severity, info
 
 SCHEMA = "fmc.preflight/v1"
 
@@ -44,21 +45,97 @@ class Status(StrEnum):
     ERROR = "error"
 
 
+#: The code each online check reports when it fails or warns: the same codes, finding type and
+#: reference page (docs/reference/errors.md) as the offline rules.
+CHECK_CODES: dict[str, str] = {
+    "instance type offered": info(
+        "FM601",
+        "The instance type is not offered in the profile's GPU zone (or region).",
+        "Pick the zone the type is offered in (platform.availability_zone), or another type.",
+    ),
+    "capacity reservation group": info(
+        "FM602",
+        "The ODCR resource group is missing, empty, or holds reservations that do not match "
+        "the workload (type, zone, platform, tenancy, count).",
+        "Add matching reservations to the group, or name the right group.",
+    ),
+    "capacity reservation": info(
+        "FM603",
+        "The capacity reservation or Capacity Block is missing, not active or scheduled, ends "
+        "soon, or does not match the workload (type, zone, count, platform, tenancy).",
+        "Reserve matching capacity (fmc capacity search) and update the profile.",
+    ),
+    "training plan": info(
+        "FM604",
+        "The training plan is missing, not active or scheduled, for another target, zone or "
+        "type, or too small for the workload.",
+        "Buy or pick a matching training plan for target resource hyperpod-cluster.",
+    ),
+    "HyperPod instance type": info(
+        "FM605",
+        "SageMaker HyperPod in this region does not list the instance type.",
+        "Choose a type HyperPod offers in the region, or orchestrator 'eks'.",
+    ),
+    "EC2 vCPU quota": info(
+        "FM606",
+        "The account's On-Demand vCPU quota of the instance family is below what the profile "
+        "needs at its largest size (or could not be read).",
+        "Request a quota increase (the fix shows the command), or lower the node counts.",
+    ),
+    "HyperPod quota": info(
+        "FM607",
+        "The account's SageMaker HyperPod quota of the instance type is below the profile's "
+        "node count (or could not be read).",
+        "Request a quota increase (the fix shows the command), or lower the node counts.",
+    ),
+    "FSx for Lustre storage quota": info(
+        "FM608",
+        "The account's FSx for Lustre storage quota cannot hold the existing file systems and "
+        "the planned ones (or could not be read).",
+        "Request a quota increase, or size the file systems down.",
+    ),
+    "EKS version": info(
+        "FM609",
+        "EKS does not offer the Kubernetes version in this region, or it is past standard "
+        "support (extended support costs more per cluster hour).",
+        "Choose a version EKS supports (platform.kubernetes_version).",
+    ),
+}
+
+
 @dataclass(frozen=True)
 class Check:
-    """The outcome of one check."""
+    """The outcome of one check; a failing or warning one carries a coded :class:`Finding`
+    (``code``: the profile rule's own, else the check kind's from :data:`CHECK_CODES`)."""
 
     name: str
     workload: str | None
     status: Status
     detail: str
     fix: str | None = None
+    code: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status in (Status.FAIL, Status.WARN) and self.code is None:
+            code = CHECK_CODES.get(self.name)
+            if code is None:
+                raise ValueError(f"check {self.name!r} has no code (add it to CHECK_CODES)")
+            object.__setattr__(self, "code", code)
+
+    @property
+    def finding(self) -> Finding | None:
+        """The check as a finding (None when it passed, was skipped or AWS did not answer)."""
+        if self.status not in (Status.FAIL, Status.WARN) or self.code is None:
+            return None
+        severity = Severity.ERROR if self.status is Status.FAIL else Severity.WARNING
+        return Finding(self.code, severity, "", None, self.detail, self.fix or "")
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "workload": self.workload,
             "status": self.status.value,
+            "code": self.code,
             "detail": self.detail,
             "fix": self.fix,
         }
@@ -121,7 +198,7 @@ class Preflight:
         workloads = self.profile.enabled_workloads
         # The offline findings first: the same lines the loader, `fmc plan` and synth give.
         self.checks.extend(
-            Check("profile rules", None, Status.WARN, finding.line(), finding.fix)
+            Check("profile rules", None, Status.WARN, finding.message(), finding.fix, finding.code)
             for finding in self.profile.warnings
         )
         for w in workloads:
@@ -819,6 +896,10 @@ def _verdict(
     return Check(name, workload, Status.PASS, summary)
 
 
+def _with_code(check: Check) -> str:
+    return f"{check.detail} [{check.code}]" if check.code else check.detail
+
+
 def exit_code(checks: list[Check]) -> ExitCode:
     """1 if any check failed, else 3 if AWS could not answer one, else 0."""
     statuses = {c.status for c in checks}
@@ -866,7 +947,7 @@ def run_preflight(
         f"preflight of {profile.source} ({session.region}, GPU zone "
         f"{profile.platform.availability_zone})\n"
     )
-    rows = [[c.status.value.upper(), c.workload or "-", c.name, c.detail] for c in checks]
+    rows = [[c.status.value.upper(), c.workload or "-", c.name, _with_code(c)] for c in checks]
     reporter.print(render_table(["status", "workload", "check", "detail"], rows))
     fixes = [c for c in checks if c.fix and c.status in (Status.FAIL, Status.WARN)]
     if fixes:

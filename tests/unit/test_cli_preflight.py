@@ -109,6 +109,20 @@ def test_default_profile_passes(stubs: Stubs) -> None:
     stubs.assert_done()
 
 
+def test_online_checks_use_the_finding_type_and_registered_codes() -> None:
+    from fm_constructs.cli.preflight import CHECK_CODES, Check, Status
+    from fm_constructs.rules.findings import Severity
+    from fm_constructs.rules.reference import all_rules
+
+    assert set(CHECK_CODES.values()) <= set(all_rules())
+    failed = Check("EKS version", None, Status.FAIL, "1.29 is not offered", "choose 1.35")
+    assert failed.finding is not None and failed.finding.severity is Severity.ERROR
+    assert failed.finding.line() == "1.29 is not offered [FM609]"
+    assert Check("EKS version", None, Status.PASS, "ok").finding is None
+    with pytest.raises(ValueError, match="has no code"):
+        Check("a check without a code", None, Status.FAIL, "x")
+
+
 def test_json_schema_and_low_quota_fails_with_the_increase_command(stubs: Stubs) -> None:
     _queue_default_profile(stubs, p_quota=768.0)
     result = run("preflight", "--config", DEFAULT_PROFILE, "--json")
@@ -124,9 +138,10 @@ def test_json_schema_and_low_quota_fails_with_the_increase_command(stubs: Stubs)
         "summary",
         "exit_code",
     }
-    assert set(doc["checks"][0]) == {"name", "workload", "status", "detail", "fix"}
+    assert set(doc["checks"][0]) == {"name", "workload", "status", "code", "detail", "fix"}
     assert doc["exit_code"] == 1 and doc["summary"]["fail"] == 1
     (failed,) = [c for c in doc["checks"] if c["status"] == "fail"]
+    assert failed["code"] == "FM606"  # the online checks report codes like the offline rules
     assert "768 vCPUs, the profile needs 1,152" in failed["detail"]
     assert "--quota-code L-417A185B --desired-value 1152" in failed["fix"]
     assert result.err == ""  # no progress lines in --json mode
