@@ -11,6 +11,7 @@ report them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from fm_constructs.rules.findings import Finding, Severity, info
 
@@ -69,6 +70,12 @@ class Problems:
         self._items: list[Finding] = []
         self.context = context
         self.field_prefix = field_prefix
+
+    @classmethod
+    def of(cls, construct: Any) -> Problems:
+        """Problems of a construct's arguments, reported under its class and construct path
+        (``GpuLaunchTemplate Stack/Workload/LaunchTemplate``), so a user finds which one."""
+        return cls(context=f"{type(construct).__name__} {construct.node.path}")
 
     def add(
         self,

@@ -17,6 +17,7 @@ from fm_constructs.catalog.model import (
     NvmeStorage,
 )
 from fm_constructs.errors import FmValidationError
+from fm_constructs.rules.findings import Finding, Severity
 
 _DATA_FILE = "instance_types.json"
 
@@ -94,19 +95,16 @@ def find_instance_type(name: str) -> InstanceSpec | None:
 def get_instance_type(name: str, *, field: str = "instance_type") -> InstanceSpec:
     """The catalogued spec for ``name`` (``p5.48xlarge`` or ``ml.p5.48xlarge``).
 
-    Raises FmValidationError naming the value and listing the known types when ``name`` is not
-    in the catalog.
+    Raises FmValidationError with the finding of
+    :func:`fm_constructs.rules.workloads.catalogued` (the closest names, or "an EC2 type without
+    accelerators") when ``name`` is not in the catalog.
     """
     spec = _catalog().get(_normalize(name))
     if spec is None:
-        known = ", ".join(spec.name for spec in all_instance_types())
-        raise FmValidationError(
-            [
-                f"{field}: must be an accelerated instance type from the catalog ({known}), "
-                f"got {name!r}; fix the spelling, or add the type to the catalog by "
-                f"regenerating it (tools/regenerate_instance_catalog.py)"
-            ]
-        )
+        from fm_constructs.rules.workloads import catalogued  # the rules import the catalog
+
+        _, findings = catalogued(name, key=field)
+        raise FmValidationError(findings)
     return spec
 
 
@@ -119,9 +117,15 @@ def require_efa(name: str, *, field: str = "instance_type") -> InstanceSpec:
     if not spec.efa_supported:
         raise FmValidationError(
             [
-                f"{field}: must support EFA (Elastic Fabric Adapter) for multi-node "
-                f"traffic, got {name!r}, which has no EFA; choose one of "
-                f"{', '.join(efa_instance_types())}"
+                Finding(
+                    "FM302",  # the code of fm_constructs.rules.workloads.efa_for_training
+                    Severity.ERROR,
+                    field,
+                    name,
+                    "must support EFA (Elastic Fabric Adapter) for multi-node traffic, and "
+                    f"{name!r}, which has no EFA, does not",
+                    f"choose one of {', '.join(efa_instance_types())}",
+                )
             ]
         )
     return spec

@@ -48,7 +48,7 @@ class OnDemandCapacityReservation(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="OnDemandCapacityReservation")
+        problems = Problems.of(self)
         spec = get_instance_type(instance_type)
         if not Token.is_unresolved(availability_zone) and not AVAILABILITY_ZONE_PATTERN.match(
             availability_zone

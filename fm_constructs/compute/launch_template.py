@@ -37,7 +37,7 @@ from fm_constructs.domain.defaults import (
     ROOT_VOLUME_MIN_GIB,
     ROOT_VOLUME_SIZE_GIB,
 )
-from fm_constructs.errors import Problems
+from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
 from fm_constructs.planning.efa_layout import (
     PRIMARY_ENA,
@@ -132,8 +132,11 @@ class GpuLaunchTemplate(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
-        problems = Problems(context="GpuLaunchTemplate")
-        spec = self._resolve_spec(instance_type, efa_layout)
+        problems = Problems.of(self)
+        try:
+            spec = self._resolve_spec(instance_type, efa_layout)
+        except FmValidationError as error:  # the catalog's finding, under this construct
+            raise FmValidationError(error.findings, context=problems.context) from None
         self.instance_spec: InstanceSpec = spec
         self.capacity = capacity
         self.efa_layout = efa_layout

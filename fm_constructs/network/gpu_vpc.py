@@ -195,7 +195,7 @@ class GpuClusterVpc(Construct):
             ):
                 return subnet
         zones = [s.availability_zone for s in self.vpc.private_subnets]
-        problems = Problems(context="GpuClusterVpc")
+        problems = Problems.of(self)
         problems.add("availability_zone", availability_zone, f"must be one of {zones}")
         problems.raise_if_any()
         raise AssertionError("unreachable")

@@ -65,7 +65,7 @@ class FsxLustreAlarms(Construct):
         evaluation_periods: int = 3,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="FsxLustreAlarms")
+        problems = Problems.of(self)
         if not Token.is_unresolved(file_system_id) and not file_system_id.startswith("fs-"):
             problems.add("file_system_id", file_system_id, "must be an FSx file system id (fs-...)")
         for field, number in (

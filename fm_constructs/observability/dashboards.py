@@ -96,7 +96,7 @@ class GrafanaDashboards(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="GrafanaDashboards")
+        problems = Problems.of(self)
         if dashboard_files is not None and not dashboard_files:
             problems.add("dashboard_files", [], "must name at least one dashboard")
         files = shipped_dashboard_files() if dashboard_files is None else as_paths(dashboard_files)

@@ -75,7 +75,7 @@ class GrafanaWorkspace(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="GrafanaWorkspace")
+        problems = Problems.of(self)
         if not authentication:
             problems.add("authentication", list(authentication), "must name at least one provider")
         uses_saml = GrafanaAuthentication.SAML in authentication

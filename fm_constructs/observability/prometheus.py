@@ -125,7 +125,7 @@ class PrometheusWorkspace(_WorkspaceBase):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="PrometheusWorkspace")
+        problems = Problems.of(self)
         if alias is not None and not Token.is_unresolved(alias) and not 0 < len(alias) <= 100:
             problems.add("alias", alias, "must be 1 to 100 characters")
         if not Token.is_unresolved(retention_period_days) and (

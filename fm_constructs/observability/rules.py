@@ -115,7 +115,7 @@ class AlertRules(Construct):
         namespace_prefix: str = "fm",
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="AlertRules")
+        problems = Problems.of(self)
         if not isinstance(workspace, PrometheusWorkspace):
             problems.add(
                 "workspace",

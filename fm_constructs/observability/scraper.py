@@ -135,7 +135,7 @@ class ManagedScraper(Construct):
         workspace_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="ManagedScraper")
+        problems = Problems.of(self)
         if not Token.is_unresolved(cluster_arn) and (
             not cluster_arn.startswith("arn:")
             or ":eks:" not in cluster_arn

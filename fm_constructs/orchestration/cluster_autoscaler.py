@@ -125,7 +125,7 @@ class ClusterAutoscaler(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         chosen = settings or ClusterAutoscalerSettings()
-        problems = Problems(context="ClusterAutoscaler")
+        problems = Problems.of(self)
         check_settings(chosen, problems)
         image_tag = charts.CLUSTER_AUTOSCALER_IMAGE_TAGS.get(cluster.kubernetes_version)
         if image_tag is None:

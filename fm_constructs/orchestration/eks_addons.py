@@ -125,7 +125,7 @@ class ClusterAddons(Construct):
             # The add-on's configuration values take the aws-node container's environment
             # as ``env`` (custom networking, prefix delegation).
             configurations[VPC_CNI] = json.dumps({"env": dict(vpc_cni_environment)}, sort_keys=True)
-        problems = Problems(context="ClusterAddons")
+        problems = Problems.of(self)
         check_addon_versions(versions, problems)
         problems.raise_if_any()
 

@@ -129,7 +129,7 @@ class EksWorkload(Construct):
         max_pods_per_node: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context=f"EksWorkload({name})")
+        problems = Problems.of(self)
         try:
             namespace = names.workload_namespace(name)
         except ValueError as error:

@@ -229,7 +229,7 @@ class LustreFileSystem(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="LustreFileSystem")
+        problems = Problems.of(self)
         deployment_type = LustreDeploymentType(deployment_type)
         persistent = deployment_type is not LustreDeploymentType.SCRATCH_2
         chosen = list(default_associations() if associations is None else associations)

@@ -39,3 +39,27 @@ def test_a_node_group_size_given_as_a_string_is_a_clear_error() -> None:
             subnet=vpc.private_subnets[0],
             desired_size="2",  # type: ignore[arg-type]
         )
+
+
+def test_block_errors_name_the_class_and_the_construct_path() -> None:
+    """A user with several launch templates or file systems learns which one is wrong."""
+    from fm_constructs import DataBucket, GpuLaunchTemplate, LustreFileSystem
+    from tests.support import imported_vpc
+
+    stack = cdk.Stack(cdk.App(), "Team", env=TEST_ENV)
+    scope = stack
+    vpc = imported_vpc(scope)
+    with pytest.raises(FmValidationError) as template_error:
+        GpuLaunchTemplate(scope, "Trainers", instance_type="p5.96xlarge", vpc=vpc)
+    assert template_error.value.context == "GpuLaunchTemplate Team/Trainers"
+    with pytest.raises(FmValidationError) as fs_error:
+        LustreFileSystem(
+            scope,
+            "Scratch",
+            vpc=vpc,
+            subnet=vpc.private_subnets[0],
+            data_bucket=DataBucket.from_data_bucket_attributes(scope, "Data", bucket_name="team-data"),
+            storage_capacity_gib=1000,
+        )
+    assert fs_error.value.context == "LustreFileSystem Team/Scratch"
+    assert "storage_capacity_gib" in str(fs_error.value)

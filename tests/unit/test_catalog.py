@@ -235,7 +235,9 @@ def test_unknown_type_names_value_and_lists_known_types() -> None:
     with pytest.raises(FmValidationError, match=r"got 'p9\.48xlarge'") as caught:
         get_instance_type("p9.48xlarge")
     assert "p5en.48xlarge" in str(caught.value)
-    assert "regenerat" in str(caught.value)
+    # The closest names, and no pointer to a repository tool the installed package lacks.
+    assert "did you mean 'p5.48xlarge'" in str(caught.value)
+    assert "tools/" not in str(caught.value) and caught.value.codes == ("FM301",)
 
 
 def test_non_efa_type_is_known_but_rejected_for_efa() -> None:

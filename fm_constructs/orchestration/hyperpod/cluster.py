@@ -114,7 +114,7 @@ class HyperPodCluster(Construct):
         super().__init__(scope, construct_id)
         orchestrator = Orchestrator(orchestrator)
         groups = list(instance_groups)
-        problems = Problems(context="HyperPodCluster")
+        problems = Problems.of(self)
         problems.extend(check_layout(groups, orchestrator))
         self._check_orchestrator(problems, orchestrator, eks_cluster)
         self._check_zones(problems, subnet, groups, eks_cluster)

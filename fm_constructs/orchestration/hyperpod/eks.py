@@ -376,7 +376,7 @@ class HyperPodEksDependencies(Construct):
         task_governance: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="HyperPodEksDependencies")
+        problems = Problems.of(self)
         region = Stack.of(self).region
         if Token.is_unresolved(region) or region not in HMA_IMAGE_ACCOUNTS:
             problems.add(
