@@ -49,6 +49,7 @@ def test_block_errors_name_the_class_and_the_construct_path() -> None:
     stack = cdk.Stack(cdk.App(), "Team", env=TEST_ENV)
     scope = stack
     vpc = imported_vpc(scope)
+    data = DataBucket.from_data_bucket_attributes(scope, "Data", bucket_name="team-data")
     with pytest.raises(FmValidationError) as template_error:
         GpuLaunchTemplate(scope, "Trainers", instance_type="p5.96xlarge", vpc=vpc)
     assert template_error.value.context == "GpuLaunchTemplate Team/Trainers"
@@ -58,7 +59,7 @@ def test_block_errors_name_the_class_and_the_construct_path() -> None:
             "Scratch",
             vpc=vpc,
             subnet=vpc.private_subnets[0],
-            data_bucket=DataBucket.from_data_bucket_attributes(scope, "Data", bucket_name="team-data"),
+            data_bucket=data,
             storage_capacity_gib=1000,
         )
     assert fs_error.value.context == "LustreFileSystem Team/Scratch"
