@@ -310,6 +310,11 @@ class RolloutConfig:
     instance_count: int = field(default=1, metadata={"doc": "Rollout nodes (on demand)."})
 
 
+#: Key of the platform's shared EKS cluster (every EKS-orchestrated workload without
+#: ``dedicated_cluster`` runs on it).
+SHARED_CLUSTER = "shared"
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkloadConfig:
     """``[pretraining]``, ``[post_training]`` or ``[inference]``: one accelerated workload."""
@@ -383,6 +388,14 @@ class WorkloadConfig:
             "doc": "EKS: kubelet maxPods of the accelerated nodes (1 to 250), set in their launch template; the IP budget counts this many pods per node. Default: the VPC CNI's own figure in the node subnet, 32 with custom networking."
         },
     )
+
+    @property
+    def eks_cluster(self) -> str | None:
+        """The EKS cluster the workload runs on: :data:`SHARED_CLUSTER`, its own name with
+        ``dedicated_cluster``, or None (HyperPod Slurm runs no EKS cluster)."""
+        if self.orchestrator not in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS):
+            return None
+        return self.name if self.dedicated_cluster else SHARED_CLUSTER
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.config.model import (
+    SHARED_CLUSTER,
     CapacityConfig,
     Orchestrator,
     Profile,
@@ -21,8 +22,6 @@ from fm_constructs.domain import names
 from fm_constructs.planning.aws_limits import node_groups_for
 from fm_constructs.planning.pod_networking import PodNetworking
 
-#: Key of the platform's shared EKS cluster in :attr:`DeploymentOptions.clusters`.
-SHARED_CLUSTER = "shared"
 #: Node label and taint key that keep the RL rollout group for generation workers.
 ROLE_LABEL = "workload-role"
 ROLLOUT_POOL = "rollout"
@@ -188,14 +187,10 @@ def workload_options(
     w: WorkloadConfig, networking: PodNetworking = PodNetworking.NODE_SUBNET
 ) -> WorkloadOptions:
     """Options of one enabled workload under ``networking``."""
-    on_eks = w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS)
-    cluster = None
-    if on_eks:
-        cluster = w.name if w.dedicated_cluster else SHARED_CLUSTER
     return WorkloadOptions(
         name=w.name,
         orchestrator=w.orchestrator,
-        cluster=cluster,
+        cluster=w.eks_cluster,
         namespace=names.workload_namespace(w.name),
         service_account=names.service_account_name(w.name),
         cluster_queue=names.cluster_queue_name(w.name),

@@ -13,8 +13,13 @@ import math
 from dataclasses import dataclass
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.config.model import LoadBalancer, Orchestrator, Profile, WorkloadConfig
-from fm_constructs.config.options import deployment_options
+from fm_constructs.config.model import (
+    SHARED_CLUSTER,
+    LoadBalancer,
+    Orchestrator,
+    Profile,
+    WorkloadConfig,
+)
 from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import DEFAULT_STORAGE_CAPACITY_GIB, size_fsx_lustre
@@ -326,8 +331,9 @@ def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworki
             fixed.append(("inference: network load balancer", NLB_ADDRESSES))
     # One control plane, system node group and scraper per EKS cluster the stacks build: the
     # shared cluster, plus each workload's dedicated one.
-    for cluster in deployment_options(profile).clusters.values():
-        label = "shared EKS cluster" if not cluster.dedicated else f"{cluster.key}: EKS cluster"
+    clusters = dict.fromkeys(w.eks_cluster for w in profile.enabled_workloads if w.eks_cluster)
+    for cluster in clusters:
+        label = "shared EKS cluster" if cluster == SHARED_CLUSTER else f"{cluster}: EKS cluster"
         fixed.append((f"{label} control plane", EKS_CONTROL_PLANE_ADDRESSES))
         fixed.append((f"{label} system nodes", EKS_SYSTEM_NODE_ADDRESSES))
         if platform.observability:

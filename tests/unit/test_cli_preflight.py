@@ -117,7 +117,7 @@ def test_online_checks_use_the_finding_type_and_registered_codes() -> None:
     assert set(CHECK_CODES.values()) <= set(all_rules())
     failed = Check("EKS version", None, Status.FAIL, "1.29 is not offered", "choose 1.35")
     assert failed.finding is not None and failed.finding.severity is Severity.ERROR
-    assert failed.finding.line() == "1.29 is not offered [FM609]"
+    assert failed.finding.line() == "1.29 is not offered [FM709]"
     assert Check("EKS version", None, Status.PASS, "ok").finding is None
     with pytest.raises(ValueError, match="has no code"):
         Check("a check without a code", None, Status.FAIL, "x")
@@ -141,7 +141,7 @@ def test_json_schema_and_low_quota_fails_with_the_increase_command(stubs: Stubs)
     assert set(doc["checks"][0]) == {"name", "workload", "status", "code", "detail", "fix"}
     assert doc["exit_code"] == 1 and doc["summary"]["fail"] == 1
     (failed,) = [c for c in doc["checks"] if c["status"] == "fail"]
-    assert failed["code"] == "FM606"  # the online checks report codes like the offline rules
+    assert failed["code"] == "FM706"  # the online checks report codes like the offline rules
     assert "768 vCPUs, the profile needs 1,152" in failed["detail"]
     assert "--quota-code L-417A185B --desired-value 1152" in failed["fix"]
     assert result.err == ""  # no progress lines in --json mode
