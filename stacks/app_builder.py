@@ -122,6 +122,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
             eni_config_subnets=(
                 platform.network.eni_config_subnets() if options.custom_networking else None
             ),
+            prefix_delegation=options.prefix_delegation,
             env=env,
         )
         clusters[key] = cluster

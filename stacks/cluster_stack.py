@@ -53,6 +53,7 @@ class ClusterStack(Stack):
         vpc: ec2.IVpc,
         scraped: bool,
         eni_config_subnets: dict[str, str] | None = None,
+        prefix_delegation: bool = False,
         **kwargs: Any,
     ) -> None:
         platform = profile.platform
@@ -75,6 +76,7 @@ class ClusterStack(Stack):
             public_access_cidrs=platform.public_access_cidrs,
             operators=_operators(cluster),
             eni_config_subnets=eni_config_subnets,
+            prefix_delegation=prefix_delegation,
         )
         # Device plugins of every member's accelerators, installed with the cluster.
         families = set()

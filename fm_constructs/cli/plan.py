@@ -843,6 +843,9 @@ def render_plan(plan: Plan) -> str:
         f"{subnet.required:,} - " + ("fits" if subnet.fits else f"SHORT by {-subnet.free:,}"),
         "  per node: the layout's interface addresses (pods take theirs from the pod subnet)"
         if subnet.pod_subnet is not None
+        else "  per node: the layout's interface addresses plus /28 prefixes for kubelet's "
+        "maxPods (VPC CNI prefix delegation, WARM_PREFIX_TARGET=1)"
+        if subnet.networking == "prefix-delegation"
         else "  per node: the layout's interface addresses plus the VPC CNI's ENIs on network card "
         "0 "
         + (

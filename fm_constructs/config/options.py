@@ -130,6 +130,11 @@ class DeploymentOptions:
     def custom_networking(self) -> bool:
         return self.pod_networking is PodNetworking.CUSTOM_NETWORKING
 
+    @property
+    def prefix_delegation(self) -> bool:
+        """Prefix delegation in the node subnet (custom networking has its own)."""
+        return self.pod_networking is PodNetworking.PREFIX_DELEGATION
+
     def cluster_of(self, workload: str) -> ClusterOptions | None:
         key = self.workloads[workload].cluster
         return None if key is None else self.clusters[key]
@@ -201,7 +206,7 @@ def workload_options(
         data_prefixes=DATA_PREFIXES[w.name],
         max_pods_per_node=(
             accelerated_max_pods(w)
-            if networking is PodNetworking.CUSTOM_NETWORKING
+            if networking in (PodNetworking.CUSTOM_NETWORKING, PodNetworking.PREFIX_DELEGATION)
             else w.max_pods_per_node
         ),
     )

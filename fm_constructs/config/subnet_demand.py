@@ -31,8 +31,10 @@ from fm_constructs.planning.ip_budget import (
 )
 from fm_constructs.planning.pod_networking import (
     DEFAULT_ACCELERATED_MAX_PODS,
+    PREFIX_ADDRESSES,
     PodNetworking,
     PodSubnetAddressing,
+    node_subnet_prefix_addressing,
     pod_cidr_problems,
     pod_enis_with_custom_networking,
     pod_subnet_addresses_per_node,
@@ -212,6 +214,19 @@ def _node_group(
         return NodeGroupDemand(
             name, workload.orchestrator, layout, nodes, addressing, pod_addressing
         )
+    if vpc_cni and networking is PodNetworking.PREFIX_DELEGATION:
+        max_pods = pods if pods is not None else accelerated_max_pods(workload)
+        prefixes = node_subnet_prefix_addressing(spec, layout, max_pods)
+        interfaces = node_addressing(spec, layout, vpc_cni=False)
+        addressing = NodeAddressing(
+            spec.name,
+            interfaces.interface_ips,
+            prefixes.enis,
+            prefixes.enis * (spec.ipv4_addresses_per_interface - 1) * PREFIX_ADDRESSES,
+            max_pods,
+            prefixes.addresses,
+        )
+        return NodeGroupDemand(name, workload.orchestrator, layout, nodes, addressing)
     addressing = node_addressing(spec, layout, vpc_cni=vpc_cni, pods_per_node=pods)
     return NodeGroupDemand(name, workload.orchestrator, layout, nodes, addressing)
 
@@ -250,6 +265,9 @@ def subnet_demand(
         plain = _demand(profile, pods_per_node, PodNetworking.NODE_SUBNET)
         if plain.fits or not _uses_vpc_cni(profile):
             return plain
+        prefixes = _demand(profile, pods_per_node, PodNetworking.PREFIX_DELEGATION)
+        if prefixes.fits:
+            return prefixes
         custom = _demand(profile, pods_per_node, PodNetworking.CUSTOM_NETWORKING)
         # Custom networking that cannot work at all (no room for pod ENIs, HyperPod) is no
         # answer: the node subnet's own shortfall says more.
@@ -339,6 +357,14 @@ def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworki
         if platform.observability:
             fixed.append((f"{label} Prometheus scraper", SCRAPER_ADDRESSES))
     prefix, _ = subnet_prefixes(platform.vpc_cidr)
+    if networking is PodNetworking.PREFIX_DELEGATION and _uses_vpc_cni(profile):
+        return SubnetDemand(
+            platform.availability_zone,
+            prefix,
+            tuple(groups),
+            tuple(fixed),
+            networking=PodNetworking.PREFIX_DELEGATION,
+        )
     if networking is not PodNetworking.CUSTOM_NETWORKING or not _uses_vpc_cni(profile):
         return SubnetDemand(platform.availability_zone, prefix, tuple(groups), tuple(fixed))
     problems = _networking_problems(profile, groups)

@@ -129,6 +129,8 @@ class GpuEksCluster(Construct):
       zone get addresses from that zone's subnet, through an ENIConfig named after the zone.
       Custom networking is chosen when the cluster is created: nodes that joined before keep
       their pod addresses until they are replaced.
+    - ``prefix_delegation``: VPC CNI prefix delegation in the node subnets (``/28`` prefixes
+      instead of single addresses; ignored with ``eni_config_subnets``, which has its own).
 
     Authentication mode is ``API`` (access entries only), which SageMaker HyperPod accepts.
     """
@@ -153,6 +155,7 @@ class GpuEksCluster(Construct):
         device_plugins: DevicePlugins | None = None,
         operators: WorkloadOperators | None = None,
         eni_config_subnets: Mapping[str, str] | None = None,
+        prefix_delegation: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context=f"GpuEksCluster {self.node.path}")

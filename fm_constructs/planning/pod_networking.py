@@ -43,12 +43,14 @@ from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
 
 class PodNetworking(StrEnum):
     """``node-subnet``: pods take secondary addresses in the node's subnet (the VPC CNI
-    default). ``custom-networking``: pods get addresses from per-zone pod subnets of a
-    secondary VPC CIDR, with prefix delegation. ``auto``: the node subnet while the profile's
-    largest deployment fits it, custom networking when it does not."""
+    default). ``prefix-delegation``: pods take /28 prefixes in the node's subnet, as many as
+    kubelet's maxPods needs. ``custom-networking``: pods get addresses from per-zone pod
+    subnets of a secondary VPC CIDR, with prefix delegation. ``auto``: the first of these, in
+    that order, that the profile's largest deployment fits."""
 
     AUTO = "auto"
     NODE_SUBNET = "node-subnet"
+    PREFIX_DELEGATION = "prefix-delegation"
     CUSTOM_NETWORKING = "custom-networking"
 
 
@@ -80,6 +82,8 @@ ENI_CONFIG_LABEL = "topology.kubernetes.io/zone"
 def vpc_cni_environment(networking: PodNetworking) -> dict[str, str]:
     """The VPC CNI's ``env`` settings (EKS add-on configuration values) for ``networking``;
     empty for the node subnet (the add-on's defaults)."""
+    if networking is PodNetworking.PREFIX_DELEGATION:
+        return {"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": str(WARM_PREFIX_TARGET)}
     if networking is not PodNetworking.CUSTOM_NETWORKING:
         return {}
     return {
@@ -142,6 +146,44 @@ def pod_subnet_addresses_per_node(
         prefixes,
         attached,
         prefixes * PREFIX_ADDRESSES + attached,
+    )
+
+
+@dataclass(frozen=True)
+class PrefixAddressing:
+    """What one node takes from its own subnet with prefix delegation there: ``prefixes``
+    /28 prefixes for ``max_pods`` pods (one spare), on ``attached_enis`` of the ``enis`` the
+    VPC CNI may use on card 0 (the primary included); ``addresses`` besides the node's own."""
+
+    max_pods: int
+    enis: int
+    prefixes: int
+    attached_enis: int
+    addresses: int
+
+    @property
+    def fits_node(self) -> bool:
+        return self.attached_enis <= self.enis
+
+
+def node_subnet_prefix_addressing(
+    spec: InstanceSpec, layout: EfaLayout | None, max_pods: int
+) -> PrefixAddressing:
+    """Prefix delegation in the node subnet: the primary ENI holds prefixes first (its first
+    address is the node's), further ENIs on card 0 take one address of their own each. On
+    p5.48xlarge (card 0 full with the efa-only interface) the primary's 49 prefix slots hold
+    far more than kubelet's maxPods needs."""
+    slots = (
+        1
+        if layout is None
+        else sum(1 for slot in efa_interface_layout(spec, layout) if slot.network_card_index == 0)
+    )
+    enis = spec.network_card(0).max_interfaces - slots + 1
+    per_eni = spec.ipv4_addresses_per_interface - 1
+    prefixes = -(-max_pods // PREFIX_ADDRESSES) + WARM_PREFIX_TARGET
+    attached = -(-prefixes // per_eni)
+    return PrefixAddressing(
+        max_pods, enis, prefixes, attached, prefixes * PREFIX_ADDRESSES + attached - 1
     )
 
 

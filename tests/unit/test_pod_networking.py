@@ -16,6 +16,7 @@ from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
 from fm_constructs.planning.pod_networking import (
     PodNetworking,
+    node_subnet_prefix_addressing,
     pod_cidr_problems,
     pod_enis_with_custom_networking,
     pod_subnet_addresses_per_node,
@@ -160,3 +161,32 @@ def test_pod_subnet_shortfall_names_the_numbers_and_the_fix() -> None:
         p.startswith("platform.pod_cidr: the pod subnet 100.64.0.0/16") and "max_pods_per_node" in p
         for p in problems
     ), problems
+
+
+def test_prefix_delegation_in_the_node_subnet() -> None:
+    env = vpc_cni_environment(PodNetworking.PREFIX_DELEGATION)
+    assert env == {"ENABLE_PREFIX_DELEGATION": "true", "WARM_PREFIX_TARGET": "1"}
+    assert set(env) <= set(vpc_cni_crds()["env"])
+    # p5.48xlarge: only the primary ENI on card 0, whose 49 slots hold 3 prefixes for 32 pods
+    p5 = node_subnet_prefix_addressing(get_instance_type("p5.48xlarge"), EfaLayout.EFA_ONLY, 32)
+    assert (p5.enis, p5.prefixes, p5.attached_enis, p5.addresses) == (1, 3, 1, 48)
+    assert p5.fits_node
+
+
+def test_prefix_delegation_gives_every_admitted_pod_an_address() -> None:
+    profile = dataclasses.replace(
+        load_profile(ROOT / "config" / "default.toml"),
+    )
+    platform = dataclasses.replace(profile.platform, pod_networking=PodNetworking.PREFIX_DELEGATION)
+    demand = subnet_demand(dataclasses.replace(profile, platform=platform))
+    assert demand.networking is PodNetworking.PREFIX_DELEGATION and demand.fits
+    (group,) = [g for g in demand.node_groups if g.name == "pretraining"]
+    # without prefixes kubelet admits 100 pods on p5 and the CNI addresses 49 (E17)
+    plain = {g.name: g for g in subnet_demand(profile).node_groups}["pretraining"]
+    assert plain.addressing.pods_without_address > 0
+    assert group.addressing.kubelet_max_pods == 32
+    assert group.addressing.pods_without_address == 0
+    assert group.addressing.per_node == 1 + 48
+    options = deployment_options(dataclasses.replace(profile, platform=platform))
+    assert options.prefix_delegation and not options.custom_networking
+    assert options.workloads["pretraining"].max_pods_per_node == 32
