@@ -29,21 +29,57 @@ def pytest_unconfigure() -> None:
     shutil.rmtree(SCRATCH, ignore_errors=True)
 
 
-@pytest.hookimpl(trylast=True)
+#: xdist groups that run first: the longest ones, so the two workers finish together.
+FIRST_GROUPS = ("consumer-example", "shared-cluster-example")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Fail fast when ``--dist loadgroup`` has stopped grouping: each profile's tests share one
-    synthesis only when they run on one worker, and without the grouping every worker would
-    synthesize every profile (and install the consumer example) again."""
+    """Group every test for ``--dist loadgroup``: a test parametrized by ``profile`` joins that
+    profile's group (one synthesis per profile and session), any other ungrouped test its
+    module's group (module-scoped fixtures set up once). The heaviest groups go first."""
     if not getattr(config.option, "loadgroup", False):
         return
-    ungrouped = [
-        item.nodeid
-        for item in items
-        if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid
-    ]
-    if ungrouped:
-        raise pytest.UsageError(
-            f"pytest-xdist did not group {len(ungrouped)} tests marked xdist_group (first: "
-            f"{ungrouped[0]}) under pytest {pytest.__version__}: use the pytest pinned in "
-            "pyproject.toml (make setup)"
-        )
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        params = getattr(item, "callspec", None)
+        profile = params.params.get("profile") if params is not None else None
+        name = profile if isinstance(profile, str) else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(name))
+
+    def rank(item: pytest.Item) -> int:
+        marker = item.get_closest_marker("xdist_group")
+        group = marker.args[0] if marker is not None and marker.args else ""
+        return FIRST_GROUPS.index(group) if group in FIRST_GROUPS else len(FIRST_GROUPS)
+
+    items.sort(key=rank)
+
+
+class _GroupCheck:
+    """Runs after pytest-xdist has appended each test's group to its node id."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Fail fast when ``--dist loadgroup`` has stopped grouping: each profile's tests share one
+        synthesis only when they run on one worker, and without the grouping every worker would
+        synthesize every profile (and install the consumer example) again."""
+        if not getattr(config.option, "loadgroup", False):
+            return
+        ungrouped = [
+            item.nodeid
+            for item in items
+            if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid
+        ]
+        if ungrouped:
+            raise pytest.UsageError(
+                f"pytest-xdist did not group {len(ungrouped)} tests marked xdist_group (first: "
+                f"{ungrouped[0]}) under pytest {pytest.__version__}: use the pytest pinned in "
+                "pyproject.toml (make setup)"
+            )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_GroupCheck(), "fm-xdist-group-check")

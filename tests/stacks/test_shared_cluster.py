@@ -102,6 +102,7 @@ def _node_agent_tolerations(template: dict[str, Any]) -> dict[str, list[dict[str
 # ------------------------------------------------------------------------------ one cluster
 
 
+@pytest.mark.xdist_group("default")
 def test_default_profile_has_exactly_one_eks_cluster() -> None:
     result = synthesize("default")
     clusters = [
@@ -300,6 +301,7 @@ def test_workload_role_reaches_its_own_prefixes_only(profile: str) -> None:
             assert statement["Resource"] != "*", (workload, statement)
 
 
+@pytest.mark.xdist_group("hyperpod-eks")
 def test_hyperpod_eks_uses_the_shared_cluster() -> None:
     result = synthesize("hyperpod-eks")
     (workload,) = result.profile.enabled_workloads
@@ -330,6 +332,7 @@ def test_queues_in_the_templates_are_the_plans(profile: str) -> None:
                 assert {k: v for k, v in rendered.items() if v != 0} == pool["quota"]
 
 
+@pytest.mark.xdist_group("default")
 def test_deploy_time_figure_in_the_docs_is_current() -> None:
     """The table on the shared-cluster page is what tools/deploy_time.py computes."""
     import sys

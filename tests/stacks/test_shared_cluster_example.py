@@ -1,13 +1,11 @@
 """examples/shared-cluster: pre-training and inference on one shared cluster, from the
-patterns, in a separate app that imports fm_constructs as an installed package. Synthesized
-once (``python app.py`` in its directory, cdk-nag inside the app), then cfn-linted."""
+patterns, in a separate app that imports only the fm_constructs package. Synthesized once
+(its ``app.py`` run as a script, cdk-nag inside the app), then cfn-linted."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import runpy
 from typing import Any
 
 import pytest
@@ -15,24 +13,18 @@ import pytest
 from tests.stacks.profiles import ROOT
 from tests.support import cfn_lint
 
+pytestmark = pytest.mark.xdist_group("shared-cluster-example")
+
 EXAMPLE = ROOT / "examples" / "shared-cluster"
 
 
 @pytest.fixture(scope="module")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    outdir = tmp_path_factory.mktemp("shared-example-out")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["CDK_OUTDIR"] = str(outdir)
-    result = subprocess.run(
-        [sys.executable, "app.py"], cwd=EXAMPLE, env=env, capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr
-    manifest = json.loads((outdir / "manifest.json").read_text())
-    return {
-        name: json.loads((outdir / artifact["properties"]["templateFile"]).read_text())
-        for name, artifact in manifest["artifacts"].items()
-        if artifact["type"] == "aws:cloudformation:stack"
-    }
+def templates() -> dict[str, dict[str, Any]]:
+    """Run ``app.py`` as ``python app.py`` would (its last line synthesizes, cdk-nag on), in
+    this process so it shares the test session's jsii runtime; the app's cached assembly."""
+    namespace = runpy.run_path(str(EXAMPLE / "app.py"), run_name="__main__")
+    assembly = namespace["app"].synth()
+    return {stack.stack_name: stack.template for stack in assembly.stacks}
 
 
 def _types(template: dict[str, Any]) -> list[str]:

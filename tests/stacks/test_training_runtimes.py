@@ -23,6 +23,7 @@ def _runtime_manifests(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+@pytest.mark.xdist_group("default")
 @pytest.mark.parametrize(
     ("stack", "workload", "efa"),
     [
@@ -60,6 +61,7 @@ def test_default_training_stacks_carry_the_efa_aware_runtimes(
     assert cluster in compute.dependencies
 
 
+@pytest.mark.xdist_group("hyperpod-eks")
 def test_hyperpod_eks_runtimes_select_the_ml_named_nodes() -> None:
     result = synthesize("hyperpod-eks")
     (resource,) = _runtime_manifests(result.templates["fm-hpe-post-training"]).values()
@@ -70,6 +72,7 @@ def test_hyperpod_eks_runtimes_select_the_ml_named_nodes() -> None:
     assert_valid(objects, kubernetes_version=result.profile.platform.kubernetes_version)
 
 
+@pytest.mark.xdist_group("default")
 def test_inference_stack_has_no_training_runtimes() -> None:
     template = synthesize("default").templates["fm-inference-compute"]
     assert not _runtime_manifests(template)
