@@ -6,6 +6,7 @@ Stubber, so a call without a queued response fails instead of reaching AWS.
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +47,14 @@ def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
+@functools.cache
+def _shared_session() -> boto3.session.Session:
+    """One session for every stubbed client: it loads each service model once per process
+    (EC2's alone takes a noticeable fraction of a second), while each client and its
+    Stubber stay private to one test."""
+    return boto3.session.Session()
+
+
 @dataclass
 class Stubs:
     """One activated Stubber per service; ``client(service)`` of the CLI returns these."""
@@ -56,8 +65,7 @@ class Stubs:
 
     def __getitem__(self, service: str) -> Stubber:
         if service not in self.stubbers:
-            session = boto3.session.Session(region_name=self.region)
-            client = session.client(service, region_name=self.region)
+            client = _shared_session().client(service, region_name=self.region)
             stubber = Stubber(client)
             stubber.activate()
             self.clients[service] = client
