@@ -151,6 +151,8 @@ def test_worker_metrics_installer_writes_units_for_what_it_installed(tmp_path: P
     dcgm = sim.file("etc/systemd/system/fm-dcgm-exporter.service")
     assert "ExecStartPre=-/usr/bin/docker rm -f fm-dcgm-exporter" in dcgm
     assert "-f /etc/dcgm-exporter/fm-counters.csv" in dcgm
+    assert "-v /run/fm-dcgm-jobs:/etc/dcgm-exporter/hpc-jobs:ro" in dcgm
+    assert "--hpc-job-mapping-dir /etc/dcgm-exporter/hpc-jobs" in dcgm
     assert "--collector.amazonefa" in sim.file("etc/systemd/system/fm-efa-exporter.service")
     assert "remote_write" in sim.file("etc/fm-metrics/prometheus-agent.yml")
     assert {"fm-node-exporter.service", "fm-prometheus-agent.service"} <= sim.active
@@ -373,14 +375,34 @@ def test_worker_prolog_refuses_a_node_with_unhealthy_gpus(
     assert sim.run().returncode == 0
     assert sim.file("opt/slurm/etc/scripts/fm-node.env") == "EXPECTED_GPUS=8\n"
     _fake_nvidia_smi(sim, gpus, status)
-    run = sim.run(str(sim.root / "opt/slurm/etc/scripts/fm-prolog.sh"), env={"SLURM_JOB_ID": "41"})
+    run = sim.run(
+        str(sim.root / "opt/slurm/etc/scripts/fm-prolog.sh"),
+        env={"SLURM_JOB_ID": "41", "SLURM_JOB_GPUS": "0,1"},
+    )
     if refusal is None:
         assert run.returncode == 0, run.output
         assert not sim.exists("var/log/slurm/fm-prolog.log")
+        # The DCGM exporter labels GPUs 0 and 1 with the job (hpc_job="41").
+        assert sim.file("run/fm-dcgm-jobs/0") == "41\n" == sim.file("run/fm-dcgm-jobs/1")
     else:
         assert run.returncode != 0  # Slurm drains the node and requeues the job
         assert refusal in run.output
         assert refusal in sim.file("var/log/slurm/fm-prolog.log")
+        assert not sim.exists("run/fm-dcgm-jobs/0")
+
+
+def test_epilog_takes_the_job_off_the_gpu_map(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    assert sim.run().returncode == 0
+    jobs = sim.root / "run" / "fm-dcgm-jobs"
+    jobs.mkdir(parents=True)
+    (jobs / "0").write_text("41\n")
+    (jobs / "1").write_text("40\n41\n")  # a GPU two jobs share (GRES sharing)
+    epilog = str(sim.root / "opt/slurm/etc/scripts/fm-epilog.sh")
+    assert sim.run(epilog, env={"SLURM_JOB_ID": "41", "SLURM_JOB_UID": "0"}).returncode == 0
+    assert not (jobs / "0").exists()
+    assert (jobs / "1").read_text() == "40\n"
+    assert sorted(p.name for p in jobs.iterdir()) == ["1"]
 
 
 def test_worker_epilog_clears_the_job_users_shared_memory(tmp_path: Path) -> None:

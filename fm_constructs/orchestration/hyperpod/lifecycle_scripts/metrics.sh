@@ -34,6 +34,8 @@ STAGE_DIR="${INSTALL_DIR}/lifecycle"
 CONFIG_DIR=/etc/fm-metrics
 DOCKER=/usr/bin/docker
 SLURM_BIN="${SLURM_PREFIX:-/opt/slurm}/bin"
+#: GPU-to-job map of the Slurm prolog (slurm_hooks/prolog.sh), read by the DCGM exporter.
+JOB_MAP_DIR=/run/fm-dcgm-jobs
 
 schedule() {
   local stage="${FM_ROOT}${STAGE_DIR}" file changed=""
@@ -188,10 +190,13 @@ install_dcgm_exporter() {
   pull_image "$image" || return 1
   mkdir -p "${FM_ROOT}${CONFIG_DIR}"
   python3 "${SCRIPT_DIR}/dcgm_counters.py" > "${FM_ROOT}${CONFIG_DIR}/dcgm-counters.csv"
+  # The Slurm prolog maps each GPU to its job there (hpc_job label on the GPU's series).
+  mkdir -p "${FM_ROOT}${JOB_MAP_DIR}"
   run_service fm-dcgm-exporter "$DOCKER" run --rm --name fm-dcgm-exporter --gpus all \
     --cap-add SYS_ADMIN --network host \
     -v "${CONFIG_DIR}/dcgm-counters.csv:/etc/dcgm-exporter/fm-counters.csv:ro" \
-    "$image" -f /etc/dcgm-exporter/fm-counters.csv
+    -v "${JOB_MAP_DIR}:/etc/dcgm-exporter/hpc-jobs:ro" \
+    "$image" -f /etc/dcgm-exporter/fm-counters.csv --hpc-job-mapping-dir /etc/dcgm-exporter/hpc-jobs
 }
 
 install_slurm_exporter() {

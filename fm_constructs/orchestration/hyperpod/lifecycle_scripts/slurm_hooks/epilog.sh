@@ -5,16 +5,30 @@
 # files in /dev/shm (NCCL and data-loader shared memory, which would otherwise fill the node's
 # memory job after job), once no other process of that user runs on the node. It never fails:
 # Slurm drains a node whose epilog fails, and a cleanup problem is no reason to lose a node.
+# It also takes the job off the GPU-to-job map the prolog wrote for the DCGM exporter.
 set -uo pipefail
 
 FM_ROOT="${FM_ROOT:-}"
 LOG="${FM_ROOT}/var/log/slurm/fm-epilog.log"
 SHM="${FM_ROOT}/dev/shm"
+JOB_MAP_DIR="${FM_ROOT}/run/fm-dcgm-jobs"
 
 log() {
   mkdir -p "$(dirname "$LOG")" 2> /dev/null || return 0
   echo "$(date -u +%FT%TZ) job ${SLURM_JOB_ID:-?} on $(hostname): $*" >> "$LOG" || true
 }
+
+if [[ -n "${SLURM_JOB_ID:-}" && -d "$JOB_MAP_DIR" ]]; then
+  for map in "$JOB_MAP_DIR"/*; do
+    [[ -f "$map" ]] || continue
+    grep -vxF "$SLURM_JOB_ID" "$map" > "${map}.new" || true
+    if [[ -s "${map}.new" ]]; then
+      mv -f "${map}.new" "$map" || true
+    else
+      rm -f "${map}.new" "$map"
+    fi
+  done
+fi
 
 uid="${SLURM_JOB_UID:-}"
 if [[ ! "$uid" =~ ^[0-9]+$ ]] || ((uid == 0)); then

@@ -6,12 +6,18 @@
 # (uncorrectable memory errors it can no longer map out). Slurm drains a node whose prolog
 # fails and requeues the job on other nodes, so one bad GPU costs a requeue, not a training run;
 # HyperPod then replaces the drained node. The reason goes to /var/log/slurm/fm-prolog.log.
+#
+# On a healthy node it records the job on each GPU Slurm gave it (SLURM_JOB_GPUS): one file per
+# GPU index under /run/fm-dcgm-jobs holding the job ids, which the DCGM exporter reads
+# (--hpc-job-mapping-dir) to label that GPU's series with hpc_job=<job id>. The epilog removes
+# the job's lines again.
 set -uo pipefail
 
 FM_ROOT="${FM_ROOT:-}"
 NODE_ENV="${FM_ROOT}/opt/slurm/etc/scripts/fm-node.env"
 LOG="${FM_ROOT}/var/log/slurm/fm-prolog.log"
 NVIDIA_SMI_TIMEOUT="${NVIDIA_SMI_TIMEOUT:-60}"
+JOB_MAP_DIR="${FM_ROOT}/run/fm-dcgm-jobs"
 
 log() {
   mkdir -p "$(dirname "$LOG")"
@@ -45,5 +51,13 @@ fi
 FAILED="$(awk -F', *' '$2 == "Yes" {print $1}' <<< "$GPUS" | paste -sd, -)"
 if [[ -n "$FAILED" ]]; then
   refuse "row remapping failed on GPU ${FAILED} (uncorrectable memory errors)"
+fi
+
+if [[ -n "${SLURM_JOB_GPUS:-}" && -n "${SLURM_JOB_ID:-}" ]]; then
+  mkdir -p "$JOB_MAP_DIR"
+  IFS=',' read -ra JOB_GPUS <<< "$SLURM_JOB_GPUS"
+  for gpu in "${JOB_GPUS[@]}"; do
+    [[ "$gpu" =~ ^[0-9]+$ ]] && echo "$SLURM_JOB_ID" >> "${JOB_MAP_DIR}/${gpu}"
+  done
 fi
 exit 0
