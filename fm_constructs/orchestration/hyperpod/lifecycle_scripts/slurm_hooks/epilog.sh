@@ -7,6 +7,8 @@
 # Slurm drains a node whose epilog fails, and a cleanup problem is no reason to lose a node.
 # It also takes the job off the GPU-to-job map the prolog wrote for the DCGM exporter.
 set -uo pipefail
+# slurmd starts the script with a bare environment: make sure the system tools are found.
+export PATH="${PATH:+${PATH}:}/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
 FM_ROOT="${FM_ROOT:-}"
 LOG="${FM_ROOT}/var/log/slurm/fm-epilog.log"

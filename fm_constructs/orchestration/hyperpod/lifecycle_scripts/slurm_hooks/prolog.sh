@@ -12,6 +12,8 @@
 # (--hpc-job-mapping-dir) to label that GPU's series with hpc_job=<job id>. The epilog removes
 # the job's lines again.
 set -uo pipefail
+# slurmd starts the script with a bare environment: make sure the system tools are found.
+export PATH="${PATH:+${PATH}:}/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
 FM_ROOT="${FM_ROOT:-}"
 NODE_ENV="${FM_ROOT}/opt/slurm/etc/scripts/fm-node.env"
