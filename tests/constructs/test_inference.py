@@ -5,6 +5,7 @@ One App, synthesized once: "Single" (g6e.48xlarge, Deployment, queue-depth autos
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,26 +20,14 @@ from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import PrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, WorkloadOperators
 from fm_constructs.patterns.inference import KEDA, InferenceService, LoadBalancer
-from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
+from fm_constructs.patterns.inference_manifests import AutoscalingPolicy
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket
+from tests.model_servers import MULTI_NODE, SINGLE_NODE
 from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
-SMALL = ModelServerSpec(
-    model_s3_prefix="models/llama-3.1-8b/",
-    served_model_name="llama-8b",
-    tensor_parallel_size=2,
-    replicas=1,
-    max_replicas=8,
-)
-LARGE = ModelServerSpec(
-    model_s3_prefix="models/llama-3.1-405b/",
-    served_model_name="llama-405b",
-    tensor_parallel_size=8,
-    pipeline_parallel_size=2,
-    replicas=1,
-    max_replicas=1,
-)
+SMALL = dataclasses.replace(SINGLE_NODE, max_replicas=8)
+LARGE = dataclasses.replace(MULTI_NODE, max_replicas=1)
 
 
 def _vpc(stack: cdk.Stack) -> ec2.IVpc:

@@ -15,30 +15,17 @@ from fm_constructs.patterns.inference_manifests import (
     ModelServerSpec,
     ServingMetric,
 )
+from tests.model_servers import MULTI_NODE, SINGLE_NODE, render_context
 
-CTX = render.RenderContext(
-    namespace="inference",
-    service_account="llama-server",
-    bucket_name="data-bucket",
-    region="us-east-1",
-    node_labels={"fm-constructs/workload": "gpu"},
-)
-SMALL = ModelServerSpec(
-    model_s3_prefix="models/llama-3.1-8b/",
+CTX = render_context("llama-server")
+SMALL = dataclasses.replace(
+    SINGLE_NODE,
     served_model_name="meta-llama/Llama-3.1-8B-Instruct",
-    tensor_parallel_size=2,
     replicas=2,
     max_replicas=6,
     max_model_len=8192,
 )
-LARGE = ModelServerSpec(
-    model_s3_prefix="models/llama-3.1-405b/",
-    served_model_name="llama-405b",
-    tensor_parallel_size=8,
-    pipeline_parallel_size=2,
-    replicas=1,
-    max_replicas=2,
-)
+LARGE = MULTI_NODE
 
 
 def _container(pod: dict[str, Any]) -> dict[str, Any]:

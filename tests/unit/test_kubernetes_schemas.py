@@ -12,7 +12,7 @@ import pytest
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.orchestration.kubernetes_versions import SUPPORTED_VERSIONS
 from fm_constructs.patterns import inference_manifests as render
-from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
+from fm_constructs.patterns.inference_manifests import AutoscalingPolicy
 from tests.kubernetes_schemas import (
     NO_REGISTRY_SCHEMA,
     SchemaError,
@@ -20,30 +20,12 @@ from tests.kubernetes_schemas import (
     is_builtin,
     validate_object,
 )
+from tests.model_servers import MULTI_NODE, SINGLE_NODE, render_context
 
 VERSIONS = sorted(SUPPORTED_VERSIONS)
-CTX = render.RenderContext(
-    namespace="inference",
-    service_account="inference-workload",
-    bucket_name="data-bucket",
-    region="us-east-1",
-    node_labels={"fm-constructs/workload": "gpu"},
-)
-SINGLE = ModelServerSpec(
-    model_s3_prefix="models/llama-3.1-8b/",
-    served_model_name="llama-8b",
-    tensor_parallel_size=2,
-    replicas=1,
-    max_replicas=3,
-)
-MULTI = ModelServerSpec(
-    model_s3_prefix="models/llama-3.1-405b/",
-    served_model_name="llama-405b",
-    tensor_parallel_size=8,
-    pipeline_parallel_size=2,
-    replicas=1,
-    max_replicas=2,
-)
+CTX = render_context()
+SINGLE = SINGLE_NODE
+MULTI = MULTI_NODE
 
 POD = {
     "apiVersion": "v1",
