@@ -93,7 +93,12 @@ class GpuLaunchTemplate(Construct):
     * Capacity from ``capacity``: reservation target and ``capacity-block`` market type.
     * A cluster placement group is created when EFA is on and the capacity allows one; with a
       Capacity Block or a reservation with its own placement it is skipped with a warning.
-    * IMDSv2 required, hop limit 2 (containers reach the metadata service through one hop).
+    * IMDSv2 required, hop limit ``imds_hop_limit`` (default 1): a pod outside the host
+      network is one hop further away, so it cannot reach the metadata service and take the
+      node role's credentials. Every AWS consumer this library installs gets its own role
+      through EKS Pod Identity (FSx CSI controller, cluster autoscaler, KEDA, workload and
+      model-server service accounts) or runs in the host network (VPC CNI, Pod Identity
+      agent), where one hop is enough. Give 2 only for pods that rely on the node role.
     * Encrypted gp3 root volume; NVMe instance store assembled as RAID0 (nodeadm on AL2023
       EKS nodes, a shell script otherwise).
     * Tags (``tags`` and ``Tags.of(...)``) propagate to instances, volumes and interfaces.
@@ -129,6 +134,7 @@ class GpuLaunchTemplate(Construct):
         instance_profile: iam.IInstanceProfile | None = None,
         launch_template_name: str | None = None,
         tags: Mapping[str, str] | None = None,
+        imds_hop_limit: int = 1,
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
@@ -155,6 +161,13 @@ class GpuLaunchTemplate(Construct):
             user_data_mode=user_data_mode,
             nodeadm_cluster=nodeadm_cluster,
         )
+        if isinstance(imds_hop_limit, bool) or imds_hop_limit not in (1, 2):
+            problems.add(
+                "imds_hop_limit",
+                imds_hop_limit,
+                "must be 1 (pods cannot reach the node role; use EKS Pod Identity) or 2 (pods "
+                "may use the node role)",
+            )
         problems.raise_if_any()
 
         self.interfaces: tuple[NetworkInterfaceSlot, ...] = (
@@ -205,7 +218,7 @@ class GpuLaunchTemplate(Construct):
             metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                 http_endpoint="enabled",
                 http_tokens="required",
-                http_put_response_hop_limit=2,
+                http_put_response_hop_limit=imds_hop_limit,
             ),
             block_device_mappings=[
                 ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(

@@ -436,7 +436,7 @@ def test_imdsv2_and_encrypted_root(synth: Synth, name: str) -> None:
     assert data["MetadataOptions"] == {
         "HttpEndpoint": "enabled",
         "HttpTokens": "required",
-        "HttpPutResponseHopLimit": 2,
+        "HttpPutResponseHopLimit": 1,
     }
     (root,) = data["BlockDeviceMappings"]
     assert root["Ebs"]["Encrypted"] is True and root["Ebs"]["VolumeType"] == "gp3"
@@ -564,6 +564,13 @@ def test_non_efa_type_rejected(stack: cdk.Stack) -> None:
 def test_unknown_type_rejected(stack: cdk.Stack) -> None:
     with pytest.raises(FmValidationError, match=r"got 'p5\.96xlarge'"):
         GpuLaunchTemplate(stack, "Lt", instance_type="p5.96xlarge", vpc=_vpc(stack))
+
+
+def test_imds_hop_limit_other_than_one_or_two_rejected(stack: cdk.Stack) -> None:
+    with pytest.raises(FmValidationError, match=r"imds_hop_limit: .*must be 1"):
+        GpuLaunchTemplate(
+            stack, "Lt", instance_type="p5.48xlarge", vpc=_vpc(stack), imds_hop_limit=3
+        )
 
 
 def test_malformed_reservation_id_rejected() -> None:
