@@ -43,7 +43,7 @@ NO_REGISTRY_SCHEMA: dict[tuple[str, str], str] = {
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "LeaderWorkerSet publishes no API-model "
     "or CRD package on a registry",
     ("keda.sh", "ScaledObject"): "the KEDA model packages on registries (cloudcoil-models-keda "
-    "2.16.1.0) do not match the pinned KEDA 2.19.0",
+    "2.16.1.0) do not match the pinned KEDA 2.20.2",
     ("keda.sh", "TriggerAuthentication"): "as ScaledObject",
 }
 

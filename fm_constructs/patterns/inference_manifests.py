@@ -570,12 +570,13 @@ def metric_query(spec: ModelServerSpec, metric: ServingMetric, namespace: str) -
 
 def trigger_authentication_manifest(namespace: str, name: str) -> dict[str, Any]:
     """KEDA authenticates to Amazon Managed Prometheus with its own operator identity (EKS Pod
-    Identity, SigV4)."""
+    Identity, SigV4): ``podIdentity.identityOwner: keda`` (the other choice, ``workload``, would
+    use the model server's role, which may not query the workspace)."""
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "TriggerAuthentication",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"podIdentity": {"provider": "aws"}},
+        "spec": {"podIdentity": {"provider": "aws", "identityOwner": "keda"}},
     }
 
 

@@ -388,7 +388,8 @@ def test_scaled_object_scales_leader_worker_sets_on_latency() -> None:
 
 def test_trigger_authentication_uses_the_operator_pod_identity() -> None:
     auth = render.trigger_authentication_manifest("inference", "amp")
-    assert auth["spec"] == {"podIdentity": {"provider": "aws"}}
+    # KEDA's own identity (the operator's Pod Identity role), not the model server's.
+    assert auth["spec"] == {"podIdentity": {"provider": "aws", "identityOwner": "keda"}}
 
 
 def test_autoscaling_policy_problems_are_reported() -> None:
