@@ -9,14 +9,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
+from constructs import Construct
 
 from fm_constructs.config import Orchestrator, Profile
 from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.options import DeploymentOptions, deployment_options
 from fm_constructs.config.rules import check_ip_budget_of
 from fm_constructs.errors import FmValidationError
-from stacks.cluster_stack import ClusterMonitoringStack, ClusterStack
-from stacks.platform_stack import PlatformStack
+from stacks.cluster_stack import ClusterAddonsStack, ClusterMonitoringStack, ClusterStack
+from stacks.platform_stack import GrafanaStack, PlatformStack
 from stacks.workload_stack import WorkloadComputeStack, WorkloadStack
 
 #: Context value (``cdk synth -c admin_role_arns=arn:...,arn:...``) naming the IAM roles given
@@ -29,7 +30,9 @@ class DeploymentStacks:
     """The stacks built for a profile, for tests and for callers that extend the app."""
 
     platform: PlatformStack
+    grafana: GrafanaStack | None
     clusters: dict[str, ClusterStack]
+    cluster_addons: dict[str, ClusterAddonsStack]
     monitoring: dict[str, ClusterMonitoringStack]
     workloads: dict[str, WorkloadStack]
     computes: dict[str, WorkloadComputeStack]
@@ -39,7 +42,9 @@ class DeploymentStacks:
     def all(self) -> tuple[cdk.Stack, ...]:
         return (
             self.platform,
+            *((self.grafana,) if self.grafana is not None else ()),
             *self.clusters.values(),
+            *self.cluster_addons.values(),
             *self.monitoring.values(),
             *self.workloads.values(),
             *self.computes.values(),
@@ -100,18 +105,28 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     profile = with_admin_roles(profile, app.node.try_get_context(ADMIN_ROLES_CONTEXT))
     env = environment(profile)
     options = deployment_options(profile)
+    grafana = (
+        GrafanaStack(app, stack_name(profile, "grafana"), env=env)
+        if profile.platform.observability and profile.platform.grafana
+        else None
+    )
     platform = PlatformStack(
         app,
         stack_name(profile, "platform"),
         platform=profile.platform,
         custom_networking=options.custom_networking,
+        grafana=grafana,
         env=env,
     )
     observability = platform.observability
     subnet = platform.network.private_subnet(profile.platform.availability_zone)
     clusters: dict[str, ClusterStack] = {}
+    cluster_addons: dict[str, ClusterAddonsStack] = {}
     monitoring: dict[str, ClusterMonitoringStack] = {}
     for key, cluster_options in options.clusters.items():
+        cluster_addons[key] = ClusterAddonsStack(
+            app, stack_name(profile, f"{cluster_options.stack_suffix}-addons"), env=env
+        )
         cluster = ClusterStack(
             app,
             stack_name(profile, cluster_options.stack_suffix),
@@ -119,6 +134,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
             profile=profile,
             vpc=platform.vpc,
             scraped=observability is not None,
+            addons=cluster_addons[key],
             eni_config_subnets=(
                 platform.network.eni_config_subnets() if options.custom_networking else None
             ),
@@ -161,6 +177,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
                 eks_cluster=cluster_stack.cluster
                 if cluster_stack is not None and workload.orchestrator is Orchestrator.HYPERPOD_EKS
                 else None,
+                defer_associations=on_eks,
                 env=env,
             )
         if on_eks:
@@ -181,6 +198,13 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
                 else shared,
                 env=env,
             )
+            if owns_storage:
+                # The associations link the file system to S3 while the nodes start (FSx
+                # creates them one by one, about six minutes); in the file-system stack they
+                # would hold back the nodes. Construct path as before: same logical ids.
+                file_system = workloads[workload.name].file_system
+                assert file_system is not None
+                file_system.add_associations(Construct(computes[workload.name], "FileSystem"))
     # Every resource is tagged with its deployment, except launch templates: a tag change
     # would make a new template version and roll every GPU node of the group.
     cdk.Tags.of(app).add(
@@ -190,7 +214,9 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     )
     return DeploymentStacks(
         platform=platform,
+        grafana=grafana,
         clusters=clusters,
+        cluster_addons=cluster_addons,
         monitoring=monitoring,
         workloads=workloads,
         computes=computes,

@@ -1,11 +1,16 @@
-"""The GPU EKS cluster the EKS workloads share (or one workload's dedicated cluster), and the
-managed scraper that collects its metrics, each in its own stack.
+"""The GPU EKS cluster the EKS workloads share (or one workload's dedicated cluster), in three
+stacks that deploy as soon as what they need exists:
 
-The cluster stack holds the control plane, the system nodes, the managed add-ons and the
-cluster-wide charts and operators; workloads add their node groups and Kubernetes objects in
-their own stacks. The scraper takes up to a quarter of an hour to create, so it has a stack of
-its own that nothing waits for; its security group is created with the cluster, so workload
-nodes can accept it from the start.
+- :class:`ClusterStack` (``<name>-cluster``): the control plane, its secrets key, the admin
+  access entries, the kubectl provider and the scraper's security group;
+- :class:`ClusterAddonsStack` (``<name>-cluster-addons``): the system nodes, the managed
+  add-ons, the device plugins, exporters, operators and Kueue ResourceFlavors (everything
+  :class:`~fm_constructs.orchestration.GpuEksCluster` creates under its ``addons_scope``);
+- :class:`ClusterMonitoringStack` (``<name>-cluster-monitoring``): the AMP managed scraper.
+
+The scraper takes up to a quarter of an hour to create and needs only the control plane, so it
+starts while the add-ons install, and nothing waits for it. Workloads add their node groups
+and Kubernetes objects in their own stacks, after the add-ons.
 """
 
 from __future__ import annotations
@@ -52,10 +57,13 @@ class ClusterStack(Stack):
         profile: Profile,
         vpc: ec2.IVpc,
         scraped: bool,
+        addons: Stack,
         eni_config_subnets: dict[str, str] | None = None,
         prefix_delegation: bool = False,
         **kwargs: Any,
     ) -> None:
+        """``addons``: the stack that holds what runs on the control plane
+        (:class:`ClusterAddonsStack`)."""
         platform = profile.platform
         members = ", ".join(_TITLES[w] for w in cluster.workloads)
         kind = "dedicated" if cluster.dedicated else "shared"
@@ -77,7 +85,9 @@ class ClusterStack(Stack):
             operators=_operators(cluster),
             eni_config_subnets=eni_config_subnets,
             prefix_delegation=prefix_delegation,
+            addons_scope=Construct(addons, "Cluster"),
         )
+        self.addons = addons
         # Device plugins of every member's accelerators, installed with the cluster.
         families = set()
         for name in cluster.workloads:
@@ -89,6 +99,7 @@ class ClusterStack(Stack):
             self.cluster.enable_device_plugins(family)
         self.cluster.enable_efa_device_plugin()
         self.scraper_security_group: ec2.SecurityGroup | None = None
+        self.scraper_role_scope: Construct | None = None
         if scraped:
             self.scraper_security_group = ec2.SecurityGroup(
                 self,
@@ -97,6 +108,9 @@ class ClusterStack(Stack):
                 description="AMP managed scraper of the GPU cluster",
                 allow_all_outbound=True,
             )
+            # The scraper's role configuration, created with the control plane so that the
+            # monitoring stack creates only the scraper (same construct path as there).
+            self.scraper_role_scope = Construct(Construct(self, "Scraping"), "Scraper")
         self._outputs(platform)
 
     def _outputs(self, platform: PlatformConfig) -> None:
@@ -107,6 +121,20 @@ class ClusterStack(Stack):
             value=f"aws eks update-kubeconfig --region {platform.region} "
             f"--name {self.cluster.cluster_name}",
             description="Then: kubectl get nodes -L fm-constructs/node-pool",
+        )
+
+
+class ClusterAddonsStack(Stack):
+    """What runs on one cluster's control plane: system nodes, add-ons, charts, operators
+    (filled in by the :class:`ClusterStack` of the same cluster)."""
+
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description="fm-constructs GPU EKS cluster: system nodes, add-ons, device plugins "
+            "and operators",
+            **kwargs,
         )
 
 
@@ -137,4 +165,5 @@ class ClusterMonitoringStack(Stack):
             workspace=workspace,
             subnets=subnets,
             security_group=cluster.scraper_security_group,
+            scraper_role_scope=cluster.scraper_role_scope,
         )

@@ -13,6 +13,19 @@ from fm_constructs.patterns import ObservabilityPlatform
 from fm_constructs.storage import DataBucket
 
 
+class GrafanaStack(Stack):
+    """The Amazon Managed Grafana workspace and its dashboards (filled in by the
+    :class:`PlatformStack`); it reads the Prometheus workspace, and no stack waits for it."""
+
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description="fm-constructs Amazon Managed Grafana workspace and dashboards",
+            **kwargs,
+        )
+
+
 class PlatformStack(Stack):
     """Long-lived, shared resources; workload stacks reference them and deploy side by side."""
 
@@ -23,8 +36,11 @@ class PlatformStack(Stack):
         *,
         platform: PlatformConfig,
         custom_networking: bool = False,
+        grafana: Stack | None = None,
         **kwargs: Any,
     ) -> None:
+        """``grafana``: the stack that holds the Grafana workspace and dashboards (nothing
+        waits for it); without it they are created here."""
         super().__init__(
             scope,
             construct_id,
@@ -47,7 +63,10 @@ class PlatformStack(Stack):
         self.observability: ObservabilityPlatform | None = None
         if platform.observability:
             self.observability = ObservabilityPlatform(
-                self, "Observability", grafana=platform.grafana
+                self,
+                "Observability",
+                grafana=platform.grafana,
+                grafana_scope=Construct(grafana, "Observability") if grafana else None,
             )
             CfnOutput(
                 self,
@@ -63,7 +82,7 @@ class PlatformStack(Stack):
             )
             if self.observability.grafana is not None:
                 CfnOutput(
-                    self,
+                    grafana or self,
                     "GrafanaUrl",
                     value=f"https://{self.observability.grafana.endpoint}",
                     description="Amazon Managed Grafana (assign users in IAM Identity Center)",

@@ -77,8 +77,11 @@ class WorkloadStack(Stack):
         observability: ObservabilityPlatform | None,
         shared_file_system: LustreFileSystem | None = None,
         eks_cluster: GpuEksCluster | None = None,
+        defer_associations: bool = False,
         **kwargs: Any,
     ) -> None:
+        """``defer_associations``: leave the file system's data repository associations to the
+        workload's compute stack (EKS), which creates them while its nodes start."""
         super().__init__(
             scope,
             construct_id,
@@ -88,7 +91,7 @@ class WorkloadStack(Stack):
         )
         self.owns_file_system = shared_file_system is None
         self.file_system = shared_file_system or self._file_system(
-            workload, vpc, subnet, data_bucket
+            workload, vpc, subnet, data_bucket, defer_associations
         )
         fs = self.file_system
         if (
@@ -190,6 +193,7 @@ class WorkloadStack(Stack):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         data_bucket: IDataBucket,
+        defer_associations: bool,
     ) -> LustreFileSystem | None:
         storage = workload.storage
         if not storage.enabled:
@@ -206,6 +210,7 @@ class WorkloadStack(Stack):
             metadata_iops=storage.metadata_iops,
             efa_enabled=storage.efa_enabled,
             automatic_backup_retention_days=storage.backup_retention_days,
+            defer_associations=defer_associations,
         )
 
 

@@ -2,13 +2,14 @@
 
     python tools/deploy_time.py config/default.toml [--concurrency 4]
 
-Synthesizes the profile offline and applies
-:mod:`fm_constructs.planning.deploy_time` to its templates and stack dependencies.
+Synthesizes the profile offline with the context of ``cdk.json`` (as ``cdk deploy`` does) and
+applies :mod:`fm_constructs.planning.deploy_time` to its templates and stack dependencies.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -31,7 +32,8 @@ from stacks.app_builder import build_stacks, create_app  # noqa: E402
 
 def estimate(profile_path: Path, concurrency: int) -> dict[str, StackTiming]:
     with tempfile.TemporaryDirectory(prefix="fm-deploy-time-") as outdir:
-        app = create_app(outdir=outdir)
+        context = json.loads((ROOT / "cdk.json").read_text())["context"]
+        app = create_app(outdir=outdir, context=context)
         stacks = build_stacks(app, load_profile(profile_path))
         assembly = app.synth()
         templates = {s.stack_name: s.template for s in assembly.stacks}

@@ -117,7 +117,9 @@ class ManagedScraper(Construct):
     configuration) when the workspace is encrypted with a customer-managed key, that is for a
     :class:`PrometheusWorkspace` of this app, or when ``workspace_key`` names the key of an
     imported workspace. ``connections`` wraps the security group the scraper's ENIs use, so the
-    cluster side can write ``nodes.connections.allow_from(scraper, port)``.
+    cluster side can write ``nodes.connections.allow_from(scraper, port)``. ``role_scope``:
+    the construct the two roles are created under (default: this one); one in a stack that
+    deploys earlier (the cluster's) keeps their creation off the scraper's quarter of an hour.
     """
 
     def __init__(
@@ -133,6 +135,7 @@ class ManagedScraper(Construct):
         scrape_configuration: str | None = None,
         alias: str | None = None,
         workspace_key: kms.IKey | None = None,
+        role_scope: Construct | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -183,7 +186,9 @@ class ManagedScraper(Construct):
         self.target_role: iam.Role | None = None
         role_configuration = None
         if key is not None:
-            self.source_role, self.target_role = self._role_configuration(workspace, key)
+            self.source_role, self.target_role = self._role_configuration(
+                role_scope or self, workspace, key
+            )
             role_configuration = aps.CfnScraper.RoleConfigurationProperty(
                 source_role_arn=self.source_role.role_arn,
                 target_role_arn=self.target_role.role_arn,
@@ -216,14 +221,14 @@ class ManagedScraper(Construct):
             self.resource.node.add_dependency(self.source_role, self.target_role)
 
     def _role_configuration(
-        self, workspace: IPrometheusWorkspace, key: kms.IKey
+        self, scope: Construct, workspace: IPrometheusWorkspace, key: kms.IKey
     ) -> tuple[iam.Role, iam.Role]:
         """Source role (trusted by the scraper service of this account and region, allowed to
         assume the target role only) and target role (trusted by the source role, allowed to
         remote-write to ``workspace`` with ``key``)."""
         stack = Stack.of(self)
         source = iam.Role(
-            self,
+            scope,
             "SourceRole",
             assumed_by=iam.ServicePrincipal(SCRAPER_SERVICE_PRINCIPAL).with_conditions(
                 {
@@ -238,7 +243,7 @@ class ManagedScraper(Construct):
             description="Managed Prometheus scraper: source role of its role configuration",
         )
         target = iam.Role(
-            self,
+            scope,
             "TargetRole",
             assumed_by=iam.ArnPrincipal(source.role_arn),
             description="Managed Prometheus scraper: remote write into the encrypted workspace",

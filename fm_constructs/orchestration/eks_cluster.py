@@ -18,6 +18,7 @@ import jsii
 from aws_cdk import Annotations, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
@@ -131,6 +132,11 @@ class GpuEksCluster(Construct):
       their pod addresses until they are replaced.
     - ``prefix_delegation``: VPC CNI prefix delegation in the node subnets (``/28`` prefixes
       instead of single addresses; ignored with ``eni_config_subnets``, which has its own).
+    - ``addons_scope``: the construct the system nodes, managed add-ons, charts, operators and
+      cluster-wide manifests are created under (default: this construct). One in another
+      stack splits the cluster in two: the control plane (with its key, admin access entries
+      and kubectl provider) here, everything that runs on it there, so what needs only the
+      control plane (the managed scraper) does not wait for the charts.
 
     Authentication mode is ``API`` (access entries only), which SageMaker HyperPod accepts.
     """
@@ -156,9 +162,13 @@ class GpuEksCluster(Construct):
         operators: WorkloadOperators | None = None,
         eni_config_subnets: Mapping[str, str] | None = None,
         prefix_delegation: bool = False,
+        addons_scope: Construct | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context=f"GpuEksCluster {self.node.path}")
+        #: Where everything that runs on the control plane is created (see ``addons_scope``).
+        self.addons_scope: Construct = addons_scope or self
+        home = self.addons_scope
         version = resolve_version(kubernetes_version, problems)
         self._check_inputs(problems, admin_role_arns, public_access_cidrs, system_node_count)
         self._check_admin_accounts(problems, admin_role_arns)
@@ -235,7 +245,7 @@ class GpuEksCluster(Construct):
             self.admin_access_entries.append(entry)
 
         self.system_nodes = eks.Nodegroup(
-            self,
+            home,
             "SystemNodes",
             cluster=self.icluster,
             instance_types=[ec2.InstanceType(system_instance_type)],
@@ -268,9 +278,21 @@ class GpuEksCluster(Construct):
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKS_CNI_Policy]",
             "The VPC CNI on the nodes assigns pod IPs with the AWS-managed CNI policy.",
         )
+        # A shell on a broken system node (Session Manager: no SSH keys, no open port), as
+        # on the GPU nodes.
+        self.system_nodes.role.add_managed_policy(
+            iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")
+        )
+        acknowledge(
+            self.system_nodes,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+            "AmazonSSMManagedInstanceCore]",
+            "Session Manager access to the system nodes for debugging uses the AWS-managed "
+            "policy the Systems Manager agent documents for instance roles.",
+        )
 
         self.addons = ClusterAddons(
-            self,
+            home,
             "Addons",
             cluster=self.cluster,
             system_nodes=self.system_nodes,
@@ -280,7 +302,7 @@ class GpuEksCluster(Construct):
             ),
         )
 
-        self.addon_registry = AddonRegistry(self)
+        self.addon_registry = AddonRegistry(home)
         self.charts: dict[str, eks.HelmChart] = {}
         self._kubectl_acknowledged = False
         self._node_peers: list[ec2.IConnectable] = [self.cluster]
@@ -433,7 +455,7 @@ class GpuEksCluster(Construct):
             )
         )
         manifest = eks.KubernetesManifest(
-            scope or self,
+            scope or self.addons_scope,
             f"LustreVolume-{namespace}-{name}",
             cluster=self.icluster,
             manifest=manifests,
@@ -465,7 +487,7 @@ class GpuEksCluster(Construct):
             problems.raise_if_any()
         namespace = target.namespace
         manifest = eks.KubernetesManifest(
-            self,
+            self.addons_scope,
             f"TrainingRuntimes-{namespace}",
             cluster=self.icluster,
             manifest=[
@@ -523,7 +545,7 @@ class GpuEksCluster(Construct):
         vpc-cni add-on has installed the ENIConfig CRD and before any node joins, since a node
         that finds no ENIConfig never becomes ready."""
         self.eni_configs = eks.KubernetesManifest(
-            self,
+            self.addons_scope,
             "EniConfigs",
             cluster=self.icluster,
             manifest=eni_configs(subnets_by_zone),

@@ -182,7 +182,6 @@ class EksMetricsSources(Construct):
     @classmethod
     def of(cls, cluster: GpuEksCluster) -> EksMetricsSources:
         """The metrics sources of ``cluster``, installed on first use."""
-        existing = cluster.node.try_find_child(cls.ID)
-        if isinstance(existing, EksMetricsSources):
-            return existing
-        return cls(cluster, cls.ID, cluster=cluster)
+        return cluster.addon_registry.install(
+            cls.ID, lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)
+        )

@@ -38,7 +38,10 @@ class EksClusterScraping(Construct):
         subnets: Sequence[ec2.ISubnet],
         node_peers: Sequence[ec2.IConnectable] = (),
         security_group: ec2.ISecurityGroup | None = None,
+        scraper_role_scope: Construct | None = None,
     ) -> None:
+        """``scraper_role_scope``: where the scraper's role configuration is created (see
+        :class:`~fm_constructs.observability.ManagedScraper`'s ``role_scope``)."""
         super().__init__(scope, construct_id)
         self.metrics_sources = EksMetricsSources.of(cluster)
         # A shared cluster creates the scraper's group with itself (``security_group``), so
@@ -56,6 +59,7 @@ class EksClusterScraping(Construct):
             cluster_arn=cluster.cluster_arn,
             subnets=subnets,
             security_group=self.security_group,
+            role_scope=scraper_role_scope,
             workspace=workspace,
         )
         # The scraper calls the private API endpoint and the exporters on every node.

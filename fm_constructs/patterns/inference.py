@@ -40,14 +40,14 @@ def _namespace(cluster: GpuEksCluster, namespace: str) -> eks.KubernetesManifest
     """The namespace, created once per cluster and shared by every model server in it (so
     removing one server never deletes the namespace under the others)."""
     construct_id = "InferenceNamespace-" + namespace
-    existing = cluster.node.try_find_child(construct_id)
-    if isinstance(existing, eks.KubernetesManifest):
-        return existing
-    return eks.KubernetesManifest(
-        cluster,
+    return cluster.addon_registry.install(
         construct_id,
-        cluster=cluster.icluster,
-        manifest=[render.namespace_manifest(namespace)],
+        lambda scope, manifest_id: eks.KubernetesManifest(
+            scope,
+            manifest_id,
+            cluster=cluster.icluster,
+            manifest=[render.namespace_manifest(namespace)],
+        ),
     )
 
 

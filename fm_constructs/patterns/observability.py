@@ -19,7 +19,18 @@ class ObservabilityPlatform(Construct):
     """Prometheus (AMP) + alert rules + SNS alerts + CloudWatch alarms on the workspace itself,
     and optionally Grafana (AMG) with the shipped dashboards, provisioned on deploy."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, grafana: bool = True) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        grafana: bool = True,
+        grafana_scope: Construct | None = None,
+    ) -> None:
+        """``grafana_scope``: the construct the Grafana workspace and its dashboards are created
+        under (default: this one). One in a stack of its own keeps the workspace (about five
+        minutes to create) off the path of everything that waits for the Prometheus
+        workspace."""
         super().__init__(scope, construct_id)
         self.prometheus = PrometheusWorkspace(self, "Prometheus")
         self.alert_topic = AlertTopic(self, "Alerts")
@@ -35,9 +46,10 @@ class ObservabilityPlatform(Construct):
         self.grafana: GrafanaWorkspace | None = None
         self.dashboards: GrafanaDashboards | None = None
         if grafana:
+            home = grafana_scope or self
             self.grafana = GrafanaWorkspace(
-                self, "Grafana", prometheus_workspaces=[self.prometheus]
+                home, "Grafana", prometheus_workspaces=[self.prometheus]
             )
             self.dashboards = GrafanaDashboards(
-                self, "Dashboards", grafana=self.grafana, prometheus=self.prometheus
+                home, "Dashboards", grafana=self.grafana, prometheus=self.prometheus
             )

@@ -200,6 +200,12 @@ class LustreFileSystem(Construct):
     Children (construct ids are a contract): ``Resource`` (the file system), ``Key``,
     ``SecurityGroup``, ``Logs``, ``Associations/<path>`` (``/a/b`` -> ``a::b``).
 
+    ``defer_associations``: create the associations later, with :meth:`add_associations`
+    under a scope of the caller's choice (``associations`` is empty until then). FSx creates
+    the associations of a file system one after another (a few minutes each); created in the
+    stack of the file system's clients, they link it to S3 while the clients start, instead of
+    holding back every stack that waits for the file system.
+
     Clients: ``fs.connections.allow_default_port_from(nodes)`` opens TCP 988 and 1018-1023 (all
     traffic both ways with EFA) between the nodes' and the file system's security groups.
     """
@@ -227,6 +233,7 @@ class LustreFileSystem(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
         security_group: ec2.ISecurityGroup | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        defer_associations: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -446,12 +453,26 @@ class LustreFileSystem(Construct):
         self.file_system_id: str = self.file_system.ref
         self.dns_name: str = self.file_system.attr_dns_name
         self.mount_name: str = self.file_system.attr_lustre_mount_name
-        self.associations: Mapping[str, fsx.CfnDataRepositoryAssociation] = create_associations(
-            Construct(self, "Associations"),
-            chosen,
+        self._pending_associations = tuple(chosen)
+        self._bucket_name = data_bucket.bucket_name
+        self.associations: Mapping[str, fsx.CfnDataRepositoryAssociation] = {}
+        if not defer_associations:
+            self.add_associations(self)
+
+    def add_associations(self, scope: Construct) -> Mapping[str, fsx.CfnDataRepositoryAssociation]:
+        """Create the file system's data repository associations under
+        ``scope``/``Associations`` (once; ``scope`` is this file system unless
+        ``defer_associations`` was given). A construct with this file system's id in another
+        stack keeps their logical ids."""
+        if self.associations or not self._pending_associations:
+            return self.associations
+        self.associations = create_associations(
+            Construct(scope, "Associations"),
+            self._pending_associations,
             file_system_id=self.file_system_id,
-            bucket_name=data_bucket.bucket_name,
+            bucket_name=self._bucket_name,
         )
+        return self.associations
 
     @staticmethod
     def from_lustre_file_system_attributes(

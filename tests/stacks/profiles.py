@@ -80,11 +80,14 @@ def stack_params() -> list[Any]:
 
 def expected_stack_names(profile: Profile) -> list[str]:
     """Stack names a profile yields, derived from the profile without synthesizing it: the
-    platform, one shared cluster (and its monitoring) for the EKS-orchestrated workloads unless
-    one asks for its own, each workload's file-system stack (HyperPod: with its cluster) and,
-    on EKS, its compute stack."""
+    platform (and its Grafana stack), one shared cluster (control plane, add-ons and
+    monitoring) for the EKS-orchestrated workloads unless one asks for its own, each
+    workload's file-system stack (HyperPod: with its cluster) and, on EKS, its compute
+    stack."""
     prefix = profile.platform.name
     names = [f"{prefix}-platform"]
+    if profile.platform.observability and profile.platform.grafana:
+        names.append(f"{prefix}-grafana")
     eks_workloads = [
         w
         for w in profile.enabled_workloads
@@ -94,6 +97,7 @@ def expected_stack_names(profile: Profile) -> list[str]:
     clusters |= {f"{w.name}-cluster" for w in eks_workloads if w.dedicated_cluster}
     for cluster in sorted(clusters):
         names.append(f"{prefix}-{cluster}".replace("_", "-"))
+        names.append(f"{prefix}-{cluster}-addons".replace("_", "-"))
         if profile.platform.observability:
             names.append(f"{prefix}-{cluster}-monitoring".replace("_", "-"))
     for w in profile.enabled_workloads:

@@ -58,7 +58,7 @@ def test_platform_adds_the_pod_cidr_and_a_pod_subnet_in_the_gpu_zone() -> None:
 
 
 def test_cluster_switches_on_custom_networking_before_any_node_joins() -> None:
-    cluster = _template("cluster")
+    cluster = _template("cluster-addons")
     (cni,) = [
         r["Properties"]
         for _, r in _resources(cluster, "AWS::EKS::Addon")
@@ -108,7 +108,7 @@ def test_every_template_stays_within_cloudformation_limits() -> None:
 
 
 def test_jobs_are_placed_by_the_ec2_network_topology() -> None:
-    cluster = _template("cluster")
+    cluster = _template("cluster-addons")
     objects = [
         obj
         for lid, r in _resources(cluster, "Custom::AWSCDK-EKS-KubernetesResource")

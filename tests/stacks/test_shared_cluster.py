@@ -121,7 +121,7 @@ def test_every_eks_workload_owns_its_objects(profile: str) -> None:
     result = synthesize(profile)
     cluster_objects = {
         (m["kind"], m["metadata"]["name"])
-        for stack in result.stacks.clusters.values()
+        for stack in (*result.stacks.clusters.values(), *result.stacks.cluster_addons.values())
         for m in _manifests(result.templates[stack.stack_name])
     }
     for workload, compute in result.stacks.computes.items():
@@ -223,7 +223,7 @@ def test_kueue_schema_rejects_unknown_fields() -> None:
 def test_every_node_agent_tolerates_every_node_group_taint(profile: str) -> None:
     result = synthesize(profile)
     agents: dict[str, list[dict[str, Any]]] = {}
-    for stack in result.stacks.clusters.values():
+    for stack in result.stacks.cluster_addons.values():
         agents.update(_node_agent_tolerations(result.templates[stack.stack_name]))
     for workload in result.stacks.workloads.values():  # dedicated HyperPod EKS clusters
         agents.update(_node_agent_tolerations(result.templates[workload.stack_name]))
@@ -260,7 +260,7 @@ def test_kueue_webhooks_see_workload_namespaces_only(profile: str) -> None:
     import yaml
 
     result = synthesize(profile)
-    for stack in result.stacks.clusters.values():
+    for stack in result.stacks.cluster_addons.values():
         template = result.templates[stack.stack_name]
         (kueue,) = [
             p
@@ -332,6 +332,36 @@ def test_queues_in_the_templates_are_the_plans(profile: str) -> None:
                 assert {k: v for k, v in rendered.items() if v != 0} == pool["quota"]
 
 
+def _default_deploy_timings() -> dict[str, Any]:
+    """Estimated stack timings of the default profile with ``--concurrency 4``."""
+    from fm_constructs.planning.deploy_time import deployment_minutes
+
+    result = synthesize("default")
+    return deployment_minutes(
+        {
+            s.stack_name: (result.templates[s.stack_name], [d.stack_name for d in s.dependencies])
+            for s in result.stacks.all
+        },
+        concurrency=4,
+    )
+
+
+@pytest.mark.xdist_group("default")
+def test_default_profile_deploys_within_30_minutes() -> None:
+    """Issue 20's goal: ``cdk deploy --all --concurrency 4`` of the default profile in at most
+    30 minutes (planning figures), with the workloads' nodes up before that."""
+    from fm_constructs.planning.deploy_time import total_minutes
+
+    timings = _default_deploy_timings()
+    assert round(total_minutes(timings), 1) <= 30.0
+    computes = [t for name, t in timings.items() if name.endswith("-compute")]
+    assert computes and all(t.end < 30.0 for t in computes)
+    # The scraper, the longest single resource after the control plane, must not wait for the
+    # add-ons, and the nodes must not wait for the data repository associations.
+    assert timings["fm-cluster-monitoring"].start == timings["fm-cluster"].end
+    assert not any("FileSystemAssociations" in r for t in timings.values() for r in t.path)
+
+
 @pytest.mark.xdist_group("default")
 def test_deploy_time_figure_in_the_docs_is_current() -> None:
     """The table on the shared-cluster page is what tools/deploy_time.py computes."""
@@ -340,18 +370,62 @@ def test_deploy_time_figure_in_the_docs_is_current() -> None:
     sys.path.insert(0, str(Path(__file__).parents[2] / "tools"))
     import deploy_time
 
-    from fm_constructs.planning.deploy_time import deployment_minutes
-
-    result = synthesize("default")
-    timings = deployment_minutes(
-        {
-            s.stack_name: (result.templates[s.stack_name], [d.stack_name for d in s.dependencies])
-            for s in result.stacks.all
-        },
-        concurrency=4,
-    )
+    timings = _default_deploy_timings()
     page = (Path(__file__).parents[2] / "docs" / "operations" / "shared-cluster.md").read_text()
     (committed,) = re.findall(
         r"<!-- deploy-time:default -->\n(.*?)\n<!-- /deploy-time:default -->", page, re.S
     )
     assert committed.strip() == deploy_time.table(timings)
+
+
+# -------------------------------------------------------------------- node role and IMDS
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_pods_get_aws_credentials_through_pod_identity_not_the_node_role(profile: str) -> None:
+    """GPU launch templates keep pods away from the metadata service (hop limit 1), so every
+    pod that calls AWS needs a Pod Identity association: the FSx CSI controller, each
+    workload's service account, the cluster autoscaler and KEDA where they are installed."""
+    from fm_constructs.orchestration.eks_addons import FSX_CSI_CONTROLLER_SERVICE_ACCOUNT
+
+    result = synthesize(profile)
+    hop_limits: set[int] = set()
+    associated: set[str] = set()
+    charts_installed: set[str] = set()
+    for template in result.templates.values():
+        for resource in template["Resources"].values():
+            props = resource.get("Properties", {})
+            if resource["Type"] == "AWS::EC2::LaunchTemplate":
+                options = props["LaunchTemplateData"]["MetadataOptions"]
+                assert options["HttpTokens"] == "required"
+                hop_limits.add(options["HttpPutResponseHopLimit"])
+            elif resource["Type"] == "AWS::EKS::PodIdentityAssociation":
+                associated.add(props["ServiceAccount"])
+            elif resource["Type"] == "AWS::EKS::Addon":
+                associated |= {
+                    a["ServiceAccount"] for a in props.get("PodIdentityAssociations", [])
+                }
+            elif resource["Type"] == "Custom::AWSCDK-EKS-HelmChart":
+                charts_installed.add(props["Release"])
+    if result.stacks.computes:
+        assert hop_limits == {1}
+        assert FSX_CSI_CONTROLLER_SERVICE_ACCOUNT in associated
+    for workload in result.stacks.computes:
+        assert names.service_account_name(workload) in associated, workload
+    if "cluster-autoscaler" in charts_installed:
+        assert any("autoscaler" in sa for sa in associated), associated
+    if "keda" in charts_installed:
+        assert "keda-operator" in associated, associated
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_every_eks_node_role_allows_session_manager(profile: str) -> None:
+    """A broken node can be reached with Session Manager: every EKS node group's role (system
+    and GPU) carries AmazonSSMManagedInstanceCore."""
+    result = synthesize(profile)
+    for template in result.templates.values():
+        resources = template["Resources"]
+        for nodegroup in _resources(template, "AWS::EKS::Nodegroup"):
+            role_id = nodegroup["NodeRole"]["Fn::GetAtt"][0]
+            policies = json.dumps(resources[role_id]["Properties"]["ManagedPolicyArns"])
+            assert "AmazonSSMManagedInstanceCore" in policies, role_id

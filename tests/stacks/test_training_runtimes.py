@@ -53,12 +53,12 @@ def test_default_training_stacks_carry_the_efa_aware_runtimes(
         assert f'"vpc.amazonaws.com/efa": "{efa}"' in text
         assert '"hugepages-2Mi": "5120Mi"' in text
     assert_valid(objects, kubernetes_version=result.profile.platform.kubernetes_version)
-    # Applied after the Trainer chart, whose CRDs define the kind: the chart is in the cluster
-    # stack, which the workload's compute stack deploys after.
+    # Applied after the Trainer chart, whose CRDs define the kind: the chart is in the
+    # cluster's add-ons stack, which the workload's compute stack deploys after.
     cluster = result.stacks.clusters["shared"]
     assert "kubeflow-trainer" in cluster.cluster.charts
     compute = result.stacks.computes[workload]
-    assert cluster in compute.dependencies
+    assert result.stacks.cluster_addons["shared"] in compute.dependencies
 
 
 @pytest.mark.xdist_group("hyperpod-eks")

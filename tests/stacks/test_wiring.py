@@ -58,8 +58,15 @@ def test_workload_stacks_deploy_side_by_side(profile: str) -> None:
     platform = stacks.platform.stack_name
     reuse = result.profile.post_training.storage.reuse_pretraining
     for workload, options in stacks.options.workloads.items():
-        cluster = stacks.clusters[options.cluster].stack_name if options.cluster else None
-        allowed = {platform, *([cluster] if cluster else [])}
+        clusters = (
+            [
+                stacks.clusters[options.cluster].stack_name,
+                stacks.cluster_addons[options.cluster].stack_name,
+            ]
+            if options.cluster
+            else []
+        )
+        allowed = {platform, *clusters}
         if workload == "post_training" and reuse:
             allowed.add(stacks.workloads["pretraining"].stack_name)
         if workload in stacks.workloads:
@@ -71,6 +78,8 @@ def test_workload_stacks_deploy_side_by_side(profile: str) -> None:
             assert {d.stack_name for d in compute.dependencies} <= allowed, workload
     for key, cluster_stack in stacks.clusters.items():
         assert {d.stack_name for d in cluster_stack.dependencies} == {platform}, key
+        addons = stacks.cluster_addons[key]
+        assert {d.stack_name for d in addons.dependencies} == {platform, cluster_stack.stack_name}
 
 
 @pytest.mark.parametrize("profile", profile_params())
