@@ -71,3 +71,27 @@ def test_plan_counts_what_the_templates_build(profile: str) -> None:
     # A failure here means the stacks changed what they build (say, one shared EKS cluster):
     # update the counts in fm_constructs/cli/costs.py to match.
     assert _planned(profile) == _built(profile)
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_plan_sizes_each_file_system_as_the_stacks_build_it(profile: str) -> None:
+    """The FSx capacity and per-unit throughput ``fmc plan`` prints are the ones the workload
+    stacks synthesize for the same profile (read from the shared synthesis, so drift in how
+    the stacks map the profile to LustreFileSystem shows here)."""
+    result = synthesize(profile)
+    planned = sorted(
+        (w.storage.storage_capacity_gib, w.storage.throughput_mb_s_per_tib)
+        for w in build_plan(result.profile, load_prices()).workloads
+        if w.storage is not None
+    )
+    built = sorted(
+        (
+            r["Properties"]["StorageCapacity"],
+            r["Properties"]["LustreConfiguration"]["PerUnitStorageThroughput"],
+        )
+        for r in _resources(profile)
+        if r["Type"] == "AWS::FSx::FileSystem"
+    )
+    assert built == planned
+    if profile == "default":
+        assert built == [(4800, 250), (9600, 500)]
