@@ -16,6 +16,7 @@ from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.options import DeploymentOptions, deployment_options
 from fm_constructs.config.rules import check_ip_budget_of
 from fm_constructs.errors import FmValidationError
+from fm_constructs.rules import platform as platform_rules
 from stacks.cluster_stack import ClusterAddonsStack, ClusterMonitoringStack, ClusterStack
 from stacks.platform_stack import GrafanaStack, PlatformStack
 from stacks.workload_stack import WorkloadComputeStack, WorkloadStack
@@ -81,6 +82,13 @@ def with_admin_roles(profile: Profile, context_value: Any) -> Profile:
         arns = tuple(a.strip() for a in context_value.split(",") if a.strip())
     else:
         arns = tuple(str(a) for a in context_value)
+    # The rules the loader runs on platform.admin_role_arns, on the roles that replace them.
+    findings = [
+        *platform_rules.admin_principals(arns, key=ADMIN_ROLES_CONTEXT),
+        *platform_rules.admin_accounts(arns, profile.platform.account, key=ADMIN_ROLES_CONTEXT),
+    ]
+    if findings:
+        raise FmValidationError(findings, context=f"cdk context -c {ADMIN_ROLES_CONTEXT}")
     platform = dataclasses.replace(profile.platform, admin_role_arns=arns)
     return dataclasses.replace(profile, platform=platform)
 
