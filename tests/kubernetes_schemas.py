@@ -12,9 +12,11 @@ errors everywhere.
   and rejects every key the model does not declare, then lets the model check types and enums.
   Pod and job templates embedded in them are also checked as built-in kinds of the profile's
   Kubernetes version.
-* Kinds with no schema package on a registry at the pinned version are listed in
-  :data:`NO_REGISTRY_SCHEMA` with the reason; for them only the metadata (as an ObjectMeta) and
-  the embedded pod templates (:data:`EMBEDDED_POD_TEMPLATES`) can be checked.
+* Other custom kinds (Kueue, LeaderWorkerSet, KEDA, the VPC CNI's ENIConfig): the
+  openAPIV3Schema of their CRDs at the pinned operator version, from its release tag
+  (:data:`CRD_SCHEMAS`, files in ``tests/data/crds`` written by ``tools/crd_schema.py``),
+  made strict by :func:`_strict_crd`; pod templates embedded in them
+  (:data:`EMBEDDED_POD_TEMPLATES`) are also checked as built-in kinds.
   :func:`assert_valid` fails on any other kind, so a new kind cannot slip through unvalidated.
 """
 
@@ -26,6 +28,7 @@ import json
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -37,14 +40,25 @@ from pydantic import ValidationError as PydanticValidationError
 
 from fm_constructs.orchestration.eks_charts import KUBEFLOW_TRAINER
 
-#: Custom kinds without a schema package on PyPI/npm at the pinned operator version.
-NO_REGISTRY_SCHEMA: dict[tuple[str, str], str] = {
-    # ResourceFlavor, ClusterQueue and LocalQueue: the CRD schemas of KUEUE_CRDS.
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): "LeaderWorkerSet publishes no API-model "
-    "or CRD package on a registry",
-    ("keda.sh", "ScaledObject"): "the KEDA model packages on registries (cloudcoil-models-keda "
-    "2.16.1.0) do not match the pinned KEDA 2.20.2",
-    ("keda.sh", "TriggerAuthentication"): "as ScaledObject",
+_CRD_DATA = Path(__file__).parent / "data" / "crds"
+
+
+@dataclass(frozen=True)
+class CrdSchemas:
+    """The CRD schemas of one API group: the file, how :func:`validate_object` reports it,
+    and the chart pin (fm_constructs/pins/pins.toml) whose version the file must be of."""
+
+    path: Path
+    how: str
+    chart: str | None = None
+
+
+#: Custom kinds validated against their operator's CRDs, by API group.
+CRD_SCHEMAS: dict[str, CrdSchemas] = {
+    "kueue.x-k8s.io": CrdSchemas(_CRD_DATA / "kueue-v0.16.1.json", "kueue-crd", "kueue"),
+    "crd.k8s.amazonaws.com": CrdSchemas(_CRD_DATA / "aws-vpc-cni-v1.23.0.json", "vpc-cni-crd"),
+    "leaderworkerset.x-k8s.io": CrdSchemas(_CRD_DATA / "lws-v0.8.0.json", "lws-crd", "lws"),
+    "keda.sh": CrdSchemas(_CRD_DATA / "keda-v2.20.2.json", "keda-crd", "keda"),
 }
 
 #: Paths of pod templates (PodTemplateSpec) inside custom kinds, checked as built-in objects.
@@ -196,14 +210,17 @@ def _dig(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
     return value
 
 
-#: CRD schemas (openAPIV3Schema, status left out) of the pinned Kueue, from its release tag.
-KUEUE_CRDS = Path(__file__).parent / "data" / "crds" / "kueue-v0.16.1.json"
-
-
 @functools.cache
-def _kueue_crds() -> dict[str, Any]:
-    crds: dict[str, Any] = json.loads(KUEUE_CRDS.read_text())
-    return crds
+def crd_schemas(group: str) -> dict[str, Any]:
+    """The schema file of ``group``: ``apiVersion``, ``source``, ``kinds`` (and what else the
+    file records, e.g. the environment keys the VPC CNI reads)."""
+    data: dict[str, Any] = json.loads(CRD_SCHEMAS[group].path.read_text())
+    return data
+
+
+def vpc_cni_crds() -> dict[str, Any]:
+    """The VPC CNI's ENIConfig schema and the environment keys the CNI reads."""
+    return crd_schemas("crd.k8s.amazonaws.com")
 
 
 def _strict_crd(schema: Any) -> Any:
@@ -222,55 +239,54 @@ def _strict_crd(schema: Any) -> Any:
     return schema
 
 
-#: CRD schema of the VPC CNI's ENIConfig (and the environment keys the CNI reads), from the
-#: amazon-vpc-cni-k8s release tag.
-VPC_CNI_CRDS = Path(__file__).parent / "data" / "crds" / "aws-vpc-cni-v1.23.0.json"
-
-
-@functools.cache
-def vpc_cni_crds() -> dict[str, Any]:
-    crds: dict[str, Any] = json.loads(VPC_CNI_CRDS.read_text())
-    return crds
-
-
-def validate_eni_config(obj: Mapping[str, Any], kubernetes_version: str) -> None:
-    """Validate an ENIConfig against the VPC CNI's CRD schema (unknown fields rejected)."""
+def _validate_metadata(obj: Mapping[str, Any], kubernetes_version: str) -> None:
+    """A custom object's metadata is an ObjectMeta like any other: check it on a built-in kind."""
     validate_builtin(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj.get("metadata") or {}},
         kubernetes_version,
     )
-    crds = vpc_cni_crds()
+
+
+def _validate_embedded_pod_templates(
+    obj: Mapping[str, Any], group: str, kind: str, kubernetes_version: str
+) -> None:
+    for path in EMBEDDED_POD_TEMPLATES.get((group, kind), ()):
+        template = _dig(obj, path)
+        if template is None:
+            raise SchemaError(f"{_name(obj)}: no pod template at {'.'.join(path)}")
+        validate_builtin(
+            {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": path[-1].lower()},
+                "template": template,
+            },
+            kubernetes_version,
+        )
+
+
+def validate_crd_kind(obj: Mapping[str, Any], kubernetes_version: str) -> str:
+    """Validate a custom object against the pinned CRD schema of its kind (unknown fields
+    rejected), its metadata and embedded pod templates as built-in objects; return how."""
+    group, _ = _group_version(str(obj.get("apiVersion", "")))
+    kind = str(obj.get("kind", ""))
+    _validate_metadata(obj, kubernetes_version)
+    crds = crd_schemas(group)
     if obj.get("apiVersion") != crds["apiVersion"]:
-        raise SchemaError(f"{_name(obj)}: ENIConfig objects must use {crds['apiVersion']}")
+        raise SchemaError(f"{_name(obj)}: {kind} objects must use {crds['apiVersion']}")
     try:
-        jsonschema.validate(dict(obj), _strict_crd(crds["kinds"][obj["kind"]]))
+        jsonschema.validate(dict(obj), _strict_crd(crds["kinds"][kind]))
     except jsonschema.ValidationError as error:
         raise SchemaError(
             f"{_name(obj)}: {error.message} at {list(error.absolute_path)}"
         ) from error
-
-
-def validate_kueue_kind(obj: Mapping[str, Any], kubernetes_version: str) -> None:
-    """Validate a Kueue object against the pinned CRD schema of its kind (its metadata as the
-    ObjectMeta of a built-in kind)."""
-    validate_builtin(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj.get("metadata") or {}},
-        kubernetes_version,
-    )
-    crds = _kueue_crds()
-    if obj.get("apiVersion") != crds["apiVersion"]:
-        raise SchemaError(f"{_name(obj)}: Kueue objects must use {crds['apiVersion']}")
-    schema = _strict_crd(crds["kinds"][obj["kind"]])
-    try:
-        jsonschema.validate(dict(obj), schema)
-    except jsonschema.ValidationError as error:
-        raise SchemaError(
-            f"{_name(obj)}: {error.message} at {list(error.absolute_path)}"
-        ) from error
+    _validate_embedded_pod_templates(obj, group, kind, kubernetes_version)
+    return CRD_SCHEMAS[group].how
 
 
 def validate_object(obj: Mapping[str, Any], kubernetes_version: str) -> str:
-    """Validate one object; return how (``builtin``, ``trainer-api``, ``pod-templates-only``)."""
+    """Validate one object; return how (``builtin``, ``trainer-api`` or the ``how`` of its
+    :data:`CRD_SCHEMAS` entry)."""
     api_version = str(obj.get("apiVersion", ""))
     kind = str(obj.get("kind", ""))
     if is_builtin(api_version):
@@ -280,35 +296,11 @@ def validate_object(obj: Mapping[str, Any], kubernetes_version: str) -> str:
     if (group, kind) in _TRAINER_MODELS:
         validate_trainer_kind(obj, kubernetes_version)
         return "trainer-api"
-    if group == "kueue.x-k8s.io" and kind in _kueue_crds()["kinds"]:
-        validate_kueue_kind(obj, kubernetes_version)
-        return "kueue-crd"
-    if group == "crd.k8s.amazonaws.com" and kind in vpc_cni_crds()["kinds"]:
-        validate_eni_config(obj, kubernetes_version)
-        return "vpc-cni-crd"
-    if (group, kind) in NO_REGISTRY_SCHEMA:
-        # The object's metadata is an ObjectMeta like any other: check it on a built-in kind.
-        validate_builtin(
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj.get("metadata") or {}},
-            kubernetes_version,
-        )
-        for path in EMBEDDED_POD_TEMPLATES.get((group, kind), ()):
-            template = _dig(obj, path)
-            if template is None:
-                raise SchemaError(f"{_name(obj)}: no pod template at {'.'.join(path)}")
-            validate_builtin(
-                {
-                    "apiVersion": "v1",
-                    "kind": "PodTemplate",
-                    "metadata": {"name": path[-1].lower()},
-                    "template": template,
-                },
-                kubernetes_version,
-            )
-        return "pod-templates-only"
+    if group in CRD_SCHEMAS and kind in crd_schemas(group)["kinds"]:
+        return validate_crd_kind(obj, kubernetes_version)
     raise SchemaError(
-        f"{_name(obj)}: no schema source for {group}/{kind}; add its registry package here, "
-        "or list it in NO_REGISTRY_SCHEMA with the reason"
+        f"{_name(obj)}: no schema source for {group}/{kind}; add its operator's CRDs to "
+        "CRD_SCHEMAS (tools/crd_schema.py) or its registry package here"
     )
 
 

@@ -9,14 +9,16 @@ from typing import Any
 
 import pytest
 
+from fm_constructs import pins
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.orchestration.kubernetes_versions import SUPPORTED_VERSIONS
 from fm_constructs.patterns import inference_manifests as render
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy
 from tests.kubernetes_schemas import (
-    NO_REGISTRY_SCHEMA,
+    CRD_SCHEMAS,
     SchemaError,
     assert_valid,
+    crd_schemas,
     is_builtin,
     validate_object,
 )
@@ -94,7 +96,7 @@ def inference_objects() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_inference_objects_match_their_schemas(version: str) -> None:
     how = assert_valid(inference_objects(), kubernetes_version=version)
-    assert "builtin" in how and "pod-templates-only" in how
+    assert {"builtin", "lws-crd", "keda-crd"} <= set(how)
 
 
 def test_builtin_groups_are_told_apart_from_custom_resources() -> None:
@@ -169,5 +171,43 @@ def test_a_kind_without_any_schema_source_is_refused() -> None:
         validate_object(obj, "1.35")
 
 
-def test_every_kind_without_a_registry_schema_says_why() -> None:
-    assert all(reason.strip() for reason in NO_REGISTRY_SCHEMA.values())
+def test_every_crd_schema_file_is_of_the_pinned_operator_version() -> None:
+    for group, entry in CRD_SCHEMAS.items():
+        data = crd_schemas(group)
+        assert data["source"].strip() and data["kinds"], group
+        assert data["apiVersion"].startswith(f"{group}/"), group
+        if entry.chart is not None:
+            version = pins.chart(entry.chart).version.removeprefix("v")
+            stale = (
+                f"{entry.path.name} is not of the pinned {entry.chart} {version}: write "
+                f"tests/data/crds/<name>-v{version}.json with tools/crd_schema.py from the CRDs "
+                "at that release tag and point CRD_SCHEMAS at it"
+            )
+            assert entry.path.name.endswith(f"-v{version}.json"), stale
+            assert f"v{version}" in data["source"], stale
+
+
+def test_custom_kinds_reject_unknown_fields_and_wrong_types() -> None:
+    scaled = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "s", "namespace": "n"},
+        "spec": {
+            "scaleTargetRef": {"name": "d"},
+            "triggers": [{"type": "cpu", "metadata": {"value": "50"}}],
+            "maxReplicaCount": 3,
+        },
+    }
+    validate_object(scaled, "1.35")
+    with pytest.raises(SchemaError, match="maxReplicas"):
+        validate_object({**scaled, "spec": {**scaled["spec"], "maxReplicas": 3}}, "1.35")
+    with pytest.raises(SchemaError, match="'three' is not of type 'integer'"):
+        validate_object({**scaled, "spec": {**scaled["spec"], "maxReplicaCount": "three"}}, "1.35")
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "l", "namespace": "n"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplat": {}}},
+    }
+    with pytest.raises(SchemaError, match="workerTemplat"):
+        validate_object(lws, "1.35")
