@@ -29,15 +29,28 @@ def pytest_unconfigure() -> None:
     shutil.rmtree(SCRATCH, ignore_errors=True)
 
 
+def _uses_shared_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a fixture set up once for several tests of its module or class."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definition.scope in ("module", "class", "package")
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )
+
+
 #: xdist groups that run first: the longest ones, so the two workers finish together.
 FIRST_GROUPS = ("consumer-example", "shared-cluster-example")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group every test for ``--dist loadgroup``: a test parametrized by ``profile`` joins that
-    profile's group (one synthesis per profile and session), any other ungrouped test its
-    module's group (module-scoped fixtures set up once). The heaviest groups go first."""
+    """Group tests for ``--dist loadgroup``: a test parametrized by ``profile`` joins that
+    profile's group (one synthesis per profile and session); a test that uses a module- or
+    class-scoped fixture joins its module's group (the fixture is set up once); the others
+    stay free to run on either worker. The heaviest groups go first."""
     if not getattr(config.option, "loadgroup", False):
         return
     for item in items:
@@ -45,8 +58,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         params = getattr(item, "callspec", None)
         profile = params.params.get("profile") if params is not None else None
-        name = profile if isinstance(profile, str) else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(name))
+        if isinstance(profile, str):
+            item.add_marker(pytest.mark.xdist_group(profile))
+        elif _uses_shared_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
     def rank(item: pytest.Item) -> int:
         marker = item.get_closest_marker("xdist_group")

@@ -265,6 +265,16 @@ def _validate_embedded_pod_templates(
         )
 
 
+@functools.cache
+def _crd_validator(group: str, kind: str) -> Any:
+    """A validator of the strict schema of ``group``/``kind``, built once: the schemas of kinds
+    with pod templates (LeaderWorkerSet) are large."""
+    schema = _strict_crd(crd_schemas(group)["kinds"][kind])
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
 def validate_crd_kind(obj: Mapping[str, Any], kubernetes_version: str) -> str:
     """Validate a custom object against the pinned CRD schema of its kind (unknown fields
     rejected), its metadata and embedded pod templates as built-in objects; return how."""
@@ -275,7 +285,7 @@ def validate_crd_kind(obj: Mapping[str, Any], kubernetes_version: str) -> str:
     if obj.get("apiVersion") != crds["apiVersion"]:
         raise SchemaError(f"{_name(obj)}: {kind} objects must use {crds['apiVersion']}")
     try:
-        jsonschema.validate(dict(obj), _strict_crd(crds["kinds"][kind]))
+        _crd_validator(group, kind).validate(dict(obj))
     except jsonschema.ValidationError as error:
         raise SchemaError(
             f"{_name(obj)}: {error.message} at {list(error.absolute_path)}"
