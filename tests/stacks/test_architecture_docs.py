@@ -6,11 +6,19 @@ cached per process, grouped per profile for xdist), so this adds no synthesis of
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
 
-from tests.stacks.profiles import PROFILE_NAMES, ROOT, profile_params, synthesize
+from fm_constructs.config import load_profile
+from tests.stacks.profiles import (
+    PROFILE_NAMES,
+    ROOT,
+    expected_stack_names,
+    profile_params,
+    synthesize,
+)
 
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -36,3 +44,16 @@ def test_committed_diagrams_are_current(profile: str) -> None:
 def test_every_profile_has_an_architecture_page() -> None:
     pages = {p.stem for p in (ROOT / "docs" / "architecture").glob("*.md")} - {"index"}
     assert pages == set(PROFILE_NAMES)
+
+
+def test_the_index_lists_each_profiles_stacks() -> None:
+    """docs/architecture/index.md names every stack each shipped profile deploys, in order."""
+    rows = {}
+    for line in (ROOT / "docs" / "architecture" / "index.md").read_text().splitlines():
+        if line.startswith("| [") and "](" in line:
+            name = line.split("[", 1)[1].split("]", 1)[0]
+            rows[name] = re.findall(r"`([^`]+)`", line.split("|")[2])
+    assert set(rows) == set(PROFILE_NAMES)
+    for name in PROFILE_NAMES:
+        expected = expected_stack_names(load_profile(ROOT / "config" / f"{name}.toml"))
+        assert rows[name] == expected, f"docs/architecture/index.md, row {name}"
