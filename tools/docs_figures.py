@@ -98,13 +98,36 @@ def _plan_totals() -> str:
     for path in sorted((ROOT / "config").glob("*.toml")):
         plan = build_plan(load_profile(path), prices)
         platform = sum(c.usd_per_hour or 0.0 for c in plan.costs if ":" not in c.item)
-        missing = "; ".join(m.removeprefix("no price for ") for m in plan.missing_prices)
+        missing = "; ".join(
+            (c.priced or c.item) + (f" ({c.owner})" if c.owner else "")
+            for c in plan.costs
+            if c.usd_per_hour is None
+        )
         rows.append(
             f"| `{path.stem}` | {plan.region} | ${plan.usd_per_hour:,.2f}"
             f"{' (partial)' if plan.partial else ''} | ${platform:,.2f} | "
             f"${plan.usd_per_hour * HOURS_PER_MONTH:,.0f} | {missing or 'none'} |"
         )
     return "\n".join(rows)
+
+
+def _plan_default_total() -> str:
+    """The default profile's total, as ``fmc plan`` prints it, for the getting-started page."""
+    from fm_constructs.cli.plan import build_plan
+    from fm_constructs.cli.pricing import HOURS_PER_MONTH, load_prices
+    from fm_constructs.config import load_profile
+
+    plan = build_plan(load_profile(ROOT / "config" / "default.toml"), load_prices())
+    platform = sum(c.usd_per_hour or 0.0 for c in plan.costs if ":" not in c.item)
+    return (
+        f"At list prices (as of {plan.prices_as_of}, On-Demand, {plan.region}) the default "
+        f"profile costs **${plan.usd_per_hour:,.2f} an hour** while everything runs "
+        f"(~${plan.usd_per_hour * HOURS_PER_MONTH:,.0f} a month), of which "
+        f"${platform:,.2f} is the platform itself (NAT gateways, interface endpoints, the EKS "
+        "control plane and system nodes, Grafana)"
+        + (", leaving out lines without a price" if plan.partial else "")
+        + "; `fmc plan` prints each line and its source."
+    )
 
 
 #: Constructs and option classes whose keyword options the docs list (figure
@@ -302,6 +325,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "plan-pretraining-1024": _plan("pretraining-1024"),
     "aws-limits": _aws_limits,
     "plan-totals": _plan_totals,
+    "plan-default-total": _plan_default_total,
     **{f"options-{spec.split(':')[1].lower()}": _options(spec) for spec in OPTION_CLASSES},
 }
 

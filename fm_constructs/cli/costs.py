@@ -8,8 +8,8 @@ workspace and the Managed Prometheus workspace (usage-billed: shown, not in the 
 counts below describe what the stacks build; tests/stacks/test_plan_costs.py checks each one
 against the synthesized templates of every shipped profile, so they cannot drift apart.
 
-A missing price is never a zero: the line says ``no price for ITEM in REGION`` and the plan's
-total covers the rest, marked partial.
+A missing price is never a zero: the line says ``no price for WHAT in REGION`` with the
+reason the price table gives, and the plan's total covers the rest, marked partial.
 """
 
 from __future__ import annotations
@@ -43,6 +43,12 @@ class CostLine:
     usage: str = ""
     #: True for lines billed only by use: their figure is 0 and not a missing price.
     usage_only: bool = False
+    #: What the unit price is the price of (an instance type, an FSx tier); default: ``item``.
+    priced: str = ""
+    #: Who the line is for (a workload name), shown with a missing price.
+    owner: str = ""
+    #: Why the price table has no figure (only read when ``unit_usd_per_hour`` is None).
+    no_price: str = ""
 
     @property
     def usd_per_hour(self) -> float | None:
@@ -51,6 +57,14 @@ class CostLine:
         if self.unit_usd_per_hour is None:
             return None
         return self.quantity * self.unit_usd_per_hour
+
+    def missing_message(self, region: str) -> str | None:
+        """``no price for WHAT in REGION (OWNER): WHY``, or None when the line has a figure."""
+        if self.usd_per_hour is not None:
+            return None
+        owner = f" ({self.owner})" if self.owner else ""
+        why = f": {self.no_price}" if self.no_price else ""
+        return f"no price for {self.priced or self.item} in {region}{owner}{why}"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -62,6 +76,8 @@ class CostLine:
             "source": self.source,
             "usage": self.usage,
             "usage_only": self.usage_only,
+            "priced": self.priced or self.item,
+            "no_price": self.no_price if self.usd_per_hour is None else "",
         }
 
 
@@ -95,8 +111,9 @@ def _priced(
         quantity=quantity,
         unit=unit,
         unit_usd_per_hour=prices.platform_usd(region, key),
-        source=prices.source_of(key),
+        source=prices.source_of(key, region),
         usage=usage,
+        no_price=prices.no_price_reason(region, key),
     )
 
 
@@ -149,7 +166,10 @@ def platform_cost_lines(profile: Profile, prices: PriceTable) -> list[CostLine]:
                 quantity=clusters * SYSTEM_NODE_COUNT,
                 unit="instance-hour",
                 unit_usd_per_hour=prices.on_demand_usd_per_hour(region, SYSTEM_INSTANCE_TYPE),
-                source=prices.source_of("on_demand_usd_per_hour"),
+                source=prices.source_of("on_demand_usd_per_hour", region),
+                priced=SYSTEM_INSTANCE_TYPE,
+                owner="EKS system nodes",
+                no_price=prices.no_price_reason(region, SYSTEM_INSTANCE_TYPE),
             )
         )
     if profile.platform.observability:
@@ -161,7 +181,7 @@ def platform_cost_lines(profile: Profile, prices: PriceTable) -> list[CostLine]:
                 quantity=1,
                 unit="workspace",
                 unit_usd_per_hour=None,
-                source=prices.source_of("prometheus_ingestion_per_10m_samples"),
+                source=prices.source_of("prometheus_ingestion_per_10m_samples", region),
                 usage=f"samples ingested ({rate}), storage, queries",
                 usage_only=True,
             )
@@ -174,7 +194,8 @@ def platform_cost_lines(profile: Profile, prices: PriceTable) -> list[CostLine]:
                 quantity=GRAFANA_EDITORS,
                 unit="editor-hour",
                 unit_usd_per_hour=None if editor_month is None else editor_month / HOURS_PER_MONTH,
-                source=prices.source_of("grafana_editor_month"),
+                source=prices.source_of("grafana_editor_month", region),
+                no_price=prices.no_price_reason(region, "grafana_editor_month"),
                 usage="more editors; viewers",
             )
         )
@@ -182,5 +203,5 @@ def platform_cost_lines(profile: Profile, prices: PriceTable) -> list[CostLine]:
 
 
 def missing_prices(lines: list[CostLine], region: str) -> list[str]:
-    """One ``no price for ITEM in REGION`` message per line without a price."""
-    return [f"no price for {line.item} in {region}" for line in lines if line.usd_per_hour is None]
+    """One ``no price for WHAT in REGION (OWNER): WHY`` message per line without a price."""
+    return [m for m in (line.missing_message(region) for line in lines) if m is not None]

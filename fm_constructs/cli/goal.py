@@ -32,6 +32,25 @@ def parse_quantity(text: str) -> float:
     return value
 
 
+#: Smallest model and token count a training goal takes: a bare ``70`` is 70 parameters, not
+#: 70 billion, and would estimate a run of a fraction of a second without saying why.
+MIN_GOAL_QUANTITY = 1e6
+
+
+def parse_goal_quantity(text: str, what: str) -> float:
+    """A training-goal count (``what``: "parameters", "tokens") of at least a million.
+
+    Raises ValueError naming the suffixed spelling the caller most likely meant.
+    """
+    value = parse_quantity(text)
+    if value < MIN_GOAL_QUANTITY:
+        raise ValueError(
+            f"{text!r} is {value:,.15g} {what}; a training goal counts at least a million: "
+            f"write {text.strip()}B for {value:,.15g} billion (suffixes K, M, B, T; or 7e10)"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class TrainingGoal:
     """What to train: model size, training tokens and the MFU the run is expected to reach."""

@@ -16,23 +16,27 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from fm_constructs.cli.exit_codes import EPILOG, CliError, ExitCode
-from fm_constructs.cli.goal import TrainingGoal, parse_quantity
+from fm_constructs.cli.goal import TrainingGoal, parse_goal_quantity
 from fm_constructs.cli.output import Reporter
 from fm_constructs.cli.validate import add_arguments as add_validate_arguments
 from fm_constructs.config import Profile, load_profile
 from fm_constructs.domain.defaults import TARGET_MFU
 from fm_constructs.domain.names import WORKLOAD_KINDS
 from fm_constructs.errors import FmValidationError
+from fm_constructs.planning.ip_budget import DEFAULT_POD_COUNT
 
 DEFAULT_CONFIG = "config/default.toml"
 WORKLOADS = WORKLOAD_KINDS
 
 
-def _quantity(text: str) -> float:
-    try:
-        return parse_quantity(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+def _goal_quantity(what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            return parse_goal_quantity(text, what)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
 
 
 def _fraction(text: str) -> float:
@@ -132,9 +136,15 @@ def build_parser() -> argparse.ArgumentParser:
     _common(plan, aws=False)
     plan.add_argument("--prices", help="JSON price file merged over the built-in list prices")
     plan.add_argument(
-        "--params", type=_quantity, help="training goal: model parameters (70B, 7e10)"
+        "--params",
+        type=_goal_quantity("parameters"),
+        help="training goal: model parameters, with a suffix (70B, 7e10; a bare 70 is refused)",
     )
-    plan.add_argument("--tokens", type=_quantity, help="training goal: training tokens (15T)")
+    plan.add_argument(
+        "--tokens",
+        type=_goal_quantity("tokens"),
+        help="training goal: training tokens, with a suffix (15T, 1.5e13)",
+    )
     plan.add_argument(
         "--mfu",
         type=_fraction,
@@ -151,9 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--pod-ips-per-node",
         type=_non_negative_int,
         default=None,
-        help="pods per Kubernetes node that need a VPC address (default: as many as kubelet "
-        "admits and the VPC CNI can address, the largest the node can get, as the profile "
-        "check counts)",
+        help="pods per Kubernetes node that need a VPC address (default: "
+        f"{DEFAULT_POD_COUNT}, the largest the node can get, as the profile check counts)",
     )
 
     preflight = commands.add_parser(
@@ -262,6 +271,14 @@ def _profile_goal(
     )
 
 
+def _profile_mfu(profile: Profile, goal_workload: str) -> float:
+    """The MFU a goal from the command line uses: the goal workload's ``target_mfu``."""
+    for workload in profile.enabled_workloads:
+        if workload.name == goal_workload:
+            return workload.training_goal.target_mfu
+    return TARGET_MFU
+
+
 def _run_init(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     from fm_constructs.cli.init import run_init
 
@@ -289,7 +306,9 @@ def _run_plan(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     goal_workload = args.goal_workload
     if args.params is not None:
         goal: TrainingGoal | None = TrainingGoal(
-            parameters=args.params, tokens=args.tokens, mfu=args.mfu or TARGET_MFU
+            parameters=args.params,
+            tokens=args.tokens,
+            mfu=args.mfu if args.mfu is not None else _profile_mfu(profile, goal_workload),
         )
     else:
         goal, goal_workload = _profile_goal(profile, goal_workload, args.mfu)

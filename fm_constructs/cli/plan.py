@@ -49,6 +49,7 @@ from fm_constructs.planning.fsx_sizing import (
 )
 from fm_constructs.planning.ip_budget import (
     AWS_RESERVED_ADDRESSES_PER_SUBNET,
+    DEFAULT_POD_COUNT,
 )
 from fm_constructs.planning.vpc_layout import subnet_prefixes
 
@@ -127,6 +128,8 @@ class WorkloadPlan:
     #: VPC CNI figures per node: pods kubelet admits, pods the CNI can address.
     kubelet_max_pods: int
     pod_ip_capacity: int
+    #: Pods kubelet admits beyond what the CNI can address (they stay ContainerCreating).
+    pods_without_address: int
     instance_usd_per_hour: float | None
     compute_usd_per_hour: float | None
     storage_usd_per_hour: float | None
@@ -285,6 +288,7 @@ def _workload_json(w: WorkloadPlan) -> dict[str, Any]:
             "max_nodes",
             "kubelet_max_pods",
             "pod_ip_capacity",
+            "pods_without_address",
         )
     }
     doc["cost"] = {
@@ -384,13 +388,13 @@ def build_plan(
         networking=demand.networking.value,
         pod_subnet=_pod_subnet_json(demand),
     )
-    costs = [line for w in workloads for line in _workload_cost_lines(w, prices)]
+    costs = [line for w in workloads for line in _workload_cost_lines(w, region, prices)]
     costs += platform_cost_lines(profile, prices)
     return Plan(
         source=profile.source,
         region=region,
         availability_zone=profile.platform.availability_zone,
-        prices_as_of=prices.as_of,
+        prices_as_of=prices.as_of_for(region),
         prices_source=prices.source,
         workloads=tuple(workloads),
         subnet=subnet,
@@ -429,7 +433,7 @@ def _pod_subnet_json(demand: SubnetDemand) -> dict[str, Any] | None:
     }
 
 
-def _workload_cost_lines(w: WorkloadPlan, prices: PriceTable) -> list[CostLine]:
+def _workload_cost_lines(w: WorkloadPlan, region: str, prices: PriceTable) -> list[CostLine]:
     """The instances of one workload row and its file system, as cost lines."""
     lines = [
         CostLine(
@@ -437,7 +441,10 @@ def _workload_cost_lines(w: WorkloadPlan, prices: PriceTable) -> list[CostLine]:
             quantity=w.nodes,
             unit="instance-hour",
             unit_usd_per_hour=w.instance_usd_per_hour,
-            source=prices.source_of("on_demand_usd_per_hour"),
+            source=prices.source_of("on_demand_usd_per_hour", region),
+            priced=w.instance_type,
+            owner=w.name,
+            no_price=prices.no_price_reason(region, w.instance_type),
         )
     ]
     s = w.storage
@@ -453,7 +460,10 @@ def _workload_cost_lines(w: WorkloadPlan, prices: PriceTable) -> list[CostLine]:
                     if s.usd_per_month is None
                     else s.usd_per_month / s.storage_capacity_gib / HOURS_PER_MONTH
                 ),
-                source=prices.source_of("fsx_lustre_usd_per_gb_month"),
+                source=prices.source_of("fsx_lustre_usd_per_gb_month", region),
+                priced=f"FSx for Lustre {DEPLOYMENT_TYPE} at {s.throughput_mb_s_per_tib} MB/s/TiB",
+                owner=w.name,
+                no_price=prices.no_price_reason(region, "fsx_lustre"),
             )
         )
     return lines
@@ -561,13 +571,6 @@ def _plan_workload(
     )
     total = compute + storage_hourly if compute is not None and storage_hourly is not None else None
     goal_plan = _plan_goal(goal, spec, nodes, total, notes) if goal is not None else None
-    short = group.addressing.pods_without_address
-    if short:
-        notes.append(
-            f"kubelet admits {group.addressing.kubelet_max_pods} pods per node but the VPC CNI "
-            f"can address {group.addressing.pod_ip_capacity} (network card 0 only, less its "
-            f"efa-only slot): pods beyond that stay ContainerCreating"
-        )
     return WorkloadPlan(
         name=workload.name,
         orchestrator=workload.orchestrator.value,
@@ -588,6 +591,7 @@ def _plan_workload(
         max_nodes=group.nodes,
         kubelet_max_pods=group.addressing.kubelet_max_pods,
         pod_ip_capacity=group.addressing.pod_ip_capacity,
+        pods_without_address=group.addressing.pods_without_address,
         instance_usd_per_hour=instance_price,
         compute_usd_per_hour=compute,
         storage_usd_per_hour=storage_hourly,
@@ -712,11 +716,39 @@ def _money(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
 
+def _figure(value: float, decimals: int) -> str:
+    """``value`` with ``decimals`` places, or 3 significant digits when that would show 0."""
+    if value == 0 or abs(value) >= 10**-decimals:
+        return f"{value:,.{decimals}f}"
+    return f"{value:.3g}"
+
+
 def _unit_money(value: float | None) -> str:
     """A unit price: enough digits for per-GiB-hour figures."""
     if value is None:
         return "no price"
     return f"${value:,.4f}" if value >= 0.01 else f"${value:.3g}"
+
+
+def _pod_ip_note(workloads: Sequence[WorkloadPlan]) -> list[str]:
+    """The one line on node groups whose kubelet admits more pods than the VPC CNI can
+    address (the "max pods" and "pod IPs" columns above)."""
+    short = [w.name for w in workloads if w.pods_without_address]
+    if not short:
+        return []
+    return [
+        f"  {', '.join(short)}: kubelet admits more pods per node (max pods) than the VPC CNI can "
+        "address (pod IPs: network card 0 only, less its efa-only slot); pods beyond that stay "
+        "ContainerCreating"
+    ]
+
+
+def _workload_money(w: WorkloadPlan) -> str:
+    """A workload's $/hour; when one of its prices is missing, the priced part, marked."""
+    if w.usd_per_hour is not None:
+        return _money(w.usd_per_hour)
+    known = [v for v in (w.compute_usd_per_hour, w.storage_usd_per_hour) if v is not None]
+    return f"{_money(sum(known))} partial" if known else "no price"
 
 
 def _render_pod_subnet(subnet: SubnetPlan) -> list[str]:
@@ -793,7 +825,7 @@ def render_plan(plan: Plan) -> str:
                     w.efa_interfaces_per_node,
                     round(w.efa_bandwidth_gbps_per_node),
                     round(w.efa_bandwidth_gbps_total),
-                    _money(w.usd_per_hour),
+                    _workload_money(w),
                 ]
                 for w in plan.workloads
             ],
@@ -817,7 +849,7 @@ def render_plan(plan: Plan) -> str:
                     "-"
                     if s.checkpoint_write_seconds is None
                     else f"{s.checkpoint_write_seconds:,.0f}",
-                    _money(s.usd_per_month),
+                    "no price" if s.usd_per_month is None else _money(s.usd_per_month),
                 ]
             )
         lines.append(
@@ -849,7 +881,7 @@ def render_plan(plan: Plan) -> str:
         else "  per node: the layout's interface addresses plus the VPC CNI's ENIs on network card "
         "0 "
         + (
-            "filled for as many pods as kubelet admits (WARM_ENI_TARGET=1)"
+            f"filled for {DEFAULT_POD_COUNT} (WARM_ENI_TARGET=1)"
             if subnet.pod_ips_per_node is None
             else f"filled for {subnet.pod_ips_per_node} pods"
         ),
@@ -879,6 +911,7 @@ def render_plan(plan: Plan) -> str:
             ],
         )
     )
+    lines += _pod_ip_note(plan.workloads)
     if subnet.fixed:
         lines.append("  other: " + ", ".join(f"{what} {n:,}" for what, n in subnet.fixed))
     lines += _render_pod_subnet(subnet)
@@ -902,8 +935,8 @@ def render_plan(plan: Plan) -> str:
             f"accelerator x {g.mfu:.0%} MFU"
         )
         lines.append(
-            f"  time        {g.accelerator_hours:,.0f} accelerator-hours = "
-            f"{g.wall_clock_days:,.1f} days on {w.accelerators} accelerators"
+            f"  time        {_figure(g.accelerator_hours, 0)} accelerator-hours = "
+            f"{_figure(g.wall_clock_days, 1)} days on {w.accelerators} accelerators"
         )
         lines.append(f"  cost        {_money(g.usd)} at the plan's $/hour")
     lines += ["", "cost by the hour (list prices; usage-billed parts not included)"]

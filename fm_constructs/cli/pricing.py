@@ -1,9 +1,11 @@
 """The list-price table ``fmc plan`` estimates cost with: checked in, dated, overridable.
 
-Prices are copied by hand on a date (``as_of``) from AWS's public pricing pages; they are not
-live. ``--prices FILE`` takes a JSON document of the same shape; its entries replace the
-built-in ones per region and key (a partial file is fine), and its ``as_of``/``source`` are
-shown instead.
+Prices are copied on a date from the public source each region's ``sources`` names (the AWS
+Price List API, AWS's pricing pages); they are not live. A region keeps only the figures its
+source gives: none is carried over from another region. What a source lacks is listed under
+the region's ``no_price`` with the reason, so ``fmc plan`` can say why a line has no price.
+``--prices FILE`` takes a JSON document of the same shape; its entries replace the built-in
+ones per region and key (a partial file is fine), and its ``as_of``/``source`` are shown instead.
 """
 
 from __future__ import annotations
@@ -50,9 +52,28 @@ class PriceTable:
         value = self.regions.get(region, {}).get("platform_usd", {}).get(key)
         return float(value) if value is not None else None
 
-    def source_of(self, key: str) -> str:
-        """Where prices of kind ``key`` come from (falls back to the table's ``source``)."""
+    def source_of(self, key: str, region: str | None = None) -> str:
+        """Where prices of kind ``key`` come from: the region's own ``sources`` entry, else the
+        table-wide one, else the table's ``source``."""
+        if region is not None:
+            regional = self.regions.get(region, {}).get("sources", {}).get(key)
+            if regional:
+                return str(regional)
         return self.sources.get(key, self.source)
+
+    def no_price_reason(self, region: str, item: str) -> str:
+        """Why the table has no figure for ``item`` (an instance type, or ``fsx_lustre``) in
+        ``region``: the region's ``no_price`` entry, or a plain statement that it lacks one."""
+        reason = self.regions.get(region, {}).get("no_price", {}).get(item)
+        if reason:
+            return str(reason)
+        if region not in self.regions:
+            return f"the built-in table covers {', '.join(sorted(self.regions))}, not {region}"
+        return "the built-in table has no figure for it"
+
+    def as_of_for(self, region: str) -> str:
+        """The date of the region's figures (its own ``as_of``, else the table's)."""
+        return str(self.regions.get(region, {}).get("as_of", self.as_of))
 
     def describe(self) -> str:
         return f"list prices as of {self.as_of} ({self.source})"
@@ -96,6 +117,10 @@ def load_prices(override_path: str | Path | None = None) -> PriceTable:
                 "(same shape as fm_constructs/cli/data/prices.json)",
                 ExitCode.USAGE,
             )
+        if "as_of" in override:
+            # The file's date replaces the built-in regions' own dates (unless it gives them).
+            for region in data.get("regions", {}).values():
+                region.pop("as_of", None)
         data = _merge(data, override)
     return PriceTable(
         as_of=str(data.get("as_of", "unknown")),

@@ -39,6 +39,9 @@ MAX_SUBNET_PREFIX = 28
 HOST_NETWORK_PODS = 2
 #: The VPC CNI's default WARM_ENI_TARGET: one spare ENI attached and filled with addresses.
 DEFAULT_WARM_ENI_TARGET = 1
+#: How many pods a node is counted for when the caller gives no figure, in the words
+#: ``fmc plan``'s IP budget line and its ``--pod-ips-per-node`` help both use.
+DEFAULT_POD_COUNT = "as many pods as kubelet admits and the VPC CNI can address"
 #: Addresses in one delegated prefix (a /28), with VPC CNI prefix delegation.
 PREFIX_DELEGATION_ADDRESSES = 16
 #: kubelet maxPods cap the EKS max-pods calculator applies with prefix delegation (30 vCPUs

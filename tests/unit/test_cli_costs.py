@@ -1,13 +1,16 @@
-"""fmc plan's cost lines: every shipped profile gets a total, missing prices are named, every
-line has a source, and the platform's own charges are separate lines."""
+"""fmc plan's cost lines: every shipped profile gets a total, every catalog type is priced or
+reported with a reason in every region the price table covers, every line has a source, and
+the platform's own charges are separate lines."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from fm_constructs.cli.costs import eks_cluster_count, nat_gateway_count
+from fm_constructs.catalog import all_instance_types
+from fm_constructs.cli.costs import SYSTEM_INSTANCE_TYPE, eks_cluster_count, nat_gateway_count
 from fm_constructs.cli.main import main
 from fm_constructs.cli.plan import build_plan
 from fm_constructs.cli.pricing import load_prices
@@ -15,32 +18,92 @@ from fm_constructs.config import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = sorted((ROOT / "config").glob("*.toml"))
+PRICES = load_prices()
+REGIONS = sorted(PRICES.regions)
+CATALOG = [spec.name for spec in all_instance_types()]
+
+
+def _missing_pattern(region: str) -> re.Pattern[str]:
+    return re.compile(rf"^no price for \S.* in {re.escape(region)}( \([^)]+\))?: \S.*$")
 
 
 @pytest.mark.parametrize("path", PROFILES, ids=[p.stem for p in PROFILES])
 def test_every_shipped_profile_has_a_total_and_names_what_it_lacks(path: Path) -> None:
-    plan = build_plan(load_profile(path), load_prices())
+    plan = build_plan(load_profile(path), PRICES)
     assert plan.usd_per_hour > 0
     unpriced = [c for c in plan.costs if c.usd_per_hour is None]
     assert plan.partial == bool(unpriced)
     assert len(plan.missing_prices) == len(unpriced)
     for message in plan.missing_prices:
-        assert message.startswith("no price for ") and message.endswith(f" in {plan.region}")
+        assert _missing_pattern(plan.region).match(message), message
     assert all(c.source for c in plan.costs)
 
 
+def test_the_table_covers_every_region_a_shipped_profile_uses() -> None:
+    used = {load_profile(path).platform.region for path in PROFILES}
+    assert used <= set(REGIONS)
+
+
+@pytest.mark.parametrize("region", REGIONS)
+@pytest.mark.parametrize("instance_type", [*CATALOG, SYSTEM_INSTANCE_TYPE])
+def test_every_catalog_type_is_priced_or_reported_with_a_reason(
+    region: str, instance_type: str
+) -> None:
+    """A figure, or the region's own ``no_price`` entry: never the generic fallback, never
+    both (a listed reason next to a figure would be stale)."""
+    price = PRICES.on_demand_usd_per_hour(region, instance_type)
+    listed = PRICES.regions[region].get("no_price", {}).get(instance_type)
+    if price is None:
+        assert listed, f"{instance_type} in {region}: no figure and no reason in prices.json"
+    else:
+        assert price > 0
+        assert listed is None, f"{instance_type} in {region} has a price and a no_price entry"
+
+
+@pytest.mark.parametrize("region", REGIONS)
+def test_every_region_names_the_source_of_its_instance_prices(region: str) -> None:
+    source = PRICES.source_of("on_demand_usd_per_hour", region)
+    assert source != PRICES.sources["on_demand_usd_per_hour"], "no region-specific source"
+    assert re.search(r"\d{4}-\d{2}-\d{2}", source), "the source names the date of its figures"
+
+
+@pytest.mark.parametrize("region", REGIONS)
+def test_fsx_is_priced_or_reported_in_every_region(region: str) -> None:
+    tiers = PRICES.regions[region].get("fsx_lustre_usd_per_gb_month", {}).get("PERSISTENT_2")
+    listed = PRICES.regions[region].get("no_price", {}).get("fsx_lustre")
+    assert bool(tiers) != bool(listed), region
+
+
+def test_an_unpriced_type_is_reported_by_the_plan_with_its_reason(tmp_path: Path) -> None:
+    """p5e.48xlarge has no On-Demand figure in us-east-1: the plan says so on a line of its own
+    and the total covers the rest, marked partial."""
+    text = (ROOT / "config" / "default.toml").read_text(encoding="utf-8")
+    config = tmp_path / "p5e.toml"
+    config.write_text(
+        text.replace('instance_type = "p5.48xlarge"', 'instance_type = "p5e.48xlarge"', 1),
+        encoding="utf-8",
+    )
+    plan = build_plan(load_profile(config), PRICES)
+    reason = PRICES.no_price_reason("us-east-1", "p5e.48xlarge")
+    assert f"no price for p5e.48xlarge in us-east-1 (pretraining): {reason}" in plan.missing_prices
+    assert plan.partial and plan.usd_per_hour > 0
+
+
 @pytest.mark.parametrize("path", PROFILES, ids=[p.stem for p in PROFILES])
-def test_platform_lines_are_separate_and_priced(path: Path) -> None:
+def test_platform_lines_are_separate_and_priced_or_explained(path: Path) -> None:
     profile = load_profile(path)
-    plan = build_plan(profile, load_prices())
+    plan = build_plan(profile, PRICES)
     items = [c.item for c in plan.costs]
     assert "NAT gateways" in items
     if eks_cluster_count(profile):
         assert "EKS control planes" in items
         assert any(i.startswith("EKS system nodes") for i in items)
     platform = [c for c in plan.costs if ":" not in c.item]
-    # The built-in table prices the platform in every region a shipped profile uses.
-    assert [c.item for c in platform if c.usd_per_hour is None] == []
+    # A platform line without a figure is one the region's table lists, with its reason.
+    listed = PRICES.regions[plan.region].get("no_price", {})
+    for line in platform:
+        if line.usd_per_hour is None:
+            assert (line.priced or line.item) in listed, line.item
 
 
 def test_capacity_block_profile_total_is_partial_and_says_why(
@@ -49,14 +112,18 @@ def test_capacity_block_profile_total_is_partial_and_says_why(
     assert main(["plan", "--config", "config/pretraining-capacity-block.toml"]) == 0
     out = capsys.readouterr().out
     assert "PARTIAL" in out
-    assert "no price for pretraining: p5.48xlarge in us-east-2" in out
+    assert (
+        "no price for FSx for Lustre PERSISTENT_2 at 500 MB/s/TiB in us-east-2 (pretraining): "
+        in out
+    )
+    assert "no price for p5.48xlarge" not in out
     assert "total: n/a" not in out
 
 
 def test_a_price_file_completes_a_partial_total(tmp_path: Path) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(
-        '{"regions": {"us-east-2": {"on_demand_usd_per_hour": {"p5.48xlarge": 55.04},'
+        '{"regions": {"us-east-2": {"on_demand_usd_per_hour": {"m7i.xlarge": 0.2},'
         ' "fsx_lustre_usd_per_gb_month": {"PERSISTENT_2": {"500": 0.34}}}}}'
     )
     profile = load_profile(ROOT / "config" / "pretraining-capacity-block.toml")
@@ -72,7 +139,7 @@ def test_single_nat_gateway_profile() -> None:
 
 
 def test_prometheus_is_usage_billed_not_missing() -> None:
-    plan = build_plan(load_profile(ROOT / "config" / "default.toml"), load_prices())
+    plan = build_plan(load_profile(ROOT / "config" / "default.toml"), PRICES)
     prometheus = next(c for c in plan.costs if c.item == "Managed Prometheus workspace")
     assert prometheus.usage_only and prometheus.usd_per_hour == 0.0
     assert "samples ingested" in prometheus.usage

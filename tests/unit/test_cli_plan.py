@@ -321,6 +321,9 @@ def test_text_output_names_every_section() -> None:
     [
         (["plan", "--params", "70B"], "give --params and --tokens together"),
         (["plan", "--params", "seventy", "--tokens", "1T"], "must be a number"),
+        (["plan", "--params", "70", "--tokens", "15T"], "'70' is 70 parameters"),
+        (["plan", "--params", "70", "--tokens", "15T"], "write 70B for 70 billion"),
+        (["plan", "--params", "70B", "--tokens", "15"], "'15' is 15 tokens"),
         (["plan", "--mfu", "1.5", "--params", "1B", "--tokens", "1B"], "must be in (0, 1]"),
         (["plan", "--config", "/nonexistent.toml"], "cannot read profile"),
         (["plan", "--prices", "/nonexistent.json"], "--prices: cannot read"),
@@ -334,6 +337,37 @@ def test_usage_errors_exit_2_without_traceback(argv: list[str], message: str) ->
     assert result.code == 2
     assert message in result.err
     assert "Traceback" not in result.err
+
+
+def test_a_goal_from_the_command_line_uses_the_profiles_target_mfu(tmp_path: Path) -> None:
+    """--params/--tokens without --mfu take the goal workload's target_mfu, as --help says."""
+    text = (REPO / DEFAULT_PROFILE).read_text(encoding="utf-8")
+    assert text.count("target_mfu = 0.4") == 1
+    config = tmp_path / "mfu.toml"
+    config.write_text(text.replace("target_mfu = 0.4", "target_mfu = 0.5"), encoding="utf-8")
+    result = run("plan", "--config", str(config), "--json", "--params", "7B", "--tokens", "1T")
+    assert result.code == 0, result.err
+    assert _workload(json.loads(result.out), "pretraining")["training_goal"]["mfu"] == 0.5
+
+
+def test_a_tiny_goal_shows_significant_digits_not_zero() -> None:
+    result = run("plan", "--config", DEFAULT_PROFILE, "--params", "1M", "--tokens", "1M")
+    assert result.code == 0, result.err
+    time_line = next(line for line in result.out.splitlines() if line.startswith("  time "))
+    assert " 0 accelerator-hours" not in time_line
+    assert "e-06 accelerator-hours" in time_line
+
+
+def test_the_pod_ip_note_is_printed_once_under_the_ip_budget() -> None:
+    result = run("plan", "--config", DEFAULT_PROFILE)
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    notes = [i for i, line in enumerate(lines) if "stay ContainerCreating" in line]
+    assert len(notes) == 1
+    groups = "pretraining, post_training, post_training.rollout, inference"
+    assert lines[notes[0]].startswith(f"  {groups}: kubelet admits more pods")
+    budget = next(i for i, line in enumerate(lines) if line.startswith("IP budget:"))
+    assert budget < notes[0] < next(i for i, line in enumerate(lines) if line.startswith("cost by"))
 
 
 def test_help_documents_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
