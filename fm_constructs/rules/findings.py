@@ -57,11 +57,18 @@ class Finding:
 
 @dataclass(frozen=True)
 class RuleInfo:
-    """What a code means and how to fix it, for docs/reference/errors.md."""
+    """What a code means and how to fix it, for docs/reference/errors.md, and the severity
+    its findings carry."""
 
     code: str
     summary: str
     fix: str
+    severity: Severity = Severity.ERROR
+
+    def finding(self, key: str, value: Any, allowed: str, fix: str = "") -> Finding:
+        """A finding of this code at its severity: ``key`` holds ``value``, ``allowed`` says
+        what may be there and ``fix`` how to get there."""
+        return Finding(self.code, self.severity, key, value, allowed, fix)
 
 
 #: Every rule code, registered by :func:`rule`.
@@ -70,24 +77,30 @@ RULES: dict[str, RuleInfo] = {}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def rule(code: str, summary: str, fix: str) -> Callable[[F], F]:
+def rule(
+    code: str, summary: str, fix: str, *, severity: Severity = Severity.ERROR
+) -> Callable[[F], F]:
     """Register the code a rule function reports (codes are stable: never reuse one)."""
 
     def register(function: F) -> F:
-        if code in RULES and RULES[code].summary != summary:
-            raise ValueError(f"rule code {code} registered twice")
-        RULES[code] = RuleInfo(code, summary, fix)
+        define(code, summary, fix, severity=severity)
         return function
 
     return register
 
 
-def info(code: str, summary: str, fix: str) -> str:
-    """Register a code reported from several places (not by one function); returns it."""
-    if code in RULES and RULES[code].summary != summary:
+def define(code: str, summary: str, fix: str, *, severity: Severity = Severity.ERROR) -> RuleInfo:
+    """Register a code with its meaning, fix and severity; its :meth:`RuleInfo.finding` builds
+    the findings, so a rule names its code once."""
+    if code in RULES and RULES[code] != RuleInfo(code, summary, fix, severity):
         raise ValueError(f"rule code {code} registered twice")
-    RULES[code] = RuleInfo(code, summary, fix)
-    return code
+    RULES[code] = RuleInfo(code, summary, fix, severity)
+    return RULES[code]
+
+
+def info(code: str, summary: str, fix: str, *, severity: Severity = Severity.ERROR) -> str:
+    """Register a code reported from several places (not by one function); returns it."""
+    return define(code, summary, fix, severity=severity).code
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:

@@ -11,21 +11,20 @@ import math
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.planning.serving_layout import ServingLayout, spans_nodes
-from fm_constructs.rules.findings import Finding, Severity, rule
+from fm_constructs.rules.findings import Finding, Severity, define
 
-
-@rule(
+NVIDIA_GPU = define(
     "FM501",
     "The model server (vLLM's CUDA image) needs an NVIDIA GPU type.",
     "Choose an NVIDIA GPU type for inference (g5, g6, g6e, p4d, p5, ...).",
 )
+
+
 def nvidia_accelerator(instance: InstanceSpec, *, key: str = "instance_type") -> list[Finding]:
     if instance.eks_ami_family == "NVIDIA":
         return []
     return [
-        Finding(
-            "FM501",
-            Severity.ERROR,
+        NVIDIA_GPU.finding(
             key,
             instance.name,
             f"must be an NVIDIA GPU type: the vLLM CUDA image does not run on "
@@ -35,12 +34,14 @@ def nvidia_accelerator(instance: InstanceSpec, *, key: str = "instance_type") ->
     ]
 
 
-@rule(
+TP_WITHIN_NODE = define(
     "FM502",
     "Tensor parallelism is larger than the GPUs of one node (it runs within one node).",
     "Set tensor_parallel_size to the GPUs of a node and spread the rest over "
     "pipeline_parallel_size.",
 )
+
+
 def tensor_parallel_within_node(
     tensor_parallel_size: int,
     pipeline_parallel_size: int,
@@ -53,9 +54,7 @@ def tensor_parallel_within_node(
         return []
     nodes = math.ceil(tensor_parallel_size / gpus)
     return [
-        Finding(
-            "FM502",
-            Severity.ERROR,
+        TP_WITHIN_NODE.finding(
             key,
             tensor_parallel_size,
             f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
@@ -71,12 +70,14 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-@rule(
+REPLICA_DIVIDES_NODE = define(
     "FM503",
     "The GPUs of one replica do not divide the GPUs of a node (idle GPUs, and vLLM rejects "
     "most odd tensor-parallel sizes).",
     "Use a tensor_parallel_size x pipeline_parallel_size that divides the GPUs of a node.",
 )
+
+
 def replica_divides_node(
     tensor_parallel_size: int,
     pipeline_parallel_size: int,
@@ -89,9 +90,7 @@ def replica_divides_node(
     if tensor_parallel_size > gpus or per_replica > gpus or gpus % per_replica == 0:
         return []
     return [
-        Finding(
-            "FM503",
-            Severity.ERROR,
+        REPLICA_DIVIDES_NODE.finding(
             key,
             tensor_parallel_size,
             f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must divide the "
@@ -101,11 +100,13 @@ def replica_divides_node(
     ]
 
 
-@rule(
+REPLICA_FILLS_NODES = define(
     "FM504",
     "A replica spanning nodes must fill whole nodes.",
     "Make tensor_parallel_size x pipeline_parallel_size a multiple of the GPUs of a node.",
 )
+
+
 def replica_fills_nodes(
     tensor_parallel_size: int,
     pipeline_parallel_size: int,
@@ -118,9 +119,7 @@ def replica_fills_nodes(
     if tensor_parallel_size > gpus or per_replica <= gpus or per_replica % gpus == 0:
         return []
     return [
-        Finding(
-            "FM504",
-            Severity.ERROR,
+        REPLICA_FILLS_NODES.finding(
             key,
             pipeline_parallel_size,
             f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must fill whole "
@@ -130,11 +129,13 @@ def replica_fills_nodes(
     ]
 
 
-@rule(
+EFA_ACROSS_NODES = define(
     "FM507",
     "A replica spans nodes but the instance type has no EFA.",
     "Choose an EFA-capable type, or a layout whose replica fits one node.",
 )
+
+
 def efa_where_replicas_span_nodes(
     tensor_parallel_size: int,
     pipeline_parallel_size: int,
@@ -147,9 +148,7 @@ def efa_where_replicas_span_nodes(
     ):
         return []
     return [
-        Finding(
-            "FM507",
-            Severity.ERROR,
+        EFA_ACROSS_NODES.finding(
             key,
             instance.name,
             f"must support EFA when a replica spans nodes "
@@ -174,20 +173,20 @@ def serving_layout(
     ]
 
 
-@rule(
+CACHE_FITS = define(
     "FM508",
     "The weight cache does not fit the pod's share of the node's instance store.",
     "Leave model_cache_size_gib unset (the pod's share) or lower it.",
 )
+
+
 def model_cache_fits(
     cache_gib: int, nvme_share_gib: int | None, instance: InstanceSpec
 ) -> list[Finding]:
     if nvme_share_gib is None or cache_gib <= nvme_share_gib:
         return []
     return [
-        Finding(
-            "FM508",
-            Severity.ERROR,
+        CACHE_FITS.finding(
             "model_cache_size_gib",
             cache_gib,
             f"must fit the pod's share of the {instance.name} instance store "
@@ -196,11 +195,13 @@ def model_cache_fits(
     ]
 
 
-@rule(
+REPLICAS_FIT = define(
     "FM505",
     "The node group at its largest cannot hold the replicas asked for.",
     "Raise inference.max_instance_count (or instance_count), or lower the replicas.",
 )
+
+
 def replicas_fit_nodes(
     replicas: int, layout: ServingLayout, max_nodes: int, *, key: str = "max_instance_count"
 ) -> list[Finding]:
@@ -208,9 +209,7 @@ def replicas_fit_nodes(
     if needed <= max_nodes:
         return []
     return [
-        Finding(
-            "FM505",
-            Severity.ERROR,
+        REPLICAS_FIT.finding(
             key,
             max_nodes,
             f"must hold {replicas} replicas: they need {needed} {layout.instance_type} nodes "
@@ -222,20 +221,21 @@ def replicas_fit_nodes(
     ]
 
 
-@rule(
+NO_MODEL = define(
     "FM506",
     "Inference is enabled without a model: the GPU cluster is built (the documented choice "
     "for serving by other means) and its nodes bill while no model server runs.",
     "Add an [inference.model] table (model_s3_prefix, served_model_name), or set "
     "inference.enabled = false, unless you deploy your own server on the nodes.",
+    severity=Severity.WARNING,
 )
+
+
 def model_present(has_model: bool, *, key: str = "model") -> list[Finding]:
     if has_model:
         return []
     return [
-        Finding(
-            "FM506",
-            Severity.WARNING,
+        NO_MODEL.finding(
             key,
             None,
             "no model: the GPU nodes are built and bill, but no model server is deployed",
