@@ -12,9 +12,8 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from fm_constructs.config import Orchestrator, Profile
-from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.options import DeploymentOptions, deployment_options
-from fm_constructs.config.rules import check_ip_budget_of
+from fm_constructs.config.rules import check_scale
 from fm_constructs.errors import FmValidationError
 from fm_constructs.rules import platform as platform_rules
 from stacks.cluster_stack import ClusterAddonsStack, ClusterMonitoringStack, ClusterStack
@@ -107,7 +106,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     queues). Workload stacks depend on the platform and their cluster, never on each other, so
     ``cdk deploy --all --concurrency 4`` creates them side by side.
     """
-    ip_problems = check_ip_budget_of(profile) + fixed_limit_problems(profile)
+    ip_problems = check_scale(profile)  # the loader ran it; a profile built in code may not
     if ip_problems:
         raise FmValidationError(ip_problems, context=f"profile {profile.source}")
     profile = with_admin_roles(profile, app.node.try_get_context(ADMIN_ROLES_CONTEXT))
@@ -167,7 +166,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
             clusters[workload_options.cluster] if workload_options.cluster is not None else None
         )
         shared = None
-        if workload.storage.reuse_pretraining:
+        if workload.reuses_pretraining_storage:
             shared = workloads["pretraining"].file_system
         on_eks = workload.orchestrator is Orchestrator.EKS
         owns_storage = workload.storage.enabled and shared is None

@@ -93,8 +93,8 @@ class ClusterStack(Stack):
         for name in cluster.workloads:
             workload = profile.workloads_by_name[name]
             families.add(get_instance_type(workload.instance_type).eks_ami_family)
-            if workload.rollout.enabled:
-                families.add(get_instance_type(workload.rollout.instance_type).eks_ami_family)
+            if workload.rollout_group is not None:
+                families.add(get_instance_type(workload.rollout_group.instance_type).eks_ami_family)
         for family in sorted(families):
             self.cluster.enable_device_plugins(family)
         self.cluster.enable_efa_device_plugin()

@@ -19,7 +19,14 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
-from fm_constructs.config import Orchestrator, PlatformConfig, WorkloadConfig
+from fm_constructs.config import (
+    InferenceConfig,
+    Orchestrator,
+    PlatformConfig,
+    PostTrainingConfig,
+    PretrainingConfig,
+    WorkloadConfig,
+)
 from fm_constructs.config.options import OPERATORS, ROLLOUT_POOL, WorkloadOptions
 from fm_constructs.config.rules import efa_layout_of
 from fm_constructs.config.sizing import workload_fsx_sizing_request
@@ -172,8 +179,8 @@ class WorkloadStack(Stack):
     @staticmethod
     def _rollout_instance_groups(workload: WorkloadConfig) -> list[InstanceGroup]:
         """HyperPod: the RL rollout group joins the cluster (its own Slurm partition)."""
-        rollout = workload.rollout
-        if not rollout.enabled:
+        rollout = workload.rollout_group
+        if rollout is None:
             return []
         return [
             InstanceGroup(
@@ -259,9 +266,9 @@ class WorkloadComputeStack(Stack):
             "max_pods_per_node": max_pods_per_node,
         }
         self.workload: PretrainingWorkload | PostTrainingWorkload | InferenceWorkload
-        if workload.name == "pretraining":
+        if isinstance(workload, PretrainingConfig):
             self.workload = PretrainingWorkload(self, "Workload", file_system=file_system, **common)
-        elif workload.name == "post_training":
+        elif isinstance(workload, PostTrainingConfig):
             rollout = workload.rollout
             self.workload = PostTrainingWorkload(
                 self,
@@ -272,6 +279,7 @@ class WorkloadComputeStack(Stack):
                 **common,
             )
         else:
+            assert isinstance(workload, InferenceConfig), workload.name
             self.workload = InferenceWorkload(
                 self,
                 "Workload",
@@ -314,7 +322,7 @@ class WorkloadComputeStack(Stack):
             )
 
 
-def _model_spec(workload: WorkloadConfig) -> ModelServerSpec | None:
+def _model_spec(workload: InferenceConfig) -> ModelServerSpec | None:
     model = workload.model
     if not model.enabled:
         return None
@@ -332,7 +340,7 @@ def _model_spec(workload: WorkloadConfig) -> ModelServerSpec | None:
 
 
 def _autoscaling(
-    workload: WorkloadConfig, observability: ObservabilityPlatform | None
+    workload: InferenceConfig, observability: ObservabilityPlatform | None
 ) -> AutoscalingPolicy | None:
     model = workload.model
     scaling = workload.autoscaling

@@ -71,8 +71,8 @@ def _instance_types(profile: Profile) -> list[str]:
     types: list[str] = []
     for workload in profile.enabled_workloads:
         names = [workload.instance_type]
-        if workload.rollout.enabled:
-            names.append(workload.rollout.instance_type)
+        if workload.rollout_group is not None:
+            names.append(workload.rollout_group.instance_type)
         types += [name for name in names if name and name not in types]
     return types
 

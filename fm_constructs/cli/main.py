@@ -19,7 +19,7 @@ from fm_constructs.cli.exit_codes import EPILOG, CliError, ExitCode
 from fm_constructs.cli.goal import TrainingGoal, parse_goal_quantity
 from fm_constructs.cli.output import Reporter
 from fm_constructs.cli.validate import add_arguments as add_validate_arguments
-from fm_constructs.config import Profile, load_profile
+from fm_constructs.config import Profile, TrainingWorkloadConfig, load_profile
 from fm_constructs.domain.defaults import TARGET_MFU
 from fm_constructs.domain.names import WORKLOAD_KINDS
 from fm_constructs.errors import FmValidationError
@@ -254,7 +254,11 @@ def _profile_goal(
     """The ``[<workload>.training_goal]`` of the profile: ``goal_workload``'s when it has one,
     else the first enabled workload's that has one."""
     candidates = sorted(
-        (w for w in profile.enabled_workloads if w.training_goal.is_set),
+        (
+            w
+            for w in profile.enabled_workloads
+            if isinstance(w, TrainingWorkloadConfig) and w.training_goal.is_set
+        ),
         key=lambda w: w.name != goal_workload,
     )
     if not candidates:
@@ -274,7 +278,7 @@ def _profile_goal(
 def _profile_mfu(profile: Profile, goal_workload: str) -> float:
     """The MFU a goal from the command line uses: the goal workload's ``target_mfu``."""
     for workload in profile.enabled_workloads:
-        if workload.name == goal_workload:
+        if workload.name == goal_workload and isinstance(workload, TrainingWorkloadConfig):
             return workload.training_goal.target_mfu
     return TARGET_MFU
 

@@ -22,6 +22,7 @@ from fm_constructs.config import (
     CapacityConfig,
     CapacityKind,
     Orchestrator,
+    PostTrainingConfig,
     Profile,
     RolloutConfig,
     TrainingGoalConfig,
@@ -372,10 +373,8 @@ def build_plan(
         workloads.append(
             _plan_workload(workload, spec, layout, group, region, prices, workload_goal, problems)
         )
-    for message in demand_problems(demand):
-        problems.add_message(message)
-    for message in fixed_limit_problems(profile):
-        problems.add_message(message)
+    problems.extend(demand_problems(demand, profile.platform.vpc_cidr))
+    problems.extend(fixed_limit_problems(profile))
     subnet = SubnetPlan(
         availability_zone=profile.platform.availability_zone,
         prefix=demand.prefix,
@@ -512,8 +511,8 @@ def _node_groups(workloads: Sequence[WorkloadConfig]) -> list[WorkloadConfig]:
     rows: list[WorkloadConfig] = []
     for workload in workloads:
         rows.append(workload)
-        rollout = workload.rollout
-        if rollout.enabled:
+        if isinstance(workload, PostTrainingConfig) and workload.rollout.enabled:
+            rollout = workload.rollout
             rows.append(
                 dataclasses.replace(
                     workload,

@@ -699,10 +699,9 @@ class Preflight:
                 continue
             if w.capacity.kind in (CapacityKind.ON_DEMAND, CapacityKind.ODCR):
                 groups.append((w.name, w.instance_type, largest_node_count(w)))
-            if w.rollout.enabled:
-                groups.append(
-                    (f"{w.name}.rollout", w.rollout.instance_type, w.rollout.instance_count)
-                )
+            rollout = w.rollout_group
+            if rollout is not None:
+                groups.append((f"{w.name}.rollout", rollout.instance_type, rollout.instance_count))
         return groups
 
     def _list_quotas(self, service_code: str) -> list[dict[str, Any]]:

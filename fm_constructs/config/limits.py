@@ -1,10 +1,10 @@
 """How much of every AWS limit of :mod:`fm_constructs.planning.aws_limits` a profile's largest
 deployment takes.
 
-``fmc plan`` prints every usage at 80% or more of its limit, and synthesis refuses a profile
-that exceeds a fixed (not adjustable) limit; both read :func:`limit_usages`. Each count follows
-what the stacks build: node groups split at the EKS quota, one placement group per node group
-that gets one, the pod networking the IP budget chose. Floor 1: no aws_cdk import.
+``fmc plan`` prints every usage at 80% or more of its limit, and the profile loader refuses a
+profile that exceeds a fixed (not adjustable) limit; both read :func:`limit_usages`. Each count
+follows what the stacks build: node groups split at the EKS quota, one placement group per node
+group that gets one, the pod networking the IP budget chose. Floor 1: no aws_cdk import.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from fm_constructs.planning import aws_limits as lim
 from fm_constructs.planning.efa_layout import efa_interface_layout
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES
 from fm_constructs.rules import scale as scale_rules
+from fm_constructs.rules.findings import Finding, Severity
 
 #: Node groups the platform's EKS cluster has besides the workloads' (the system nodes).
 SYSTEM_NODE_GROUPS = 1
@@ -109,7 +110,7 @@ def _capacity_usages(profile: Profile, demand: SubnetDemand) -> list[lim.LimitUs
     for group in _eks_groups(profile, demand):
         workload = _workload_of(profile, group)
         capacity = workload.capacity
-        fixed = workload.max_instance_count in (None, workload.instance_count)
+        fixed = workload.largest_size == workload.instance_count
         if (
             capacity.kind in (CapacityKind.ON_DEMAND, CapacityKind.ODCR)
             and capacity.placement_group_arn is None
@@ -167,13 +168,19 @@ def reached_limits(profile: Profile, *, demand: SubnetDemand | None = None) -> l
     return sorted(usages, key=lambda u: -u.share)
 
 
-def fixed_limit_problems(profile: Profile) -> list[str]:
-    """A profile problem for every fixed limit the deployment would exceed (an adjustable one
+def fixed_limit_problems(profile: Profile) -> list[Finding]:
+    """A profile error for every fixed limit the deployment would exceed (an adjustable one
     only needs a quota increase before the deploy: ``fmc plan`` shows it)."""
     return [
-        f"{u.limit.key}: the deployment needs {u.used:,} {u.limit.unit} but AWS allows "
-        f"{u.limit.value:,} per {u.limit.scope} (a fixed limit, {u.limit.source}); {u.what} "
-        f"[{scale_rules.FIXED_LIMIT_EXCEEDED}]"
+        Finding(
+            scale_rules.FIXED_LIMIT_EXCEEDED,
+            Severity.ERROR,
+            u.limit.key,
+            u.used,
+            f"the deployment needs {u.used:,} {u.limit.unit} but AWS allows "
+            f"{u.limit.value:,} per {u.limit.scope} (a fixed limit, {u.limit.source}); "
+            f"{u.what}",
+        )
         for u in limit_usages(profile)
         if u.exceeded and not u.limit.adjustable
     ]

@@ -7,17 +7,21 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fm_constructs.config.model import (
     AutoscalingConfig,
     CapacityConfig,
     CapacityKind,
+    InferenceConfig,
     LoadBalancer,
     ModelConfig,
     NatGateways,
     Orchestrator,
     PlatformConfig,
+    PostTrainingConfig,
+    PostTrainingStorageConfig,
+    PretrainingConfig,
     Profile,
     RolloutConfig,
     ServingMetric,
@@ -26,7 +30,7 @@ from fm_constructs.config.model import (
     WorkloadConfig,
 )
 from fm_constructs.config.reader import OUT_OF_RANGE, REQUIRED, TableReader
-from fm_constructs.config.rules import check_profile
+from fm_constructs.config.rules import check_profile, check_scale
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB
 from fm_constructs.errors import FmValidationError, Problems
@@ -38,6 +42,12 @@ from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 
 WORKLOAD_KEYS = names.WORKLOAD_KINDS
+#: The model of each workload table: the keys it takes are that class's fields.
+WORKLOAD_MODELS: dict[str, type[WorkloadConfig]] = {
+    "pretraining": PretrainingConfig,
+    "post_training": PostTrainingConfig,
+    "inference": InferenceConfig,
+}
 
 _REGION = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d"
 _ACCOUNT = r"\d{12}"
@@ -77,19 +87,19 @@ def parse_profile(data: Mapping[str, Any], *, source: str = "<memory>") -> Profi
     if "platform" not in data:
         problems.add("platform", None, "is required (a table)", code=REQUIRED)
     platform = _platform(root.table("platform", _keys(PlatformConfig)))
-    workloads = {
-        key: _workload(key, root.table(key, _keys(WorkloadConfig, "name"))) for key in WORKLOAD_KEYS
-    }
     profile = Profile(
         platform=platform,
-        pretraining=workloads["pretraining"],
-        post_training=workloads["post_training"],
-        inference=workloads["inference"],
+        pretraining=_pretraining(_workload_table(root, "pretraining")),
+        post_training=_post_training(_workload_table(root, "post_training")),
+        inference=_inference(_workload_table(root, "inference")),
         source=source,
     )
     reported = {finding.key for finding in problems.findings}
     findings = [f for f in check_profile(profile) if not f.key or f.key not in reported]
     problems.extend(f for f in findings if f.is_error)
+    if not problems:
+        # The addresses and limits of the largest deployment, once every key is valid.
+        problems.extend(check_scale(profile))
     problems.raise_if_any()
     return dataclasses.replace(profile, warnings=tuple(f for f in findings if not f.is_error))
 
@@ -168,8 +178,41 @@ def _kubernetes_version(t: TableReader) -> str:
     return default if found else version
 
 
-def _workload(name: str, t: TableReader) -> WorkloadConfig:
-    enabled = t.boolean("enabled", _default(WorkloadConfig, "enabled"))
+def _elsewhere(kind: str, table: str = "") -> Mapping[str, str]:
+    """The keys the other workloads' ``table`` (their top level when empty) takes and
+    ``kind``'s does not, each with the tables that take it (``[inference]``)."""
+
+    def keys(model: type[WorkloadConfig]) -> set[str]:
+        if not table:
+            return set(_keys(model, "name"))
+        return set(_keys(_table_model(model, table)))
+
+    own = keys(WORKLOAD_MODELS[kind])
+    where: dict[str, list[str]] = {}
+    for other, model in WORKLOAD_MODELS.items():
+        for name in sorted(keys(model) - own):
+            where.setdefault(name, []).append(f"[{other}.{table}]" if table else f"[{other}]")
+    return {name: " or ".join(tables) for name, tables in where.items()}
+
+
+def _table_model(model: type[WorkloadConfig], table: str) -> type[Any]:
+    """The model class of the sub-table ``table`` of a workload model."""
+    (field,) = (f for f in fields(model) if f.name == table)
+    factory = field.default_factory
+    assert isinstance(factory, type), table
+    return factory
+
+
+def _workload_table(root: TableReader, kind: str) -> TableReader:
+    """The reader of workload ``kind``'s table: its model's keys, and where the keys of the
+    other kinds belong."""
+    return root.table(kind, _keys(WORKLOAD_MODELS[kind], "name"), elsewhere=_elsewhere(kind))
+
+
+def _common(name: str, t: TableReader) -> dict[str, Any]:
+    """The keys every workload takes, as keyword arguments of its model."""
+    model = WORKLOAD_MODELS[name]
+    enabled = t.boolean("enabled", _default(model, "enabled"))
     instance_type = t.string(
         "instance_type",
         "",
@@ -177,42 +220,69 @@ def _workload(name: str, t: TableReader) -> WorkloadConfig:
         pattern=r"[a-z][a-z0-9-]*\.[a-z0-9]+",
         hint="must be an EC2 instance type name such as 'p5.48xlarge' (without the 'ml.' prefix)",
     )
-    return WorkloadConfig(
-        name=name,
-        enabled=enabled,
-        orchestrator=t.choice(
-            "orchestrator", Orchestrator, _default(WorkloadConfig, "orchestrator")
-        ),
-        instance_type=instance_type or "",
-        instance_count=t.integer(
-            "instance_count", _default(WorkloadConfig, "instance_count"), minimum=1, maximum=10_000
+    return {
+        "enabled": enabled,
+        "orchestrator": t.choice("orchestrator", Orchestrator, _default(model, "orchestrator")),
+        "instance_type": instance_type or "",
+        "instance_count": t.integer(
+            "instance_count", _default(model, "instance_count"), minimum=1, maximum=10_000
         )
         or 1,
-        dedicated_cluster=t.boolean(
-            "dedicated_cluster", _default(WorkloadConfig, "dedicated_cluster")
-        ),
-        capacity=_capacity(t.table("capacity", _keys(CapacityConfig))),
-        efa_layout=t.choice("efa_layout", EfaLayout, _default(WorkloadConfig, "efa_layout")),
-        root_volume_size_gib=t.integer(
+        "dedicated_cluster": t.boolean("dedicated_cluster", _default(model, "dedicated_cluster")),
+        "capacity": _capacity(t.table("capacity", _keys(CapacityConfig))),
+        "efa_layout": t.choice("efa_layout", EfaLayout, _default(model, "efa_layout")),
+        "root_volume_size_gib": t.integer(
             "root_volume_size_gib",
-            _default(WorkloadConfig, "root_volume_size_gib"),
+            _default(model, "root_volume_size_gib"),
             minimum=ROOT_VOLUME_MIN_GIB,
             maximum=ROOT_VOLUME_MAX_GIB,
         )
         or 0,
+        "max_pods_per_node": t.integer("max_pods_per_node", minimum=1, maximum=250),
+    }
+
+
+def _pretraining(t: TableReader) -> PretrainingConfig:
+    return PretrainingConfig(
+        **_common("pretraining", t),
+        training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
+        storage=_storage(_storage_table(t, "pretraining"), StorageConfig, default_enabled=True),
+    )
+
+
+def _post_training(t: TableReader) -> PostTrainingConfig:
+    storage = _storage_table(t, "post_training")
+    return PostTrainingConfig(
+        **_common("post_training", t),
+        training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
+        rollout=_rollout(t.table("rollout", _keys(RolloutConfig))),
+        storage=_storage(
+            storage,
+            PostTrainingStorageConfig,
+            default_enabled=True,
+            reuse_pretraining=storage.boolean(
+                "reuse_pretraining", _default(PostTrainingStorageConfig, "reuse_pretraining")
+            ),
+        ),
+    )
+
+
+def _inference(t: TableReader) -> InferenceConfig:
+    return InferenceConfig(
+        **_common("inference", t),
         max_instance_count=t.integer("max_instance_count", minimum=1, maximum=10_000),
         load_balancer=t.choice(
-            "load_balancer", LoadBalancer, _default(WorkloadConfig, "load_balancer")
+            "load_balancer", LoadBalancer, _default(InferenceConfig, "load_balancer")
         ),
         model=_model(t.table("model", _keys(ModelConfig))),
         autoscaling=_autoscaling(t.table("autoscaling", _keys(AutoscalingConfig))),
-        training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
-        rollout=_rollout(t.table("rollout", _keys(RolloutConfig))),
-        max_pods_per_node=t.integer("max_pods_per_node", minimum=1, maximum=250),
-        storage=_storage(
-            t.table("storage", _keys(StorageConfig)), default_enabled=name != "inference"
-        ),
+        storage=_storage(_storage_table(t, "inference"), StorageConfig, default_enabled=False),
     )
+
+
+def _storage_table(t: TableReader, kind: str) -> TableReader:
+    model = _table_model(WORKLOAD_MODELS[kind], "storage")
+    return t.table("storage", _keys(model), elsewhere=_elsewhere(kind, "storage"))
 
 
 def _capacity(t: TableReader) -> CapacityConfig:
@@ -303,12 +373,14 @@ def _rollout(t: TableReader) -> RolloutConfig:
     )
 
 
-def _storage(t: TableReader, *, default_enabled: bool) -> StorageConfig:
-    return StorageConfig(
+S = TypeVar("S", bound=StorageConfig)
+
+
+def _storage(t: TableReader, model: type[S], *, default_enabled: bool, **own: Any) -> S:
+    """The storage keys every workload takes, and ``own`` (a kind's own storage keys)."""
+    return model(
+        **own,
         enabled=t.boolean("enabled", default_enabled),
-        reuse_pretraining=t.boolean(
-            "reuse_pretraining", _default(StorageConfig, "reuse_pretraining")
-        ),
         # No bounds here: the FSx rules name the valid sizes and tiers.
         storage_capacity_gib=t.integer("storage_capacity_gib"),
         throughput_mb_s_per_tib=t.integer("throughput_mb_s_per_tib"),

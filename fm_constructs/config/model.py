@@ -144,12 +144,6 @@ class StorageConfig:
             "doc": "Create an FSx for Lustre file system linked to the data bucket (default: on for training, off for inference)."
         },
     )
-    reuse_pretraining: bool = field(
-        default=False,
-        metadata={
-            "doc": "post_training only: mount the pre-training file system instead of creating one (same zone, same data; the post-training stack then deploys after the pre-training stack)."
-        },
-    )
     storage_capacity_gib: int | None = field(
         default=None,
         metadata={"doc": "Explicit capacity (PERSISTENT_2: 1200, 2400, then multiples of 2400)."},
@@ -212,6 +206,19 @@ class StorageConfig:
     def is_sized(self) -> bool:
         """True when the profile asks for a sizing calculation instead of explicit numbers."""
         return self.checkpoint_size_gib is not None or self.model_parameters_billion is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostTrainingStorageConfig(StorageConfig):
+    """``[post_training.storage]``: the storage keys of every workload, and the reuse of the
+    pre-training file system."""
+
+    reuse_pretraining: bool = field(
+        default=False,
+        metadata={
+            "doc": "Mount the pre-training file system instead of creating one (same zone, same data; the post-training stack then deploys after the pre-training stack)."
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,7 +324,9 @@ SHARED_CLUSTER = "shared"
 
 @dataclass(frozen=True, kw_only=True)
 class WorkloadConfig:
-    """``[pretraining]``, ``[post_training]`` or ``[inference]``: one accelerated workload."""
+    """The keys every workload takes (``[pretraining]``, ``[post_training]``, ``[inference]``);
+    each kind adds its own in :class:`PretrainingConfig`, :class:`PostTrainingConfig` and
+    :class:`InferenceConfig`, so a key of one kind on another is an error at load."""
 
     name: str = field(metadata={"doc": ""})
     enabled: bool = field(default=False, metadata={"doc": "Build this workload's stack."})
@@ -356,32 +365,6 @@ class WorkloadConfig:
     storage: StorageConfig = field(
         default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}
     )
-    max_instance_count: int | None = field(
-        default=None,
-        metadata={
-            "doc": "Largest node group size (inference autoscaling headroom); default instance_count."
-        },
-    )
-    load_balancer: LoadBalancer = field(
-        default=LoadBalancer.INTERNAL,
-        metadata={"doc": "inference: 'internal' NLB, 'internet-facing' NLB, or 'none'."},
-    )
-    model: ModelConfig = field(
-        default_factory=ModelConfig,
-        metadata={"doc": "The [inference.model] table (inference only)."},
-    )
-    autoscaling: AutoscalingConfig = field(
-        default_factory=AutoscalingConfig,
-        metadata={"doc": "The [inference.autoscaling] table (inference only)."},
-    )
-    training_goal: TrainingGoalConfig = field(
-        default_factory=TrainingGoalConfig,
-        metadata={"doc": "The [<workload>.training_goal] table (training workloads)."},
-    )
-    rollout: RolloutConfig = field(
-        default_factory=RolloutConfig,
-        metadata={"doc": "The [post_training.rollout] table (post_training only)."},
-    )
     max_pods_per_node: int | None = field(
         default=None,
         metadata={
@@ -396,6 +379,90 @@ class WorkloadConfig:
         if self.orchestrator not in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS):
             return None
         return self.name if self.dedicated_cluster else SHARED_CLUSTER
+
+    @property
+    def largest_size(self) -> int:
+        """Nodes of the main node group at its largest (inference adds autoscaling headroom)."""
+        return self.instance_count
+
+    @property
+    def rollout_group(self) -> RolloutConfig | None:
+        """The enabled RL rollout group beside the main nodes (post-training only)."""
+        return None
+
+    @property
+    def reuses_pretraining_storage(self) -> bool:
+        """Whether the workload mounts the pre-training file system (post-training only)."""
+        return False
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingWorkloadConfig(WorkloadConfig):
+    """The keys of both training workloads."""
+
+    training_goal: TrainingGoalConfig = field(
+        default_factory=TrainingGoalConfig,
+        metadata={"doc": "The [pretraining.training_goal] or [post_training.training_goal] table."},
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PretrainingConfig(TrainingWorkloadConfig):
+    """``[pretraining]``: the keys of every workload and the training goal."""
+
+    name: str = field(default="pretraining", metadata={"doc": ""})
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostTrainingConfig(TrainingWorkloadConfig):
+    """``[post_training]``: SFT or RL; an RL rollout group and the pre-training file system's
+    reuse are its own."""
+
+    name: str = field(default="post_training", metadata={"doc": ""})
+    storage: PostTrainingStorageConfig = field(
+        default_factory=PostTrainingStorageConfig,
+        metadata={"doc": "The [post_training.storage] table."},
+    )
+    rollout: RolloutConfig = field(
+        default_factory=RolloutConfig,
+        metadata={"doc": "The [post_training.rollout] table."},
+    )
+
+    @property
+    def rollout_group(self) -> RolloutConfig | None:
+        return self.rollout if self.rollout.enabled else None
+
+    @property
+    def reuses_pretraining_storage(self) -> bool:
+        return self.storage.reuse_pretraining
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceConfig(WorkloadConfig):
+    """``[inference]``: model serving on EKS; the model server, its autoscaling, the node
+    group's headroom and the endpoint are its own keys."""
+
+    name: str = field(default="inference", metadata={"doc": ""})
+    max_instance_count: int | None = field(
+        default=None,
+        metadata={"doc": "Largest node group size (autoscaling headroom); default instance_count."},
+    )
+    load_balancer: LoadBalancer = field(
+        default=LoadBalancer.INTERNAL,
+        metadata={"doc": "'internal' NLB, 'internet-facing' NLB, or 'none'."},
+    )
+    model: ModelConfig = field(
+        default_factory=ModelConfig,
+        metadata={"doc": "The [inference.model] table."},
+    )
+    autoscaling: AutoscalingConfig = field(
+        default_factory=AutoscalingConfig,
+        metadata={"doc": "The [inference.autoscaling] table."},
+    )
+
+    @property
+    def largest_size(self) -> int:
+        return max(self.max_instance_count or self.instance_count, self.instance_count)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -480,9 +547,9 @@ class Profile:
     """A whole deployment: the shared platform and the three workloads."""
 
     platform: PlatformConfig
-    pretraining: WorkloadConfig
-    post_training: WorkloadConfig
-    inference: WorkloadConfig
+    pretraining: PretrainingConfig
+    post_training: PostTrainingConfig
+    inference: InferenceConfig
     source: str = "<memory>"
     #: Warnings found when the profile was loaded (shown by ``fmc plan``; they do not stop it).
     warnings: tuple[Finding, ...] = ()

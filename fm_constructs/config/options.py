@@ -143,7 +143,7 @@ class DeploymentOptions:
 def node_pools(w: WorkloadConfig) -> tuple[NodePoolOptions, ...]:
     """The accelerated node groups of ``w`` (EKS): the main group and, for RL post-training,
     the rollout group labelled and tainted ``workload-role=rollout``."""
-    maximum = max(w.max_instance_count or w.instance_count, w.instance_count)
+    maximum = w.largest_size
     pools = [
         NodePoolOptions(
             name=MAIN_POOL,
@@ -155,15 +155,16 @@ def node_pools(w: WorkloadConfig) -> tuple[NodePoolOptions, ...]:
             capacity=w.capacity,
         )
     ]
-    if w.rollout.enabled:
+    rollout = w.rollout_group
+    if rollout is not None:
         pools.append(
             NodePoolOptions(
                 name=ROLLOUT_POOL,
                 flavor=names.resource_flavor_name(w.name, ROLLOUT_POOL),
-                instance_type=w.rollout.instance_type,
-                desired_size=w.rollout.instance_count,
-                min_size=w.rollout.instance_count,
-                max_size=w.rollout.instance_count,
+                instance_type=rollout.instance_type,
+                desired_size=rollout.instance_count,
+                min_size=rollout.instance_count,
+                max_size=rollout.instance_count,
                 labels=((ROLE_LABEL, ROLLOUT_POOL),),
                 taints=((ROLE_LABEL, ROLLOUT_POOL),),
             )

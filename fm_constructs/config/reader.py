@@ -35,6 +35,11 @@ NOT_ALLOWED = info(
     "A value outside the allowed choices or form (an enum value, a name pattern).",
     "Use one of the values, or the form, the message shows.",
 )
+KEY_NOT_HERE = info(
+    "FM010",
+    "A key is set on a workload that does not take it (for example a model on pre-training).",
+    "Remove the key, or move it to the workload it belongs to.",
+)
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -42,10 +47,21 @@ _TYPE_NAMES = {bool: "a boolean", int: "an integer", str: "a string", float: "a 
 
 
 class TableReader:
-    """Reads the keys of one TOML table, recording every problem in a shared collector."""
+    """Reads the keys of one TOML table, recording every problem in a shared collector.
+
+    ``elsewhere`` maps keys this table does not take but other tables do (an inference key
+    on a training workload) to those tables (``[inference]``), so the message says where the
+    key belongs.
+    """
 
     def __init__(
-        self, data: Mapping[str, Any], path: str, problems: Problems, known: Iterable[str]
+        self,
+        data: Mapping[str, Any],
+        path: str,
+        problems: Problems,
+        known: Iterable[str],
+        *,
+        elsewhere: Mapping[str, str] | None = None,
     ) -> None:
         self.data = data
         self.path = path
@@ -54,7 +70,17 @@ class TableReader:
         #: Known keys an unknown key is probably a misspelling of (no "required" line then).
         self._misspelled: set[str] = set()
         for key in data:
-            if key not in known_keys:
+            if key in known_keys:
+                continue
+            if elsewhere and key in elsewhere:
+                problems.add(
+                    self.key_path(key),
+                    data[key],
+                    f"only {elsewhere[key]} takes {key!r}; [{path}] takes {', '.join(known_keys)}",
+                    code=KEY_NOT_HERE,
+                    fix=f"remove it, or move it to {elsewhere[key]}",
+                )
+            else:
                 close = difflib.get_close_matches(key, known_keys, n=1, cutoff=0.75)
                 self._misspelled.update(close)
                 problems.add(
@@ -175,10 +201,12 @@ class TableReader:
             return ()
         return tuple(value)
 
-    def table(self, key: str, known: Iterable[str]) -> TableReader:
+    def table(
+        self, key: str, known: Iterable[str], *, elsewhere: Mapping[str, str] | None = None
+    ) -> TableReader:
         """Reader for a sub-table; a missing sub-table reads as empty (all defaults)."""
         value = self.data.get(key, {})
         if not isinstance(value, Mapping):
             self.problems.add(self.key_path(key), value, "must be a table", code=WRONG_TYPE)
             value = {}
-        return TableReader(value, self.key_path(key), self.problems, known)
+        return TableReader(value, self.key_path(key), self.problems, known, elsewhere=elsewhere)

@@ -10,48 +10,84 @@ from typing import Any
 from fm_constructs.config.model import (
     AutoscalingConfig,
     CapacityConfig,
+    InferenceConfig,
     ModelConfig,
     PlatformConfig,
+    PostTrainingConfig,
+    PostTrainingStorageConfig,
     RolloutConfig,
     StorageConfig,
     TrainingGoalConfig,
+    TrainingWorkloadConfig,
     WorkloadConfig,
 )
 
-_TABLES: tuple[tuple[str, type[Any], str], ...] = (
-    ("[platform]", PlatformConfig, "Shared by every workload."),
+#: (heading, model, introduction, the model whose keys are documented in another section).
+_TABLES: tuple[tuple[str, type[Any], str, type[Any] | None], ...] = (
+    ("[platform]", PlatformConfig, "Shared by every workload.", None),
     (
         "[pretraining], [post_training], [inference]",
         WorkloadConfig,
-        "One table per workload; a workload with `enabled = false` builds nothing.",
+        "The keys every workload takes; a workload with `enabled = false` builds nothing. "
+        "Each workload adds keys of its own (below); a key of another workload is an error.",
+        None,
     ),
-    ("[<workload>.capacity]", CapacityConfig, "Where the workload's instances come from."),
+    (
+        "[pretraining], [post_training]: training keys",
+        TrainingWorkloadConfig,
+        "The keys of both training workloads.",
+        WorkloadConfig,
+    ),
+    (
+        "[post_training]: its own keys",
+        PostTrainingConfig,
+        "SFT and RL post-training.",
+        TrainingWorkloadConfig,
+    ),
+    (
+        "[inference]: its own keys",
+        InferenceConfig,
+        "Model serving on EKS.",
+        WorkloadConfig,
+    ),
+    ("[<workload>.capacity]", CapacityConfig, "Where the workload's instances come from.", None),
     (
         "[inference.model]",
         ModelConfig,
         "The model server (vLLM): weights from the data bucket onto the nodes' NVMe, one pod per "
         "replica, or a LeaderWorkerSet group of nodes when a replica spans nodes.",
+        None,
     ),
     (
         "[inference.autoscaling]",
         AutoscalingConfig,
         "KEDA scales the replicas on a serving metric from Managed Prometheus.",
+        None,
     ),
     (
-        "[<workload>.training_goal]",
+        "[pretraining.training_goal], [post_training.training_goal]",
         TrainingGoalConfig,
-        "Training workloads: what to train, for the compute estimate of `fmc plan`.",
+        "What to train, for the compute estimate of `fmc plan`.",
+        None,
     ),
     (
         "[post_training.rollout]",
         RolloutConfig,
         "RL post-training: a generation group beside the trainer group.",
+        None,
     ),
     (
         "[<workload>.storage]",
         StorageConfig,
         "FSx for Lustre linked to the data bucket: explicit capacity and throughput, or a "
         "sizing request from which both are computed.",
+        None,
+    ),
+    (
+        "[post_training.storage]: its own keys",
+        PostTrainingStorageConfig,
+        "The file system of post-training.",
+        StorageConfig,
     ),
 )
 
@@ -92,7 +128,8 @@ def render_reference() -> str:
         "workload requires `instance_type`).",
         "",
     ]
-    for title, cls, intro in _TABLES:
+    for title, cls, intro, documented in _TABLES:
+        elsewhere = {f.name for f in dataclasses.fields(documented)} if documented else set()
         lines += [
             f"## {_escape_html(title)}",
             "",
@@ -103,7 +140,7 @@ def render_reference() -> str:
         ]
         for field in dataclasses.fields(cls):
             doc = field.metadata.get("doc", "")
-            if not doc:
+            if not doc or field.name in elsewhere:
                 continue
             lines.append(f"| `{field.name}` | {_default(field)} | {_escape_html(doc)} |")
         lines.append("")

@@ -9,11 +9,15 @@ the constructs and the CLI.
 from __future__ import annotations
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
+from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.model import (
     CapacityKind,
+    InferenceConfig,
     Orchestrator,
+    PostTrainingConfig,
     Profile,
     StorageConfig,
+    TrainingWorkloadConfig,
     WorkloadConfig,
 )
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE
@@ -40,11 +44,6 @@ HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
 #: with a VPC address from the VPC CNI. Slurm nodes run no pods.
 KUBERNETES_POD_IPS_PER_NODE = 110
 
-KEY_NOT_HERE = info(
-    "FM010",
-    "A key is set on a workload that does not take it (for example a model on pre-training).",
-    "Remove the key, or move it to the workload it belongs to.",
-)
 INCONSISTENT = info(
     "FM011",
     "Keys of one table contradict each other or one needs another that is missing.",
@@ -138,9 +137,12 @@ def check_profile(profile: Profile) -> list[Finding]:
     for workload in profile.enabled_workloads:
         findings += _check_workload(profile, workload)
         findings += _check_storage(workload.name, workload.storage)
-        findings += _check_post_training_extras(profile, workload)
-        findings += _check_training_goal(workload)
-        findings += _check_inference(workload)
+        if isinstance(workload, PostTrainingConfig):
+            findings += _check_post_training_extras(profile, workload)
+        if isinstance(workload, TrainingWorkloadConfig):
+            findings += _check_training_goal(workload)
+        if isinstance(workload, InferenceConfig):
+            findings += _check_inference(workload)
     findings += _check_hyperpod_kubernetes_version(profile)
     return findings
 
@@ -159,21 +161,9 @@ def _check_hyperpod_kubernetes_version(profile: Profile) -> list[Finding]:
     ]
 
 
-def _check_inference(w: WorkloadConfig) -> list[Finding]:
+def _check_inference(w: InferenceConfig) -> list[Finding]:
     out: list[Finding] = []
     model = w.model
-    if w.name != "inference":
-        for key, used in (
-            ("model", model != type(model)()),
-            ("autoscaling", w.autoscaling != type(w.autoscaling)()),
-            ("load_balancer", w.load_balancer.value != "internal"),
-            ("max_instance_count", w.max_instance_count is not None),
-        ):
-            if used:
-                out.append(
-                    _text(KEY_NOT_HERE, f"{w.name}.{key}: only inference takes this key; remove it")
-                )
-        return out
     if w.max_instance_count is not None and w.max_instance_count < w.instance_count:
         out.append(
             _finding(
@@ -246,17 +236,10 @@ def _spec(instance_type: str) -> InstanceSpec | None:
     return spec
 
 
-def _check_training_goal(w: WorkloadConfig) -> list[Finding]:
+def _check_training_goal(w: TrainingWorkloadConfig) -> list[Finding]:
     goal = w.training_goal
     given = (goal.model_parameters_billion, goal.training_tokens_billion)
     prefix = f"{w.name}.training_goal"
-    if w.name == "inference" and any(v is not None for v in given):
-        return [
-            _text(
-                KEY_NOT_HERE,
-                f"{prefix}: inference has no training goal; remove the table, got {given!r}",
-            )
-        ]
     if (given[0] is None) != (given[1] is None):
         return [
             _text(
@@ -268,37 +251,18 @@ def _check_training_goal(w: WorkloadConfig) -> list[Finding]:
     return []
 
 
-def _check_post_training_extras(profile: Profile, w: WorkloadConfig) -> list[Finding]:
-    """Rollout groups and file-system reuse belong to post-training, and reuse needs a
-    pre-training file system to reuse."""
+def _check_post_training_extras(profile: Profile, w: PostTrainingConfig) -> list[Finding]:
+    """The rollout group's type, and reuse of the pre-training file system, which needs one
+    to reuse."""
     out: list[Finding] = []
-    if w.rollout.enabled:
-        if w.name != "post_training":
-            out.append(
-                _finding(
-                    KEY_NOT_HERE,
-                    f"{w.name}.rollout.enabled",
-                    True,
-                    "only post_training has a rollout group",
-                )
-            )
-        elif w.rollout.instance_type:
-            key = f"{w.name}.rollout.instance_type"
-            spec, found = workload_rules.catalogued(w.rollout.instance_type, key=key)
-            out += found
-            if spec is not None:
-                out += workload_rules.efa_for_training(spec, key=key)
+    if w.rollout.enabled and w.rollout.instance_type:
+        key = f"{w.name}.rollout.instance_type"
+        spec, found = workload_rules.catalogued(w.rollout.instance_type, key=key)
+        out += found
+        if spec is not None:
+            out += workload_rules.efa_for_training(spec, key=key)
     if w.storage.reuse_pretraining:
-        if w.name != "post_training":
-            out.append(
-                _finding(
-                    KEY_NOT_HERE,
-                    f"{w.name}.storage.reuse_pretraining",
-                    True,
-                    "only post_training can reuse the pre-training file system",
-                )
-            )
-        elif not (profile.pretraining.enabled and profile.pretraining.storage.enabled):
+        if not (profile.pretraining.enabled and profile.pretraining.storage.enabled):
             out.append(
                 _finding(
                     INCONSISTENT,
@@ -324,19 +288,22 @@ def _check_post_training_extras(profile: Profile, w: WorkloadConfig) -> list[Fin
     return out
 
 
-def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None) -> list[str]:
+def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None) -> list[Finding]:
     """Every enabled workload's nodes share the private subnet of the GPU zone: the largest
     deployment (autoscaling maxima, rollout groups, VPC CNI arithmetic, endpoints, FSx, EKS)
-    must fit (:mod:`fm_constructs.config.subnet_demand`).
-
-    ``pod_ips_per_node`` overrides the pods per Kubernetes node (``fmc plan``'s what-if).
+    must fit (:mod:`fm_constructs.config.subnet_demand`), and no fixed AWS limit may be
+    exceeded (:mod:`fm_constructs.config.limits`).
 
     ``pod_ips_per_node`` overrides each orchestrator's own figure (``fmc plan``'s what-if).
-    Takes a loaded (valid) profile. Kept apart from :func:`check_profile` so that a plan can
-    still be shown for a profile whose nodes do not fit; synthesis refuses it.
+    Takes a profile whose other rules hold (the loader runs it last, when they do).
     """
     demand = subnet_demand(profile, pods_per_node=pod_ips_per_node)
-    return demand_problems(demand)
+    return demand_problems(demand, profile.platform.vpc_cidr)
+
+
+def check_scale(profile: Profile) -> list[Finding]:
+    """The deployment at its largest fits the network and AWS's fixed limits."""
+    return check_ip_budget_of(profile) + fixed_limit_problems(profile)
 
 
 def _check_platform(profile: Profile) -> list[Finding]:
@@ -383,7 +350,7 @@ def _services(profile: Profile) -> list[tuple[str, str]]:
             used.append(("api.sagemaker", f"{w.name}.orchestrator"))
         if w.storage.enabled:
             used.append(("fsx", f"{w.name}.storage.enabled"))
-        if w.name == "inference" and w.load_balancer.value != "none":
+        if isinstance(w, InferenceConfig) and w.load_balancer.value != "none":
             used.append(("elasticloadbalancing", "inference.load_balancer"))
     return list(dict.fromkeys(used))
 
@@ -398,7 +365,7 @@ def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
     if spec is None:
         return found
     out: list[Finding] = []
-    if w.name != "inference":
+    if not isinstance(w, InferenceConfig):
         out += workload_rules.efa_for_training(spec, key=key)
     if w.orchestrator in HYPERPOD:
         out += workload_rules.offered_by_hyperpod(spec, w.orchestrator.value, key=key)
@@ -409,7 +376,7 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     out: list[Finding] = _check_instance_type(w)
     cap = w.capacity
     prefix = f"{w.name}.capacity"
-    if w.name == "inference" and w.orchestrator is not Orchestrator.EKS:
+    if isinstance(w, InferenceConfig) and w.orchestrator is not Orchestrator.EKS:
         out.append(
             _finding(ORCHESTRATOR, "inference.orchestrator", w.orchestrator.value, "must be 'eks'")
         )

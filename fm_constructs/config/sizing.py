@@ -52,5 +52,5 @@ def fsx_sizing_request(storage: StorageConfig, read_clients: int = 0) -> FsxSizi
 def workload_fsx_sizing_request(workload: WorkloadConfig) -> FsxSizingRequest | None:
     """The sizing request of ``workload``'s own file system: its storage keys, read by every
     node of the workload at its largest size (autoscaling maximum included)."""
-    nodes = max(workload.instance_count, workload.max_instance_count or 0)
+    nodes = workload.largest_size
     return fsx_sizing_request(workload.storage, nodes)

@@ -2,8 +2,9 @@
 private subnet: node groups at their maximum size with the VPC CNI's arithmetic, the interface
 endpoints, the EKS control plane and system nodes, FSx, load balancers and scrapers.
 
-``fmc plan`` prints it and synthesis refuses a profile whose demand does not fit, so both read
-this one function. Floor 1: no aws_cdk import.
+The profile loader refuses a profile whose demand does not fit (under ``platform.vpc_cidr``,
+with the numbers and the fixes), and ``fmc plan`` prints it, so both read this one function.
+Floor 1: no aws_cdk import.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.config.model import (
     SHARED_CLUSTER,
+    InferenceConfig,
     LoadBalancer,
     Orchestrator,
     Profile,
@@ -41,6 +43,8 @@ from fm_constructs.planning.pod_networking import (
 )
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
 from fm_constructs.rules import scale as scale_rules
+from fm_constructs.rules.findings import Finding, Severity
+from fm_constructs.rules.scale import NODE_SUBNET_SHORT
 
 #: EKS control-plane ENIs in the cluster's subnets: up to 4, and 4 new ones beside them during
 #: a version upgrade (EKS User Guide, "VPC and subnet requirements"; awsdocs/amazon-eks-user-
@@ -126,7 +130,7 @@ class SubnetDemand:
     networking: PodNetworking = PodNetworking.NODE_SUBNET
     pod_subnet: PodSubnetDemand | None = None
     #: Profile problems of the pod networking itself (pod_cidr, unsupported combinations).
-    networking_problems: tuple[str, ...] = ()
+    networking_problems: tuple[Finding, ...] = ()
 
     @property
     def addresses(self) -> int:
@@ -178,7 +182,7 @@ def requested_layout(
 
 def largest_node_count(workload: WorkloadConfig) -> int:
     """The most nodes the workload's group can reach (autoscaling maximum included)."""
-    return max(workload.instance_count, workload.max_instance_count or 0)
+    return workload.largest_size
 
 
 def accelerated_max_pods(workload: WorkloadConfig) -> int:
@@ -234,7 +238,7 @@ def _node_group(
 def fsx_capacity_gib(workload: WorkloadConfig) -> int | None:
     """Capacity of the workload's own file system (None: it has none or reuses one)."""
     storage = workload.storage
-    if not storage.enabled or storage.reuse_pretraining:
+    if not storage.enabled or workload.reuses_pretraining_storage:
         return None
     request = workload_fsx_sizing_request(workload)
     if request is not None:
@@ -279,42 +283,54 @@ def _uses_vpc_cni(profile: Profile) -> bool:
     return any(w.orchestrator is not Orchestrator.HYPERPOD_SLURM for w in profile.enabled_workloads)
 
 
-def _networking_problems(profile: Profile, groups: list[NodeGroupDemand]) -> list[str]:
+def _networking_problems(profile: Profile, groups: list[NodeGroupDemand]) -> list[Finding]:
     """Why custom networking cannot work for ``profile`` (empty when it can)."""
     platform = profile.platform
-    out = [
-        finding.line()
-        for finding in scale_rules.pod_cidr(
-            platform.pod_cidr, platform.vpc_cidr, key="platform.pod_cidr"
-        )
-    ]
+    out = scale_rules.pod_cidr(platform.pod_cidr, platform.vpc_cidr, key="platform.pod_cidr")
     for w in profile.enabled_workloads:
         if w.orchestrator is Orchestrator.HYPERPOD_EKS:
             out.append(
-                f"{w.name}.orchestrator: custom networking is set up for EKS managed node "
-                f"groups only (SageMaker HyperPod does not document ENIConfig support), got "
-                f"{w.orchestrator.value!r}; run {w.name} on 'eks', or keep pods in the node "
-                "subnet (platform.pod_networking = 'node-subnet') with a larger vpc_cidr "
-                f"[{scale_rules.CUSTOM_NETWORKING_HYPERPOD}]"
+                Finding(
+                    scale_rules.CUSTOM_NETWORKING_HYPERPOD,
+                    Severity.ERROR,
+                    f"{w.name}.orchestrator",
+                    w.orchestrator.value,
+                    "custom networking is set up for EKS managed node groups only (SageMaker "
+                    "HyperPod does not document ENIConfig support)",
+                    f"run {w.name} on 'eks', or keep pods in the node subnet "
+                    "(platform.pod_networking = 'node-subnet') with a larger vpc_cidr",
+                )
             )
     for g in groups:
         if g.pod_addressing is not None and g.pod_addressing.pod_enis == 0:
             out.append(
-                f"platform.pod_networking: custom networking puts pods on ENIs of network card 0 "
-                f"beside the primary interface, but {g.pod_addressing.instance_type} ({g.name}) "
-                "has no free interface slot there (the primary ENA and the efa-only interface "
-                "fill it), so its nodes would never become ready; got 'custom-networking'. Use "
-                "an instance type with room on card 0 (p5en.48xlarge, p6-b200.48xlarge, "
-                "p4d.24xlarge), or keep pods in the node subnet and split the nodes across "
-                "fewer addresses (lower instance_count or max_pods_per_node) "
-                f"[{scale_rules.CUSTOM_NETWORKING_CARD_FULL}]"
+                Finding(
+                    scale_rules.CUSTOM_NETWORKING_CARD_FULL,
+                    Severity.ERROR,
+                    "platform.pod_networking",
+                    PodNetworking.CUSTOM_NETWORKING.value,
+                    "custom networking puts pods on ENIs of network card 0 beside the primary "
+                    f"interface, but {g.pod_addressing.instance_type} ({g.name}) has no free "
+                    "interface slot there (the primary ENA and the efa-only interface fill "
+                    "it), so its nodes would never become ready",
+                    "use an instance type with room on card 0 (p5en.48xlarge, "
+                    "p6-b200.48xlarge, p4d.24xlarge), or keep pods in the node subnet and "
+                    "split the nodes across fewer addresses (lower instance_count or "
+                    "max_pods_per_node)",
+                )
             )
         elif g.pod_addressing is not None and not g.pod_addressing.fits_node:
             out.append(
-                f"{g.name}.max_pods_per_node: {g.pod_addressing.max_pods} pods need "
-                f"{g.pod_addressing.attached_enis} pod ENIs on {g.pod_addressing.instance_type}, "
-                f"which has room for {g.pod_addressing.pod_enis}; lower max_pods_per_node "
-                f"[{scale_rules.POD_SUBNET_SHORT}]"
+                Finding(
+                    scale_rules.POD_SUBNET_SHORT,
+                    Severity.ERROR,
+                    f"{g.name}.max_pods_per_node",
+                    g.pod_addressing.max_pods,
+                    f"{g.pod_addressing.max_pods} pods need {g.pod_addressing.attached_enis} "
+                    f"pod ENIs on {g.pod_addressing.instance_type}, which has room for "
+                    f"{g.pod_addressing.pod_enis}",
+                    "lower max_pods_per_node",
+                )
             )
     return out
 
@@ -331,13 +347,14 @@ def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworki
                 w.name, w, w.instance_type, largest_node_count(w), pods_per_node, networking
             )
         )
-        if w.rollout.enabled:
+        rollout = w.rollout_group
+        if rollout is not None:
             groups.append(
                 _node_group(
                     f"{w.name}.rollout",
                     w,
-                    w.rollout.instance_type,
-                    w.rollout.instance_count,
+                    rollout.instance_type,
+                    rollout.instance_count,
                     pods_per_node,
                     networking,
                 )
@@ -345,7 +362,7 @@ def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworki
         capacity = fsx_capacity_gib(w)
         if capacity is not None:
             fixed.append((f"{w.name}: FSx for Lustre ({capacity:,} GiB)", fsx_addresses(capacity)))
-        if w.name == "inference" and w.load_balancer is not LoadBalancer.NONE:
+        if isinstance(w, InferenceConfig) and w.load_balancer is not LoadBalancer.NONE:
             fixed.append(("inference: network load balancer", NLB_ADDRESSES))
     # One control plane, system node group and scraper per EKS cluster the stacks build: the
     # shared cluster, plus each workload's dedicated one.
@@ -386,8 +403,9 @@ def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworki
     )
 
 
-def shortfall_message(demand: SubnetDemand) -> str:
-    """The numbers and the fixes when ``demand`` does not fit (for the profile's error)."""
+def shortfall_finding(demand: SubnetDemand, vpc_cidr: str) -> Finding:
+    """The numbers and the fixes when the node subnet of ``demand`` (a quarter of
+    ``vpc_cidr``) does not fit, under ``platform.vpc_cidr``."""
     groups = ", ".join(
         f"{g.name} {g.nodes} x {g.addressing.per_node} = {g.addresses:,}"
         for g in demand.node_groups
@@ -435,17 +453,21 @@ def shortfall_message(demand: SubnetDemand) -> str:
             "nodes over several deployments"
         )
     fixes.append("or lower instance_count / max_instance_count")
-    return (
-        f"platform.vpc_cidr: the private subnet /{demand.prefix} in {demand.availability_zone} "
-        f"must hold {demand.required:,} addresses at the largest size of every node group, but "
-        f"has {demand.usable:,} usable ({demand.addresses:,} - "
-        f"{AWS_RESERVED_ADDRESSES_PER_SUBNET} reserved by AWS); short by {-demand.free:,}. "
-        f"Node groups (nodes x addresses per node, VPC CNI arithmetic): {groups}. Other: "
-        f"{fixed or 'none'}. Fix: " + "; ".join(fixes)
+    return Finding(
+        NODE_SUBNET_SHORT,
+        Severity.ERROR,
+        "platform.vpc_cidr",
+        vpc_cidr,
+        f"the private subnet /{demand.prefix} in {demand.availability_zone} must hold "
+        f"{demand.required:,} addresses at the largest size of every node group, but has "
+        f"{demand.usable:,} usable ({demand.addresses:,} - {AWS_RESERVED_ADDRESSES_PER_SUBNET} "
+        f"reserved by AWS); short by {-demand.free:,}. Node groups (nodes x addresses per "
+        f"node, VPC CNI arithmetic): {groups}. Other: {fixed or 'none'}",
+        "; ".join(fixes),
     )
 
 
-def pod_subnet_shortfall_message(demand: SubnetDemand) -> str:
+def pod_subnet_shortfall_finding(demand: SubnetDemand) -> Finding:
     """The numbers and the fixes when the pod subnet of ``demand`` is too small."""
     pods = demand.pod_subnet
     assert pods is not None
@@ -456,24 +478,27 @@ def pod_subnet_shortfall_message(demand: SubnetDemand) -> str:
         for g in pods.node_groups
         if g.pod_addressing is not None
     )
-    return (
-        f"platform.pod_cidr: the pod subnet {pods.cidr} in {demand.availability_zone} must "
-        f"hold {pods.required:,} addresses at the largest size of every node group, but has "
+    return Finding(
+        scale_rules.POD_SUBNET_SHORT,
+        Severity.ERROR,
+        "platform.pod_cidr",
+        pods.cidr,
+        f"the pod subnet {pods.cidr} in {demand.availability_zone} must hold "
+        f"{pods.required:,} addresses at the largest size of every node group, but has "
         f"{pods.usable:,} usable; short by {-pods.free:,}. Node groups (nodes x pod-subnet "
-        f"addresses per node, prefix delegation with WARM_PREFIX_TARGET=1): {groups}. Fix: "
+        f"addresses per node, prefix delegation with WARM_PREFIX_TARGET=1): {groups}",
         "give platform.pod_cidr a larger block (a VPC CIDR block is at most a /16), lower "
-        "max_pods_per_node, or lower instance_count / max_instance_count "
-        f"[{scale_rules.POD_SUBNET_SHORT}]"
+        "max_pods_per_node, or lower instance_count / max_instance_count",
     )
 
 
-def demand_problems(demand: SubnetDemand) -> list[str]:
+def demand_problems(demand: SubnetDemand, vpc_cidr: str) -> list[Finding]:
     """Every reason ``demand`` cannot be built (empty when it fits): the pod networking's own
-    problems, the node subnet's shortfall and the pod subnet's."""
+    problems, the node subnet's shortfall (a quarter of ``vpc_cidr``) and the pod subnet's."""
     out = list(demand.networking_problems)
     if not demand.node_subnet_fits:
-        out.append(shortfall_message(demand))
+        out.append(shortfall_finding(demand, vpc_cidr))
     pods = demand.pod_subnet
     if pods is not None and not demand.networking_problems and pods.free < 0:
-        out.append(pod_subnet_shortfall_message(demand))
+        out.append(pod_subnet_shortfall_finding(demand))
     return out

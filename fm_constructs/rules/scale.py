@@ -32,6 +32,14 @@ POD_SUBNET_SHORT = info(
     "Give platform.pod_cidr a larger block (at most a /16), lower max_pods_per_node, or lower "
     "instance_count.",
 )
+NODE_SUBNET_SHORT = info(
+    "FM606",
+    "The private subnet of the GPU zone (a quarter of platform.vpc_cidr) cannot hold the "
+    "addresses of every node group at its largest size, the endpoints, FSx and EKS.",
+    "Give platform.vpc_cidr a larger block (the message names the size), use efa_layout = "
+    "'efa-only', give pods a secondary CIDR (platform.pod_networking), or lower the node "
+    "counts.",
+)
 FIXED_LIMIT_EXCEEDED = info(
     "FM605",
     "The deployment needs more than a fixed (not adjustable) AWS limit allows, such as more "

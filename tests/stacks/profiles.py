@@ -102,7 +102,7 @@ def expected_stack_names(profile: Profile) -> list[str]:
             names.append(f"{prefix}-{cluster}-monitoring".replace("_", "-"))
     for w in profile.enabled_workloads:
         stem = f"{prefix}-{w.name.replace('_', '-')}"
-        owns_storage = w.storage.enabled and not w.storage.reuse_pretraining
+        owns_storage = w.storage.enabled and not w.reuses_pretraining_storage
         if w.orchestrator is not Orchestrator.EKS or owns_storage:
             names.append(stem)
         if w.orchestrator is Orchestrator.EKS:

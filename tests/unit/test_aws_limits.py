@@ -104,7 +104,14 @@ def test_a_capacity_block_larger_than_one_block_is_a_profile_problem() -> None:
     )
     assert big.pretraining.capacity.kind is CapacityKind.CAPACITY_BLOCK
     (problem,) = fixed_limit_problems(big)
-    assert problem.startswith("ec2.capacity_block_instances: the deployment needs 128 instances")
+    assert (problem.code, problem.key, problem.value) == (
+        "FM605",
+        "ec2.capacity_block_instances",
+        128,
+    )
+    assert problem.line().startswith(
+        "ec2.capacity_block_instances: the deployment needs 128 instances"
+    )
     assert fixed_limit_problems(profile) == []
 
 

@@ -3,7 +3,6 @@ the file and the key path, and `fmc plan` and `cdk synth` (app.py) print the sam
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import tomllib
@@ -15,6 +14,7 @@ import pytest
 
 from fm_constructs.config import load_profile
 from fm_constructs.errors import FmValidationError
+from tests.profile_data import DELETE, changed, to_toml
 from tests.unit.cli_stubs import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,41 +22,12 @@ DEFAULT = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="u
 ONLY_INFERENCE = {"pretraining.enabled": False, "post_training.enabled": False}
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(value) if isinstance(value, str) else repr(value)
-
-
-def _toml(data: dict[str, Any], prefix: str = "") -> str:
-    """A small TOML writer for the profile shapes (tables of scalars and lists)."""
-    scalars = [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    out = ([f"[{prefix}]"] if prefix and scalars else []) + scalars
-    for key, value in data.items():
-        if isinstance(value, dict):
-            out += ["", _toml(value, f"{prefix}.{key}" if prefix else key)]
-    return "\n".join(out)
-
-
 def _profile(tmp_path: Path, changes: dict[str, Any]) -> Path:
-    data = copy.deepcopy(DEFAULT)
-    for dotted, value in changes.items():
-        *parents, leaf = dotted.split(".")
-        node = data
-        for key in parents:
-            node = node.setdefault(key, {})
-        if value is _DELETE:
-            node.pop(leaf, None)
-        else:
-            node[leaf] = value
     path = tmp_path / "bad.toml"
-    path.write_text(_toml(data) + "\n", encoding="utf-8")
+    path.write_text(to_toml(changed(DEFAULT, changes)) + "\n", encoding="utf-8")
     return path
 
 
-_DELETE = object()
 TRAINING_PLAN = {
     "pretraining.orchestrator": "hyperpod-slurm",
     "pretraining.capacity": {
@@ -64,6 +35,19 @@ TRAINING_PLAN = {
         "training_plan_arn": "arn:aws:sagemaker:eu-west-1:444455556666:training-plan/other",
     },
     "platform.account": "111122223333",
+}
+
+#: Row 11: 64 p5 nodes in a /22 VPC (a /24 private subnet).
+ROW_11 = {"pretraining.instance_count": 64, "platform.vpc_cidr": "10.0.0.0/22"}
+#: Row 11b: the legacy layout (an address on every EFA interface) in a /20, pods in the node
+#: subnet: 8 p5 nodes do not fit, with efa-only they do.
+ROW_11B = {
+    "pretraining.efa_layout": "legacy",
+    "pretraining.instance_count": 8,
+    "platform.vpc_cidr": "10.0.0.0/20",
+    "platform.pod_networking": "node-subnet",
+    "post_training.enabled": False,
+    "inference.enabled": False,
 }
 
 #: (review row, profile changes, expected key path, code, a fragment of the line)
@@ -133,7 +117,7 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
             **ONLY_INFERENCE,
             "inference.model.replicas": 5,
             "inference.model.max_replicas": 5,
-            "inference.max_instance_count": _DELETE,
+            "inference.max_instance_count": DELETE,
         },
         "inference.max_instance_count",
         "FM505",
@@ -210,6 +194,27 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "inference.model.tensor_parallel_size",
         "FM503",
         "must divide the 8 GPUs",
+    ),
+    (
+        "11",
+        ROW_11,
+        "platform.vpc_cidr",
+        "FM606",
+        "give platform.vpc_cidr a /17 or larger",
+    ),
+    (
+        "11b",
+        ROW_11B,
+        "platform.vpc_cidr",
+        "FM606",
+        "use efa_layout = 'efa-only'",
+    ),
+    (
+        "12",
+        {"post_training.storage.storage_capacity_gib": -1200},
+        "post_training.storage.storage_capacity_gib",
+        "FM401",
+        "must be 1200, 2400, or a multiple of 2400 GiB",
     ),
     (
         "31c",
@@ -303,7 +308,7 @@ def test_a_misspelled_key_gives_one_line_with_the_fix(tmp_path: Path) -> None:
     """Row 17: a typo names the key it probably means, without a second 'is required' line."""
     path = _profile(
         tmp_path,
-        {"pretraining.instance_type": _DELETE, "pretraining.instance_typ": "p5.48xlarge"},
+        {"pretraining.instance_type": DELETE, "pretraining.instance_typ": "p5.48xlarge"},
     )
     with pytest.raises(FmValidationError) as raised:
         load_profile(path)
@@ -323,7 +328,7 @@ def test_a_misspelled_key_gives_one_line_with_the_fix(tmp_path: Path) -> None:
             "FM203",
         ),
         ("18", {**ONLY_INFERENCE, "inference.enabled": False}, "pretraining.enabled", "FM106"),
-        ("42", {**ONLY_INFERENCE, "inference.model": _DELETE}, "inference.model", "FM506"),
+        ("42", {**ONLY_INFERENCE, "inference.model": DELETE}, "inference.model", "FM506"),
     ],
 )
 def test_warnings_load_and_are_shown_by_plan(
@@ -377,3 +382,22 @@ def test_a_replica_spanning_nodes_needs_efa(tmp_path: Path) -> None:
         load_ok = False
         assert spec_has_efa is False and "FM507" in error.codes
     assert load_ok == spec_has_efa
+
+
+@pytest.mark.parametrize(
+    ("changes", "fix"),
+    [
+        (ROW_11, {"platform.vpc_cidr": "10.0.0.0/17"}),
+        (ROW_11B, {"pretraining.efa_layout": "efa-only"}),
+        (
+            {"post_training.storage.storage_capacity_gib": -1200},
+            {"post_training.storage.storage_capacity_gib": 1200},
+        ),
+    ],
+    ids=["11", "11b", "12"],
+)
+def test_the_fix_a_line_names_makes_the_profile_load(
+    tmp_path: Path, changes: dict[str, Any], fix: dict[str, Any]
+) -> None:
+    """Rows 11, 11b and 12: the value the message suggests is one the loader accepts."""
+    assert load_profile(_profile(tmp_path, {**changes, **fix})).enabled_workloads

@@ -14,7 +14,7 @@ from fm_constructs.planning.capacity_block import (
     parse_utc,
     schedule_expression,
 )
-from tests.unit.test_config import BASE, profile_with
+from tests.profile_data import BASE, profile_with
 
 
 def test_schedule_moments() -> None:

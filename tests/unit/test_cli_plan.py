@@ -192,7 +192,7 @@ def test_plan_agrees_with_the_floor_1_functions() -> None:
         )
         assert planned.efa_bandwidth_gbps_per_node == spec.network_performance_gbps
         per_node = node_addressing(spec, layout, vpc_cni=True).per_node
-        nodes = max(workload.instance_count, workload.max_instance_count or 0)
+        nodes = workload.largest_size
         assert planned.ip_addresses == nodes * per_node
         request = fsx_sizing_request(workload.storage)
         if request is not None:
@@ -217,7 +217,7 @@ def test_builtin_fsx_prices_match_the_sizing_prices() -> None:
     assert prices.as_of and prices.source
 
 
-def test_ip_budget_shortfall_fails_with_exit_1(tmp_path: Path) -> None:
+def test_ip_budget_shortfall_is_a_profile_error(tmp_path: Path) -> None:
     # /20 VPC -> /22 node subnet: 1024 - 5 = 1019 usable. By the VPC CNI's arithmetic a p5 node
     # with the efa-only layout takes 50 addresses: 4 * 50 = 200 plus 12 endpoints, 8 EKS
     # control plane, 240 system nodes, 1 scraper and 3 FSx (1,200 GiB) = 464: fits. With 300
@@ -249,12 +249,10 @@ instance_count = 20
 """,
     )
     result = run("plan", "--config", big, "--json")
-    assert result.code == 1
-    doc = json.loads(result.out)
-    assert doc["subnet"] | {"required": 1264, "fits": False, "free": -245} == doc["subnet"]
-    (problem,) = doc["problems"]
-    assert "short by 245" in problem and "pretraining 20 x 50 = 1,000" in problem
-    assert "Fix:" in problem and "platform.vpc_cidr a /19" in problem
+    assert result.code == 2  # the profile does not load: the same line as cdk synth
+    assert "platform.vpc_cidr: the private subnet /22" in result.err and big in result.err
+    assert "short by 245" in result.err and "pretraining 20 x 50 = 1,000" in result.err
+    assert "give platform.vpc_cidr a /19" in result.err and result.err.rstrip().endswith("[FM606]")
 
 
 def test_unknown_peak_flops_is_said_not_guessed(tmp_path: Path) -> None:

@@ -12,43 +12,24 @@ import pytest
 from fm_constructs.config import (
     CapacityConfig,
     CapacityKind,
+    InferenceConfig,
     NatGateways,
     Orchestrator,
     PlatformConfig,
-    StorageConfig,
-    WorkloadConfig,
+    PostTrainingConfig,
+    PostTrainingStorageConfig,
+    PretrainingConfig,
     load_profile,
     parse_profile,
 )
 from fm_constructs.config.reference import render_reference
 from fm_constructs.config.rules import check_ip_budget_of
 from fm_constructs.errors import FmValidationError
+from tests.profile_data import BASE, profile_with, to_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BASE: dict[str, Any] = {
-    "platform": {
-        "region": "us-west-2",
-        "availability_zone": "us-west-2b",
-        "availability_zones": ["us-west-2a", "us-west-2b"],
-    },
-    "pretraining": {"enabled": True, "instance_type": "p5.48xlarge", "instance_count": 2},
-}
-
-
 PLAN_ARN = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/llama-pretraining"
-
-
-def profile_with(**changes: Any) -> dict[str, Any]:
-    """BASE with dotted-path keys replaced, e.g. ``profile_with(**{"platform.region": "x"})``."""
-    data = copy.deepcopy(BASE)
-    for dotted, value in changes.items():
-        *parents, leaf = dotted.split(".")
-        node = data
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
-    return data
 
 
 def problems_of(data: dict[str, Any]) -> tuple[str, ...]:
@@ -332,7 +313,14 @@ def test_configuration_reference_is_current() -> None:
 
 def test_every_profile_key_is_documented() -> None:
     reference = render_reference()
-    for cls in (PlatformConfig, WorkloadConfig, CapacityConfig, StorageConfig):
+    for cls in (
+        PlatformConfig,
+        PretrainingConfig,
+        PostTrainingConfig,
+        InferenceConfig,
+        CapacityConfig,
+        PostTrainingStorageConfig,
+    ):
         for field in dataclasses.fields(cls):
             if field.name != "name" or cls is PlatformConfig:
                 assert f"| `{field.name}` |" in reference, field.name
@@ -412,7 +400,7 @@ def test_all_workloads_must_fit_the_gpu_subnet() -> None:
             "inference.max_instance_count": 2,
         }
     )
-    (problem,) = check_ip_budget_of(parse_profile(data))
+    (problem,) = problems_of(data)  # an error when the profile loads
     # a /22 VPC gives /24 private subnets: 256 - 5 reserved = 251 usable addresses. Each p5
     # node takes 50 (VPC CNI: one card-0 ENI), each g6e.48xlarge 450 (9 ENIs), and inference
     # is counted at its autoscaling maximum of 2.
@@ -421,21 +409,58 @@ def test_all_workloads_must_fit_the_gpu_subnet() -> None:
     assert "inference 2 x 450 = 900" in problem
     assert "has 251 usable" in problem
     assert "interface endpoints 12" in problem
-    assert "Fix:" in problem
+    assert "got '10.0.0.0/22'; give platform.vpc_cidr a /19 or larger" in problem
+    assert check_ip_budget_of(parse_profile(BASE)) == []
 
 
-def test_rollout_group_belongs_to_post_training() -> None:
-    (problem,) = problems_of(
-        profile_with(
-            **{
-                "pretraining.rollout.enabled": True,
-                "pretraining.rollout.instance_type": "g6e.48xlarge",
-            }
-        )
-    )
-    assert (
-        problem == "pretraining.rollout.enabled: only post_training has a rollout group, got True"
-    )
+#: (key set on the wrong workload, its value, the tables that take it)
+KEYS_OF_ANOTHER_KIND = [
+    ("pretraining.model", {"model_s3_prefix": "models/m/"}, "[inference]"),
+    ("pretraining.autoscaling", {"enabled": False}, "[inference]"),
+    ("pretraining.load_balancer", "none", "[inference]"),
+    ("post_training.max_instance_count", 4, "[inference]"),
+    ("pretraining.rollout", {"enabled": True, "instance_type": "g6e.48xlarge"}, "[post_training]"),
+    ("inference.training_goal", {"target_mfu": 0.5}, "[pretraining] or [post_training]"),
+    ("inference.rollout", {"enabled": False}, "[post_training]"),
+    ("pretraining.storage.reuse_pretraining", True, "[post_training.storage]"),
+    ("inference.storage.reuse_pretraining", False, "[post_training.storage]"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "where"), KEYS_OF_ANOTHER_KIND)
+def test_a_key_of_another_workload_kind_is_an_error_naming_where_it_belongs(
+    tmp_path: Path, key: str, value: Any, where: str
+) -> None:
+    """Each workload kind has its own model: a key of another kind is one line naming the
+    file, the key, the value, what the table takes and the fix, whatever its value."""
+    data = profile_with(**{"inference.enabled": False, "post_training.enabled": False, key: value})
+    path = tmp_path / "profile.toml"
+    path.write_text(to_toml(data) + "\n", encoding="utf-8")
+    with pytest.raises(FmValidationError) as raised:
+        load_profile(path)
+    (finding,) = raised.value.findings
+    assert raised.value.context == f"profile {path}"
+    assert (finding.code, finding.key, finding.value) == ("FM010", key, value)
+    leaf, table = key.rsplit(".", 1)[1], key.rsplit(".", 1)[0]
+    assert finding.allowed.startswith(f"only {where} takes {leaf!r}; [{table}] takes ")
+    assert finding.fix == f"remove it, or move it to {where}"
+    assert "instance_type" in finding.allowed or "storage" in key
+
+
+def test_each_workload_kind_takes_only_its_own_keys() -> None:
+    """The typed models: inference-only keys exist on inference only, the rollout group and
+    file-system reuse on post-training only, the training goal on the training workloads."""
+    profile = parse_profile(BASE)
+    assert isinstance(profile.pretraining, PretrainingConfig)
+    assert isinstance(profile.post_training, PostTrainingConfig)
+    assert isinstance(profile.inference, InferenceConfig)
+    for attribute in ("model", "autoscaling", "load_balancer", "max_instance_count", "rollout"):
+        assert not hasattr(profile.pretraining, attribute), attribute
+    assert not hasattr(profile.inference, "training_goal")
+    assert not hasattr(profile.inference, "rollout")
+    assert not hasattr(profile.pretraining.storage, "reuse_pretraining")
+    assert profile.pretraining.rollout_group is None and profile.inference.rollout_group is None
+    assert profile.pretraining.storage.enabled and not profile.inference.storage.enabled
 
 
 def test_rollout_needs_an_efa_type() -> None:

@@ -142,13 +142,16 @@ def test_auto_switches_to_custom_networking_when_the_node_subnet_is_too_small() 
 def test_custom_networking_is_refused_where_card_0_is_full() -> None:
     profile = _default_with(instance_count=1024)  # p5.48xlarge
     demand = subnet_demand(profile, networking=PodNetworking.CUSTOM_NETWORKING)
-    (problem,) = [p for p in demand.networking_problems if "p5.48xlarge" in p]
+    (finding,) = [p for p in demand.networking_problems if "p5.48xlarge" in p.allowed]
+    assert (finding.code, finding.key) == ("FM602", "platform.pod_networking")
+    problem = finding.line()
     assert "no free interface slot" in problem and "never become ready" in problem
     # auto does not pick a networking that cannot work: the node subnet's shortfall explains
     auto = subnet_demand(profile)
     assert auto.networking is PodNetworking.NODE_SUBNET
-    (message,) = demand_problems(auto)
-    assert "custom networking cannot help p5.48xlarge" in message
+    (finding,) = demand_problems(auto, profile.platform.vpc_cidr)
+    assert (finding.code, finding.key) == ("FM606", "platform.vpc_cidr")
+    assert "custom networking cannot help p5.48xlarge" in finding.line()
 
 
 def test_pod_subnet_shortfall_names_the_numbers_and_the_fix() -> None:
@@ -156,9 +159,11 @@ def test_pod_subnet_shortfall_names_the_numbers_and_the_fix() -> None:
         instance_type="p5en.48xlarge", instance_count=1024, max_pods_per_node=64
     )
     demand = subnet_demand(profile)
-    problems = demand_problems(demand)
+    problems = [f.line() for f in demand_problems(demand, profile.platform.vpc_cidr)]
     assert any(
-        p.startswith("platform.pod_cidr: the pod subnet 100.64.0.0/16") and "max_pods_per_node" in p
+        p.startswith("platform.pod_cidr: the pod subnet 100.64.0.0/16")
+        and "max_pods_per_node" in p
+        and p.endswith("[FM604]")
         for p in problems
     ), problems
 

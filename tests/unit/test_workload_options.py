@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,17 +18,11 @@ from fm_constructs.config.options import (
 )
 from fm_constructs.errors import FmValidationError
 from fm_constructs.kubernetes.node_shape import HUGEPAGES_2MI
+from tests import profile_data
+from tests.profile_data import changed
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE: dict[str, Any] = {
-    "platform": {
-        "region": "us-west-2",
-        "availability_zone": "us-west-2b",
-        "availability_zones": ["us-west-2a", "us-west-2b"],
-    },
-    "pretraining": {"enabled": True, "instance_type": "p5.48xlarge", "instance_count": 2},
-    "inference": {"enabled": True, "instance_type": "g6e.48xlarge", "instance_count": 1},
-}
+BASE = changed(profile_data.BASE, profile_data.INFERENCE)
 
 
 def test_default_profile_puts_every_eks_workload_on_one_cluster() -> None:
