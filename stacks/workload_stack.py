@@ -25,6 +25,7 @@ from fm_constructs.config import (
     PlatformConfig,
     PostTrainingConfig,
     PretrainingConfig,
+    TrainingWorkloadConfig,
     WorkloadConfig,
 )
 from fm_constructs.config.options import OPERATORS, ROLLOUT_POOL, WorkloadOptions
@@ -165,6 +166,7 @@ class WorkloadStack(Stack):
             name=workload.name,
             training=workload.name != "inference",
             efa_layout=workload.efa_layout,
+            users=workload.users if isinstance(workload, TrainingWorkloadConfig) else (),
         )
         if compute.eks_cluster is not None and eks_cluster is None:
             CfnOutput(self, "EksClusterName", value=compute.eks_cluster.cluster_name)

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,8 +91,70 @@ case "$name" in
       countdown "${sim}/dns-failures" && exit 2
       echo "10.1.0.200 $2"; exit 0
     fi
-    if [[ "$1" == passwd ]]; then grep "^$2:" "${sim}/passwd"; exit $?; fi
+    if [[ "$1" == passwd || "$1" == group ]]; then
+      if [[ "$2" =~ ^[0-9]+$ ]]; then
+        awk -F: -v id="$2" '$3 == id {print; f = 1} END {exit !f}' "${sim}/$1"; exit $?
+      fi
+      grep "^$2:" "${sim}/$1"; exit $?
+    fi
     exit 2 ;;
+  useradd)
+    uid=""; gid=""; home=""; shell=""
+    while (( $# > 1 )); do
+      case "$1" in
+        --uid) uid="$2"; shift 2 ;; --gid) gid="$2"; shift 2 ;;
+        --home-dir) home="$2"; shift 2 ;; --shell) shell="$2"; shift 2 ;; *) shift ;;
+      esac
+    done
+    grep -q "^$1:" "${sim}/passwd" && { echo "useradd: user '$1' already exists" >&2; exit 9; }
+    echo "$1:x:${uid}:${gid}::${home}:${shell}" >> "${sim}/passwd"; exit 0 ;;
+  groupadd)
+    gid=""
+    [[ "$1" == --gid ]] && { gid="$2"; shift 2; }
+    [[ "$1" == --system ]] && { gid=$((999 - $(wc -l < "${sim}/group"))); shift; }
+    grep -q "^$1:" "${sim}/group" && { echo "groupadd: group '$1' already exists" >&2; exit 9; }
+    echo "$1:x:${gid}:" >> "${sim}/group"; exit 0 ;;
+  usermod)
+    user="${@: -1}"
+    case "$1" in
+      --home)
+        awk -F: -v OFS=: -v u="$user" -v h="$2" '$1 == u {$6 = h} 1' "${sim}/passwd" \
+          > "${sim}/passwd.new" ;;
+      --append)
+        # Add the user to each named group it is not a member of yet.
+        awk -F: -v OFS=: -v u="$user" -v gs=",$3," '
+          index(gs, "," $1 ",") && index("," $4 ",", "," u ",") == 0 {
+            $4 = ($4 == "" ? u : $4 "," u)
+          } 1' "${sim}/group" > "${sim}/group.new"
+        mv "${sim}/group.new" "${sim}/group"; exit 0 ;;
+    esac
+    mv "${sim}/passwd.new" "${sim}/passwd"; exit 0 ;;
+  ssh-keygen)
+    # A stand-in key pair: the private key names a random id, the public key repeats it.
+    file=""; comment=""; derive=""
+    while (( $# )); do
+      case "$1" in
+        -f) file="$2"; shift 2 ;; -C) comment="$2"; shift 2 ;;
+        -y) derive=1; shift ;; -t|-N) shift 2 ;; *) shift ;;
+      esac
+    done
+    if [[ -n "$derive" ]]; then echo "ssh-ed25519 $(cut -d' ' -f2 "$file")"; exit 0; fi
+    [[ -e "$file" ]] && { echo "${file} already exists" >&2; exit 1; }
+    id="$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    echo "PRIVATE ${id}" > "$file"; echo "ssh-ed25519 ${id} ${comment}" > "${file}.pub"; exit 0 ;;
+  dpkg-query)
+    [[ -e "${sim}/packages/${@: -1}" ]] || { echo "dpkg-query: no package ${@: -1}" >&2; exit 1; }
+    printf 'install ok installed'; exit 0 ;;
+  apt-mark)
+    case "$1" in
+      showhold) ls "${sim}/held" 2> /dev/null; exit 0 ;;
+      hold)
+        if countdown "${sim}/dpkg-lock-failures"; then
+          echo "E: Could not get lock /var/lib/dpkg/lock-frontend" >&2; exit 100
+        fi
+        mkdir -p "${sim}/held"; touch "${sim}/held/$2"; echo "$2 set on hold."; exit 0 ;;
+    esac
+    exit 0 ;;
   hostname)
     if [[ "$1" == -I ]]; then cat "${sim}/addresses"; else cat "${sim}/hostname"; fi
     exit 0 ;;
@@ -157,6 +220,12 @@ COMMANDS = [
     "sleep",
     "true",
     "chown",
+    "useradd",
+    "groupadd",
+    "usermod",
+    "ssh-keygen",
+    "dpkg-query",
+    "apt-mark",
 ]
 STUB_UNITS = [
     "docker.service",
@@ -213,6 +282,8 @@ class SimulatedNode:
         kefalnd: bool = True,
         slurm: bool = True,
         nvml: bool = True,
+        packages: tuple[str, ...] = ("lustre-client-modules-aws",),
+        shared_fsx: Path | None = None,
     ) -> None:
         self.root = tmp_path / "root"
         self.scripts = tmp_path / "lifecycle"
@@ -226,6 +297,9 @@ class SimulatedNode:
         (bin_dir / "stub").chmod(0o755)
         for command in COMMANDS:
             (bin_dir / command).symlink_to("stub")
+        # The scripts' python3 is the interpreter itself, as /usr/bin/python3 is on a node: no
+        # version-manager shim (pyenv's costs about 0.3 s a call) and no site-packages.
+        (bin_dir / "python3").symlink_to(os.path.realpath(sys.executable))
         (self.root / "bin").mkdir()
         shutil.copy2("/bin/bash", self.root / "bin" / "bash")
         self._systemd_units()
@@ -234,6 +308,18 @@ class SimulatedNode:
         (self.sim / "addresses").write_text(" ".join((*extra_addresses, address)) + "\n")
         (self.sim / "hostname").write_text(hostname)
         (self.sim / "passwd").write_text("ubuntu:x:1000:1000::/home/ubuntu:/bin/bash\n")
+        (self.sim / "group").write_text("sudo:x:27:ubuntu\nubuntu:x:1000:\n")
+        (self.root / "home" / "ubuntu").mkdir(parents=True)
+        (self.root / "home" / "ubuntu" / ".bashrc").write_text("# the AMI's .bashrc\n")
+        (self.root / "etc" / "skel").mkdir(parents=True)
+        (self.root / "etc" / "skel" / ".profile").write_text("# skeleton\n")
+        for package in packages:
+            (self.sim / "packages").mkdir(exist_ok=True)
+            (self.sim / "packages" / package).touch()
+        if shared_fsx is not None:
+            # The file system every node of one cluster mounts: the same directory.
+            shared_fsx.mkdir(parents=True, exist_ok=True)
+            (self.root / "fsx").symlink_to(shared_fsx)
         (self.sim / "mounts").write_text("".join(f"{self.root}{m}\n" for m in mounts))
         for mount in mounts:
             (self.root / mount.lstrip("/")).mkdir(parents=True, exist_ok=True)

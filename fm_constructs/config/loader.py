@@ -29,10 +29,11 @@ from fm_constructs.config.model import (
     TrainingGoalConfig,
     WorkloadConfig,
 )
-from fm_constructs.config.reader import OUT_OF_RANGE, REQUIRED, TableReader
+from fm_constructs.config.reader import OUT_OF_RANGE, REQUIRED, WRONG_TYPE, TableReader
 from fm_constructs.config.rules import check_profile, check_scale
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import MAX_BACKUP_RETENTION_DAYS
@@ -246,6 +247,7 @@ def _pretraining(t: TableReader) -> PretrainingConfig:
     return PretrainingConfig(
         **_common("pretraining", t),
         training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
+        users=_users(t),
         storage=_storage(_storage_table(t, "pretraining"), StorageConfig, default_enabled=True),
     )
 
@@ -256,6 +258,7 @@ def _post_training(t: TableReader) -> PostTrainingConfig:
         **_common("post_training", t),
         training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
         rollout=_rollout(t.table("rollout", _keys(RolloutConfig))),
+        users=_users(t),
         storage=_storage(
             storage,
             PostTrainingStorageConfig,
@@ -283,6 +286,32 @@ def _inference(t: TableReader) -> InferenceConfig:
 def _storage_table(t: TableReader, kind: str) -> TableReader:
     model = _table_model(WORKLOAD_MODELS[kind], "storage")
     return t.table("storage", _keys(model), elsewhere=_elsewhere(kind, "storage"))
+
+
+def _users(t: TableReader) -> tuple[ClusterUser, ...]:
+    """``[[<workload>.users]]``: an array of tables, each read with its index in the key path
+    (``pretraining.users[1].uid``); the rules check names and ids."""
+    if not t.has("users"):
+        return ()
+    entries = t.data["users"]
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        t.problems.add(
+            t.key_path("users"),
+            entries,
+            "must be an array of tables ([[<workload>.users]] with name and uid)",
+            code=WRONG_TYPE,
+        )
+        return ()
+    users: list[ClusterUser] = []
+    for index, entry in enumerate(entries):
+        u = TableReader(entry, f"{t.key_path('users')}[{index}]", t.problems, _keys(ClusterUser))
+        name = u.string("name", required=True)
+        uid = u.integer("uid", required=True)
+        gid = u.integer("gid")
+        groups = u.string_list("groups")
+        if name is not None and uid is not None:
+            users.append(ClusterUser(name=name, uid=uid, gid=gid, groups=groups))
+    return tuple(users)
 
 
 def _capacity(t: TableReader) -> CapacityConfig:

@@ -15,6 +15,7 @@ from fm_constructs.domain.defaults import (
     ROOT_VOLUME_SIZE_GIB,
     TARGET_MFU,
 )
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import DEFAULT_READ_MB_S_PER_NODE
 from fm_constructs.planning.kubernetes_versions import (
@@ -359,7 +360,7 @@ class WorkloadConfig:
     root_volume_size_gib: int = field(
         default=ROOT_VOLUME_SIZE_GIB,
         metadata={
-            "doc": f"Encrypted gp3 root volume of each node ({ROOT_VOLUME_MIN_GIB} to {ROOT_VOLUME_MAX_GIB} GiB)."
+            "doc": f"'eks': encrypted gp3 root volume of each node ({ROOT_VOLUME_MIN_GIB} to {ROOT_VOLUME_MAX_GIB} GiB). HyperPod sizes its nodes' root volumes itself (the API takes no size for them); its nodes keep containers and data on the NVMe and a 500 GiB volume at /opt/sagemaker."
         },
     )
     storage: StorageConfig = field(
@@ -403,6 +404,12 @@ class TrainingWorkloadConfig(WorkloadConfig):
     training_goal: TrainingGoalConfig = field(
         default_factory=TrainingGoalConfig,
         metadata={"doc": "The [pretraining.training_goal] or [post_training.training_goal] table."},
+    )
+    users: tuple[ClusterUser, ...] = field(
+        default=(),
+        metadata={
+            "doc": "'hyperpod-slurm': the [[<workload>.users]] of the cluster, created on every node with a home on the file system (<mount>/home/<name>) and an SSH key pair; the image's ubuntu user gets the same."
+        },
     )
 
 

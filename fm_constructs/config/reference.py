@@ -21,6 +21,7 @@ from fm_constructs.config.model import (
     TrainingWorkloadConfig,
     WorkloadConfig,
 )
+from fm_constructs.domain.users import ClusterUser
 
 #: (heading, model, introduction, the model whose keys are documented in another section).
 _TABLES: tuple[tuple[str, type[Any], str, type[Any] | None], ...] = (
@@ -74,6 +75,13 @@ _TABLES: tuple[tuple[str, type[Any], str, type[Any] | None], ...] = (
         "[post_training.rollout]",
         RolloutConfig,
         "RL post-training: a generation group beside the trainer group.",
+        None,
+    ),
+    (
+        "[[pretraining.users]], [[post_training.users]]",
+        ClusterUser,
+        "`hyperpod-slurm`: one table per user of the cluster, created alike on every node with "
+        "its home and an SSH key pair on the workload's file system.",
         None,
     ),
     (

@@ -22,6 +22,7 @@ from fm_constructs.config.model import (
 )
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE
 from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
+from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB, ROOT_VOLUME_SIZE_GIB
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_block import check_capacity_block_times
 from fm_constructs.planning.capacity_ids import (
@@ -36,6 +37,7 @@ from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.planning.serving_layout import plan_layout
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.rules import platform as platform_rules
+from fm_constructs.rules import users as user_rules
 from fm_constructs.rules import workloads as workload_rules
 from fm_constructs.rules.findings import Finding, Severity, info
 
@@ -75,6 +77,19 @@ HYPERPOD_VERSION = info(
     "FM206",
     "SageMaker HyperPod attaches to EKS clusters of a narrower list of Kubernetes versions.",
     "Set platform.kubernetes_version to a version both HyperPod and the library support.",
+)
+USERS_HERE = info(
+    "FM332",
+    "Cluster users are created by the HyperPod Slurm lifecycle scripts, with their homes on the "
+    "workload's file system: other orchestrators, or a workload without storage, take none.",
+    "Remove the users table, or use orchestrator 'hyperpod-slurm' with storage enabled.",
+)
+ROOT_VOLUME = info(
+    "FM334",
+    "HyperPod sizes each node's root volume itself: the API takes no size for it "
+    "(ClusterEbsVolumeConfig.RootVolume), so root_volume_size_gib would be ignored.",
+    "Remove root_volume_size_gib from the HyperPod workload; its nodes keep containers and "
+    "data on the instance NVMe and the extra volume at /opt/sagemaker.",
 )
 NO_WORKLOAD = info(
     "FM106",
@@ -136,11 +151,13 @@ def check_profile(profile: Profile) -> list[Finding]:
         )
     for workload in profile.enabled_workloads:
         findings += _check_workload(profile, workload)
+        findings += _check_root_volume(workload)
         findings += _check_storage(workload.name, workload.storage)
         if isinstance(workload, PostTrainingConfig):
             findings += _check_post_training_extras(profile, workload)
         if isinstance(workload, TrainingWorkloadConfig):
             findings += _check_training_goal(workload)
+            findings += _check_users(workload)
         if isinstance(workload, InferenceConfig):
             findings += _check_inference(workload)
     findings += _check_hyperpod_kubernetes_version(profile)
@@ -158,6 +175,57 @@ def _check_hyperpod_kubernetes_version(profile: Profile) -> list[Finding]:
     return [
         Finding(HYPERPOD_VERSION, Severity.ERROR, "", version, message)
         for message in hyperpod_eks_problems(version, key="platform.kubernetes_version")
+    ]
+
+
+def _check_users(w: TrainingWorkloadConfig) -> list[Finding]:
+    """Users are a HyperPod Slurm feature with homes on the workload's file system."""
+    if not w.users:
+        return []
+    key = f"{w.name}.users"
+    names = [u.name for u in w.users]
+    if w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
+        return [
+            _finding(
+                USERS_HERE,
+                key,
+                names,
+                f"only 'hyperpod-slurm' workloads create cluster users, this one is "
+                f"{w.orchestrator.value!r}",
+                "remove the users (EKS: give people access with Kubernetes RBAC)",
+            )
+        ]
+    out = user_rules.check_users(w.users, key=key)
+    if not w.storage.enabled:
+        out.append(
+            _finding(
+                USERS_HERE,
+                key,
+                names,
+                f"the users' homes and SSH keys live on the workload's file system, and "
+                f"{w.name}.storage.enabled is false",
+                f"set {w.name}.storage.enabled = true, or remove the users",
+            )
+        )
+    return out
+
+
+def _check_root_volume(w: WorkloadConfig) -> list[Finding]:
+    """HyperPod's API has no root volume size (botocore sagemaker ClusterEbsVolumeConfig:
+    with RootVolume "You can't specify the VolumeSizeInGB field. The size of the root volume
+    is determined for you"); a size other than the default would silently not apply."""
+    if w.orchestrator not in HYPERPOD or w.root_volume_size_gib == ROOT_VOLUME_SIZE_GIB:
+        return []
+    return [
+        _finding(
+            ROOT_VOLUME,
+            f"{w.name}.root_volume_size_gib",
+            w.root_volume_size_gib,
+            "does not apply to HyperPod, which sizes each node's root volume itself (the "
+            "SageMaker API takes no size for it)",
+            "remove the key; HyperPod nodes keep containers and data on the instance NVMe and "
+            f"the {HYPERPOD_EBS_VOLUME_GIB} GiB volume at /opt/sagemaker",
+        )
     ]
 
 

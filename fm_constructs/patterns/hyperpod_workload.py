@@ -11,6 +11,7 @@ from constructs import Construct
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.observability import AlertTopic, HyperPodHealthEvents, IPrometheusWorkspace
 from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import (
@@ -37,7 +38,8 @@ class HyperPodAcceleratedWorkload(Construct):
     EKS: a private EKS cluster with the HyperPod dependencies, scraped into ``workspace``.
     HyperPod node health events go to ``alert_topic``. ``efa_layout`` picks the network
     interfaces of the accelerated group (efa-only by default, as the IP budget counts them).
-    ``extra_instance_groups`` (e.g. an RL rollout group) join the same cluster.
+    ``extra_instance_groups`` (e.g. an RL rollout group) join the same cluster. ``users``
+    (Slurm, with ``file_system``): accounts on every node with homes and SSH keys on FSx.
 
     ``eks_cluster`` (EKS only): an existing cluster to orchestrate the HyperPod nodes, such as
     the platform's shared cluster, whose own scraper then collects the metrics. Without it a
@@ -70,6 +72,7 @@ class HyperPodAcceleratedWorkload(Construct):
         eks_cluster: GpuEksCluster | None = None,
         name: str = "post_training",
         training: bool = True,
+        users: Sequence[ClusterUser] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.eks_cluster: GpuEksCluster | None = None
@@ -118,6 +121,7 @@ class HyperPodAcceleratedWorkload(Construct):
             eks_cluster=self.eks_cluster,
             lustre=file_system,
             prometheus=workspace if orchestrator is Orchestrator.SLURM else None,
+            users=users,
         )
         # EKS orchestration: the workload's namespace, FSx claim, Kueue queues and EFA-aware
         # Trainer runtimes on the cluster (shared or its own).

@@ -16,6 +16,7 @@ RULE_MODULES = (
     "fm_constructs.rules.workloads",
     "fm_constructs.rules.inference",
     "fm_constructs.rules.scale",
+    "fm_constructs.rules.users",
     "fm_constructs.cli.preflight",
 )
 

@@ -21,6 +21,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
 from fm_constructs.compute import CapacitySource
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import PrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
@@ -654,3 +655,15 @@ def test_rejects_eks_without_cluster_and_slurm_layout_errors() -> None:
     assert "EKS-orchestrated clusters have worker groups only" in text
     with pytest.raises(FmValidationError, match="exactly one controller group"):
         _build(instance_groups=_workers()[1:])
+
+
+def test_rejects_users_without_a_file_system_or_with_bad_ids() -> None:
+    with pytest.raises(FmValidationError, match=r"users: need lustre: their homes"):
+        _build(users=[ClusterUser(name="alice", uid=2001)])
+    with pytest.raises(FmValidationError) as raised:
+        _build(users=[ClusterUser(name="root", uid=5), ClusterUser(name="bob", uid=5)])
+    text = str(raised.value)
+    assert "users[0].name: is an account of the node image" in text
+    assert "users[0].uid: must be 2000 to 59999" in text
+    assert "users[1].uid: is already used by users[0] (root)" in text
+    assert set(raised.value.codes) >= {"FM330", "FM331"}

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.orchestration.hyperpod import (
     InstanceGroup,
     Orchestrator,
@@ -44,6 +45,12 @@ SLURM_CONF = f"ClusterName=fm\nSlurmctldHost=ip-10-1-0-10({CONTROLLER_IP})\n"
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
 
+USERS = (
+    ClusterUser(name="alice", uid=2001),
+    ClusterUser(name="bob", uid=2002, gid=3000, groups=("docker", "sudo")),
+)
+
+
 def slurm_params() -> dict[str, Any]:
     return provisioning_parameters(
         orchestrator=Orchestrator.SLURM,
@@ -57,6 +64,7 @@ def slurm_params() -> dict[str, Any]:
             "efa_enabled": True,
         },
         prometheus_remote_write_url="https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write",
+        users=USERS,
     )
 
 
@@ -105,9 +113,11 @@ def test_worker_mounts_fsx_over_efa_and_runs_containers_and_slurmd(tmp_path: Pat
     )
     assert "x-systemd.requires=network-online.target" in entry and "network.service" not in entry
     assert "x-systemd.requires=fm-lnet-efa.service" in entry
-    # The after-FSx steps ran: the default user owns its directory on the shared file system.
-    assert sim.exists("fsx/ubuntu")
-    assert f"chown 1000:1000 {sim.root}/fsx/ubuntu" in run.calls
+    # The after-FSx steps ran: the default user's home is on the shared file system.
+    assert sim.file("sim/passwd").startswith("ubuntu:x:1000:1000::/fsx/home/ubuntu:")
+    # The Lustre client's metapackage is held, so an upgrade cannot bring in a new kernel.
+    assert "apt-mark hold lustre-client-modules-aws" in run.calls
+    assert sim.exists("sim/held/lustre-client-modules-aws")
     # LNet over EFA as the FSx guide does it for p5: every fourth of the 32 devices, persisted.
     efa_adds = [c for c in run.calls if c.startswith("lnetctl net add --net efa")]
     assert (
@@ -248,6 +258,10 @@ def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
     assert sum(c.startswith("mount -t lustre") for c in again.calls) == 0
     assert not any(c.startswith(("curl", "make")) for c in again.calls)
     assert sim.file("opt/slurm/etc/plugstack.conf").count("spank_pyxis.so") == 1
+    assert "already held" in again.output
+    assert not any(
+        c.startswith(("apt-mark hold", "useradd", "groupadd", "ssh-keygen")) for c in again.calls
+    )
 
 
 # -------------------------------------------------------------------- controller and login
@@ -497,3 +511,107 @@ def test_eks_node_moves_containerd_and_kubelet_state_to_the_extra_volume(tmp_pat
     # No Slurm, no host FSx mount (pods use the CSI driver) and no resource-config lookup.
     assert not any(c.startswith(("mount -t lustre", "ip -4 route get")) for c in run.calls)
     assert_units_verify(sim)
+
+
+# ------------------------------------------------------------------------------------ users
+
+
+def _passwd(sim: SimulatedNode) -> dict[str, str]:
+    return {line.split(":")[0]: line for line in sim.file("sim/passwd").splitlines()}
+
+
+def test_users_get_the_same_accounts_shared_homes_and_one_key_pair_on_every_node(
+    tmp_path: Path,
+) -> None:
+    """The controller, the login node and a worker mount one file system: every node has the
+    same accounts, homes on /fsx/home and one key pair per user, authorized once."""
+    shared = tmp_path / "fsx"
+    nodes = [
+        node(tmp_path / role, role, shared_fsx=shared) for role in ("controller", "login", "worker")
+    ]
+    runs = [sim.run() for sim in nodes]
+    for run in runs:
+        assert run.returncode == 0, run.output
+    keygens = sum(c.startswith("ssh-keygen -q -t ed25519") for run in runs for c in run.calls)
+    assert keygens == 3  # ubuntu, alice and bob: once each, on the first node
+    expected = {
+        "ubuntu": "ubuntu:x:1000:1000::/fsx/home/ubuntu:/bin/bash",
+        "alice": "alice:x:2001:2001::/fsx/home/alice:/bin/bash",
+        "bob": "bob:x:2002:3000::/fsx/home/bob:/bin/bash",
+    }
+    for sim in nodes:
+        assert _passwd(sim) == expected
+        groups = sim.file("sim/group").splitlines()
+        assert "alice:x:2001:" in groups and "bob:x:3000:" in groups
+        assert "sudo:x:27:ubuntu,bob" in groups
+        assert any(g.startswith("docker:x:") and g.endswith(":bob") for g in groups)
+        ssh = sim.file("etc/ssh/ssh_config.d/fm-cluster.conf")
+        assert "Host localhost 127.0.0.1 ip-*-*-*-*" in ssh and "StrictHostKeyChecking no" in ssh
+    for user, uid, gid in (("ubuntu", 1000, 1000), ("alice", 2001, 2001), ("bob", 2002, 3000)):
+        dot_ssh = shared / "home" / user / ".ssh"
+        public = (dot_ssh / "id_ed25519.pub").read_text().strip()
+        assert public.endswith(f"{user}@fm-test")
+        assert (dot_ssh / "authorized_keys").read_text().splitlines().count(public) == 1
+        assert dot_ssh.stat().st_mode & 0o777 == 0o700
+        assert (dot_ssh / "id_ed25519").stat().st_mode & 0o777 == 0o600
+        assert (dot_ssh / "authorized_keys").stat().st_mode & 0o777 == 0o600
+        assert f"chown -R {uid}:{gid} {nodes[0].root}/fsx/home/{user}/.ssh" in runs[0].calls
+    # Homes start from the default user's old home and from /etc/skel.
+    assert (shared / "home" / "ubuntu" / ".bashrc").read_text() == "# the AMI's .bashrc\n"
+    assert (shared / "home" / "alice" / ".profile").exists()
+    # A re-run keeps the keys and adds nothing.
+    keys = {u: (shared / "home" / u / ".ssh" / "authorized_keys").read_text() for u in expected}
+    again = nodes[2].run()
+    assert again.returncode == 0, again.output
+    assert not any(
+        c.startswith(("ssh-keygen", "useradd", "groupadd", "usermod --home")) for c in again.calls
+    )
+    assert keys == {
+        u: (shared / "home" / u / ".ssh" / "authorized_keys").read_text() for u in expected
+    }
+
+
+@pytest.mark.parametrize(
+    ("passwd", "group", "message"),
+    [
+        (
+            "carol:x:2001:2001::/home/carol:/bin/bash\n",
+            "",
+            "uid 2001 (for user alice) belongs to user carol",
+        ),
+        (
+            "alice:x:2005:2005::/home/alice:/bin/bash\n",
+            "",
+            "user alice is 2001:2001 in the profile but 2005:2005",
+        ),
+        ("", "staff:x:3000:\n", "gid 3000 (for group bob) belongs to group staff"),
+    ],
+    ids=["uid-taken", "name-with-other-uid", "gid-taken"],
+)
+def test_an_account_that_clashes_with_the_profile_stops_the_users_step(
+    tmp_path: Path, passwd: str, group: str, message: str
+) -> None:
+    sim = node(tmp_path, "worker")
+    with (sim.sim / "passwd").open("a") as handle:
+        handle.write(passwd)
+    with (sim.sim / "group").open("a") as handle:
+        handle.write(group)
+    (sim.root / "fsx").mkdir()
+    params = str(sim.scripts / "provisioning_parameters.json")
+    run = sim.run("after_fsx.d/10-users.sh", "worker", "workers", params)
+    assert run.returncode != 0
+    assert message in run.output
+
+
+def test_hotfix_waits_for_dpkg_and_skips_what_is_not_installed(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    sim.inject("dpkg-lock-failures", 2)
+    run = sim.run("hotfix.sh")
+    assert run.returncode == 0, run.output
+    assert sum(c == "apt-mark hold lustre-client-modules-aws" for c in run.calls) == 3
+    assert "held lustre-client-modules-aws" in run.output
+    bare = node(tmp_path / "bare", "worker", packages=())
+    run = bare.run("hotfix.sh")
+    assert run.returncode == 0, run.output
+    assert "lustre-client-modules-aws is not installed; nothing to hold" in run.output
+    assert not any(c.startswith("apt-mark hold") for c in run.calls)

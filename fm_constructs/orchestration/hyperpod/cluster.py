@@ -25,6 +25,7 @@ from constructs import Construct
 if TYPE_CHECKING:
     from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
 
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.observability import IPrometheusWorkspace
@@ -51,6 +52,7 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
 )
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
+from fm_constructs.rules.users import check_users
 from fm_constructs.storage import LustreFileSystem
 
 CLUSTER_NAME_MAX_LENGTH = 63
@@ -82,6 +84,9 @@ class HyperPodCluster(Construct):
     - ``lifecycle_bucket``: where the lifecycle scripts go; a small bucket is created when absent.
     - ``cluster_name``: derived from the construct path when absent. It is create-only:
       changing it (or the construct path) replaces the cluster.
+    - ``users``: Slurm only, with ``lustre``: accounts created alike on every node, each with
+      its home at ``<lustre_mount_point>/home/<name>`` and an SSH key pair there (the image's
+      ``ubuntu`` user gets the same), so ``srun`` and MPI over ssh work for each of them.
     - ``removal_policy``: DESTROY by default. A HyperPod cluster holds no data of its own
       (datasets and checkpoints live on FSx and S3), and a retained one keeps billing
       accelerator hours and holds network interfaces in the VPC.
@@ -110,6 +115,7 @@ class HyperPodCluster(Construct):
         training_operator: bool = True,
         task_governance: bool = False,
         removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
+        users: Sequence[ClusterUser] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         orchestrator = Orchestrator(orchestrator)
@@ -131,6 +137,7 @@ class HyperPodCluster(Construct):
             )
         if not lustre_mount_point.startswith("/"):
             problems.add("lustre_mount_point", lustre_mount_point, "must be an absolute path")
+        self._check_users(problems, users, orchestrator, lustre)
         problems.raise_if_any()
 
         self.orchestrator = orchestrator
@@ -180,6 +187,7 @@ class HyperPodCluster(Construct):
             instance_groups=groups,
             fsx=fsx,
             prometheus_remote_write_url=prometheus.remote_write_url if prometheus else None,
+            users=users,
         )
         self.lifecycle = LifecycleScripts(
             self, "Lifecycle", parameters=parameters, bucket=lifecycle_bucket
@@ -360,6 +368,31 @@ class HyperPodCluster(Construct):
                 cluster_arn=eks_cluster.cluster_arn
             )
         )
+
+    @staticmethod
+    def _check_users(
+        problems: Problems,
+        users: Sequence[ClusterUser],
+        orchestrator: Orchestrator,
+        lustre: LustreFileSystem | None,
+    ) -> None:
+        """The profile's rules on users (:mod:`fm_constructs.rules.users`), plus what the
+        lifecycle scripts need: Slurm, and a file system for the homes."""
+        if not users:
+            return
+        problems.add_findings(check_users(users))
+        if orchestrator is not Orchestrator.SLURM:
+            problems.add(
+                "users",
+                [u.name for u in users],
+                "are created by the Slurm lifecycle scripts only; remove them for Orchestrator.EKS",
+            )
+        elif lustre is None:
+            problems.add(
+                "users",
+                [u.name for u in users],
+                "need lustre: their homes and SSH keys live on the shared file system",
+            )
 
     @staticmethod
     def _check_orchestrator(

@@ -23,6 +23,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from fm_constructs import pins
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
@@ -148,6 +149,7 @@ def provisioning_parameters(
     instance_groups: Sequence[InstanceGroup],
     fsx: dict[str, Any] | None = None,
     prometheus_remote_write_url: str | None = None,
+    users: Sequence[ClusterUser] = (),
 ) -> dict[str, Any]:
     """The ``provisioning_parameters.json`` HyperPod's agent and the lifecycle scripts read
     (values may be CDK tokens; BucketDeployment substitutes them at deploy time). The agent
@@ -157,6 +159,8 @@ def provisioning_parameters(
     ``controller_group``, ``login_group``, ``worker_groups`` (see
     :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
     ``mount_point``, ``efa_enabled``) or null, ``prometheus`` (``remote_write_url``) or null,
+    ``users`` (see :meth:`ClusterUser.parameters`; created on every Slurm node, homes under
+    ``<mount_point>/home``),
     ``exporter_ports``, ``efa_exporter_image``, and the pinned ``node_exporter_version``,
     ``prometheus_version``, ``slurm_exporter_version`` and ``dcgm_exporter_image`` that
     ``metrics.sh`` installs and the ``enroot_version`` and ``pyxis_version`` that
@@ -186,6 +190,7 @@ def provisioning_parameters(
             if prometheus_remote_write_url is not None
             else None
         ),
+        "users": [user.parameters() for user in users],
         "exporter_ports": dict(EXPORTER_PORTS),
         "efa_exporter_image": efa_exporter_image(region),
         "node_exporter_version": pins.binary("node_exporter").version,

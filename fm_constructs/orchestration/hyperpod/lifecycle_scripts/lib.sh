@@ -31,31 +31,50 @@ declare -gA FM_PARAM_VALUES=()
 FM_PARAMS_LOADED=""
 
 load_params() {
-  # Read provisioning_parameters.json ($PARAMS) once into FM_PARAM_VALUES, flattened to dotted
-  # keys; worker groups are keyed by name (worker_groups.<group>.<key>).
+  # Read provisioning_parameters.json ($PARAMS) into FM_PARAM_VALUES, flattened to dotted
+  # keys: lists of tables are keyed by each entry's instance_group_name or name
+  # (worker_groups.<group>.<key>, users.<name>.uid) and the list itself holds those names,
+  # space-separated (users = "alice bob"); lists of values are joined by commas. The flat
+  # text is exported (FM_PARAMS_FLAT, for FM_PARAMS_FILE), so the scripts a script starts
+  # read the file no second time.
   local key value
   FM_PARAM_VALUES=()
-  while IFS=$'\t' read -r key value; do
-    FM_PARAM_VALUES["$key"]="$value"
-  done < <(python3 - "$PARAMS" <<'PY'
+  if [[ "${FM_PARAMS_FILE:-}" != "$PARAMS" ]]; then
+    FM_PARAMS_FLAT="$(python3 - "$PARAMS" << 'PY'
 import json, sys
+
+def text(value):
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 def walk(prefix, value):
     if isinstance(value, dict):
         for key, item in value.items():
             yield from walk(prefix + key + ".", item)
     elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, dict) and "instance_group_name" in item:
-                yield from walk(prefix + str(item["instance_group_name"]) + ".", item)
+        tables = [item for item in value if isinstance(item, dict)]
+        if tables:
+            names = []
+            for item in tables:
+                name = item.get("instance_group_name", item.get("name"))
+                if name is not None:
+                    names.append(str(name))
+                    yield from walk(prefix + str(name) + ".", item)
+            yield prefix[:-1], " ".join(names)
+        else:
+            yield prefix[:-1], ",".join(text(item) for item in value)
     elif value is not None:
-        yield prefix[:-1], str(value).lower() if isinstance(value, bool) else str(value)
+        yield prefix[:-1], text(value)
 
 with open(sys.argv[1]) as handle:
-    for key, text in walk("", json.load(handle)):
-        print(key + "\t" + text)
+    for key, value in walk("", json.load(handle)):
+        print(key + "\t" + value)
 PY
-  )
+    )"
+    export FM_PARAMS_FILE="$PARAMS" FM_PARAMS_FLAT
+  fi
+  while IFS=$'\t' read -r key value; do
+    [[ -n "$key" ]] && FM_PARAM_VALUES["$key"]="$value"
+  done <<< "$FM_PARAMS_FLAT"
   FM_PARAMS_LOADED=1
 }
 

@@ -6,13 +6,15 @@
 # /opt/ml/config/resource_config.json). Every step is idempotent, so the script can run again on
 # the same node (UpdateClusterSoftware, a replaced node, a retried creation).
 #
+# Every node first holds the packages an unattended upgrade must not move (hotfix.sh).
 # Slurm nodes, in order:
 #   1. wait for DNS to settle (HyperPod's agent restarts systemd-resolved while nodes boot);
 #   2. find this node's address by route lookup (with retries) and with it its group and role;
 #   3. the NCCL/EFA environment (nccl_env.sh);
 #   4. FSx for Lustre, retried and verified, remounted at boot (mount_fsx.sh);
 #   5. the steps that need the shared file system, in after_fsx.d/*.sh (name order), each
-#      called as `bash <step> <role> <group> <params>`;
+#      called as `bash <step> <role> <group> <params>`: the cluster's users with their homes
+#      and SSH keys on it (10-users.sh), the job scripts (50-job-scripts.sh);
 #   6. containers: Docker and enroot data on the NVMe, the pyxis SPANK plugin (containers.sh);
 #   7. Slurm for this node's role, with accounting on the controller (setup_slurm.sh);
 #   8. metrics, off the critical path: a timer installs the exporters and retries until they
@@ -35,6 +37,7 @@ exec > >(tee -a "${LOG_DIR}/on_create.log") 2>&1
 
 WORKLOAD_MANAGER="$(param workload_manager)"
 echo "on_create: workload manager ${WORKLOAD_MANAGER}, resource configuration ${RESOURCE_CONFIG}"
+bash "${SCRIPT_DIR}/hotfix.sh"
 
 if [[ "$WORKLOAD_MANAGER" == "eks" ]]; then
   bash "${SCRIPT_DIR}/node_storage.sh"
@@ -93,10 +96,10 @@ ADDRESS_ARGS=()
 while read -r address; do
   ADDRESS_ARGS+=(--local-ip "$address")
 done < <(node_addresses)
-GROUP="$(python3 "${SCRIPT_DIR}/slurm_config.py" group --params "$PARAMS" \
+NODE="$(python3 "${SCRIPT_DIR}/slurm_config.py" node --params "$PARAMS" \
   --resource-config "$RESOURCE_CONFIG" "${ADDRESS_ARGS[@]}")"
-ROLE="$(python3 "${SCRIPT_DIR}/slurm_config.py" role --params "$PARAMS" \
-  --resource-config "$RESOURCE_CONFIG" "${ADDRESS_ARGS[@]}")"
+GROUP="${NODE% *}"
+ROLE="${NODE##* }"
 echo "on_create: group=${GROUP} role=${ROLE}"
 
 bash "${SCRIPT_DIR}/nccl_env.sh"
@@ -105,7 +108,7 @@ FSX_DNS="$(param fsx.dns_name)"
 if [[ -n "$FSX_DNS" ]]; then
   bash "${SCRIPT_DIR}/mount_fsx.sh" "$FSX_DNS" "$(param fsx.mount_name)" \
     "$(param fsx.mount_point)" "$(param fsx.efa_enabled)" "$(group_param "$GROUP" instance_type)"
-  # Steps that need the shared file system (job templates, shared directories) go here.
+  # Steps that need the shared file system (users and their homes, job templates).
   for step in "${SCRIPT_DIR}"/after_fsx.d/*.sh; do
     [[ -e "$step" ]] || continue
     echo "on_create: running $(basename "$step")"

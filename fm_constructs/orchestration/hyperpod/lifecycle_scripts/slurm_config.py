@@ -122,7 +122,7 @@ def gres_conf(params: dict[str, Any], slurm_lib: str | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "command", choices=["role", "group", "controllers", "slurm-conf-ready", "gres"]
+        "command", choices=["node", "role", "group", "controllers", "slurm-conf-ready", "gres"]
     )
     parser.add_argument("--params", required=True)
     parser.add_argument("--resource-config", default=RESOURCE_CONFIG_PATH)
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         "--local-ip",
         action="append",
         default=[],
-        help="for role and group: a candidate address of this node (repeat, best first)",
+        help="for node, role and group: a candidate address of this node (repeat, best first)",
     )
     parser.add_argument("--slurm-lib", help="for gres: the Slurm plugin directory")
     parser.add_argument("--slurm-conf", help="for slurm-conf-ready: the slurm.conf to check")
@@ -140,7 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(gres_conf(params, args.slurm_lib))
         return 0
     resource_config = load_json(args.resource_config)
-    if args.command == "role":
+    if args.command == "node":  # both at once: "<group> <role>"
+        group = node_group(resource_config, args.local_ip)
+        sys.stdout.write(f"{group} {node_role(resource_config, params, args.local_ip)}\n")
+    elif args.command == "role":
         sys.stdout.write(node_role(resource_config, params, args.local_ip) + "\n")
     elif args.command == "group":
         sys.stdout.write(node_group(resource_config, args.local_ip) + "\n")
