@@ -24,14 +24,15 @@ from typing import Any
 
 from fm_constructs.orchestration.hyperpod import scripts_directory
 
-STUB = r"""#!/usr/bin/env bash
-# Stubbed system command of the simulated HyperPod node.
-name="$(basename "$0")"
+STUB = r"""#!/bin/bash
+# Stubbed system command of the simulated HyperPod node (no forks of its own where bash can do
+# the work: every script calls these hundreds of times).
+name="${0##*/}"
 sim="${FM_ROOT}/sim"
 echo "${name} $*" >> "${sim}/calls.log"
 countdown() {  # countdown <file>: true (and one less) while the file holds a positive count
   local n
-  n="$(cat "$1" 2> /dev/null || echo 0)"
+  n=0; [[ -f "$1" ]] && n="$(< "$1")"
   if (( n > 0 )); then echo $((n - 1)) > "$1"; return 0; fi
   return 1
 }
@@ -81,9 +82,9 @@ case "$name" in
   ip)
     if [[ "$*" == *"route get"* ]]; then
       countdown "${sim}/route-failures" && exit 2
-      echo "10.254.254.254 via 10.1.0.1 dev ens5 src $(cat "${sim}/route-ip") uid 0"
+      echo "10.254.254.254 via 10.1.0.1 dev ens5 src $(< "${sim}/route-ip") uid 0"
     elif [[ "$*" == *"route show default"* ]]; then
-      echo "default via 10.1.0.1 dev ens5 proto dhcp src $(cat "${sim}/route-ip") metric 100"
+      echo "default via 10.1.0.1 dev ens5 proto dhcp src $(< "${sim}/route-ip") metric 100"
     fi
     exit 0 ;;
   getent)

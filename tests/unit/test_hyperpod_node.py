@@ -250,6 +250,8 @@ def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
     assert sim.run().returncode == 0
     snapshot = {p: p.read_text() for p in sim.units()}
     fstab = sim.file("etc/fstab")
+    accounts = (sim.file("sim/passwd"), sim.file("sim/group"))
+    keys = sim.file("fsx/home/alice/.ssh/authorized_keys")
     again = sim.run()
     assert again.returncode == 0, again.output
     assert sim.file("etc/fstab") == fstab and fstab.count(" /fsx ") == 1
@@ -259,6 +261,8 @@ def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
     assert not any(c.startswith(("curl", "make")) for c in again.calls)
     assert sim.file("opt/slurm/etc/plugstack.conf").count("spank_pyxis.so") == 1
     assert "already held" in again.output
+    assert (sim.file("sim/passwd"), sim.file("sim/group")) == accounts
+    assert sim.file("fsx/home/alice/.ssh/authorized_keys") == keys
     assert not any(
         c.startswith(("apt-mark hold", "useradd", "groupadd", "ssh-keygen")) for c in again.calls
     )
@@ -267,7 +271,7 @@ def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
 # -------------------------------------------------------------------- controller and login
 
 
-def test_controller_sets_up_accounting_gres_and_slurmctld(tmp_path: Path) -> None:
+def test_controller_sets_up_accounting_gres_job_hooks_and_slurmctld(tmp_path: Path) -> None:
     sim = node(tmp_path, "controller")
     run = sim.run()
     assert run.returncode == 0, run.output
@@ -292,11 +296,23 @@ def test_controller_sets_up_accounting_gres_and_slurmctld(tmp_path: Path) -> Non
     # No enroot or pyxis build on the controller; it serves plugstack.conf.
     assert not sim.exists("usr/local/lib/slurm/spank_pyxis.so")
     assert "spank_pyxis.so" in sim.file("opt/slurm/etc/plugstack.conf")
+    # Slurm runs the job hooks (slurmctld checks the scripts exist on the controller too) and
+    # its logs rotate.
+    hooks = sim.file("opt/slurm/etc/fm-hooks.conf")
+    assert hooks == (
+        "Prolog=/opt/slurm/etc/scripts/fm-prolog.sh\nEpilog=/opt/slurm/etc/scripts/fm-epilog.sh\n"
+    )
+    assert (sim.root / "opt/slurm/etc/scripts/fm-prolog.sh").stat().st_mode & 0o111
+    assert sim.file("opt/slurm/etc/scripts/fm-node.env") == "EXPECTED_GPUS=0\n"
+    rotation = sim.file("etc/logrotate.d/fm-slurm")
+    assert rotation.startswith("/var/log/slurm/*.log {") and "SIGUSR2 slurmctld" in rotation
     assert_units_verify(sim)
-    # A second run keeps the password and one include line.
+    # A second run keeps the password and one include line of each.
     assert sim.run().returncode == 0
     assert f"StoragePass={password}" in slurmdbd.read_text()
-    assert sim.file("opt/slurm/etc/slurm.conf").count("accounting.conf") == 1
+    slurm_conf = sim.file("opt/slurm/etc/slurm.conf")
+    assert slurm_conf.count("accounting.conf") == 1
+    assert slurm_conf.count("include /opt/slurm/etc/fm-hooks.conf") == 1
 
 
 def test_controller_runs_the_slurm_exporter_the_agent_scrapes(tmp_path: Path) -> None:
@@ -338,22 +354,6 @@ def test_workers_run_no_slurm_exporter(tmp_path: Path) -> None:
     assert run.returncode == 0, run.output
     assert not sim.exists("etc/systemd/system/fm-slurm-exporter.service")
     assert not any("slurm_exporter" in c for c in run.calls)
-
-
-def test_controller_points_slurm_at_the_job_hooks_and_rotates_its_logs(tmp_path: Path) -> None:
-    sim = node(tmp_path, "controller")
-    assert sim.run().returncode == 0
-    hooks = sim.file("opt/slurm/etc/fm-hooks.conf")
-    assert hooks == (
-        "Prolog=/opt/slurm/etc/scripts/fm-prolog.sh\nEpilog=/opt/slurm/etc/scripts/fm-epilog.sh\n"
-    )
-    # slurmctld checks the scripts exist on the controller too.
-    assert (sim.root / "opt/slurm/etc/scripts/fm-prolog.sh").stat().st_mode & 0o111
-    assert sim.file("opt/slurm/etc/scripts/fm-node.env") == "EXPECTED_GPUS=0\n"
-    rotation = sim.file("etc/logrotate.d/fm-slurm")
-    assert rotation.startswith("/var/log/slurm/*.log {") and "SIGUSR2 slurmctld" in rotation
-    assert sim.run().returncode == 0
-    assert sim.file("opt/slurm/etc/slurm.conf").count("include /opt/slurm/etc/fm-hooks.conf") == 1
 
 
 def test_controller_keeps_a_prolog_hyperpod_configured(tmp_path: Path) -> None:
@@ -523,12 +523,11 @@ def _passwd(sim: SimulatedNode) -> dict[str, str]:
 def test_users_get_the_same_accounts_shared_homes_and_one_key_pair_on_every_node(
     tmp_path: Path,
 ) -> None:
-    """The controller, the login node and a worker mount one file system: every node has the
-    same accounts, homes on /fsx/home and one key pair per user, authorized once."""
+    """The controller and a worker mount one file system: both have the same accounts, homes
+    on /fsx/home and one key pair per user, authorized once (a second run changes nothing:
+    test_a_second_run_changes_nothing)."""
     shared = tmp_path / "fsx"
-    nodes = [
-        node(tmp_path / role, role, shared_fsx=shared) for role in ("controller", "login", "worker")
-    ]
+    nodes = [node(tmp_path / role, role, shared_fsx=shared) for role in ("controller", "worker")]
     runs = [sim.run() for sim in nodes]
     for run in runs:
         assert run.returncode == 0, run.output
@@ -559,16 +558,6 @@ def test_users_get_the_same_accounts_shared_homes_and_one_key_pair_on_every_node
     # Homes start from the default user's old home and from /etc/skel.
     assert (shared / "home" / "ubuntu" / ".bashrc").read_text() == "# the AMI's .bashrc\n"
     assert (shared / "home" / "alice" / ".profile").exists()
-    # A re-run keeps the keys and adds nothing.
-    keys = {u: (shared / "home" / u / ".ssh" / "authorized_keys").read_text() for u in expected}
-    again = nodes[2].run()
-    assert again.returncode == 0, again.output
-    assert not any(
-        c.startswith(("ssh-keygen", "useradd", "groupadd", "usermod --home")) for c in again.calls
-    )
-    assert keys == {
-        u: (shared / "home" / u / ".ssh" / "authorized_keys").read_text() for u in expected
-    }
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ export FM_ROOT="${FM_ROOT:-}"
 
 log() {
   # log <message...>: one line on stderr, named after the running script.
-  echo "$(basename "${0}"): $*" >&2
+  echo "${0##*/}: $*" >&2
 }
 
 retry() {
