@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from fm_constructs.rules import constructs as construct_codes
 from fm_constructs.rules.findings import Finding, Severity, info
 
-#: Code of a check that has no code of its own yet (construct arguments checked in place).
+#: Code of a problem raised by code that names none (a library user's own checks).
 GENERIC_CODE = info(
     "FM000",
     "An argument breaks a requirement of the construct or function it is passed to.",
@@ -23,11 +24,11 @@ GENERIC_CODE = info(
 )
 
 
-def as_finding(problem: str | Finding) -> Finding:
-    """A finding for ``problem``; a plain message becomes a generic error finding."""
+def as_finding(problem: str | Finding, code: str = GENERIC_CODE) -> Finding:
+    """A finding for ``problem``; a plain message becomes an error finding of ``code``."""
     if isinstance(problem, Finding):
         return problem
-    return Finding(GENERIC_CODE, Severity.ERROR, "", None, problem)
+    return Finding(code, Severity.ERROR, "", None, problem)
 
 
 class FmValidationError(ValueError):
@@ -38,8 +39,14 @@ class FmValidationError(ValueError):
     their codes. ``context`` names where: the profile file, or the construct path.
     """
 
-    def __init__(self, problems: Iterable[str | Finding], *, context: str | None = None) -> None:
-        self.findings: tuple[Finding, ...] = tuple(as_finding(p) for p in problems)
+    def __init__(
+        self,
+        problems: Iterable[str | Finding],
+        *,
+        context: str | None = None,
+        code: str = GENERIC_CODE,
+    ) -> None:
+        self.findings: tuple[Finding, ...] = tuple(as_finding(p, code) for p in problems)
         if not self.findings:
             raise ValueError("FmValidationError needs at least one problem")
         self.problems: tuple[str, ...] = tuple(f.message() for f in self.findings)
@@ -66,16 +73,29 @@ class Problems:
     Only error findings are kept; warnings are the caller's to show.
     """
 
-    def __init__(self, context: str | None = None, *, field_prefix: str = "") -> None:
+    def __init__(
+        self, context: str | None = None, *, field_prefix: str = "", code: str = GENERIC_CODE
+    ) -> None:
         self._items: list[Finding] = []
         self.context = context
         self.field_prefix = field_prefix
+        #: The code of problems added without one of their own.
+        self.code = code
 
     @classmethod
     def of(cls, construct: Any) -> Problems:
         """Problems of a construct's arguments, reported under its class and construct path
-        (``GpuLaunchTemplate Stack/Workload/LaunchTemplate``), so a user finds which one."""
-        return cls(context=f"{type(construct).__name__} {construct.node.path}")
+        (``GpuLaunchTemplate Stack/Workload/LaunchTemplate``), so a user finds which one,
+        with the construct's code (:data:`fm_constructs.rules.constructs.BY_CLASS`)."""
+        code = next(
+            (
+                construct_codes.BY_CLASS[klass.__name__]
+                for klass in type(construct).__mro__
+                if klass.__name__ in construct_codes.BY_CLASS
+            ),
+            GENERIC_CODE,
+        )
+        return cls(context=f"{type(construct).__name__} {construct.node.path}", code=code)
 
     def add(
         self,
@@ -83,16 +103,24 @@ class Problems:
         value: object,
         requirement: str,
         *,
-        code: str = GENERIC_CODE,
+        code: str | None = None,
         fix: str = "",
     ) -> None:
-        """Record that ``field`` holds ``value`` which breaks ``requirement``.
+        """Record that ``field`` holds ``value`` which breaks ``requirement`` (under
+        ``code``, else the collector's own).
 
         ``field_prefix`` (e.g. ``"pretraining.storage."``) lets a check written for a
         construct's own props report problems under a profile's key paths.
         """
         self._items.append(
-            Finding(code, Severity.ERROR, f"{self.field_prefix}{field}", value, requirement, fix)
+            Finding(
+                code or self.code,
+                Severity.ERROR,
+                f"{self.field_prefix}{field}",
+                value,
+                requirement,
+                fix,
+            )
         )
 
     def add_finding(self, finding: Finding) -> None:
@@ -104,13 +132,13 @@ class Problems:
         for finding in findings:
             self.add_finding(finding)
 
-    def add_message(self, message: str, *, code: str = GENERIC_CODE) -> None:
+    def add_message(self, message: str, *, code: str | None = None) -> None:
         """Record a problem already phrased in full (for rules spanning several fields)."""
-        self._items.append(Finding(code, Severity.ERROR, "", None, message))
+        self._items.append(Finding(code or self.code, Severity.ERROR, "", None, message))
 
     def extend(self, other: Iterable[str | Finding]) -> None:
         for problem in other:
-            finding = as_finding(problem)
+            finding = as_finding(problem, self.code)
             if finding.is_error:
                 self._items.append(finding)
 

@@ -53,6 +53,14 @@ from fm_constructs.planning.ip_budget import (
     DEFAULT_POD_COUNT,
 )
 from fm_constructs.planning.vpc_layout import subnet_prefixes
+from fm_constructs.rules.findings import info
+
+PLAN_OPTION = info(
+    "FM008",
+    "A command-line option of fmc plan does not fit the profile (such as --goal-workload "
+    "naming a workload that is not enabled).",
+    "Give a value the message lists.",
+)
 
 SCHEMA = "fmc.plan/v1"
 _BYTES_PER_GIB = 1024**3
@@ -355,7 +363,7 @@ def build_plan(
     many as kubelet admits and the VPC CNI can address).
     """
     region = profile.platform.region
-    problems = Problems()
+    problems = Problems(code=PLAN_OPTION)
     workloads: list[WorkloadPlan] = []
     enabled = profile.enabled_workloads
     if goal is not None and goal_workload not in {w.name for w in enabled}:

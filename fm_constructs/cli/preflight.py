@@ -52,53 +52,62 @@ CHECK_CODES: dict[str, str] = {
         "FM701",
         "The instance type is not offered in the profile's GPU zone (or region).",
         "Pick the zone the type is offered in (platform.availability_zone), or another type.",
+        severity=None,
     ),
     "capacity reservation group": info(
         "FM702",
         "The ODCR resource group is missing, empty, or holds reservations that do not match "
         "the workload (type, zone, platform, tenancy, count).",
         "Add matching reservations to the group, or name the right group.",
+        severity=None,
     ),
     "capacity reservation": info(
         "FM703",
         "The capacity reservation or Capacity Block is missing, not active or scheduled, ends "
         "soon, or does not match the workload (type, zone, count, platform, tenancy).",
         "Reserve matching capacity (fmc capacity search) and update the profile.",
+        severity=None,
     ),
     "training plan": info(
         "FM704",
         "The training plan is missing, not active or scheduled, for another target, zone or "
         "type, or too small for the workload.",
         "Buy or pick a matching training plan for target resource hyperpod-cluster.",
+        severity=None,
     ),
     "HyperPod instance type": info(
         "FM705",
         "SageMaker HyperPod in this region does not list the instance type.",
         "Choose a type HyperPod offers in the region, or orchestrator 'eks'.",
+        severity=None,
     ),
     "EC2 vCPU quota": info(
         "FM706",
         "The account's On-Demand vCPU quota of the instance family is below what the profile "
         "needs at its largest size (or could not be read).",
         "Request a quota increase (the fix shows the command), or lower the node counts.",
+        severity=None,
     ),
     "HyperPod quota": info(
         "FM707",
         "The account's SageMaker HyperPod quota of the instance type is below the profile's "
         "node count (or could not be read).",
         "Request a quota increase (the fix shows the command), or lower the node counts.",
+        severity=None,
     ),
     "FSx for Lustre storage quota": info(
         "FM708",
         "The account's FSx for Lustre storage quota cannot hold the existing file systems and "
         "the planned ones (or could not be read).",
         "Request a quota increase, or size the file systems down.",
+        severity=None,
     ),
     "EKS version": info(
         "FM709",
         "EKS does not offer the Kubernetes version in this region, or it is past standard "
         "support (extended support costs more per cluster hour).",
         "Choose a version EKS supports (platform.kubernetes_version).",
+        severity=None,
     ),
 }
 

@@ -34,6 +34,7 @@ from fm_constructs.planning.capacity_ids import (
     check_resource_group_arn,
     check_training_plan_arn,
 )
+from fm_constructs.rules import constructs as codes
 
 #: Availability Zone *names* (us-east-1a, us-west-2-lax-1a), not zone ids (use1-az4).
 AVAILABILITY_ZONE_PATTERN = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+[a-z]$")
@@ -199,7 +200,7 @@ class CapacitySource:
     # ---- validation -------------------------------------------------------------------------
 
     def __post_init__(self) -> None:
-        problems = Problems(context="CapacitySource")
+        problems = Problems(context="CapacitySource", code=codes.CAPACITY_SOURCE)
         kind = self.kind
         if kind is CapacityKind.ON_DEMAND:
             for field in ("reservation_id", "resource_group_arn", "training_plan_arn"):
@@ -235,7 +236,7 @@ class CapacitySource:
                 "training_plan_arn", self.training_plan_arn, "only a training plan takes one"
             )
         if kind is CapacityKind.CAPACITY_BLOCK:
-            times = Problems(field_prefix="")
+            times = Problems(field_prefix="", code=codes.CAPACITY_SOURCE)
             check_capacity_block_times(times, self.start_time, self.end_time)
             problems.extend(times)
         elif self.start_time is not None or self.end_time is not None:
@@ -328,7 +329,7 @@ class CapacitySource:
         context: str = "CapacitySource",
     ) -> None:
         """Raise FmValidationError listing every conflict found by :meth:`problems_with`."""
-        problems = Problems(context=context)
+        problems = Problems(context=context, code=codes.CAPACITY_SOURCE)
         problems.extend(
             self.problems_with(
                 node_count=node_count,
@@ -370,7 +371,8 @@ class CapacitySource:
                     f"capacity: a SageMaker training plan feeds HyperPod instance groups "
                     f"(TrainingPlanArn), not {what}, got {self.training_plan_arn!r}; use "
                     f"CapacitySource.capacity_block() or .odcr() for EC2 nodes"
-                ]
+                ],
+                code=codes.CAPACITY_SOURCE,
             )
 
     def launch_template_capacity_reservation_specification(
@@ -420,7 +422,9 @@ class CapacitySource:
             _known(self.start_time) and _known(self.end_time)
         ):
             return None
-        return check_capacity_block_times(Problems(), self.start_time, self.end_time)
+        return check_capacity_block_times(
+            Problems(code=codes.CAPACITY_SOURCE), self.start_time, self.end_time
+        )
 
     @property
     def hyperpod_training_plan_arn(self) -> str | None:

@@ -29,7 +29,14 @@ from fm_constructs.config.model import (
     TrainingGoalConfig,
     WorkloadConfig,
 )
-from fm_constructs.config.reader import OUT_OF_RANGE, REQUIRED, WRONG_TYPE, TableReader
+from fm_constructs.config.reader import (
+    NOT_ALLOWED,
+    OUT_OF_RANGE,
+    REQUIRED,
+    UNREADABLE,
+    WRONG_TYPE,
+    TableReader,
+)
 from fm_constructs.config.rules import check_profile, check_scale
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB
@@ -38,7 +45,7 @@ from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import MAX_BACKUP_RETENTION_DAYS
 from fm_constructs.planning.pod_networking import PodNetworking
-from fm_constructs.planning.serving_layout import GPU_MEMORY_UTILIZATION_RANGE
+from fm_constructs.rules import inference as inference_rules
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 
@@ -72,18 +79,20 @@ def load_profile(path: str | Path) -> Profile:
         text = file.read_text(encoding="utf-8")
     except OSError as error:
         raise FmValidationError(
-            [f"config: cannot read profile {str(file)!r}: {error.strerror}"]
+            [f"config: cannot read profile {str(file)!r}: {error.strerror}"], code=UNREADABLE
         ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise FmValidationError([f"config: {str(file)!r} is not valid TOML: {error}"]) from None
+        raise FmValidationError(
+            [f"config: {str(file)!r} is not valid TOML: {error}"], code=UNREADABLE
+        ) from None
     return parse_profile(data, source=str(file))
 
 
 def parse_profile(data: Mapping[str, Any], *, source: str = "<memory>") -> Profile:
     """Validate an already-parsed TOML document into a :class:`Profile`."""
-    problems = Problems(context=f"profile {source}")
+    problems = Problems(context=f"profile {source}", code=NOT_ALLOWED)
     root = TableReader(data, "", problems, ("platform", *WORKLOAD_KEYS))
     if "platform" not in data:
         problems.add("platform", None, "is required (a table)", code=REQUIRED)
@@ -330,15 +339,12 @@ def _capacity(t: TableReader) -> CapacityConfig:
 
 def _model(t: TableReader) -> ModelConfig:
     utilization = t.number("gpu_memory_utilization")
-    low, high = GPU_MEMORY_UTILIZATION_RANGE
-    if utilization is not None and not low <= utilization <= high:
-        t.problems.add(
-            t.key_path("gpu_memory_utilization"),
-            utilization,
-            f"must be {low} to {high}",
-            code=OUT_OF_RANGE,
+    if utilization is not None:
+        found = inference_rules.gpu_memory_utilization(
+            utilization, key=t.key_path("gpu_memory_utilization")
         )
-        utilization = None
+        t.problems.add_findings(found)
+        utilization = None if found else utilization
     return ModelConfig(
         model_s3_prefix=t.string(
             "model_s3_prefix",

@@ -35,6 +35,11 @@ NOT_ALLOWED = info(
     "A value outside the allowed choices or form (an enum value, a name pattern).",
     "Use one of the values, or the form, the message shows.",
 )
+UNREADABLE = info(
+    "FM006",
+    "The profile file cannot be read, or is not valid TOML.",
+    "Check the path (cdk synth -c config=<file>) and fix the TOML syntax at the line shown.",
+)
 KEY_NOT_HERE = info(
     "FM010",
     "A key is set on a workload that does not take it (for example a model on pre-training).",

@@ -96,6 +96,7 @@ NO_WORKLOAD = info(
     "No workload is enabled: the platform still builds (and bills) NAT gateways, VPC "
     "endpoints and the observability workspaces.",
     "Enable a workload, or do not deploy the profile.",
+    severity=Severity.WARNING,
 )
 
 
@@ -261,15 +262,10 @@ def _check_inference(w: InferenceConfig) -> list[Finding]:
                 INCONSISTENT, "inference.model.served_model_name", None, "is required with a model"
             )
         )
-    if model.max_replicas is not None and model.max_replicas < model.replicas:
-        out.append(
-            _finding(
-                INCONSISTENT,
-                "inference.model.max_replicas",
-                model.max_replicas,
-                f"must be >= inference.model.replicas ({model.replicas})",
-            )
-        )
+    out += [
+        f.under("inference.model.")
+        for f in inference_rules.max_replicas_cover_replicas(model.replicas, model.max_replicas)
+    ]
     spec = _spec(w.instance_type)
     if spec is None:
         return out
@@ -508,7 +504,7 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
                 "reservations; use kind 'training-plan' or 'on-demand'",
             )
         )
-    ids = Problems(field_prefix=f"{prefix}.")
+    ids = Problems(field_prefix=f"{prefix}.", code=CAPACITY_ID)
     check_capacity_block_times(ids, cap.start_time, cap.end_time)
     if cap.placement_group_arn is not None:
         check_placement_group_arn(ids, cap.placement_group_arn)
@@ -627,7 +623,7 @@ def _check_storage(workload: str, s: StorageConfig) -> list[Finding]:
                 "set 0 or remove the key",
             )
         )
-    settings = Problems(field_prefix=f"{prefix}.")
+    settings = Problems(field_prefix=f"{prefix}.", code=STORAGE)
     check_lustre_settings(
         settings,
         deployment_type=PROFILE_DEPLOYMENT_TYPE,

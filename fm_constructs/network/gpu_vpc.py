@@ -63,7 +63,7 @@ class GpuClusterVpc(Construct):
         pod_subnet_zone: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context=f"GpuClusterVpc {self.node.path}")
+        problems = Problems.of(self)
         zones = list(availability_zones)
         if not 1 <= len(zones) <= MAX_ZONES:
             problems.add("availability_zones", zones, f"must list 1 to {MAX_ZONES} zones")

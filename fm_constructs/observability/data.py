@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.rules import constructs as codes
 
 PACKAGE_DIR = Path(__file__).parent
 RULES_DIR = PACKAGE_DIR / "rules"
@@ -83,14 +84,15 @@ def render_placeholders(text: str, values: Mapping[str, object], *, source: str)
     missing = sorted(placeholders(text) - set(values))
     if missing:
         raise FmValidationError(
-            [f"{source}: placeholders {missing} have no value; known: {sorted(values)}"]
+            [f"{source}: placeholders {missing} have no value; known: {sorted(values)}"],
+            code=codes.OBSERVABILITY_DATA,
         )
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), text)
 
 
 def rule_thresholds(overrides: Mapping[str, float] | None) -> dict[str, float]:
     """Defaults merged with ``overrides``; unknown names and non-positive values are errors."""
-    problems = Problems(context="rule thresholds")
+    problems = Problems(context="rule thresholds", code=codes.OBSERVABILITY_DATA)
     merged = dict(DEFAULT_RULE_THRESHOLDS)
     for name, value in (overrides or {}).items():
         if name not in DEFAULT_RULE_THRESHOLDS:
@@ -114,8 +116,10 @@ def load_rule_file(path: Path, thresholds: Mapping[str, float]) -> tuple[str, di
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise FmValidationError([f"{path}: not valid YAML ({error})"]) from error
-    problems = Problems(context=path.name)
+        raise FmValidationError(
+            [f"{path}: not valid YAML ({error})"], code=codes.OBSERVABILITY_DATA
+        ) from error
+    problems = Problems(context=path.name, code=codes.OBSERVABILITY_DATA)
     problems.extend(rule_document_problems(document))
     problems.raise_if_any()
     return text, document
@@ -186,8 +190,10 @@ def load_dashboard(path: Path) -> dict[str, Any]:
     try:
         dashboard = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
-        raise FmValidationError([f"{path}: not valid JSON ({error})"]) from error
-    problems = Problems(context=path.name)
+        raise FmValidationError(
+            [f"{path}: not valid JSON ({error})"], code=codes.OBSERVABILITY_DATA
+        ) from error
+    problems = Problems(context=path.name, code=codes.OBSERVABILITY_DATA)
     if not isinstance(dashboard, dict):
         problems.add_message(f"{path}: must be a JSON object (a Grafana dashboard model)")
     else:
@@ -201,7 +207,7 @@ def load_dashboard(path: Path) -> dict[str, Any]:
 def dashboard_uids(paths: Iterable[Path]) -> list[str]:
     """The uids of ``paths`` in order; duplicates are an error (Grafana would overwrite)."""
     uids: list[str] = []
-    problems = Problems(context="dashboards")
+    problems = Problems(context="dashboards", code=codes.OBSERVABILITY_DATA)
     for path in paths:
         uid = str(load_dashboard(path)["uid"])
         if uid in uids:
@@ -214,7 +220,7 @@ def dashboard_uids(paths: Iterable[Path]) -> list[str]:
 def as_paths(files: Sequence[str | Path]) -> list[Path]:
     """Normalise user-given file names to existing Paths (missing files are an error)."""
     paths = [Path(f) for f in files]
-    problems = Problems()
+    problems = Problems(code=codes.OBSERVABILITY_DATA)
     for path in paths:
         if not path.is_file():
             problems.add("file", str(path), "must be an existing file")

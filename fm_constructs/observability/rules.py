@@ -29,6 +29,7 @@ from fm_constructs.observability.data import (
 )
 from fm_constructs.observability.notifications import APS_PRINCIPAL, AlertTopic
 from fm_constructs.observability.prometheus import PrometheusWorkspace
+from fm_constructs.rules import constructs as codes
 
 _NAMESPACE_NAME = re.compile(r"^[0-9A-Za-z][-.0-9A-Z_a-z]*$")
 
@@ -147,7 +148,7 @@ class AlertRules(Construct):
         )
 
         self.namespaces: dict[str, aps.CfnRuleGroupsNamespace] = {}
-        names = Problems(context="AlertRules")
+        names = Problems(context="AlertRules", code=codes.ALERT_RULES)
         for path in paths:
             name = f"{namespace_prefix}-{path.stem}"
             if not _NAMESPACE_NAME.match(name) or len(name) > 64 or path.stem in self.namespaces:

@@ -38,6 +38,7 @@ from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
+from fm_constructs.rules import constructs as codes
 
 #: Expanders that need no extra configuration (``priority`` needs a priorities ConfigMap).
 EXPANDERS = ("least-waste", "most-pods", "least-nodes", "random")
@@ -197,7 +198,7 @@ class ClusterAutoscaler(Construct):
         existing = cluster.addon_registry.get(ADDON_ID)
         if isinstance(existing, cls):
             if settings is not None and settings != existing.settings:
-                problems = Problems(context="ClusterAutoscaler.enable")
+                problems = Problems(context="ClusterAutoscaler.enable", code=codes.AUTOSCALER)
                 problems.add(
                     "settings",
                     settings,

@@ -29,6 +29,7 @@ from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.policy import acknowledge
+from fm_constructs.rules import constructs as codes
 
 #: EKS AMI type per catalog family (AL2023, x86_64: every EFA accelerated type in the catalog).
 AMI_TYPES: dict[EksAmiFamily, eks.NodegroupAmiType] = {
@@ -132,7 +133,7 @@ class EfaNodeGroup(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
-        problems = Problems(context=f"EfaNodeGroup {self.node.path}")
+        problems = Problems.of(self)
         spec = self._resolve_spec(instance_type, efa_layout, problems)
         eks_cluster = cluster.icluster if isinstance(cluster, GpuEksCluster) else cluster
         capacity_block = capacity.kind is CapacityKind.CAPACITY_BLOCK
@@ -402,6 +403,7 @@ def _cluster_security_group(cluster: eks.ICluster) -> ec2.ISecurityGroup:
                 f"with eks.Cluster.from_cluster_attributes(..., cluster_security_group_id=...)"
             ],
             context="EfaNodeGroup",
+            code=codes.NODE_GROUP,
         ) from error
 
 

@@ -40,6 +40,7 @@ from fm_constructs.orchestration.kubernetes_versions import (
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
 from fm_constructs.policy import acknowledge
+from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import platform as platform_rules
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ class GpuEksCluster(Construct):
         addons_scope: Construct | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context=f"GpuEksCluster {self.node.path}")
+        problems = Problems.of(self)
         #: Where everything that runs on the control plane is created (see ``addons_scope``).
         self.addons_scope: Construct = addons_scope or self
         home = self.addons_scope
@@ -337,7 +338,10 @@ class GpuEksCluster(Construct):
         take): its name, VPC and cluster security group (``aws eks describe-cluster``);
         ``kubectl_provider_options`` (a kubectl role and layer) to apply manifests to it."""
         if not Token.is_unresolved(cluster_name) and not _EKS_NAME.match(cluster_name):
-            problems = Problems(context=f"GpuEksCluster.from_gpu_eks_cluster_attributes {scope}")
+            problems = Problems(
+                context=f"GpuEksCluster.from_gpu_eks_cluster_attributes {scope}",
+                code=codes.EKS_CLUSTER,
+            )
             problems.add("cluster_name", cluster_name, "must be an EKS cluster name")
             problems.raise_if_any()
         return eks.Cluster.from_cluster_attributes(
@@ -433,7 +437,7 @@ class GpuEksCluster(Construct):
         stack) the manifest is created there and the caller opens the ports from its own
         nodes, so the cluster never references a workload's file system.
         """
-        problems = Problems(context="GpuEksCluster.add_lustre_volume")
+        problems = Problems(context="GpuEksCluster.add_lustre_volume", code=codes.EKS_CLUSTER)
         for field, value in (("name", name), ("namespace", namespace)):
             if not Token.is_unresolved(value) and not _K8S_NAME.match(value):
                 problems.add(
@@ -478,7 +482,9 @@ class GpuEksCluster(Construct):
 
         trainer = self.charts.get(charts.KUBEFLOW_TRAINER.release)
         if trainer is None:
-            problems = Problems(context="GpuEksCluster.add_training_runtimes")
+            problems = Problems(
+                context="GpuEksCluster.add_training_runtimes", code=codes.EKS_CLUSTER
+            )
             problems.add(
                 "operators.kubeflow_trainer",
                 False,

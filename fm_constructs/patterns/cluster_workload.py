@@ -41,6 +41,7 @@ from fm_constructs.patterns.eks_workload import gpu_type_label
 from fm_constructs.patterns.kueue_queues import KueueFlavors
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.rules import constructs as codes
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 
 _PREFIX = re.compile(r"^[A-Za-z0-9!_.*'()/-]+/$")
@@ -244,6 +245,7 @@ class EksWorkload(Construct):
             raise FmValidationError(
                 [f"file_system: {self.namespace} already mounts a file system"],
                 context=f"EksWorkload({self.name})",
+                code=codes.EKS_WORKLOAD,
             )
         self.file_system = file_system
         self.volume = self.cluster.add_lustre_volume(

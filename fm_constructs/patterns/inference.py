@@ -138,7 +138,7 @@ class InferenceService(Construct):
         namespace_manifest: eks.KubernetesManifest | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context=f"InferenceService {self.node.path}")
+        problems = Problems.of(self)
         layout: ServingLayout | None = None
         try:
             layout = render.plan_layout(model, gpu_nodes.instance_spec)

@@ -31,9 +31,10 @@ from fm_constructs.planning import serving_layout
 from fm_constructs.planning.serving_layout import (
     AUTOSCALING_TARGET,
     GPU_MEMORY_UTILIZATION,
-    GPU_MEMORY_UTILIZATION_RANGE,
     ServingLayout,
 )
+from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import inference as inference_rules
 
 #: vLLM's OpenAI-compatible server (docker.io, published by the vLLM project), pinned. It ships
 #: no libfabric and no AWS OFI NCCL plugin (its Dockerfile installs libibverbs only), so NCCL
@@ -159,11 +160,16 @@ def validate_spec(spec: ModelServerSpec, problems: Problems) -> None:
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             problems.add(name, value, "must be a whole number >= 1")
-    if not isinstance(spec.max_replicas, int) or spec.max_replicas < spec.replicas:
+    if isinstance(spec.max_replicas, bool) or not isinstance(spec.max_replicas, int):
         problems.add(
             "max_replicas",
             spec.max_replicas,
             f"must be a whole number >= replicas ({spec.replicas})",
+        )
+    elif isinstance(spec.replicas, int):
+        # The profile's rule, on the spec's own fields.
+        problems.add_findings(
+            inference_rules.max_replicas_cover_replicas(spec.replicas, spec.max_replicas)
         )
     if not _IMAGE.match(spec.image) or spec.image.endswith(":latest"):
         problems.add(
@@ -172,13 +178,7 @@ def validate_spec(spec: ModelServerSpec, problems: Problems) -> None:
             "must be a registry/repository reference pinned to a version tag or sha256 digest "
             f"(not 'latest'), e.g. {VLLM_IMAGE!r}",
         )
-    low, high = GPU_MEMORY_UTILIZATION_RANGE
-    if not low <= spec.gpu_memory_utilization <= high:
-        problems.add(
-            "gpu_memory_utilization",
-            spec.gpu_memory_utilization,
-            f"must be between {low} and {high} (fraction of each GPU's memory vLLM may use)",
-        )
+    problems.add_findings(inference_rules.gpu_memory_utilization(spec.gpu_memory_utilization))
     if spec.max_model_len is not None and spec.max_model_len < 1:
         problems.add("max_model_len", spec.max_model_len, "must be >= 1 or None (model default)")
     if not 1024 <= spec.port <= 65535 or spec.port in (9100, 9109, 9400):
@@ -218,7 +218,7 @@ def plan_layout(spec: ModelServerSpec, instance: InstanceSpec) -> ServingLayout:
     """Map a replica onto ``instance`` nodes (:func:`fm_constructs.planning.serving_layout.
     plan_layout`, the function the profile loader runs); raise FmValidationError listing every
     problem of the spec and the layout."""
-    problems = Problems(context="ModelServerSpec")
+    problems = Problems(context="ModelServerSpec", code=codes.MODEL_SERVER)
     validate_spec(spec, problems)
     if any(f.key in ("tensor_parallel_size", "pipeline_parallel_size") for f in problems.findings):
         problems.raise_if_any()  # no layout without whole, positive sizes

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from fm_constructs.errors import Problems
+from fm_constructs.rules import constructs as codes
 
 # --------------------------------------------------------------------------------------------
 # Validity rules
@@ -299,7 +300,7 @@ class FsxSizingRequest:
 
     def problems(self) -> Problems:
         """Every problem with this request (empty when it is usable)."""
-        problems = Problems(context="FsxSizingRequest")
+        problems = Problems(context="FsxSizingRequest", code=codes.FSX_SIZING)
         if (self.checkpoint_size_gib is None) == (self.model_parameters is None):
             problems.add_message(
                 "checkpoint_size_gib / model_parameters: give exactly one of them, got "

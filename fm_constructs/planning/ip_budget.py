@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
+from fm_constructs.rules import constructs as codes
 
 #: Addresses AWS reserves in every subnet (network, router, DNS, future use, broadcast).
 AWS_RESERVED_ADDRESSES_PER_SUBNET = 5
@@ -135,7 +136,9 @@ def ip_addresses_per_node(
     ``layout=None`` means no EFA (a single primary interface).
     """
     if pod_ips_per_node < 0:
-        raise FmValidationError([f"pod_ips_per_node: must be 0 or more, got {pod_ips_per_node}"])
+        raise FmValidationError(
+            [f"pod_ips_per_node: must be 0 or more, got {pod_ips_per_node}"], code=codes.IP_BUDGET
+        )
     if layout is None:
         interface_ips = 1
     else:
@@ -193,14 +196,16 @@ def _subnet_prefix(subnet_cidr: str | int) -> int:
                 [
                     f"subnet_cidr: must be an IPv4 CIDR such as '10.0.0.0/20', a '/20' "
                     f"suffix or a prefix length, got {subnet_cidr!r} ({error})"
-                ]
+                ],
+                code=codes.IP_BUDGET,
             ) from None
     if not MIN_SUBNET_PREFIX <= prefix <= MAX_SUBNET_PREFIX:
         raise FmValidationError(
             [
                 f"subnet_cidr: VPC subnets are /{MIN_SUBNET_PREFIX} to /{MAX_SUBNET_PREFIX}, "
                 f"got {subnet_cidr!r}"
-            ]
+            ],
+            code=codes.IP_BUDGET,
         )
     return prefix
 
@@ -230,7 +235,7 @@ def check_ip_budget(
     ``other_addresses``: addresses already taken in the subnet (endpoints, load balancers,
     file systems). Raises FmValidationError with the numbers and the fixes when it does not fit.
     """
-    problems = Problems(context="IpBudget")
+    problems = Problems(context="IpBudget", code=codes.IP_BUDGET)
     if node_count < 0:
         problems.add("node_count", node_count, "must be 0 or more")
     if other_addresses < 0:
@@ -246,7 +251,9 @@ def check_ip_budget(
         other_addresses=other_addresses,
     )
     if not budget.fits:
-        raise FmValidationError([_shortfall_message(budget, spec, layout, pod_ips_per_node)])
+        raise FmValidationError(
+            [_shortfall_message(budget, spec, layout, pod_ips_per_node)], code=codes.IP_BUDGET
+        )
     return budget
 
 

@@ -63,12 +63,17 @@ class RuleInfo:
     code: str
     summary: str
     fix: str
-    severity: Severity = Severity.ERROR
+    #: None: an error or a warning, by the outcome of the (online) check.
+    severity: Severity | None = Severity.ERROR
 
     def finding(self, key: str, value: Any, allowed: str, fix: str = "") -> Finding:
         """A finding of this code at its severity: ``key`` holds ``value``, ``allowed`` says
         what may be there and ``fix`` how to get there."""
-        return Finding(self.code, self.severity, key, value, allowed, fix)
+        return Finding(self.code, self.severity or Severity.ERROR, key, value, allowed, fix)
+
+    @property
+    def severity_text(self) -> str:
+        return self.severity.value if self.severity else "error or warning"
 
 
 #: Every rule code, registered by :func:`rule`.
@@ -78,7 +83,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def rule(
-    code: str, summary: str, fix: str, *, severity: Severity = Severity.ERROR
+    code: str, summary: str, fix: str, *, severity: Severity | None = Severity.ERROR
 ) -> Callable[[F], F]:
     """Register the code a rule function reports (codes are stable: never reuse one)."""
 
@@ -89,7 +94,9 @@ def rule(
     return register
 
 
-def define(code: str, summary: str, fix: str, *, severity: Severity = Severity.ERROR) -> RuleInfo:
+def define(
+    code: str, summary: str, fix: str, *, severity: Severity | None = Severity.ERROR
+) -> RuleInfo:
     """Register a code with its meaning, fix and severity; its :meth:`RuleInfo.finding` builds
     the findings, so a rule names its code once."""
     if code in RULES and RULES[code] != RuleInfo(code, summary, fix, severity):
@@ -98,7 +105,7 @@ def define(code: str, summary: str, fix: str, *, severity: Severity = Severity.E
     return RULES[code]
 
 
-def info(code: str, summary: str, fix: str, *, severity: Severity = Severity.ERROR) -> str:
+def info(code: str, summary: str, fix: str, *, severity: Severity | None = Severity.ERROR) -> str:
     """Register a code reported from several places (not by one function); returns it."""
     return define(code, summary, fix, severity=severity).code
 

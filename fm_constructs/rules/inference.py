@@ -10,7 +10,11 @@ from __future__ import annotations
 import math
 
 from fm_constructs.catalog import InstanceSpec
-from fm_constructs.planning.serving_layout import ServingLayout, spans_nodes
+from fm_constructs.planning.serving_layout import (
+    GPU_MEMORY_UTILIZATION_RANGE,
+    ServingLayout,
+    spans_nodes,
+)
 from fm_constructs.rules.findings import Finding, Severity, define
 
 NVIDIA_GPU = define(
@@ -243,3 +247,39 @@ def model_present(has_model: bool, *, key: str = "model") -> list[Finding]:
             "inference.enabled = false",
         )
     ]
+
+
+MEMORY_SHARE = define(
+    "FM509",
+    "The share of each GPU's memory vLLM may use is outside the range it can run with.",
+    f"Use a fraction from {GPU_MEMORY_UTILIZATION_RANGE[0]} to "
+    f"{GPU_MEMORY_UTILIZATION_RANGE[1]}, or leave gpu_memory_utilization unset.",
+)
+
+
+def gpu_memory_utilization(value: float, *, key: str = "gpu_memory_utilization") -> list[Finding]:
+    """The profile and :class:`ModelServerSpec` read this one range."""
+    low, high = GPU_MEMORY_UTILIZATION_RANGE
+    if low <= value <= high:
+        return []
+    return [
+        MEMORY_SHARE.finding(
+            key, value, f"must be {low} to {high} (the fraction of each GPU's memory vLLM may use)"
+        )
+    ]
+
+
+REPLICA_RANGE = define(
+    "FM510",
+    "The most replicas (max_replicas) are fewer than the least (replicas).",
+    "Set max_replicas to at least replicas, or leave it unset (no autoscaling headroom).",
+)
+
+
+def max_replicas_cover_replicas(
+    replicas: int, max_replicas: int | None, *, key: str = "max_replicas"
+) -> list[Finding]:
+    """Autoscaling runs between ``replicas`` and ``max_replicas`` (None: ``replicas``)."""
+    if max_replicas is None or max_replicas >= replicas:
+        return []
+    return [REPLICA_RANGE.finding(key, max_replicas, f"must be >= replicas ({replicas})")]

@@ -270,6 +270,7 @@ def admin_accounts(
     "example), or no admin role is given.",
     "Replace it with the role ARNs your operators assume; without one, only the stack's "
     "deploy role can reach the cluster.",
+    severity=Severity.WARNING,
 )
 def admin_placeholders(arns: Sequence[str], *, key: str = "admin_role_arns") -> list[Finding]:
     if not arns:

@@ -17,7 +17,9 @@ RULE_MODULES = (
     "fm_constructs.rules.inference",
     "fm_constructs.rules.scale",
     "fm_constructs.rules.users",
+    "fm_constructs.rules.constructs",
     "fm_constructs.cli.preflight",
+    "fm_constructs.cli.plan",
 )
 
 
@@ -51,13 +53,17 @@ def render_errors_page() -> str:
         "",
         "Errors stop the load (and synthesis); warnings are printed by `fmc plan` and",
         "`fmc preflight` and do not. `FmValidationError.findings` holds them for code that calls",
-        "the library.",
+        "the library. The checks of `fmc preflight` (FM7xx) fail or warn by what AWS answers.",
+        "A construct's own argument checks (FM8xx) carry the construct's code; FM000 is left",
+        "for a message raised without a code (a caller's own checks).",
         "",
-        "| Code | What it means | Fix |",
-        "| --- | --- | --- |",
+        "| Code | Severity | What it means | Fix |",
+        "| --- | --- | --- | --- |",
     ]
     for code, rule in all_rules().items():
-        lines.append(f"| `{code}` | {_cell(rule.summary)} | {_cell(rule.fix)} |")
+        lines.append(
+            f"| `{code}` | {rule.severity_text} | {_cell(rule.summary)} | {_cell(rule.fix)} |"
+        )
     lines += [
         "",
         "## API",

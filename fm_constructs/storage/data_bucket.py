@@ -21,6 +21,7 @@ from constructs import Construct, IConstruct
 
 from fm_constructs.errors import Problems
 from fm_constructs.policy import acknowledge
+from fm_constructs.rules import constructs as codes
 
 #: Path prefix of the service-linked roles FSx for Lustre creates per file system
 #: (AWSServiceRoleForFSxS3Access_fs-...) to read and write linked S3 buckets.
@@ -139,7 +140,7 @@ class DataBucket(_DataBucketBase):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="DataBucket")
+        problems = Problems(context="DataBucket", code=codes.DATA_BUCKET)
         if not Token.is_unresolved(noncurrent_version_expiration_days) and (
             isinstance(noncurrent_version_expiration_days, bool)
             or not isinstance(noncurrent_version_expiration_days, int)
@@ -367,7 +368,9 @@ class _ImportedDataBucket(_DataBucketBase):
         key_arn: str | None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems(context="DataBucket.from_data_bucket_attributes")
+        problems = Problems(
+            context="DataBucket.from_data_bucket_attributes", code=codes.DATA_BUCKET
+        )
         if not Token.is_unresolved(bucket_name) and (
             not bucket_name or "/" in bucket_name or bucket_name.startswith("s3:")
         ):

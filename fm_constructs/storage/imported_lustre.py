@@ -13,6 +13,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.errors import Problems
+from fm_constructs.rules import constructs as codes
 from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS, static_volume_manifests
 from fm_constructs.storage.lustre import LustreConnections
 
@@ -63,7 +64,8 @@ class ImportedLustreFileSystem(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(
-            context=f"LustreFileSystem.from_lustre_file_system_attributes {self.node.path}"
+            context=f"LustreFileSystem.from_lustre_file_system_attributes {self.node.path}",
+            code=codes.LUSTRE,
         )
         if not Token.is_unresolved(file_system_id) and not file_system_id.startswith("fs-"):
             problems.add("file_system_id", file_system_id, "must be an FSx id such as 'fs-0123...'")

@@ -36,6 +36,7 @@ from fm_constructs.planning.fsx_sizing import (
     size_fsx_lustre,
 )
 from fm_constructs.policy import logs_encryption_key
+from fm_constructs.rules import constructs as codes
 from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
     check_associations,
@@ -509,7 +510,7 @@ class LustreFileSystem(Construct):
         """``mount -t lustre`` for this file system (run as root; ``mkdir -p`` the mount point
         first). A string with tokens, usable in a CfnOutput or EC2 user data."""
         if not Token.is_unresolved(mount_point) and not mount_point.startswith("/"):
-            problems = Problems(context="LustreFileSystem.mount_command")
+            problems = Problems(context="LustreFileSystem.mount_command", code=codes.LUSTRE)
             problems.add("mount_point", mount_point, "must be an absolute path such as '/fsx'")
             problems.raise_if_any()
         return (

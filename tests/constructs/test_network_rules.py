@@ -30,7 +30,7 @@ def test_a_node_group_size_given_as_a_string_is_a_clear_error() -> None:
     cluster = GpuEksCluster.from_gpu_eks_cluster_attributes(
         stack, "Cluster", cluster_name="gpu", vpc=vpc, cluster_security_group_id="sg-1"
     )
-    with pytest.raises(FmValidationError, match=r"desired_size: must be a whole number"):
+    with pytest.raises(FmValidationError, match=r"desired_size: must be a whole number") as raised:
         EfaNodeGroup(
             stack,
             "Nodes",
@@ -39,6 +39,7 @@ def test_a_node_group_size_given_as_a_string_is_a_clear_error() -> None:
             subnet=vpc.private_subnets[0],
             desired_size="2",  # type: ignore[arg-type]
         )
+    assert set(raised.value.codes) == {"FM832"}  # the node group's own code, not FM000
 
 
 def test_block_errors_name_the_class_and_the_construct_path() -> None:
@@ -64,3 +65,7 @@ def test_block_errors_name_the_class_and_the_construct_path() -> None:
         )
     assert fs_error.value.context == "LustreFileSystem Team/Scratch"
     assert "storage_capacity_gib" in str(fs_error.value)
+    assert set(fs_error.value.codes) == {"FM822"}
+    with pytest.raises(FmValidationError) as bucket_error:
+        DataBucket.from_data_bucket_attributes(scope, "Bad", bucket_name="s3://team-data")
+    assert set(bucket_error.value.codes) == {"FM821"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.serving_layout import plan_layout
@@ -33,6 +35,51 @@ def test_every_code_the_package_reports_is_registered() -> None:
                 value = node.value
                 if len(value) == 5 and value.startswith("FM") and value[2:].isdigit():
                     assert value in codes, f"{path}: {value}"
+
+
+def _enclosing_classes(tree: ast.Module) -> dict[ast.AST, str]:
+    """The name of the class each node of ``tree`` is defined in."""
+    out: dict[ast.AST, str] = {}
+    for klass in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(klass):
+            out[node] = klass.name
+    return out
+
+
+def test_every_problem_the_package_raises_has_a_code_of_its_own() -> None:
+    """No check of the package reports the generic FM000: each collector of problems
+    (``Problems``) names its construct's code, ``Problems.of`` is used only in constructs
+    :data:`~fm_constructs.rules.constructs.BY_CLASS` gives a code, and each error raised from
+    plain messages names its code."""
+    from fm_constructs.rules.constructs import BY_CLASS
+
+    unnamed = []
+    for path in (ROOT / "fm_constructs").rglob("*.py"):
+        if path.name == "errors.py" and path.parent.name == "fm_constructs":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        classes = _enclosing_classes(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            keywords = {k.arg for k in node.keywords}
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
+            if name == "of" and getattr(func.value, "id", "") == "Problems":  # type: ignore[attr-defined]
+                if classes.get(node) not in BY_CLASS:
+                    unnamed.append(f"{where}: {classes.get(node)} is not in BY_CLASS")
+            elif name == "Problems" and "code" not in keywords:
+                unnamed.append(f"{where}: Problems() without code=")
+            elif (
+                name == "FmValidationError"
+                and node.args
+                and isinstance(node.args[0], ast.List)
+                and not all(isinstance(e, ast.Call) for e in node.args[0].elts)
+                and "code" not in keywords
+            ):
+                unnamed.append(f"{where}: FmValidationError of messages without code=")
+    assert unnamed == [], "\n".join(unnamed)
 
 
 def test_floor_1_never_imports_aws_cdk() -> None:
@@ -113,3 +160,48 @@ def test_serving_layout_rules() -> None:
     assert layout.pods_per_node == 2
     assert inference.replicas_fit_nodes(5, layout, 2)[0].code == "FM505"
     assert not inference.replicas_fit_nodes(4, layout, 2)
+
+
+def test_each_code_carries_the_severity_its_findings_have() -> None:
+    """The errors page lists each code's severity: the rules report at that severity."""
+    rules = all_rules()
+    assert rules["FM506"].severity is Severity.WARNING
+    assert inference.model_present(False)[0].severity is Severity.WARNING
+    assert rules["FM203"].severity is Severity.WARNING
+    assert platform.admin_placeholders([])[0].severity is Severity.WARNING
+    assert rules["FM201"].severity is Severity.ERROR
+    assert rules["FM701"].severity is None  # a preflight check fails or warns
+    assert rules["FM832"].severity is Severity.ERROR
+
+
+def test_the_profile_and_the_model_server_spec_share_the_serving_rules() -> None:
+    """gpu_memory_utilization's range and max_replicas >= replicas are held once: the
+    profile loader and ModelServerSpec's checks report the same findings."""
+    from fm_constructs.config import parse_profile
+    from fm_constructs.patterns.inference_manifests import ModelServerSpec, validate_spec
+    from tests.profile_data import INFERENCE, changed, profile_with
+
+    model = {
+        "model_s3_prefix": "models/m/",
+        "served_model_name": "m",
+        "gpu_memory_utilization": 0.99,
+        "replicas": 2,
+        "max_replicas": 1,
+    }
+    data = changed(profile_with(**INFERENCE), {"inference.model": model})
+    with pytest.raises(FmValidationError) as raised:
+        parse_profile(data)
+    loaded = {f.code: f for f in raised.value.findings}
+    spec = ModelServerSpec(
+        model_s3_prefix="models/m/",
+        served_model_name="m",
+        gpu_memory_utilization=0.99,
+        replicas=2,
+        max_replicas=1,
+    )
+    problems = Problems()
+    validate_spec(spec, problems)
+    built = {f.code: f for f in problems.findings}
+    for code, key in (("FM509", "gpu_memory_utilization"), ("FM510", "max_replicas")):
+        assert loaded[code].key == f"inference.model.{key}" and built[code].key == key
+        assert loaded[code].allowed == built[code].allowed

@@ -13,6 +13,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.errors import Problems
+from fm_constructs.rules import constructs as codes
 
 #: HyperPod cluster names (SageMaker API model: ClusterName pattern, 1-63 characters).
 _CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -46,7 +47,8 @@ class ImportedHyperPodCluster(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(
-            context=f"HyperPodCluster.from_hyperpod_cluster_attributes {self.node.path}"
+            context=f"HyperPodCluster.from_hyperpod_cluster_attributes {self.node.path}",
+            code=codes.HYPERPOD_CLUSTER,
         )
         if not Token.is_unresolved(cluster_name) and not _CLUSTER_NAME.match(cluster_name):
             problems.add(

@@ -23,6 +23,7 @@ from fm_constructs.compute import CapacityKind, CapacitySource
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.rules import constructs as codes
 
 #: CPU-only HyperPod instance types offered for Slurm controller and login groups and for EKS
 #: system work (a subset of the ``ClusterInstanceType`` enum of the SageMaker API model; the
@@ -175,7 +176,8 @@ def lookup_instance_type(instance_type: str) -> InstanceSpec | None:
             f"{', '.join(accelerated)}; CPU: {', '.join(sorted(HYPERPOD_CPU_INSTANCE_TYPES))}), "
             f"got {instance_type!r}; choose a listed type (HyperPod names carry the 'ml.' "
             f"prefix)"
-        ]
+        ],
+        code=codes.HYPERPOD_CLUSTER,
     )
 
 

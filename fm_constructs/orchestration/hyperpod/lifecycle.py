@@ -32,6 +32,7 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
 )
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam, flatten_reference
 from fm_constructs.policy import acknowledge
+from fm_constructs.rules import constructs as codes
 
 ON_CREATE = "on_create.sh"
 PARAMETERS_FILE = "provisioning_parameters.json"
@@ -108,6 +109,7 @@ def efa_exporter_account(region: str) -> str:
                 f"{sorted(EFA_EXPORTER_ACCOUNTS)}"
             ],
             context="HyperPod EFA exporter",
+            code=codes.HYPERPOD_CLUSTER,
         )
     return account
 
