@@ -30,6 +30,11 @@ from constructs import Construct
 from fm_constructs.catalog import InstanceSpec, get_instance_type, require_efa
 from fm_constructs.compute.capacity import CapacitySource
 from fm_constructs.compute.placement import ClusterPlacementGroup
+from fm_constructs.compute.root_device import (
+    AMAZON_LINUX_ROOT_DEVICE,
+    UBUNTU_ROOT_DEVICE,
+    root_device_name,
+)
 from fm_constructs.compute.user_data import NodeadmCluster, UserDataMode, render_user_data
 from fm_constructs.config.model import CapacityKind
 from fm_constructs.domain.defaults import (
@@ -99,8 +104,11 @@ class GpuLaunchTemplate(Construct):
       through EKS Pod Identity (FSx CSI controller, cluster autoscaler, KEDA, workload and
       model-server service accounts) or runs in the host network (VPC CNI, Pod Identity
       agent), where one hop is enough. Give 2 only for pods that rely on the node role.
-    * Encrypted gp3 root volume; NVMe instance store assembled as RAID0 (nodeadm on AL2023
-      EKS nodes, a shell script otherwise).
+    * Encrypted gp3 root volume on the image's root device (``root_volume_device_name``, or
+      found from the image: ``/dev/xvda`` for EKS's Amazon Linux images, ``/dev/sda1`` for an
+      Ubuntu image published in SSM; an AMI id needs it given). NVMe instance store
+      assembled as RAID0 (nodeadm on AL2023 EKS nodes; otherwise a systemd unit that
+      assembles or recreates the array at every boot, see :mod:`fm_constructs.compute.user_data`).
     * Tags (``tags`` and ``Tags.of(...)``) propagate to instances, volumes and interfaces.
 
     No subnet is set: the node group or Auto Scaling group chooses it. Pass
@@ -123,7 +131,7 @@ class GpuLaunchTemplate(Construct):
         subnet_availability_zone: str | None = None,
         node_count: int | None = None,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
-        root_volume_device_name: str = "/dev/xvda",
+        root_volume_device_name: str | None = None,
         root_volume_kms_key: kms.IKey | None = None,
         nvme_raid0: bool = True,
         user_data_mode: UserDataMode = UserDataMode.EKS_NODEADM,
@@ -168,7 +176,20 @@ class GpuLaunchTemplate(Construct):
                 "must be 1 (pods cannot reach the node role; use EKS Pod Identity) or 2 (pods "
                 "may use the node role)",
             )
+        root_device = root_volume_device_name or root_device_name(self, machine_image)
+        if root_device is None:
+            problems.add(
+                "root_volume_device_name",
+                None,
+                "must be given with this machine_image: its root device is not known at synth "
+                "(an AMI id, or an SSM parameter whose path names no distribution). Give the "
+                f"image's RootDeviceName: '{UBUNTU_ROOT_DEVICE}' for Ubuntu and the Ubuntu Deep "
+                f"Learning AMIs, '{AMAZON_LINUX_ROOT_DEVICE}' for Amazon Linux (aws ec2 "
+                "describe-images --image-ids <ami> --query 'Images[0].RootDeviceName')",
+            )
         problems.raise_if_any()
+        assert root_device is not None
+        self.root_device_name: str = root_device
 
         self.interfaces: tuple[NetworkInterfaceSlot, ...] = (
             efa_interface_layout(spec, efa_layout) if efa_layout is not None else (PRIMARY_ENA,)
@@ -190,6 +211,7 @@ class GpuLaunchTemplate(Construct):
             cluster=nodeadm_cluster,
             extra_script=extra_user_data_script,
             max_pods=max_pods,
+            nvme_disks=spec.nvme.count if spec.nvme else 0,
         )
         self.user_data: str | None = user_data
 
@@ -222,7 +244,7 @@ class GpuLaunchTemplate(Construct):
             ),
             block_device_mappings=[
                 ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                    device_name=root_volume_device_name,
+                    device_name=root_device,
                     ebs=ec2.CfnLaunchTemplate.EbsProperty(
                         volume_size=root_volume_size_gib,
                         volume_type="gp3",

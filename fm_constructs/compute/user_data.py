@@ -8,8 +8,11 @@ Two ways, chosen by :class:`UserDataMode`:
   kubelet and containerd state onto them, under ``/mnt/k8s-disks``). Managed node groups merge
   this with the cluster details EKS adds; self-managed nodes or custom AMIs pass
   :class:`NodeadmCluster` so nodeadm can join the cluster.
-* ``SHELL``: any other Linux AMI. A shell script builds a RAID0 array with mdadm and mounts it
-  at ``/opt/dlami/nvme`` (the path the AWS Deep Learning AMIs use), idempotently.
+* ``SHELL``: any other Linux AMI. The script installs ``fm-nvme-raid0.service``, which at every
+  boot assembles (after a reboot) or recreates (after a stop and start, when the instance store
+  is blank) the RAID0 array of the instance-store disks and mounts it at ``/opt/dlami/nvme``
+  (the path the AWS Deep Learning AMIs use) before the container runtime, kubelet or slurmd
+  start.
 
 Strings may contain CDK tokens (a cluster endpoint, say); CloudFormation resolves them.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import Enum
+from importlib import resources
 
 MIME_BOUNDARY = "==FM-CONSTRUCTS-BOUNDARY=="
 NVME_MOUNT_PATH = "/opt/dlami/nvme"
@@ -89,39 +93,82 @@ def mime_multipart(parts: list[tuple[str, str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-RAID0_SCRIPT = f"""\
-# Assemble every NVMe instance-store disk into one RAID0 volume at {NVME_MOUNT_PATH}.
-fm_nvme_raid0() {{
-  local mount_path="{NVME_MOUNT_PATH}"
-  if mountpoint -q "$mount_path"; then return 0; fi
-  local devices
-  mapfile -t devices < <(lsblk -dpno NAME,MODEL \\
-    | awk '/Amazon EC2 NVMe Instance Storage/ {{print $1}}')
-  if [ "${{#devices[@]}}" -eq 0 ]; then return 0; fi
-  local target="${{devices[0]}}"
-  if [ "${{#devices[@]}}" -gt 1 ]; then
-    command -v mdadm >/dev/null || dnf install -y mdadm || yum install -y mdadm \\
-      || (apt-get update && apt-get install -y mdadm)
-    target=/dev/md/fm-nvme
-    mdadm --create "$target" --level=0 --raid-devices="${{#devices[@]}}" --run "${{devices[@]}}"
-  fi
-  mkfs.xfs -f "$target"
-  mkdir -p "$mount_path"
-  mount -o noatime "$target" "$mount_path"
-  echo "UUID=$(blkid -s UUID -o value "$target") $mount_path xfs noatime,nofail 0 2" >> /etc/fstab
-  chmod 1777 "$mount_path"
-}}
-fm_nvme_raid0
-"""
+#: The boot-time script (packaged beside this module) and the unit that runs it.
+NVME_RAID0_SCRIPT_PATH = "/usr/local/sbin/fm-nvme-raid0"
+NVME_RAID0_UNIT = "fm-nvme-raid0.service"
+#: Services that keep state on the NVMe volume, started only after it is mounted.
+NVME_CONSUMERS = ("docker.service", "containerd.service", "kubelet.service", "slurmd.service")
 
 
-def shell_user_data(*, raid0: bool, extra_script: str | None) -> str | None:
-    """A bash user-data script (RAID0 assembly, then ``extra_script``), or None if empty."""
+def nvme_raid0_script() -> str:
+    """The packaged ``nvme_raid0.sh``: finds the instance-store disks, assembles or creates
+    their RAID0 array, makes a file system only when none is there, and mounts it."""
+    return (resources.files("fm_constructs.compute") / "scripts" / "nvme_raid0.sh").read_text()
+
+
+def nvme_raid0_unit(disks: int) -> str:
+    """The systemd unit that runs the RAID0 script at every boot (the instance store is blank
+    after a stop and start) before the services that use it. It runs after the AMI's own
+    ``dlami-nvme.service`` (if any), so a volume the AMI mounted is left as it is."""
+    return (
+        "[Unit]\n"
+        f"Description=fm-constructs: instance-store NVMe as one volume at {NVME_MOUNT_PATH}\n"
+        "After=local-fs.target dlami-nvme.service\n"
+        f"Before={' '.join(NVME_CONSUMERS)}\n"
+        "\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        "RemainAfterExit=yes\n"
+        f"Environment=FM_NVME_DISKS={int(disks)}\n"
+        f"ExecStart={NVME_RAID0_SCRIPT_PATH}\n"
+        "TimeoutStartSec=15min\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )
+
+
+def _heredoc(path: str, body: str, marker: str) -> str:
+    """Shell that writes ``body`` to ``${FM_ROOT}<path>`` verbatim (quoted here-document)."""
+    if any(line == marker for line in body.splitlines()):
+        raise ValueError(f"{marker} occurs in the document it delimits")
+    return f"cat > \"${{FM_ROOT}}{path}\" <<'{marker}'\n{body.rstrip(chr(10))}\n{marker}"
+
+
+def raid0_setup_script(disks: int) -> str:
+    """Shell that installs the RAID0 script and its unit, enables the unit for every later
+    boot and starts it now. Nothing goes into ``/etc/fstab``: an entry by UUID would name an
+    array a stop/start destroys. mdadm is installed when the type has several disks."""
+    lines = [
+        f"# Instance-store NVMe as one volume at {NVME_MOUNT_PATH}, rebuilt at every boot by",
+        f"# {NVME_RAID0_UNIT}.",
+        'FM_ROOT="${FM_ROOT:-}"',
+    ]
+    if disks > 1:
+        lines.append(
+            "command -v mdadm > /dev/null || dnf install -y mdadm || yum install -y mdadm \\\n"
+            "  || { apt-get update && apt-get install -y mdadm; }"
+        )
+    lines += [
+        'mkdir -p "${FM_ROOT}/usr/local/sbin" "${FM_ROOT}/etc/systemd/system"',
+        _heredoc(NVME_RAID0_SCRIPT_PATH, nvme_raid0_script(), "FM_NVME_RAID0_SCRIPT"),
+        f'chmod 0755 "${{FM_ROOT}}{NVME_RAID0_SCRIPT_PATH}"',
+        _heredoc(f"/etc/systemd/system/{NVME_RAID0_UNIT}", nvme_raid0_unit(disks), "FM_NVME_UNIT"),
+        "systemctl daemon-reload",
+        f"systemctl enable --now {NVME_RAID0_UNIT}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def shell_user_data(*, raid0: bool, extra_script: str | None, nvme_disks: int = 0) -> str | None:
+    """A bash user-data script (the boot-time RAID0 unit for ``nvme_disks`` instance-store
+    disks, then ``extra_script``), or None if empty."""
+    raid0 = raid0 and nvme_disks > 0
     if not raid0 and not extra_script:
         return None
     body = ["#!/bin/bash", "set -euo pipefail"]
     if raid0:
-        body.append(RAID0_SCRIPT.rstrip("\n"))
+        body.append(raid0_setup_script(nvme_disks).rstrip("\n"))
     if extra_script:
         body.append(extra_script.rstrip("\n"))
     return "\n".join(body) + "\n"
@@ -134,13 +181,14 @@ def render_user_data(
     cluster: NodeadmCluster | None = None,
     extra_script: str | None = None,
     max_pods: int | None = None,
+    nvme_disks: int = 0,
 ) -> str | None:
     """The user data for ``mode`` (None when there is nothing to run). ``max_pods`` applies to
-    nodeadm nodes only."""
+    nodeadm nodes only; ``nvme_disks`` (the type's instance-store disk count) to shell ones."""
     if mode is UserDataMode.NONE:
         return None
     if mode is UserDataMode.SHELL:
-        return shell_user_data(raid0=raid0, extra_script=extra_script)
+        return shell_user_data(raid0=raid0, extra_script=extra_script, nvme_disks=nvme_disks)
     parts: list[tuple[str, str]] = []
     node_config = node_config_yaml(raid0=raid0, cluster=cluster, max_pods=max_pods)
     if node_config:

@@ -8,14 +8,15 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import jsii
-from aws_cdk import Token, Tokenization
+from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.rules import constructs as codes
-from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS, static_volume_manifests
+from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS
 from fm_constructs.storage.lustre import LustreConnections
+from fm_constructs.storage.lustre_client import LustreClientAccess
 
 
 @runtime_checkable
@@ -46,9 +47,10 @@ class ILustreFileSystem(Protocol):
 
 
 @jsii.implements(ec2.IConnectable)
-class ImportedLustreFileSystem(Construct):
+class ImportedLustreFileSystem(LustreClientAccess, Construct):
     """A file system known by its id, DNS name, mount name and security groups (no resource is
-    created; rules to reach it are added to the given groups unless they are immutable)."""
+    created; rules to reach it are added to the given groups unless they are immutable). The
+    client methods are :class:`LustreClientAccess`'s, as for a file system created here."""
 
     def __init__(
         self,
@@ -89,35 +91,3 @@ class ImportedLustreFileSystem(Construct):
         ]
         self.efa_enabled = efa_enabled
         self.connections = LustreConnections(security_groups=groups, efa_enabled=efa_enabled)
-
-    def allow_clients(self, peer: ec2.IConnectable, description: str | None = None) -> None:
-        """Open everything Lustre clients in ``peer`` need (TCP 988, 1018-1023; all traffic
-        on an EFA-enabled file system)."""
-        self.connections.allow_default_port_from(peer, description)
-
-    def mount_command(self, mount_point: str = "/fsx") -> str:
-        """``mount -t lustre`` for this file system (run as root)."""
-        return (
-            f"mount -t lustre -o relatime,flock {self.dns_name}@tcp:/{self.mount_name} "
-            f"{mount_point}"
-        )
-
-    def kubernetes_static_volume(
-        self,
-        name: str = "fsx-lustre",
-        namespace: str = "default",
-        storage_class_name: str = "",
-        mount_options: Sequence[str] = DEFAULT_MOUNT_OPTIONS,
-    ) -> list[dict[str, Any]]:
-        """PersistentVolume + PersistentVolumeClaim for the FSx CSI driver (static binding)."""
-        capacity = self.storage_capacity_gib or 1200
-        return static_volume_manifests(
-            name=name,
-            namespace=namespace,
-            file_system_id=self.file_system_id,
-            dns_name=self.dns_name,
-            mount_name=self.mount_name,
-            storage_capacity_gib=Tokenization.stringify_number(capacity),
-            storage_class_name=storage_class_name,
-            mount_options=mount_options,
-        )

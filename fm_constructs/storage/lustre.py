@@ -14,10 +14,10 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import jsii
-from aws_cdk import Annotations, ArnFormat, Names, RemovalPolicy, Stack, Token, Tokenization
+from aws_cdk import Annotations, ArnFormat, Names, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_kms as kms
@@ -36,7 +36,6 @@ from fm_constructs.planning.fsx_sizing import (
     size_fsx_lustre,
 )
 from fm_constructs.policy import logs_encryption_key
-from fm_constructs.rules import constructs as codes
 from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
     check_associations,
@@ -45,7 +44,7 @@ from fm_constructs.storage.associations import (
     warn,
 )
 from fm_constructs.storage.data_bucket import IDataBucket
-from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS, static_volume_manifests
+from fm_constructs.storage.lustre_client import LustreClientAccess
 
 if TYPE_CHECKING:
     from fm_constructs.storage.imported_lustre import ILustreFileSystem
@@ -172,7 +171,7 @@ class LustreConnections(ec2.Connections):
 
 
 @jsii.implements(ec2.IConnectable)
-class LustreFileSystem(Construct):
+class LustreFileSystem(LustreClientAccess, Construct):
     """FSx for Lustre (PERSISTENT_2 SSD by default) in one subnet, linked to the data bucket.
 
     Sizing: give ``storage_capacity_gib``/``throughput_mb_s_per_tib``, or ``sizing`` (the
@@ -500,42 +499,6 @@ class LustreFileSystem(Construct):
             security_group_ids=security_group_ids,
             storage_capacity_gib=storage_capacity_gib,
             efa_enabled=efa_enabled,
-        )
-
-    def allow_clients(self, peer: ec2.IConnectable, description: str | None = None) -> None:
-        """Open everything Lustre clients in ``peer`` need (same as allow_default_port_from)."""
-        self.connections.allow_default_port_from(peer, description)
-
-    def mount_command(self, mount_point: str = "/fsx") -> str:
-        """``mount -t lustre`` for this file system (run as root; ``mkdir -p`` the mount point
-        first). A string with tokens, usable in a CfnOutput or EC2 user data."""
-        if not Token.is_unresolved(mount_point) and not mount_point.startswith("/"):
-            problems = Problems(context="LustreFileSystem.mount_command", code=codes.LUSTRE)
-            problems.add("mount_point", mount_point, "must be an absolute path such as '/fsx'")
-            problems.raise_if_any()
-        return (
-            f"mount -t lustre -o relatime,flock {self.dns_name}@tcp:/{self.mount_name} "
-            f"{mount_point}"
-        )
-
-    def kubernetes_static_volume(
-        self,
-        name: str = "fsx-lustre",
-        namespace: str = "default",
-        storage_class_name: str = "",
-        mount_options: Sequence[str] = DEFAULT_MOUNT_OPTIONS,
-    ) -> list[dict[str, Any]]:
-        """PersistentVolume + PersistentVolumeClaim for the FSx CSI driver (static binding),
-        for an EKS cluster's ``add_manifest``. Needs the ``aws-fsx-csi-driver`` add-on."""
-        return static_volume_manifests(
-            name=name,
-            namespace=namespace,
-            file_system_id=self.file_system_id,
-            dns_name=self.dns_name,
-            mount_name=self.mount_name,
-            storage_capacity_gib=Tokenization.stringify_number(self.storage_capacity_gib),
-            storage_class_name=storage_class_name,
-            mount_options=mount_options,
         )
 
 

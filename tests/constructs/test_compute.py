@@ -25,6 +25,7 @@ from fm_constructs.compute import (
     UserDataMode,
 )
 from fm_constructs.compute.launch_template import _TagSpecifications
+from fm_constructs.compute.root_device import root_device_for_parameter
 from fm_constructs.errors import FmValidationError
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
@@ -32,6 +33,9 @@ from fm_constructs.policy import enable_nag
 from tests.support import TEST_ENV, cfn_lint
 
 CR = "cr-0123456789abcdef0"
+UBUNTU_DLAMI_PARAMETER = (
+    "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+)
 RG = "arn:aws:resource-groups:us-east-1:111122223333:group/gpu-reservations"
 
 #: stack name -> instance type of its launch template (one stack per family).
@@ -138,7 +142,8 @@ def synth() -> Iterator[Synth]:
         extra_user_data_script="echo ready > /tmp/ready",
         create_placement_group=False,
         root_volume_size_gib=500,
-        root_volume_device_name="/dev/sda1",
+        # An Ubuntu DLAMI by its public SSM parameter: the root device is found from it.
+        machine_image=ec2.MachineImage.from_ssm_parameter(UBUNTU_DLAMI_PARAMETER),
     )
 
     s = stack("Existing")
@@ -504,6 +509,10 @@ def test_shell_raid0_user_data(synth: Synth) -> None:
     text = _user_data(synth, "Shell")
     assert text.startswith("#!/bin/bash\nset -euo pipefail\n")
     assert "mdadm --create" in text and "/opt/dlami/nvme" in text
+    # p4de.24xlarge has 8 disks; the unit rebuilds the array at every boot, nothing in fstab.
+    assert "Environment=FM_NVME_DISKS=8" in text
+    assert "systemctl enable --now fm-nvme-raid0.service" in text
+    assert ">> /etc/fstab" not in text
     assert text.rstrip().endswith("echo ready > /tmp/ready")
 
 
@@ -656,6 +665,51 @@ def test_training_plan_and_volume_and_nodeadm_misuse(stack: cdk.Stack) -> None:
     message = str(caught.value)
     assert "HyperPod" in message and "root_volume_size_gib" in message
     assert "nodeadm_cluster" in message
+
+
+def test_root_device_of_an_ami_id_must_be_given(stack: cdk.Stack) -> None:
+    image = ec2.MachineImage.generic_linux({"us-east-1": "ami-0123456789abcdef0"})
+    vpc = _vpc(stack)
+    with pytest.raises(FmValidationError, match="root_volume_device_name") as caught:
+        GpuLaunchTemplate(
+            stack,
+            "Lt",
+            instance_type="p4de.24xlarge",
+            vpc=vpc,
+            user_data_mode=UserDataMode.SHELL,
+            machine_image=image,
+        )
+    assert "/dev/sda1" in str(caught.value) and "RootDeviceName" in str(caught.value)
+    given = GpuLaunchTemplate(
+        stack,
+        "Given",
+        instance_type="p4de.24xlarge",
+        vpc=vpc,
+        user_data_mode=UserDataMode.SHELL,
+        machine_image=image,
+        root_volume_device_name="/dev/sda1",
+    )
+    assert given.root_device_name == "/dev/sda1"
+
+
+@pytest.mark.parametrize(
+    ("parameter", "device"),
+    [
+        (UBUNTU_DLAMI_PARAMETER, "/dev/sda1"),
+        (
+            "/aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/ebs-gp2/ami-id",
+            "/dev/sda1",
+        ),
+        (
+            "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/nvidia/recommended/image_id",
+            "/dev/xvda",
+        ),
+        ("/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64", "/dev/xvda"),
+        ("/my-team/golden-image", None),
+    ],
+)
+def test_root_device_from_the_image_parameter(parameter: str, device: str | None) -> None:
+    assert root_device_for_parameter(parameter) == device
 
 
 def test_reservation_construct_validation(stack: cdk.Stack) -> None:
