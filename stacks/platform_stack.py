@@ -11,6 +11,7 @@ from fm_constructs.config import NatGateways, PlatformConfig
 from fm_constructs.network.gpu_vpc import GpuClusterVpc
 from fm_constructs.patterns import ObservabilityPlatform
 from fm_constructs.storage import DataBucket
+from fm_constructs.storage.teardown import VpcTeardownGuard
 
 
 class GrafanaStack(Stack):
@@ -59,6 +60,15 @@ class PlatformStack(Stack):
             pod_subnet_zone=platform.availability_zone if custom_networking else None,
         )
         self.vpc = self.network.vpc
+        # Deleted before the VPC: stops `cdk destroy` with what to delete first while retained
+        # file systems (and their security groups) are still in the VPC.
+        pod_subnet = self.network.pod_subnet
+        self.teardown_guard = VpcTeardownGuard(
+            self,
+            "TeardownGuard",
+            vpc=self.vpc,
+            extra_subnet_ids=[pod_subnet.ref] if pod_subnet is not None else [],
+        )
         self.data = DataBucket(self, "Data")
         self.observability: ObservabilityPlatform | None = None
         if platform.observability:

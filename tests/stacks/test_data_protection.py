@@ -1,6 +1,8 @@
 """Over every synthesized template: retry and redeploy never collide with a retained name,
 every log group is encrypted with a key CloudWatch Logs may use, every retained resource can
-outlive its stack, and every Lambda function has reserved concurrency or a written reason."""
+outlive its stack, the teardown order (what each retained resource still uses in a stack
+deleted after its own, and the guard that stops that deletion with what to do first), and
+every Lambda function has reserved concurrency or a written reason."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import botocore.session
 import pytest
 from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
@@ -24,6 +27,11 @@ BLOCKING_TYPES = {
 }
 #: The documented teardown order: retained resources that keep using another stack's resources.
 TEARDOWN_DOC = ROOT / "docs" / "storage.md"
+#: What the VPC teardown guard (fm_constructs/storage/teardown_guard/handler.py) lists and names
+#: when the VPC's stack is deleted: a retained resource of another type that keeps a VPC or
+#: subnet in use would make that stack's deletion fail with no word on what to do.
+GUARDED_TYPES = {"AWS::FSx::FileSystem", "AWS::EC2::SecurityGroup"}
+GUARD_TYPE = "Custom::VpcTeardownGuard"
 
 
 def _primary_name_properties(resource_type: str) -> list[str]:
@@ -144,6 +152,78 @@ def test_retained_resources_can_outlive_their_stack(profile: str) -> None:
                 )
 
 
+def _exports(templates: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """Export name -> (stack, logical id of the resource the export's value refers to)."""
+    exports = {}
+    for stack, template in templates.items():
+        for output in template.get("Outputs", {}).values():
+            name = output.get("Export", {}).get("Name")
+            targets = list(_refs(output.get("Value")))
+            if isinstance(name, str) and len(targets) == 1:
+                exports[name] = (stack, targets[0])
+    return exports
+
+
+def _still_needed(templates: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """(retained resource's stack/id and type, other stack, logical id it still uses there)
+    for every resource of another stack a retained resource keeps using when its own stack is
+    deleted: its stack goes first, the other one later (it exports to it)."""
+    exports = _exports(templates)
+    needs = []
+    for stack, template in templates.items():
+        for logical_id, resource in template.get("Resources", {}).items():
+            if resource.get("DeletionPolicy") not in RETAINED:
+                continue
+            ignored = {"KeyPolicy", "PolicyDocument", "Tags"}
+            props = {k: v for k, v in resource.get("Properties", {}).items() if k not in ignored}
+            for name in _imports(props):
+                other, used = exports[name] if isinstance(name, str) else (None, None)
+                assert other is not None, f"{stack}/{logical_id} imports {name!r}"
+                needs.append((f"{stack}/{logical_id}", resource["Type"], other, str(used)))
+    return needs
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_teardown_order_of_retained_resources(profile: str) -> None:
+    """What each retained resource still needs when its stack is deleted, and what stops the
+    deletion of the stack that owns it.
+
+    A retained file system keeps its subnet (its network interfaces) and its retained security
+    group keeps the VPC. Both belong to the platform stack, deleted last by `cdk destroy
+    --all`. That stack must hold a teardown guard that refers to each such VPC and subnet, so
+    CloudFormation deletes the guard first and its failure says what to delete; and the guard
+    must know the retained resource's type, or it would not name it.
+    """
+    templates = synthesize(profile).templates
+    doc = TEARDOWN_DOC.read_text(encoding="utf-8").split("## Tear down", 1)[-1]
+    for retained, kind, other, used in _still_needed(templates):
+        resources = templates[other]["Resources"]
+        target = resources[used]
+        if target.get("DeletionPolicy") in RETAINED or target["Type"] not in BLOCKING_TYPES:
+            continue  # outlives its stack too, or does not block its stack's deletion
+        assert kind in GUARDED_TYPES, f"{retained} ({kind}) keeps {other}/{used}: guard it"
+        guards = [r for r in resources.values() if r["Type"] == GUARD_TYPE]
+        assert len(guards) == 1, f"{other} keeps {used} for {retained} and has no teardown guard"
+        (guard,) = guards
+        assert used in set(_refs(guard["Properties"])), (
+            f"{other}'s teardown guard must refer to {used} ({target['Type']}), which "
+            f"{retained} keeps using, so CloudFormation deletes the guard before it"
+        )
+        assert f"`{kind}`" in doc, f"{TEARDOWN_DOC.relative_to(ROOT)} must say when {kind} goes"
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_every_vpc_has_a_teardown_guard_that_is_deleted_first(profile: str) -> None:
+    for stack, template in synthesize(profile).templates.items():
+        resources = template.get("Resources", {})
+        vpcs = {i for i, r in resources.items() if r["Type"] == "AWS::EC2::VPC"}
+        if not vpcs:
+            continue
+        subnets = {i for i, r in resources.items() if r["Type"] == "AWS::EC2::Subnet"}
+        (guard,) = [r for r in resources.values() if r["Type"] == GUARD_TYPE]
+        assert vpcs | subnets <= set(_refs(guard["Properties"])), stack
+
+
 @pytest.mark.parametrize("profile", profile_params())
 def test_every_lambda_has_reserved_concurrency_or_a_reason(profile: str) -> None:
     missing = []
@@ -161,3 +241,23 @@ def test_every_lambda_has_reserved_concurrency_or_a_reason(profile: str) -> None
 
 def test_teardown_doc_exists() -> None:
     assert Path(TEARDOWN_DOC).is_file()
+
+
+def test_deleting_an_association_keeps_the_file_system_data() -> None:
+    """The compute stack owns the associations; deleting it must not delete files. The API
+    deletes them only when asked (optional ``DeleteDataInFileSystem``), and the CloudFormation
+    resource has no property that asks (docs/storage.md, Tear down)."""
+    model = botocore.session.get_session().get_service_model("fsx")
+    request = model.operation_model("DeleteDataRepositoryAssociation").input_shape
+    assert "DeleteDataInFileSystem" in request.members
+    assert "DeleteDataInFileSystem" not in request.required_members
+    assert (
+        "Set to <code>true</code> to delete"
+        in request.members["DeleteDataInFileSystem"].documentation
+    )
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(
+        "us-east-1", "AWS::FSx::DataRepositoryAssociation"
+    ).schema
+    assert not [name for name in schema["properties"] if "delete" in name.lower()]
+    doc = TEARDOWN_DOC.read_text(encoding="utf-8").split("## Tear down", 1)[-1]
+    assert "DeleteDataInFileSystem" in doc and "AWS::FSx::DataRepositoryAssociation" in doc

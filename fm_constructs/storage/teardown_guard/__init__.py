@@ -1,0 +1,1 @@
+"""Lambda handler of the VpcTeardownGuard custom resource (shipped as a CDK asset)."""
