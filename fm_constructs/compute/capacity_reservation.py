@@ -16,6 +16,8 @@ from fm_constructs.planning.capacity_block import parse_utc
 
 #: CloudFormation ``InstanceCount`` range for AWS::EC2::CapacityReservation.
 MAX_INSTANCE_COUNT = 1000
+#: CloudFormation ``Tenancy`` values (botocore ``CapacityReservationTenancy``).
+TENANCIES = ("default", "dedicated")
 _ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
 
@@ -27,6 +29,11 @@ class OnDemandCapacityReservation(Construct):
     lasts until cancelled. Retained on stack deletion by default: releasing hard-won GPU capacity
     must be a deliberate act (``removal_policy=RemovalPolicy.DESTROY``); a retained reservation
     keeps billing at the On-Demand rate after ``cdk destroy`` (a synth warning says so).
+
+    ``tenancy``: ``default`` (shared hardware) or ``dedicated``; instances use the reservation
+    only when theirs matches. ``EbsOptimized`` is left unset: every catalog type is a Nitro
+    instance, EBS-optimized by default, and the flag is not among the attributes EC2 matches
+    instances to a reservation by (type, platform, zone, tenancy).
 
     ``placement_group``: reserve the capacity inside this cluster placement group, as the EC2
     guide recommends for clusters ("reserve capacity explicitly in the cluster placement
@@ -44,6 +51,7 @@ class OnDemandCapacityReservation(Construct):
         instance_count: int,
         end_date: datetime | str | None = None,
         instance_platform: str = "Linux/UNIX",
+        tenancy: str = "default",
         placement_group: ec2.IPlacementGroup | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
@@ -62,6 +70,13 @@ class OnDemandCapacityReservation(Construct):
             1 <= instance_count <= MAX_INSTANCE_COUNT
         ):
             problems.add("instance_count", instance_count, f"must be 1-{MAX_INSTANCE_COUNT}")
+        if tenancy not in TENANCIES:
+            problems.add(
+                "tenancy",
+                tenancy,
+                f"must be one of {', '.join(TENANCIES)} (the instances' tenancy must match, or "
+                "they do not use the reservation)",
+            )
         end_text = _end_date_text(end_date, problems)
         end_moment = parse_utc(end_text) if end_text and not Token.is_unresolved(end_text) else None
         if end_moment is not None and end_moment <= datetime.now(UTC):
@@ -86,6 +101,7 @@ class OnDemandCapacityReservation(Construct):
             availability_zone=availability_zone,
             instance_count=instance_count,
             instance_match_criteria="targeted",
+            tenancy=tenancy,
             end_date_type="limited" if end_text else "unlimited",
             end_date=end_text,
             placement_group_arn=self.placement_group_arn,

@@ -12,8 +12,8 @@ ROOT_VOLUME_SIZE_GIB = 200
 #: Smallest root volume the library accepts for an accelerated node (GiB): below this the
 #: GPU container images alone fill it.
 ROOT_VOLUME_MIN_GIB = 100
-#: Largest gp3 volume (GiB).
-ROOT_VOLUME_MAX_GIB = 16_384
+#: Largest gp3 volume (GiB): "gp3: 1 - 65,536 GiB" (botocore ``ec2`` CreateVolume ``Size``).
+ROOT_VOLUME_MAX_GIB = 65_536
 #: Expected model FLOPs utilization of a training goal (``fmc plan``) when none is given: a
 #: well-tuned dense transformer on H100-class GPUs reaches 0.35-0.45.
 TARGET_MFU = 0.4

@@ -5,11 +5,13 @@ data, bad input, cfn-lint and cdk-nag. Every variant synthesizes once, as stacks
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
+import botocore.session
 import pytest
 from aws_cdk import TagManager, TagType
 from aws_cdk import aws_ec2 as ec2
@@ -24,7 +26,7 @@ from fm_constructs.compute import (
     OnDemandCapacityReservation,
     UserDataMode,
 )
-from fm_constructs.compute.launch_template import _TagSpecifications
+from fm_constructs.compute.launch_template import MAX_GP3_VOLUME_GIB, _TagSpecifications
 from fm_constructs.compute.root_device import root_device_for_parameter
 from fm_constructs.errors import FmValidationError
 from fm_constructs.network import EfaSecurityGroup
@@ -348,6 +350,7 @@ def test_reservation_in_a_placement_group_brings_its_group(synth: Synth) -> None
     (reservation,) = template.find_resources("AWS::EC2::CapacityReservation").values()
     arn = reservation["Properties"]["PlacementGroupArn"]
     assert {"Fn::GetAtt": [group, "GroupName"]} in arn["Fn::Join"][1]
+    assert reservation["Properties"]["Tenancy"] == "default"
     placement = _data(synth, "Trn2")["Placement"]["GroupName"]
     # the launch template launches into the reservation's group (name taken from its ARN)
     assert placement["Fn::Select"][0] == 1
@@ -449,6 +452,18 @@ def test_imdsv2_and_encrypted_root(synth: Synth, name: str) -> None:
     assert data["InstanceType"] == (
         FAMILIES.get(name) or synth.launch_templates[name].instance_spec.name
     )
+
+
+def test_root_volume_limit_is_ec2s_gp3_maximum() -> None:
+    size = (
+        botocore.session.get_session()
+        .get_service_model("ec2")
+        .operation_model("CreateVolume")
+        .input_shape.members["Size"]
+    )
+    limits = re.search(r"gp3:\s*1 - ([\d,]+)\s*GiB", re.sub(r"<[^>]+>", " ", size.documentation))
+    assert limits is not None
+    assert int(limits.group(1).replace(",", "")) == MAX_GP3_VOLUME_GIB == 65_536
 
 
 def test_root_volume_settings(synth: Synth) -> None:
@@ -713,7 +728,7 @@ def test_root_device_from_the_image_parameter(parameter: str, device: str | None
 
 
 def test_reservation_construct_validation(stack: cdk.Stack) -> None:
-    with pytest.raises(FmValidationError, match="3 problems"):
+    with pytest.raises(FmValidationError, match="4 problems") as caught:
         OnDemandCapacityReservation(
             stack,
             "R",
@@ -721,7 +736,9 @@ def test_reservation_construct_validation(stack: cdk.Stack) -> None:
             availability_zone="use1-az4",
             instance_count=0,
             end_date="tomorrow",
+            tenancy="host",
         )
+    assert "tenancy" in str(caught.value) and "default, dedicated" in str(caught.value)
 
 
 def test_efa_security_group_works_as_connectable_peer(stack: cdk.Stack) -> None:
