@@ -114,6 +114,7 @@ class WorkloadStack(Stack):
                 file_system_id=fs.file_system_id,
                 storage_capacity_gib=fs.storage_capacity_gib,
                 per_unit_storage_throughput_mb_s_per_tib=fs.throughput_mb_s_per_tib,
+                metadata_iops=fs.metadata_iops,
                 alert_topic=observability.alert_topic,
             )
         self.compute: HyperPodAcceleratedWorkload | None = None

@@ -26,7 +26,7 @@ from fm_constructs.observability.notifications import (
     EVENTS_PRINCIPAL,
     AlertTopic,
 )
-from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s
+from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s, is_valid_metadata_iops
 from fm_constructs.policy import acknowledge
 
 FSX_NAMESPACE = "AWS/FSx"
@@ -42,13 +42,23 @@ def _ratio_problem(problems: Problems, field: str, value: float) -> None:
 
 
 class FsxLustreAlarms(Construct):
-    """Free-capacity and throughput-utilization alarms of one FSx for Lustre file system.
+    """Free-capacity, throughput and metadata alarms of one FSx for Lustre file system.
 
-    Children: ``FreeCapacity`` and ``ThroughputUtilization`` (``AWS::CloudWatch::Alarm``).
+    Children: ``FreeCapacity``, ``ThroughputUtilization`` and, when the file system has
+    user-provisioned metadata IOPS, ``MetadataUtilization`` (``AWS::CloudWatch::Alarm``).
 
     Throughput utilization is client throughput (DataReadBytes + DataWriteBytes per second)
     over the file system's baseline throughput (capacity x per-unit throughput), computed
     with metric math, so it works for every deployment type.
+
+    Metadata utilization is the rate of client metadata operations (``MetadataOperations``,
+    dimension ``FileSystemId``) over the provisioned Metadata IOPS, which "determines the
+    maximum rate of metadata operations that can be supported by the file system" (FSx for
+    Lustre user guide, "Managing metadata performance"). It needs the provisioned figure at
+    synth, so it exists only for ``metadata_iops`` (USER_PROVISIONED mode): in AUTOMATIC mode
+    FSx picks the figure from the capacity and may change it, and a threshold computed here
+    could be wrong in either direction. The ``fsx-storage`` dashboard shows the operation rate
+    and the clients' metadata latency in both modes.
     """
 
     def __init__(
@@ -62,6 +72,8 @@ class FsxLustreAlarms(Construct):
         alert_topic: AlertTopic,
         free_capacity_min_ratio: float = 0.1,
         throughput_utilization_max_ratio: float = 0.9,
+        metadata_iops: int | None = None,
+        metadata_utilization_max_ratio: float = 0.8,
         evaluation_periods: int = 3,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -84,6 +96,14 @@ class FsxLustreAlarms(Construct):
         _ratio_problem(
             problems, "throughput_utilization_max_ratio", throughput_utilization_max_ratio
         )
+        _ratio_problem(problems, "metadata_utilization_max_ratio", metadata_utilization_max_ratio)
+        if metadata_iops is not None and not is_valid_metadata_iops(metadata_iops):
+            problems.add(
+                "metadata_iops",
+                metadata_iops,
+                "must be a valid user-provisioned Metadata IOPS value (1500, 3000, 6000, 12000, "
+                "then multiples of 12000 up to 192000), or None for AUTOMATIC mode",
+            )
         problems.raise_if_any()
 
         dimensions = {"FileSystemId": file_system_id}
@@ -156,9 +176,58 @@ class FsxLustreAlarms(Construct):
             # No datapoints means no client traffic: the file system is not saturated.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        for alarm in (self.free_capacity, self.throughput_utilization):
-            alarm.add_alarm_action(action)
-            alarm.add_ok_action(action)
+        self.metadata_utilization: cloudwatch.Alarm | None = None
+        if metadata_iops is not None:
+            self.metadata_utilization = self._metadata_alarm(
+                file_system_id,
+                dimensions,
+                metadata_iops,
+                metadata_utilization_max_ratio,
+                evaluation_periods,
+            )
+        for alarm in (self.free_capacity, self.throughput_utilization, self.metadata_utilization):
+            if alarm is not None:
+                alarm.add_alarm_action(action)
+                alarm.add_ok_action(action)
+
+    def _metadata_alarm(
+        self,
+        file_system_id: str,
+        dimensions: dict[str, str],
+        metadata_iops: int,
+        max_ratio: float,
+        evaluation_periods: int,
+    ) -> cloudwatch.Alarm:
+        utilization = cloudwatch.MathExpression(
+            expression=f"metadataOps / PERIOD(metadataOps) / {metadata_iops}",
+            using_metrics={
+                "metadataOps": cloudwatch.Metric(
+                    namespace=FSX_NAMESPACE,
+                    metric_name="MetadataOperations",
+                    dimensions_map=dimensions,
+                    statistic="Sum",
+                    period=_PERIOD,
+                )
+            },
+            label="Metadata operations (share of provisioned Metadata IOPS)",
+            period=_PERIOD,
+        )
+        return cloudwatch.Alarm(
+            self,
+            "MetadataUtilization",
+            alarm_description=(
+                f"FSx for Lustre {file_system_id}: metadata operations above {max_ratio:.0%} of "
+                f"its {metadata_iops} provisioned Metadata IOPS. Opens, stats and creates queue "
+                "on the metadata server (many small files, per-rank checkpoint shards): raise "
+                "metadata_iops or batch the files."
+            ),
+            metric=utilization,
+            threshold=max_ratio,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=evaluation_periods,
+            # No datapoints means no metadata traffic: the metadata server is not saturated.
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
 
 
 #: Namespace and dimension of the metrics Managed Prometheus vends to CloudWatch (AMP user

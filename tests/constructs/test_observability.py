@@ -453,6 +453,51 @@ def test_fsx_alarms_reject_bad_sizes(stack: cdk.Stack) -> None:
     }
 
 
+def _fsx_alarms(stack: cdk.Stack, **kwargs: Any) -> dict[str, Any]:
+    from fm_constructs.observability import AlertTopic
+
+    FsxLustreAlarms(
+        stack,
+        "A",
+        file_system_id="fs-0123456789abcdef0",
+        storage_capacity_gib=4800,
+        per_unit_storage_throughput_mb_s_per_tib=250,
+        alert_topic=AlertTopic(stack, "T"),
+        **kwargs,
+    )
+    alarms: dict[str, Any] = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    return {name: alarm["Properties"] for name, alarm in alarms.items()}
+
+
+def test_metadata_alarm_compares_operations_with_provisioned_iops(stack: cdk.Stack) -> None:
+    alarms = _fsx_alarms(stack, metadata_iops=12000)
+    metadata = next(p for n, p in alarms.items() if n.startswith("AMetadataUtilization"))
+    metric = next(m for m in metadata["Metrics"] if "MetricStat" in m)["MetricStat"]
+    assert metric["Metric"] == {
+        "Namespace": "AWS/FSx",
+        "MetricName": "MetadataOperations",
+        "Dimensions": [{"Name": "FileSystemId", "Value": "fs-0123456789abcdef0"}],
+    }
+    assert metric["Stat"] == "Sum"
+    expression = next(m["Expression"] for m in metadata["Metrics"] if "Expression" in m)
+    assert expression == "metadataOps / PERIOD(metadataOps) / 12000"
+    assert metadata["Threshold"] == 0.8
+    assert metadata["ComparisonOperator"] == "GreaterThanThreshold"
+    assert metadata["TreatMissingData"] == "notBreaching"
+    assert metadata["AlarmActions"] and metadata["OKActions"]
+
+
+def test_no_metadata_alarm_in_automatic_mode(stack: cdk.Stack) -> None:
+    alarms = _fsx_alarms(stack)
+    assert len(alarms) == 2
+    assert not any("MetadataUtilization" in name for name in alarms)
+
+
+def test_metadata_alarm_rejects_invalid_iops(stack: cdk.Stack) -> None:
+    with pytest.raises(FmValidationError, match="metadata_iops"):
+        _fsx_alarms(stack, metadata_iops=2000)
+
+
 def test_provisioner_asset_is_staged_once_per_set_of_dashboards(tmp_path: Path) -> None:
     files = shipped_dashboard_files()
     first = stage_provisioner_asset(files)
