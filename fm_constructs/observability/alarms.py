@@ -12,12 +12,12 @@ Every alarm states how it treats missing data, and why, in its ``treat_missing_d
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack, Token
+import jsii
+from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
+from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
 from fm_constructs.errors import Problems
@@ -27,7 +27,6 @@ from fm_constructs.observability.notifications import (
     AlertTopic,
 )
 from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s, is_valid_metadata_iops
-from fm_constructs.policy import acknowledge
 
 FSX_NAMESPACE = "AWS/FSx"
 #: EventBridge detail types SageMaker HyperPod emits for node health and cluster events.
@@ -316,6 +315,26 @@ class PrometheusWorkspaceAlarms(Construct):
             alarm.add_ok_action(action)
 
 
+@jsii.implements(events.IRuleTarget)
+class _TopicTarget:
+    """An SNS topic as a rule target, with no role and no policy statement of its own.
+
+    ``aws_events_targets.SnsTopic`` without a role grants ``events.amazonaws.com`` publish
+    with no condition; the alert topic's :meth:`AlertTopic.allow_service` adds the statement,
+    limited to the rule's ARN and this account, instead.
+    """
+
+    def __init__(self, topic_arn: str) -> None:
+        self._topic_arn = topic_arn
+
+    def bind(
+        self,
+        rule: IRuleRef,
+        id: str | None = None,
+    ) -> events.RuleTargetConfig:
+        return events.RuleTargetConfig(arn=self._topic_arn)
+
+
 class HyperPodHealthEvents(Construct):
     """EventBridge rules sending HyperPod node-health events and error-level cluster events
     to the alert topic. Children: ``NodeHealth``, ``ClusterErrors``.
@@ -355,23 +374,11 @@ class HyperPodHealthEvents(Construct):
                 detail={"EventDetails": {"EventLevel": ["Error"]}},
             ),
         )
-        # EventBridge publishes through a role of its own: the SNS target's default (a topic
-        # policy statement for events.amazonaws.com) would let any account's rules publish.
-        self.publisher = iam.Role(
-            self,
-            "PublisherRole",
-            assumed_by=iam.ServicePrincipal(
-                EVENTS_PRINCIPAL,
-                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
-            ),
-            description="EventBridge: publish HyperPod events to the alert topic",
-        )
-        alert_topic.topic.grant_publish(self.publisher)
+        # EventBridge delivers to SNS through the topic's resource policy, not a role: AWS
+        # warns that a RoleArn on an SNS target may make delivery fail, "particularly for ...
+        # Amazon SNS targets with AWS KMS encryption enabled" (EventBridge user guide, "Using
+        # resource-based policies for Amazon EventBridge"). Each rule is allowed by its own ARN,
+        # so no other rule, of this account or another, can publish.
         for rule in (self.node_health, self.cluster_errors):
-            rule.add_target(targets.SnsTopic(alert_topic.topic, role=self.publisher))
-        acknowledge(
-            self.publisher.node.find_child("DefaultPolicy"),
-            "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
-            "SNS needs GenerateDataKey* on the alert topic's own key to publish encrypted "
-            "messages; the statement is limited to that key.",
-        )
+            rule.add_target(_TopicTarget(alert_topic.topic.topic_arn))
+            alert_topic.allow_service(EVENTS_PRINCIPAL, source_arn=rule.rule_arn)

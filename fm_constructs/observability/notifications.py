@@ -51,6 +51,7 @@ class AlertTopic(Construct):
             enforce_ssl=True,
         )
         self._allowed: set[tuple[str, str]] = set()
+        self._key_users: set[str] = set()
 
     @property
     def topic_arn(self) -> str:
@@ -59,8 +60,15 @@ class AlertTopic(Construct):
     def allow_service(self, service_principal: str, *, source_arn: str | None = None) -> None:
         """Let ``service_principal`` publish to the topic and use the key for it.
 
-        Conditions: ``aws:SourceAccount`` is this account and, with ``source_arn``,
-        ``aws:SourceArn`` matches it (confused-deputy protection). Idempotent per pair.
+        The topic policy carries the confused-deputy conditions: ``aws:SourceAccount`` is this
+        account and, with ``source_arn``, ``aws:SourceArn`` matches it (the form AWS documents
+        for ``sns:Publish`` by CloudWatch, EventBridge and Managed Prometheus). The key
+        statement carries none: the KMS calls SNS makes for a publishing service are not
+        documented to carry those keys for every service (AWS's own key-policy examples for
+        encrypted topics omit them, and EventBridge delivery is reported not to carry them),
+        and a condition absent from the request drops every alert without an error anywhere
+        but the sender's metrics. The key is this topic's alone, so using it grants nothing
+        without the topic policy's publish permission. Idempotent per pair.
         """
         marker = (service_principal, source_arn or "")
         if marker in self._allowed:
@@ -80,11 +88,13 @@ class AlertTopic(Construct):
                 conditions=conditions,
             )
         )
+        if service_principal in self._key_users:
+            return
+        self._key_users.add(service_principal)
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
                 actions=["kms:GenerateDataKey*", "kms:Decrypt"],
                 principals=[principal],
                 resources=["*"],
-                conditions=conditions,
             )
         )

@@ -160,9 +160,7 @@ def test_alert_manager_routes_to_encrypted_topic(synthesized: Any) -> None:
                             {
                                 "Action": ["kms:GenerateDataKey*", "kms:Decrypt"],
                                 "Principal": {"Service": "aps.amazonaws.com"},
-                                "Condition": Match.object_like(
-                                    {"StringEquals": {"aws:SourceAccount": "111122223333"}}
-                                ),
+                                "Condition": Match.absent(),
                             }
                         )
                     ]
@@ -177,7 +175,13 @@ def test_alert_manager_routes_to_encrypted_topic(synthesized: Any) -> None:
                 "Statement": Match.array_with(
                     [
                         Match.object_like(
-                            {"Action": "sns:Publish", "Principal": {"Service": "aps.amazonaws.com"}}
+                            {
+                                "Action": "sns:Publish",
+                                "Principal": {"Service": "aps.amazonaws.com"},
+                                "Condition": Match.object_like(
+                                    {"StringEquals": {"aws:SourceAccount": "111122223333"}}
+                                ),
+                            }
                         )
                     ]
                 )
@@ -352,7 +356,40 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
         "detail-type": ["SageMaker HyperPod Cluster Node Health Event"],
         "resources": [HYPERPOD_ARN],
     }
-    assert health["Targets"][0]["Arn"] == {"Ref": "RulesTopicA82E5F65"}
+    assert health["Targets"] == [{"Arn": {"Ref": "RulesTopicA82E5F65"}, "Id": "Target0"}]
+    # No role on the target (AWS: a RoleArn on an SNS target with KMS encryption may fail
+    # delivery): the topic policy lets exactly these rules publish, through events.amazonaws.com.
+    assert not template.find_resources(
+        "AWS::IAM::Role",
+        {
+            "Properties": {
+                "AssumeRolePolicyDocument": Match.object_like(
+                    {
+                        "Statement": [
+                            Match.object_like({"Principal": {"Service": "events.amazonaws.com"}})
+                        ]
+                    }
+                )
+            }
+        },
+    )
+    topic_policy = next(iter(template.find_resources("AWS::SNS::TopicPolicy").values()))
+    events_statements = [
+        st
+        for st in topic_policy["Properties"]["PolicyDocument"]["Statement"]
+        if st["Principal"] == {"Service": "events.amazonaws.com"}
+    ]
+    assert sorted(
+        st["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::GetAtt"][0] for st in events_statements
+    ) == [
+        "HyperPodEventsClusterErrors92BB4BD6",
+        "HyperPodEventsNodeHealth3EF3A9D0",
+    ]
+    assert all(
+        st["Action"] == "sns:Publish"
+        and st["Condition"]["StringEquals"] == {"aws:SourceAccount": "111122223333"}
+        for st in events_statements
+    )
     errors = rules["HyperPodEventsClusterErrors92BB4BD6"]["Properties"]["EventPattern"]
     assert errors["detail"] == {"EventDetails": {"EventLevel": ["Error"]}}
 
