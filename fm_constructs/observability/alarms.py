@@ -12,8 +12,11 @@ Every alarm states how it treats missing data, and why, in its ``treat_missing_d
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 import jsii
-from aws_cdk import Duration, Token
+from aws_cdk import Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
@@ -315,6 +318,17 @@ class PrometheusWorkspaceAlarms(Construct):
             alarm.add_ok_action(action)
 
 
+def _rule_name(construct: Construct, suffix: str) -> str:
+    """A rule name unique per stack and construct path, within EventBridge's 64 characters."""
+    stack = Stack.of(construct)
+    path = "-".join(construct.node.path.split("/")[1:])
+    name = re.sub(r"[^-._A-Za-z0-9]", "", f"{stack.stack_name}-{path}-{suffix}")
+    if len(name) > 64:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        name = f"{name[:55]}-{digest}"
+    return name
+
+
 @jsii.implements(events.IRuleTarget)
 class _TopicTarget:
     """An SNS topic as a rule target, with no role and no policy statement of its own.
@@ -353,9 +367,15 @@ class HyperPodHealthEvents(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         resources = [cluster_arn] if cluster_arn is not None else None
+        # The rules are named, so their ARNs are known without a reference to this stack:
+        # the topic usually lives in another stack, which must not depend on this one.
+        rule_names = {
+            suffix: _rule_name(self, suffix) for suffix in ("NodeHealth", "ClusterErrors")
+        }
         self.node_health = events.Rule(
             self,
             "NodeHealth",
+            rule_name=rule_names["NodeHealth"],
             description="SageMaker HyperPod node health events to the alert topic",
             event_pattern=events.EventPattern(
                 source=["aws.sagemaker"],
@@ -366,6 +386,7 @@ class HyperPodHealthEvents(Construct):
         self.cluster_errors = events.Rule(
             self,
             "ClusterErrors",
+            rule_name=rule_names["ClusterErrors"],
             description="SageMaker HyperPod error-level cluster events to the alert topic",
             event_pattern=events.EventPattern(
                 source=["aws.sagemaker"],
@@ -379,6 +400,12 @@ class HyperPodHealthEvents(Construct):
         # Amazon SNS targets with AWS KMS encryption enabled" (EventBridge user guide, "Using
         # resource-based policies for Amazon EventBridge"). Each rule is allowed by its own ARN,
         # so no other rule, of this account or another, can publish.
-        for rule in (self.node_health, self.cluster_errors):
+        stack = Stack.of(self)
+        for rule, name in zip(
+            (self.node_health, self.cluster_errors), rule_names.values(), strict=True
+        ):
             rule.add_target(_TopicTarget(alert_topic.topic.topic_arn))
-            alert_topic.allow_service(EVENTS_PRINCIPAL, source_arn=rule.rule_arn)
+            alert_topic.allow_service(
+                EVENTS_PRINCIPAL,
+                source_arn=stack.format_arn(service="events", resource="rule", resource_name=name),
+            )

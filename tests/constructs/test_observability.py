@@ -379,12 +379,17 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
         for st in topic_policy["Properties"]["PolicyDocument"]["Statement"]
         if st["Principal"] == {"Service": "events.amazonaws.com"}
     ]
-    assert sorted(
-        st["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::GetAtt"][0] for st in events_statements
-    ) == [
-        "HyperPodEventsClusterErrors92BB4BD6",
-        "HyperPodEventsNodeHealth3EF3A9D0",
+    names = sorted(r["Properties"]["Name"] for r in rules.values())
+    assert names == [
+        f"Observability-HyperPodEvents-ClusterErrors",
+        f"Observability-HyperPodEvents-NodeHealth",
     ]
+    source_arns = sorted(
+        json.dumps(st["Condition"]["ArnLike"]["aws:SourceArn"]) for st in events_statements
+    )
+    assert len(source_arns) == 2
+    for arn, name in zip(source_arns, names, strict=True):
+        assert ":events:us-east-1:111122223333:rule/" + name in arn.replace('", "', "")
     assert all(
         st["Action"] == "sns:Publish"
         and st["Condition"]["StringEquals"] == {"aws:SourceAccount": "111122223333"}
