@@ -381,8 +381,8 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
     ]
     names = sorted(r["Properties"]["Name"] for r in rules.values())
     assert names == [
-        f"Observability-HyperPodEvents-ClusterErrors",
-        f"Observability-HyperPodEvents-NodeHealth",
+        "Observability-HyperPodEvents-ClusterErrors",
+        "Observability-HyperPodEvents-NodeHealth",
     ]
     source_arns = sorted(
         json.dumps(st["Condition"]["ArnLike"]["aws:SourceArn"]) for st in events_statements
