@@ -136,3 +136,10 @@ def test_the_rules_pass_a_valid_list() -> None:
     assert (
         check_users([ClusterUser(name="alice", uid=2001), ClusterUser(name="b-2", uid=59999)]) == []
     )
+
+
+def test_users_on_inference_are_a_key_of_another_workload(tmp_path: Path) -> None:
+    text = (ROOT / "config" / "inference-g6e.toml").read_text(encoding="utf-8")
+    error = _findings(tmp_path, text + USERS.replace("pretraining", "inference"))
+    (finding,) = [f for f in error.findings if f.key == "inference.users"]
+    assert finding.code == "FM010" and "[pretraining] or [post_training]" in finding.line()
