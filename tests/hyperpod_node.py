@@ -398,6 +398,25 @@ class SimulatedNode:
         url = f"https://github.com/NVIDIA/pyxis/archive/refs/tags/v{pyxis}.tar.gz"
         (downloads / url_key(url)).write_bytes(_tarball({f"pyxis-{pyxis}/Makefile": b"all:\n"}))
 
+    def clone(self, tmp_path: Path) -> SimulatedNode:
+        """A copy of this node under ``tmp_path``, in the state it is in now (so a test can
+        start from a node that has run ``on_create.sh`` without running it again)."""
+        copy = object.__new__(SimulatedNode)
+        copy.root = tmp_path / "root"
+        copy.scripts = tmp_path / "lifecycle"
+        copy.sim = copy.root / "sim"
+        copy.params = self.params
+        shutil.copytree(self.scripts, copy.scripts, symlinks=True)
+        shutil.copytree(self.root, copy.root, symlinks=True)
+        # The stubs' state names paths under the root (mount points): move them along.
+        old, new = str(self.root), str(copy.root)
+        for path in copy.sim.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                text = path.read_bytes()
+                if old.encode() in text:
+                    path.write_bytes(text.replace(old.encode(), new.encode()))
+        return copy
+
     def inject(self, name: str, count: int | None = None) -> None:
         """Inject a failure: ``offline`` (no download or pull succeeds), or a number of
         ``dns-failures``, ``route-failures`` or ``mount-failures`` before success."""

@@ -6,7 +6,9 @@ LND, a second run)."""
 
 from __future__ import annotations
 
+import functools
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,21 @@ def node(tmp_path: Path, role: str, **options: Any) -> SimulatedNode:
     return sim
 
 
+@functools.cache
+def _created(role: str) -> SimulatedNode:
+    """One node of ``role`` that has run ``on_create.sh``, built once per test process (in its
+    scratch TMPDIR); tests that start from a created node get a copy (:func:`created`)."""
+    sim = node(Path(tempfile.mkdtemp(prefix=f"fm-{role}-")), role)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    return sim
+
+
+def created(tmp_path: Path, role: str) -> SimulatedNode:
+    """A copy of a node of ``role`` right after ``on_create.sh``."""
+    return _created(role).clone(tmp_path)
+
+
 def assert_units_verify(sim: SimulatedNode) -> None:
     if SYSTEMD_ANALYZE is None:
         pytest.skip("systemd-analyze is not installed (systemd is absent on this machine)")
@@ -148,8 +165,7 @@ def test_worker_mounts_fsx_over_efa_and_runs_containers_and_slurmd(tmp_path: Pat
 
 
 def test_worker_metrics_installer_writes_units_for_what_it_installed(tmp_path: Path) -> None:
-    sim = node(tmp_path, "worker")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "worker")
     run = sim.run_metrics_installer()
     assert run.returncode == 0, run.output
     node_unit = sim.file("etc/systemd/system/fm-node-exporter.service")
@@ -174,8 +190,7 @@ def test_worker_metrics_installer_writes_units_for_what_it_installed(tmp_path: P
 
 
 def test_failed_downloads_leave_no_unit_and_do_not_fail_the_node(tmp_path: Path) -> None:
-    sim = node(tmp_path, "worker")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "worker")
     sim.inject("offline")
     run = sim.run_metrics_installer()
     assert run.returncode != 0  # the timer runs the installer again later
@@ -188,8 +203,7 @@ def test_failed_downloads_leave_no_unit_and_do_not_fail_the_node(tmp_path: Path)
 
 
 def test_a_tarball_that_fails_its_checksum_is_refused(tmp_path: Path) -> None:
-    sim = node(tmp_path, "worker")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "worker")
     sim.serve_releases(corrupt=True)
     run = sim.run_metrics_installer()
     assert run.returncode != 0
@@ -316,8 +330,7 @@ def test_controller_sets_up_accounting_gres_job_hooks_and_slurmctld(tmp_path: Pa
 
 
 def test_controller_runs_the_slurm_exporter_the_agent_scrapes(tmp_path: Path) -> None:
-    sim = node(tmp_path, "controller")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "controller")
     run = sim.run_metrics_installer()
     assert run.returncode == 0, run.output
     unit = sim.file("etc/systemd/system/fm-slurm-exporter.service")
@@ -337,8 +350,7 @@ def test_controller_runs_the_slurm_exporter_the_agent_scrapes(tmp_path: Path) ->
 
 
 def test_a_slurm_exporter_that_fails_its_checksum_is_refused(tmp_path: Path) -> None:
-    sim = node(tmp_path, "controller")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "controller")
     sim.serve_releases(corrupt=True)
     run = sim.run_metrics_installer()
     assert run.returncode != 0
@@ -348,8 +360,7 @@ def test_a_slurm_exporter_that_fails_its_checksum_is_refused(tmp_path: Path) -> 
 
 
 def test_workers_run_no_slurm_exporter(tmp_path: Path) -> None:
-    sim = node(tmp_path, "worker")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "worker")
     run = sim.run_metrics_installer()
     assert run.returncode == 0, run.output
     assert not sim.exists("etc/systemd/system/fm-slurm-exporter.service")
@@ -385,8 +396,7 @@ def _fake_nvidia_smi(sim: SimulatedNode, output: str, status: int = 0) -> None:
 def test_worker_prolog_refuses_a_node_with_unhealthy_gpus(
     tmp_path: Path, gpus: str, status: int, refusal: str | None
 ) -> None:
-    sim = node(tmp_path, "worker")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "worker")
     assert sim.file("opt/slurm/etc/scripts/fm-node.env") == "EXPECTED_GPUS=8\n"
     _fake_nvidia_smi(sim, gpus, status)
     run = sim.run(
@@ -406,8 +416,7 @@ def test_worker_prolog_refuses_a_node_with_unhealthy_gpus(
 
 
 def test_epilog_takes_the_job_off_the_gpu_map(tmp_path: Path) -> None:
-    sim = node(tmp_path, "worker")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "worker")
     jobs = sim.root / "run" / "fm-dcgm-jobs"
     jobs.mkdir(parents=True)
     (jobs / "0").write_text("41\n")
@@ -424,8 +433,7 @@ def test_worker_epilog_clears_the_job_users_shared_memory(tmp_path: Path) -> Non
 
     if os.geteuid() != 0:
         pytest.skip("needs root to give a file to another uid")
-    sim = node(tmp_path, "worker")
-    assert sim.run().returncode == 0
+    sim = created(tmp_path, "worker")
     shm = sim.root / "dev" / "shm"
     shm.mkdir(parents=True)
     (shm / "nccl-1234").write_text("x")
