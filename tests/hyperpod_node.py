@@ -117,6 +117,9 @@ case "$name" in
     echo "$1:x:${gid}:" >> "${sim}/group"; exit 0 ;;
   usermod)
     user="${@: -1}"
+    if [[ "$1" == --home && -e "${sim}/busy-${user}" ]]; then
+      echo "usermod: user ${user} is currently used by process 4242" >&2; exit 8
+    fi
     case "$1" in
       --home)
         awk -F: -v OFS=: -v u="$user" -v h="$2" '$1 == u {$6 = h} 1' "${sim}/passwd" \

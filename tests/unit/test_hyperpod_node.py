@@ -600,6 +600,18 @@ def test_an_account_that_clashes_with_the_profile_stops_the_users_step(
     assert message in run.output
 
 
+def test_a_busy_default_user_keeps_its_home_and_the_node_goes_on(tmp_path: Path) -> None:
+    sim = node(tmp_path, "worker")
+    sim.inject("busy-ubuntu")  # ubuntu runs processes: usermod refuses to move its home
+    (sim.root / "fsx").mkdir()
+    params = str(sim.scripts / "provisioning_parameters.json")
+    run = sim.run("after_fsx.d/10-users.sh", "worker", "workers", params)
+    assert run.returncode == 0, run.output
+    assert "could not move ubuntu's home to /fsx/home/ubuntu on this node yet" in run.output
+    assert _passwd(sim)["ubuntu"] == "ubuntu:x:1000:1000::/home/ubuntu:/bin/bash"
+    assert _passwd(sim)["alice"] == "alice:x:2001:2001::/fsx/home/alice:/bin/bash"
+
+
 def test_hotfix_waits_for_dpkg_and_skips_what_is_not_installed(tmp_path: Path) -> None:
     sim = node(tmp_path, "worker")
     sim.inject("dpkg-lock-failures", 2)

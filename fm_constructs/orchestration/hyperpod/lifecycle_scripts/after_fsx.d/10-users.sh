@@ -74,8 +74,10 @@ ensure_user() {
       log "user ${name} is ${uid}:${gid} in the profile but $(field "$entry" 3):$(field "$entry" 4) on this node"
       return 1
     fi
-    if [[ "$(field "$entry" 6)" != "$home" ]]; then
-      usermod --home "$home" "$name"
+    if [[ "$(field "$entry" 6)" != "$home" ]] && ! usermod --home "$home" "$name"; then
+      # usermod refuses while the user runs processes; the next run (a reboot's re-run or
+      # UpdateClusterSoftware) moves the home then. The node is usable meanwhile.
+      log "could not move ${name}'s home to ${home} on this node yet; it stays $(field "$entry" 6)"
     fi
     return 0
   fi
