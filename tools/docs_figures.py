@@ -133,7 +133,7 @@ def _plan_default_total() -> str:
 #: Constructs and option classes whose keyword options the docs list (figure
 #: ``options-<lowercase class name>``), as ``module:Class``.
 OPTION_CLASSES = (
-    "fm_constructs.network.gpu_vpc:GpuClusterVpc",
+    "fm_constructs.network:GpuClusterVpc",
     "fm_constructs.network:EfaSecurityGroup",
     "fm_constructs.compute:ClusterPlacementGroup",
     "fm_constructs.compute:OnDemandCapacityReservation",
@@ -188,8 +188,9 @@ def _options(spec: str) -> Callable[[], str]:
         cls = getattr(importlib.import_module(module_name), class_name)
         init = cls.__init__ if "__init__" in vars(cls) else cls
         rows = ["| option | type | default |", "|---|---|---|"]
+        deprecated: dict[str, str] = dict(getattr(cls, "DEPRECATED_OPTIONS", {}))
         for name, param in inspect.signature(init).parameters.items():
-            if name in {"self", "scope", "construct_id"}:
+            if name in {"self", "scope", "construct_id"} or name in deprecated:
                 continue
             annotation = param.annotation
             if not isinstance(annotation, str):
@@ -201,6 +202,9 @@ def _options(spec: str) -> Callable[[], str]:
             )
             type_text = annotation.replace("|", "\\|")
             rows.append(f"| `{name}` | `{type_text}` | {default} |")
+        if deprecated:
+            former = ", ".join(f"`{old}` (now `{new}`)" for old, new in deprecated.items())
+            rows += ["", f"Former names, still accepted with a synth warning: {former}."]
         return "\n".join(rows)
 
     return figure

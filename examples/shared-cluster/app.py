@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 
-from fm_constructs.network.gpu_vpc import GpuClusterVpc
+from fm_constructs.network import GpuClusterVpc
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.patterns import InferenceWorkload, ModelServerSpec, PretrainingWorkload
 from fm_constructs.policy import enable_nag

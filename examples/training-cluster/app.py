@@ -68,7 +68,7 @@ class TrainingClusterStack(cdk.Stack):
             cluster=cluster,
             instance_type="p5.48xlarge",
             subnet=gpu_subnet,
-            desired_size=2,
+            node_count=2,
             capacity=CapacitySource.on_demand(),
         )
         cluster.add_lustre_volume(file_system, name="scratch", namespace="default")

@@ -113,6 +113,9 @@ class GpuLaunchTemplate(Construct):
 
     No subnet is set: the node group or Auto Scaling group chooses it. Pass
     ``subnet_availability_zone`` and ``node_count`` so the capacity's zone and size are checked.
+    ``efa_security_group`` takes an :class:`~fm_constructs.network.EfaSecurityGroup` or any
+    security group with the EFA self-rules, as :class:`~fm_constructs.orchestration.EfaNodeGroup`
+    does; without one, ``vpc`` is where a new one is created.
     """
 
     def __init__(
@@ -122,7 +125,7 @@ class GpuLaunchTemplate(Construct):
         *,
         instance_type: str,
         vpc: ec2.IVpc | None = None,
-        efa_security_group: ec2.ISecurityGroup | None = None,
+        efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] = (),
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         capacity: CapacitySource | None = None,
@@ -194,7 +197,13 @@ class GpuLaunchTemplate(Construct):
         self.interfaces: tuple[NetworkInterfaceSlot, ...] = (
             efa_interface_layout(spec, efa_layout) if efa_layout is not None else (PRIMARY_ENA,)
         )
-        self.efa_security_group = efa_security_group or self._create_efa_group(vpc)
+        #: The EFA security group on every interface (the ``efa_security_group`` given, as a
+        #: plain security group, or the one created in ``vpc``).
+        self.efa_security_group: ec2.ISecurityGroup = (
+            efa_security_group.security_group
+            if isinstance(efa_security_group, EfaSecurityGroup)
+            else efa_security_group or self._create_efa_group(vpc)
+        )
         self.security_groups = tuple(security_groups)
         self.placement_group = self._choose_placement_group(
             capacity, placement_group, create_placement_group, efa_layout is not None
@@ -304,7 +313,7 @@ class GpuLaunchTemplate(Construct):
         *,
         spec: InstanceSpec,
         vpc: ec2.IVpc | None,
-        efa_security_group: ec2.ISecurityGroup | None,
+        efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None,
         capacity: CapacitySource,
         placement_group: ec2.IPlacementGroup | None,
         create_placement_group: bool | None,

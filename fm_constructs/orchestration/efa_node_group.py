@@ -45,6 +45,14 @@ PRESENT_LABELS: dict[EksAmiFamily, str] = {
     "NEURON": charts.NEURON_PRESENT_LABEL,
 }
 WORKLOADS: dict[EksAmiFamily, str] = {"NVIDIA": "gpu", "NEURON": "neuron"}
+#: Former names of the size options (new name by old), accepted with a synth warning: the
+#: patterns (EksAcceleratedWorkload, HyperPodAcceleratedWorkload) and GpuLaunchTemplate count
+#: nodes as ``node_count``/``min_node_count``/``max_node_count``, and so does this class.
+DEPRECATED_OPTIONS: Mapping[str, str] = {
+    "desired_size": "node_count",
+    "min_size": "min_node_count",
+    "max_size": "max_node_count",
+}
 #: Labels the construct owns; user labels may not override them.
 RESERVED_LABEL_PREFIXES = ("fm-constructs/", "nvidia.com/", "aws.amazon.com/", "vpc.amazonaws.com/")
 
@@ -71,7 +79,12 @@ def node_labels(
 
 @jsii.implements(ec2.IConnectable)
 class EfaNodeGroup(Construct):
-    """Managed node group of ``desired_size`` EFA nodes of ``instance_type`` in ``subnet``.
+    """Managed node group of ``node_count`` EFA nodes of ``instance_type`` in ``subnet``.
+
+    - ``node_count``: nodes the group starts with; ``min_node_count``/``max_node_count`` bound
+      what the Cluster Autoscaler may scale it to (both default to ``node_count``: a fixed
+      size). The former names ``desired_size``/``min_size``/``max_size`` still work, with a
+      synth warning.
 
     - ``capacity``: on-demand (default), an ODCR, or a Capacity Block (node group capacity type
       ``CAPACITY_BLOCK``; the launch template targets the reservation with the
@@ -103,6 +116,9 @@ class EfaNodeGroup(Construct):
     ``cluster.add_lustre_volume`` accept these nodes.
     """
 
+    #: Former option names, still accepted (see :data:`DEPRECATED_OPTIONS`).
+    DEPRECATED_OPTIONS = DEPRECATED_OPTIONS
+
     def __init__(
         self,
         scope: Construct,
@@ -111,9 +127,9 @@ class EfaNodeGroup(Construct):
         cluster: GpuEksCluster | eks.ICluster,
         instance_type: str,
         subnet: ec2.ISubnet,
-        desired_size: int,
-        min_size: int | None = None,
-        max_size: int | None = None,
+        node_count: int | None = None,
+        min_node_count: int | None = None,
+        max_node_count: int | None = None,
         capacity: CapacitySource | None = None,
         efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
         labels: Mapping[str, str] | None = None,
@@ -130,11 +146,27 @@ class EfaNodeGroup(Construct):
         node_pool: str | None = None,
         force_update: bool = False,
         max_pods: int | None = None,
+        desired_size: int | None = None,
+        min_size: int | None = None,
+        max_size: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
         problems = Problems.of(self)
         spec = self._resolve_spec(instance_type, efa_layout, problems)
+        counts = self._node_counts(
+            problems,
+            node_count=node_count,
+            min_node_count=min_node_count,
+            max_node_count=max_node_count,
+            desired_size=desired_size,
+            min_size=min_size,
+            max_size=max_size,
+        )
+        desired_size, min_size, max_size = counts
+        if desired_size is None:
+            problems.raise_if_any()  # no size to check the rest against
+        assert desired_size is not None
         eks_cluster = cluster.icluster if isinstance(cluster, GpuEksCluster) else cluster
         capacity_block = capacity.kind is CapacityKind.CAPACITY_BLOCK
         if min_size is None and capacity_block:
@@ -312,6 +344,32 @@ class EfaNodeGroup(Construct):
             problems.extend(error.problems)
             return None
 
+    def _node_counts(
+        self, problems: Problems, **given: int | None
+    ) -> tuple[int | None, int | None, int | None]:
+        """(node_count, min_node_count, max_node_count), each from its own option or from its
+        former name (with a synth warning); both at once, or no node count, is a problem."""
+        resolved: dict[str, int | None] = {}
+        for old, new in DEPRECATED_OPTIONS.items():
+            value = given[new]
+            if given[old] is not None:
+                if value is not None:
+                    problems.add(old, given[old], f"is the former name of {new}: give {new} alone")
+                else:
+                    value = given[old]
+                    Annotations.of(self).add_warning_v2(
+                        f"fm-constructs:EfaNodeGroup.{old}",
+                        f"EfaNodeGroup({old}=...) is deprecated: write {new}={value} (the name "
+                        "EksAcceleratedWorkload and GpuLaunchTemplate use); the old name will "
+                        "be removed in a later release",
+                    )
+            resolved[new] = value
+        if resolved["node_count"] is None:
+            problems.add(
+                "node_count", None, "is required: the number of nodes the group starts with"
+            )
+        return resolved["node_count"], resolved["min_node_count"], resolved["max_node_count"]
+
     @staticmethod
     def _validate(
         problems: Problems,
@@ -362,7 +420,9 @@ class EfaNodeGroup(Construct):
         min_nodes, desired, max_nodes = sizes
         wrong = [
             (name, n)
-            for name, n in zip(("min_size", "desired_size", "max_size"), sizes, strict=True)
+            for name, n in zip(
+                ("min_node_count", "node_count", "max_node_count"), sizes, strict=True
+            )
             if isinstance(n, bool) or not isinstance(n, int | float)
         ]
         for name, n in wrong:
@@ -373,9 +433,10 @@ class EfaNodeGroup(Construct):
             and not (0 <= min_nodes <= desired <= max_nodes and max_nodes >= 1)
         ):
             problems.add(
-                "min_size/desired_size/max_size",
+                "min_node_count/node_count/max_node_count",
                 sizes,
-                "must satisfy 0 <= min_size <= desired_size <= max_size and max_size >= 1",
+                "must satisfy 0 <= min_node_count <= node_count <= max_node_count and "
+                "max_node_count >= 1",
             )
         for key in labels:
             if key.startswith(RESERVED_LABEL_PREFIXES):

@@ -53,24 +53,24 @@ class NodePool:
 
     ``name`` is the pool's short name (``gpu``, ``rollout``); the group's nodes carry the
     label ``fm-constructs/node-pool=<namespace>-<name>``, which is also the name of its Kueue
-    ResourceFlavor. ``min_size``/``max_size`` default to ``desired_size`` (fixed size); a pool
-    that can grow gets the Cluster Autoscaler. ``labels`` and ``taints`` come on top of the
-    accelerator label and taint.
+    ResourceFlavor. ``min_node_count``/``max_node_count`` default to ``node_count`` (fixed
+    size); a pool that can grow gets the Cluster Autoscaler. ``labels`` and ``taints`` come on
+    top of the accelerator label and taint.
     """
 
     name: str
     instance_type: str
-    desired_size: int
-    min_size: int | None = None
-    max_size: int | None = None
+    node_count: int
+    min_node_count: int | None = None
+    max_node_count: int | None = None
     capacity: CapacitySource | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def bounds(self) -> tuple[int, int]:
-        low = self.desired_size if self.min_size is None else self.min_size
-        high = self.desired_size if self.max_size is None else self.max_size
+        low = self.node_count if self.min_node_count is None else self.min_node_count
+        high = self.node_count if self.max_node_count is None else self.max_node_count
         return low, high
 
     @property
@@ -276,7 +276,7 @@ class EksWorkload(Construct):
         parts = node_groups_for(high)
         if parts == 1:
             return [self._node_group(pool, subnet, efa_layout, root_gib, None, "")]
-        sizes = split_sizes(pool.desired_size, low, high, parts)
+        sizes = split_sizes(pool.node_count, low, high, parts)
         return [
             self._node_group(pool, subnet, efa_layout, root_gib, size, "" if i == 0 else str(i + 1))
             for i, size in enumerate(sizes)
@@ -293,7 +293,7 @@ class EksWorkload(Construct):
     ) -> EfaNodeGroup:
         low, high = pool.bounds
         desired, min_size, max_size = (
-            (pool.desired_size, pool.min_size, pool.max_size) if sizes is None else sizes
+            (pool.node_count, pool.min_node_count, pool.max_node_count) if sizes is None else sizes
         )
         labels = dict(pool.labels)
         if pool.autoscaled:
@@ -304,9 +304,9 @@ class EksWorkload(Construct):
             cluster=self.cluster,
             instance_type=pool.instance_type,
             subnet=subnet,
-            desired_size=desired,
-            min_size=min_size,
-            max_size=max_size,
+            node_count=desired,
+            min_node_count=min_size,
+            max_node_count=max_size,
             max_pods=self.max_pods_per_node,
             capacity=pool.capacity,
             efa_security_group=self.efa_security_group,

@@ -212,7 +212,11 @@ class InferenceWorkload(_EksPattern):
             WorkloadOperators(kueue=True, leader_worker_set=True),
             [
                 NodePool(
-                    MAIN_POOL, instance_type, node_count, max_size=max_node_count, capacity=capacity
+                    MAIN_POOL,
+                    instance_type,
+                    node_count,
+                    max_node_count=max_node_count,
+                    capacity=capacity,
                 )
             ],
             name=name,

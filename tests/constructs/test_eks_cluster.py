@@ -69,7 +69,7 @@ def synth() -> Iterator[Synth]:
     fs = LustreFileSystem(s, "Fsx", vpc=vpc, subnet=subnet, data_bucket=DataBucket(s, "Data"))
     cluster.add_lustre_volume(fs, name="shared", namespace="training")
     EfaNodeGroup(
-        s, "P5en", cluster=cluster, instance_type="p5en.48xlarge", subnet=subnet, desired_size=2
+        s, "P5en", cluster=cluster, instance_type="p5en.48xlarge", subnet=subnet, node_count=2
     )
     clusters["Default"] = cluster
 
@@ -108,7 +108,7 @@ def synth() -> Iterator[Synth]:
         cluster=cluster,
         instance_type="trn2.48xlarge",
         subnet=vpc.private_subnets[0],
-        desired_size=4,
+        node_count=4,
         capacity=CapacitySource.capacity_block(
             CB, availability_zone="us-east-2a", instance_count=4
         ),
@@ -524,5 +524,5 @@ def test_node_group_outside_cluster_gpu_zone() -> None:
             cluster=cluster,
             instance_type="p5.48xlarge",
             subnet=vpc.private_subnets[1],  # us-east-1b
-            desired_size=1,
+            node_count=1,
         )

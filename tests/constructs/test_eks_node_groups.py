@@ -77,8 +77,8 @@ def synth() -> Iterator[Synth]:
             cluster=cluster,
             instance_type=instance_type,
             subnet=vpc.private_subnets[0],
-            desired_size=2,
-            max_size=4,
+            node_count=2,
+            max_node_count=4,
             labels={"team": "pretraining"},
         )
 
@@ -90,8 +90,8 @@ def synth() -> Iterator[Synth]:
         cluster=cluster,
         instance_type="p5en.48xlarge",
         subnet=vpc.private_subnets[0],
-        desired_size=8,
-        min_size=0,
+        node_count=8,
+        min_node_count=0,
         capacity=CapacitySource.capacity_block(
             CR,
             availability_zone="us-east-1a",
@@ -113,7 +113,7 @@ def synth() -> Iterator[Synth]:
         cluster=cluster,
         instance_type="p5.48xlarge",
         subnet=vpc.private_subnets[0],
-        desired_size=1,
+        node_count=1,
         efa_security_group=efa,
         auto_repair=False,
     )
@@ -267,7 +267,7 @@ def test_type_without_efa(bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc]) -> None
             cluster=cluster,
             instance_type="g6.xlarge",
             subnet=vpc.private_subnets[0],
-            desired_size=1,
+            node_count=1,
         )
 
 
@@ -280,7 +280,7 @@ def test_subnet_outside_reservation_zone(bad: tuple[cdk.Stack, eks.ICluster, ec2
             cluster=cluster,
             instance_type="p5.48xlarge",
             subnet=vpc.private_subnets[1],  # us-east-1b
-            desired_size=1,
+            node_count=1,
             capacity=CapacitySource.odcr(CR, availability_zone="us-east-1a"),
         )
 
@@ -296,8 +296,8 @@ def test_public_subnet_training_plan_sizes_and_labels(
             cluster=cluster,
             instance_type="p5.48xlarge",
             subnet=vpc.public_subnets[0],
-            desired_size=4,
-            max_size=2,
+            node_count=4,
+            max_node_count=2,
             capacity=CapacitySource.training_plan(
                 "arn:aws:sagemaker:us-east-1:111122223333:training-plan/p5-plan"
             ),
@@ -308,7 +308,7 @@ def test_public_subnet_training_plan_sizes_and_labels(
     for fragment in (
         "subnet: must be a private subnet",
         "capacity: a SageMaker training plan feeds HyperPod",
-        "min_size/desired_size/max_size",
+        "min_node_count/node_count/max_node_count",
         "labels['nvidia.com/gpu.present']",
         "max_parallel_repairs",
     ):
@@ -327,5 +327,67 @@ def test_imported_cluster_without_security_group(
             cluster=cluster,
             instance_type="p5.48xlarge",
             subnet=vpc.private_subnets[0],
-            desired_size=1,
+            node_count=1,
+        )
+
+
+# ----------------------------------------------------------------------------- option names
+
+
+def test_former_size_names_still_work_with_a_warning(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
+) -> None:
+    """desired_size/min_size/max_size (the names before node_count/min_node_count/
+    max_node_count) build the same group and say what to write instead."""
+    stack, cluster, vpc = bad
+    group = EfaNodeGroup(
+        stack,
+        "Former",
+        cluster=cluster,
+        instance_type="p5.48xlarge",
+        subnet=vpc.private_subnets[0],
+        desired_size=2,
+        max_size=3,
+    )
+    scaling = group.resource.scaling_config
+    assert isinstance(scaling, eks.CfnNodegroup.ScalingConfigProperty)
+    assert (scaling.min_size, scaling.desired_size, scaling.max_size) == (2, 2, 3)
+    warnings = [
+        entry.data
+        for entry in group.node.metadata
+        if entry.type == "aws:cdk:warning" and "deprecated" in str(entry.data)
+    ]
+    assert len(warnings) == 2
+    assert any("write node_count=2" in str(w) for w in warnings)
+    assert any("write max_node_count=3" in str(w) for w in warnings)
+
+
+def test_a_size_given_under_both_names_is_refused(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
+) -> None:
+    stack, cluster, vpc = bad
+    with pytest.raises(FmValidationError) as error:
+        EfaNodeGroup(
+            stack,
+            "Both",
+            cluster=cluster,
+            instance_type="p5.48xlarge",
+            subnet=vpc.private_subnets[0],
+            node_count=2,
+            desired_size=2,
+        )
+    assert "desired_size: is the former name of node_count: give node_count alone" in str(
+        error.value
+    )
+
+
+def test_node_count_is_required(bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc]) -> None:
+    stack, cluster, vpc = bad
+    with pytest.raises(FmValidationError, match=r"node_count: is required"):
+        EfaNodeGroup(
+            stack,
+            "None",
+            cluster=cluster,
+            instance_type="p5.48xlarge",
+            subnet=vpc.private_subnets[0],
         )

@@ -23,6 +23,7 @@ from aws_cdk.assertions import Template
 from fm_constructs.compute import CapacitySource
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
+from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.observability import PrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration import eks_charts as charts
@@ -667,3 +668,31 @@ def test_rejects_users_without_a_file_system_or_with_bad_ids() -> None:
     assert "users[0].uid: must be 2000 to 59999" in text
     assert "users[1].uid: is already used by users[0] (root)" in text
     assert set(raised.value.codes) >= {"FM330", "FM331"}
+
+
+def _slurm(stack: cdk.Stack, construct_id: str, vpc: ec2.IVpc, **props: Any) -> HyperPodCluster:
+    return HyperPodCluster(
+        stack,
+        construct_id,
+        vpc=vpc,
+        subnet=vpc.private_subnets[0],
+        instance_groups=slurm_instance_groups(worker_instance_type="p5.48xlarge", worker_count=2),
+        **props,
+    )
+
+
+def test_an_efa_security_group_of_either_type_is_used_as_given() -> None:
+    """efa_security_group takes an EfaSecurityGroup or a plain security group (as EfaNodeGroup
+    and GpuLaunchTemplate do); the former name security_group still works, with a warning."""
+    stack = cdk.Stack(cdk.App(), "Groups", env=TEST_ENV)
+    vpc = _vpc(stack)
+    efa = EfaSecurityGroup(stack, "Efa", vpc=vpc)
+    plain = ec2.SecurityGroup(stack, "Plain", vpc=vpc)
+    assert _slurm(stack, "A", vpc, efa_security_group=efa).efa_security_group is efa.security_group
+    assert _slurm(stack, "B", vpc, efa_security_group=plain).efa_security_group is plain
+    former = _slurm(stack, "C", vpc, security_group=efa)
+    assert former.efa_security_group is efa.security_group
+    warnings = [e.data for e in former.node.metadata if e.type == "aws:cdk:warning"]
+    assert any("write efa_security_group=" in str(w) for w in warnings)
+    with pytest.raises(FmValidationError, match=r"security_group: is the former name"):
+        _slurm(stack, "D", vpc, security_group=efa, efa_security_group=efa)

@@ -51,8 +51,8 @@ def _platform(
         cluster=cluster,
         instance_type=instance_type,
         subnet=vpc.private_subnets[0],
-        desired_size=1,
-        max_size=max_size,
+        node_count=1,
+        max_node_count=max_size,
     )
     return cluster, nodes, DataBucket(stack, "Data")
 

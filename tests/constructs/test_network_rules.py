@@ -30,14 +30,14 @@ def test_a_node_group_size_given_as_a_string_is_a_clear_error() -> None:
     cluster = GpuEksCluster.from_gpu_eks_cluster_attributes(
         stack, "Cluster", cluster_name="gpu", vpc=vpc, cluster_security_group_id="sg-1"
     )
-    with pytest.raises(FmValidationError, match=r"desired_size: must be a whole number") as raised:
+    with pytest.raises(FmValidationError, match=r"node_count: must be a whole number") as raised:
         EfaNodeGroup(
             stack,
             "Nodes",
             cluster=cluster,
             instance_type="p5.48xlarge",
             subnet=vpc.private_subnets[0],
-            desired_size="2",  # type: ignore[arg-type]
+            node_count="2",  # type: ignore[arg-type]
         )
     assert set(raised.value.codes) == {"FM832"}  # the node group's own code, not FM000
 

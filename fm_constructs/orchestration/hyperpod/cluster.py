@@ -10,12 +10,12 @@ HyperPod needs on the cluster first (see :mod:`~fm_constructs.orchestration.hype
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import jsii
-from aws_cdk import Names, RemovalPolicy, Stack, Tags, Token
+from aws_cdk import Annotations, Names, RemovalPolicy, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -79,8 +79,9 @@ class HyperPodCluster(Construct):
     - ``lustre``: mounted on every node by the lifecycle scripts (over EFA when the file system
       has EFA enabled), its security group opened to the nodes.
     - ``prometheus``: the nodes' Prometheus agents remote-write to it.
-    - ``security_group``: an :class:`EfaSecurityGroup` (or any group with the EFA self rules);
-      created when absent.
+    - ``efa_security_group``: an :class:`EfaSecurityGroup` or any security group with the EFA
+      self-rules, as for :class:`~fm_constructs.orchestration.EfaNodeGroup`; created when
+      absent. Its former name ``security_group`` still works, with a synth warning.
     - ``lifecycle_bucket``: where the lifecycle scripts go; a small bucket is created when absent.
     - ``cluster_name``: derived from the construct path when absent. It is create-only:
       changing it (or the construct path) replaces the cluster.
@@ -95,6 +96,9 @@ class HyperPodCluster(Construct):
     ``SecurityGroup`` (when created), ``Lifecycle``, ``EksDependencies`` (EKS).
     """
 
+    #: Former option names (new name by old), still accepted with a synth warning.
+    DEPRECATED_OPTIONS: ClassVar[Mapping[str, str]] = {"security_group": "efa_security_group"}
+
     def __init__(
         self,
         scope: Construct,
@@ -108,7 +112,7 @@ class HyperPodCluster(Construct):
         lustre: LustreFileSystem | None = None,
         lustre_mount_point: str = DEFAULT_MOUNT_POINT,
         prometheus: IPrometheusWorkspace | None = None,
-        security_group: EfaSecurityGroup | None = None,
+        efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
         lifecycle_bucket: s3.IBucket | None = None,
         cluster_name: str | None = None,
         node_recovery: NodeRecovery = NodeRecovery.AUTOMATIC,
@@ -116,6 +120,7 @@ class HyperPodCluster(Construct):
         task_governance: bool = False,
         removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
         users: Sequence[ClusterUser] = (),
+        security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         orchestrator = Orchestrator(orchestrator)
@@ -138,6 +143,21 @@ class HyperPodCluster(Construct):
         if not lustre_mount_point.startswith("/"):
             problems.add("lustre_mount_point", lustre_mount_point, "must be an absolute path")
         self._check_users(problems, users, orchestrator, lustre)
+        if security_group is not None:
+            if efa_security_group is not None:
+                problems.add(
+                    "security_group",
+                    security_group.node.path,
+                    "is the former name of efa_security_group: give efa_security_group alone",
+                )
+            else:
+                efa_security_group = security_group
+                Annotations.of(self).add_warning_v2(
+                    "fm-constructs:HyperPodCluster.security_group",
+                    "HyperPodCluster(security_group=...) is deprecated: write "
+                    "efa_security_group=... (the name EfaNodeGroup and GpuLaunchTemplate use); "
+                    "the old name will be removed in a later release",
+                )
         problems.raise_if_any()
 
         self.orchestrator = orchestrator
@@ -145,22 +165,26 @@ class HyperPodCluster(Construct):
         self.cluster_name: str = cluster_name or Names.unique_resource_name(
             self, max_length=CLUSTER_NAME_MAX_LENGTH, separator="-", allowed_special_characters="-"
         )
-        self.efa_security_group = security_group or EfaSecurityGroup(
+        peer = efa_security_group or EfaSecurityGroup(
             self,
             "SecurityGroup",
             vpc=vpc,
             description="HyperPod nodes: EFA (all traffic within the group), FSx, endpoints",
         )
-        groups_for_nodes: list[ec2.ISecurityGroup] = [self.efa_security_group.security_group]
+        #: The EFA security group of the nodes, as a plain security group (as on EfaNodeGroup).
+        self.efa_security_group: ec2.ISecurityGroup = (
+            peer.security_group if isinstance(peer, EfaSecurityGroup) else peer
+        )
+        groups_for_nodes: list[ec2.ISecurityGroup] = [self.efa_security_group]
         if eks_cluster is not None:
             # HyperPod nodes join the cluster like managed nodes: the cluster security group
             # lets them reach the API server, CoreDNS and the system nodes (and back).
             groups_for_nodes.append(eks_cluster.cluster_security_group)
         self._connections = ec2.Connections(security_groups=groups_for_nodes)
         if lustre is not None:
-            lustre.connections.allow_default_port_from(self.efa_security_group)
+            lustre.connections.allow_default_port_from(peer)
         if eks_cluster is not None:
-            eks_cluster.add_node_peer(self.efa_security_group)
+            eks_cluster.add_node_peer(peer)
 
         stack = Stack.of(self)
         self.execution_role = HyperPodExecutionRole(
