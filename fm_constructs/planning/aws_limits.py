@@ -4,9 +4,9 @@ Every figure is the documented default of a quota (``adjustable``: raised throug
 Quotas with ``quota_code``) or a fixed limit of the service. The constructs shape resources to
 stay inside the fixed ones (node groups are split at :data:`NODES_PER_MANAGED_NODE_GROUP`),
 ``fmc plan`` prints every limit a profile reaches :data:`WARN_AT` of, and synthesis refuses a
-profile that exceeds a fixed limit. Where a quota code could not be read from a source offline,
-``quota_code`` is empty and the note says so: look it up in the Service Quotas console by the
-quota's name.
+profile that exceeds a fixed limit. ``quota_code`` is the Service Quotas code of an adjustable
+quota (``aws service-quotas get-service-quota --service-code <code's service> --quota-code
+<code>``); fixed limits have none.
 
 Floor 1: no aws_cdk import.
 """
@@ -100,7 +100,8 @@ IPV4_CIDR_BLOCKS_PER_VPC = _limit(
     True,
     "L-83CA0A9D",
     VPC_QUOTAS,
-    "custom networking adds one (platform.pod_cidr)",
+    "custom networking adds one (platform.pod_cidr), each extra node subnet of the GPU zone "
+    "one (a /16 it spans)",
 )
 PLACEMENT_GROUPS_PER_REGION = _limit(
     "ec2.placement_groups_per_region",
@@ -132,16 +133,18 @@ CAPACITY_BLOCK_INSTANCES = _limit(
 )
 FSX_LUSTRE_STORAGE_PER_ACCOUNT = _limit(
     "fsx.lustre_storage_gib_per_account",
-    "Lustre total storage capacity per account",
+    "Lustre Persistent_2 storage capacity",
     "Amazon FSx",
     100_800,
     "GiB",
     "account and Region",
     True,
-    "",
+    "L-8F1B9C74",
     FSX_LUSTRE_LIMITS,
-    "quota code not recorded offline: Service Quotas console, Amazon FSx; throughput grows "
-    "with storage (at most 1000 MB/s per TiB on PERSISTENT_2), so this quota bounds it too",
+    "the file systems the library builds are PERSISTENT_2, whose storage Service Quotas counts "
+    "under this code (service code fsx; SCRATCH and PERSISTENT_1 have codes of their own); "
+    "throughput grows with storage (at most 1000 MB/s per TiB on PERSISTENT_2), so this quota "
+    "bounds it too",
 )
 AMP_ACTIVE_SERIES_PER_WORKSPACE = _limit(
     "amp.active_series_per_workspace",
@@ -151,10 +154,9 @@ AMP_ACTIVE_SERIES_PER_WORKSPACE = _limit(
     "active series",
     "workspace",
     True,
-    "",
+    "L-5A151448",
     AMP_QUOTAS,
-    "quota code not recorded offline: Service Quotas console, Amazon Managed Service for "
-    "Prometheus",
+    "service code aps; the default is applied per 2 hours of reported series",
 )
 AMP_INGESTION_RATE_PER_WORKSPACE = _limit(
     "amp.ingestion_samples_per_second_per_workspace",
@@ -164,9 +166,9 @@ AMP_INGESTION_RATE_PER_WORKSPACE = _limit(
     "samples/s",
     "workspace",
     True,
-    "",
+    "L-F4BCE0BA",
     AMP_QUOTAS,
-    "quota code not recorded offline; samples/s = active series / scrape interval",
+    "service code aps; samples/s = active series / scrape interval",
 )
 CFN_RESOURCES_PER_STACK = _limit(
     "cloudformation.resources_per_stack",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -35,10 +36,19 @@ def test_every_limit_names_its_source_and_says_whether_it_is_adjustable() -> Non
     for limit in lim.LIMITS.values():
         assert limit.source.startswith("https://docs.aws.amazon.com/"), limit.key
         assert limit.value > 0
+        # Every adjustable quota names its Service Quotas code; fixed limits have none.
+        assert bool(limit.quota_code) == limit.adjustable, limit.key
         if limit.quota_code:
-            assert limit.adjustable and limit.quota_code.startswith("L-"), limit.key
-        elif limit.adjustable:
-            assert "quota code not recorded" in limit.note, limit.key
+            assert re.fullmatch(r"L-[0-9A-F]{8}", limit.quota_code), limit.key
+
+
+def test_storage_and_metrics_quotas_carry_their_service_quotas_codes() -> None:
+    # Service Quotas: fsx "Lustre Persistent_2 storage capacity", aps "Active series per
+    # workspace" and "Ingestion rate per workspace".
+    assert lim.FSX_LUSTRE_STORAGE_PER_ACCOUNT.quota_code == "L-8F1B9C74"
+    assert lim.FSX_LUSTRE_STORAGE_PER_ACCOUNT.name == "Lustre Persistent_2 storage capacity"
+    assert lim.AMP_ACTIVE_SERIES_PER_WORKSPACE.quota_code == "L-5A151448"
+    assert lim.AMP_INGESTION_RATE_PER_WORKSPACE.quota_code == "L-F4BCE0BA"
 
 
 @pytest.mark.parametrize(
