@@ -9,10 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.config import Orchestrator, Profile
-from fm_constructs.config.options import DeploymentOptions, deployment_options
+from fm_constructs.config.options import (
+    MAIN_POOL,
+    ROLLOUT_POOL,
+    DeploymentOptions,
+    deployment_options,
+)
 from fm_constructs.config.rules import check_scale
 from fm_constructs.errors import FmValidationError
 from fm_constructs.rules import platform as platform_rules
@@ -96,6 +102,19 @@ def stack_name(profile: Profile, suffix: str) -> str:
     return f"{profile.platform.name}-{suffix.replace('_', '-')}"
 
 
+def _node_group_subnets(
+    workload: str, options: DeploymentOptions, subnets: list[ec2.ISubnet]
+) -> dict[str, list[ec2.ISubnet]]:
+    """Pool name -> the subnet of each of its managed node groups, for the pools the IP
+    budget moved (in part) into node subnets of their own."""
+    out: dict[str, list[ec2.ISubnet]] = {}
+    for pool, demand in ((MAIN_POOL, workload), (ROLLOUT_POOL, f"{workload}.rollout")):
+        indexes = options.node_group_subnets.get(demand)
+        if indexes:
+            out[pool] = [subnets[i] for i in indexes]
+    return out
+
+
 def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     """Add every stack of ``profile`` to ``app`` (no synthesis here).
 
@@ -122,6 +141,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
         stack_name(profile, "platform"),
         platform=profile.platform,
         custom_networking=options.custom_networking,
+        node_subnet_cidrs=options.node_subnet_cidrs,
         grafana=grafana,
         env=env,
     )
@@ -198,6 +218,9 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
                 cluster=cluster_stack.cluster,
                 max_pods_per_node=workload_options.max_pods_per_node,
                 subnet=subnet,
+                node_group_subnets=_node_group_subnets(
+                    workload.name, options, [subnet, *platform.network.node_subnets]
+                ),
                 data_bucket=platform.data,
                 observability=observability,
                 file_system=workloads[workload.name].file_system

@@ -37,11 +37,13 @@ class PlatformStack(Stack):
         *,
         platform: PlatformConfig,
         custom_networking: bool = False,
+        node_subnet_cidrs: tuple[str, ...] = (),
         grafana: Stack | None = None,
         **kwargs: Any,
     ) -> None:
         """``grafana``: the stack that holds the Grafana workspace and dashboards (nothing
-        waits for it); without it they are created here."""
+        waits for it); without it they are created here. ``node_subnet_cidrs``: secondary
+        blocks of the GPU zone's extra node subnets (the IP budget's node_subnets)."""
         super().__init__(
             scope,
             construct_id,
@@ -58,6 +60,8 @@ class PlatformStack(Stack):
             interface_endpoints=platform.interface_endpoints,
             pod_cidr=platform.pod_cidr if custom_networking else None,
             pod_subnet_zone=platform.availability_zone if custom_networking else None,
+            node_subnet_cidrs=node_subnet_cidrs,
+            node_subnet_zone=platform.availability_zone if node_subnet_cidrs else None,
         )
         self.vpc = self.network.vpc
         # Deleted before the VPC: stops `cdk destroy` with what to delete first while retained

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -239,6 +240,7 @@ class WorkloadComputeStack(Stack):
         cluster: GpuEksCluster,
         max_pods_per_node: int | None = None,
         subnet: ec2.ISubnet,
+        node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
         data_bucket: IDataBucket,
         observability: ObservabilityPlatform | None,
         file_system: LustreFileSystem | None,
@@ -267,6 +269,7 @@ class WorkloadComputeStack(Stack):
             "efa_layout": efa_layout_of(workload),
             "root_volume_size_gib": workload.root_volume_size_gib,
             "max_pods_per_node": max_pods_per_node,
+            "node_group_subnets": node_group_subnets,
         }
         self.workload: PretrainingWorkload | PostTrainingWorkload | InferenceWorkload
         if isinstance(workload, PretrainingConfig):

@@ -67,6 +67,33 @@ def _plan(profile: str) -> Callable[[], str]:
     return figure
 
 
+def _ip_budget_default_1024() -> str:
+    """The IP budget and limits of ``fmc plan`` for config/default.toml with
+    ``pretraining.instance_count = 1024`` (the pool in node subnets of secondary blocks)."""
+    import dataclasses
+
+    from fm_constructs.cli.plan import build_plan, render_plan
+    from fm_constructs.cli.pricing import load_prices
+    from fm_constructs.config import load_profile
+
+    with chdir(ROOT):
+        profile = load_profile("config/default.toml")
+    pretraining = dataclasses.replace(profile.pretraining, instance_count=1024)
+    text = render_plan(
+        build_plan(dataclasses.replace(profile, pretraining=pretraining), load_prices())
+    )
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("IP budget:"))
+    end = next(
+        i for i, line in enumerate(lines) if line.startswith(("training goal", "cost by the hour"))
+    )
+    body = "\n".join(lines[start:end]).rstrip()
+    return (
+        "```text\n$ fmc plan --config config/default.toml   "
+        "# with pretraining.instance_count = 1024\n...\n" + body + "\n...\n```"
+    )
+
+
 def _aws_limits() -> str:
     """Every AWS limit the library counts against, with its quota code and source."""
     from fm_constructs.planning.aws_limits import LIMITS
@@ -327,6 +354,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "plan-default": _plan("default"),
     "plan-hyperpod-slurm": _plan("hyperpod-slurm"),
     "plan-pretraining-1024": _plan("pretraining-1024"),
+    "ip-budget-default-1024": _ip_budget_default_1024,
     "aws-limits": _aws_limits,
     "plan-totals": _plan_totals,
     "plan-default-total": _plan_default_total,

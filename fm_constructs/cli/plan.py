@@ -34,6 +34,7 @@ from fm_constructs.config.rules import efa_layout_of
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE, workload_fsx_sizing_request
 from fm_constructs.config.subnet_demand import (
     NodeGroupDemand,
+    NodeSubnetDemand,
     SubnetDemand,
     demand_problems,
     subnet_demand,
@@ -167,6 +168,8 @@ class SubnetPlan:
     networking: str = "node-subnet"
     #: Custom networking: the GPU zone's pod subnet (cidr, usable, required, per-group rows).
     pod_subnet: dict[str, Any] | None = None
+    #: Node subnets of the GPU zone in secondary CIDR blocks (cidr, usable, required, groups).
+    node_subnets: tuple[dict[str, Any], ...] = ()
 
     @property
     def free(self) -> int:
@@ -242,6 +245,7 @@ class Plan:
                 "other": [{"what": what, "addresses": n} for what, n in self.subnet.fixed],
                 "pod_networking": self.subnet.networking,
                 "pod_subnet": self.subnet.pod_subnet,
+                "node_subnets": list(self.subnet.node_subnets),
             },
             "limits": [
                 {
@@ -394,6 +398,7 @@ def build_plan(
         fixed=demand.fixed,
         networking=demand.networking.value,
         pod_subnet=_pod_subnet_json(demand),
+        node_subnets=tuple(_node_subnet_json(s) for s in demand.node_subnets),
     )
     costs = [line for w in workloads for line in _workload_cost_lines(w, region, prices)]
     costs += platform_cost_lines(profile, prices)
@@ -414,6 +419,25 @@ def build_plan(
             *prometheus_usages(profile, demand),
         ),
     )
+
+
+def _node_subnet_json(subnet: NodeSubnetDemand) -> dict[str, Any]:
+    return {
+        "cidr": subnet.cidr,
+        "usable": subnet.usable,
+        "required": subnet.required,
+        "fits": subnet.fits,
+        "prefix_delegation": subnet.prefix_delegation,
+        "node_groups": [
+            {
+                "name": p.group,
+                "group": p.index + 1,
+                "nodes": p.nodes,
+                "addresses": p.worst_case,
+            }
+            for p in subnet.parts
+        ],
+    }
 
 
 def _pod_subnet_json(demand: SubnetDemand) -> dict[str, Any] | None:
@@ -777,6 +801,34 @@ def _render_pod_subnet(subnet: SubnetPlan) -> list[str]:
     return lines
 
 
+def _render_node_subnets(subnet: SubnetPlan) -> list[str]:
+    if not subnet.node_subnets:
+        return []
+    moved = sum(g["nodes"] for s in subnet.node_subnets for g in s["node_groups"])
+    lines = [
+        "",
+        f"node subnets in {subnet.availability_zone}: {moved:,} nodes in "
+        f"{len(subnet.node_subnets)} more subnet(s), each spanning a secondary VPC CIDR block; "
+        "per node "
+        + (
+            "(prefixes + own addresses) whole /28s, whatever addresses EC2 picks"
+            if subnet.node_subnets[0]["prefix_delegation"]
+            else "its addresses"
+        ),
+    ]
+    for s in subnet.node_subnets:
+        groups = ", ".join(
+            f"{g['name']} group {g['group']} ({g['nodes']:,} nodes, {g['addresses']:,})"
+            for g in s["node_groups"]
+        )
+        lines.append(
+            f"  {s['cidr']} ({s['usable']:,} usable) needs {s['required']:,} - "
+            + ("fits" if s["fits"] else "DOES NOT FIT")
+            + f": {groups}"
+        )
+    return lines
+
+
 def _render_limits(plan: Plan) -> list[str]:
     reached = plan.reached_limits
     lines = [""]
@@ -921,7 +973,17 @@ def render_plan(plan: Plan) -> str:
     lines += _pod_ip_note(plan.workloads)
     if subnet.fixed:
         lines.append("  other: " + ", ".join(f"{what} {n:,}" for what, n in subnet.fixed))
+    if subnet.node_subnets:
+        lines.append(
+            "  moved to node subnets (below), not counted here: "
+            + ", ".join(
+                f"{g['name']} group {g['group']}"
+                for s in subnet.node_subnets
+                for g in s["node_groups"]
+            )
+        )
     lines += _render_pod_subnet(subnet)
+    lines += _render_node_subnets(subnet)
     lines += _render_limits(plan)
     for w in plan.workloads:
         if w.goal is None:

@@ -93,14 +93,13 @@ def _network_usages(profile: Profile, demand: SubnetDemand) -> list[lim.LimitUsa
             f"{heaviest.name} {network_interfaces_per_node(heaviest)} per node; every node group "
             f"at its largest, {endpoints} endpoint interfaces"
         )
-    blocks = 1 + (demand.pod_subnet is not None)
+    names = ["platform.vpc_cidr"]
+    if demand.pod_subnet is not None:
+        names.append("platform.pod_cidr")
+    names += [f"node subnet {subnet.cidr}" for subnet in demand.node_subnets]
     return [
         lim.LimitUsage(lim.NETWORK_INTERFACES_PER_REGION, interfaces + endpoints, what),
-        lim.LimitUsage(
-            lim.IPV4_CIDR_BLOCKS_PER_VPC,
-            blocks,
-            "platform.vpc_cidr" + (" and platform.pod_cidr" if blocks > 1 else ""),
-        ),
+        lim.LimitUsage(lim.IPV4_CIDR_BLOCKS_PER_VPC, len(names), ", ".join(names)),
     ]
 
 

@@ -522,7 +522,7 @@ class PlatformConfig:
     pod_networking: PodNetworking = field(
         default=PodNetworking.AUTO,
         metadata={
-            "doc": "Where EKS pods get addresses: 'node-subnet' (VPC CNI default), 'custom-networking' (pod subnets in the secondary CIDR pod_cidr, one ENIConfig per zone, prefix delegation) or 'auto' (the node subnet while the largest deployment fits it, custom networking otherwise)."
+            "doc": "Where EKS pods get addresses: 'node-subnet' (VPC CNI default), 'prefix-delegation' (/28 prefixes in the node subnet), 'custom-networking' (pod subnets in the secondary CIDR pod_cidr, one ENIConfig per zone, prefix delegation) or 'auto' (the first of these the largest deployment fits, else prefix delegation with the largest node groups in node subnets of secondary /16 blocks). 'node-subnet' and 'prefix-delegation' also move node groups that do not fit the private subnet into such node subnets."
         },
     )
     pod_cidr: str = field(

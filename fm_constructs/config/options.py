@@ -125,6 +125,12 @@ class DeploymentOptions:
     workloads: dict[str, WorkloadOptions]
     #: Where pods get addresses (``auto`` resolved by the IP budget).
     pod_networking: PodNetworking = PodNetworking.NODE_SUBNET
+    #: Secondary CIDR blocks of the GPU zone's node subnets (the IP budget's node_subnets).
+    node_subnet_cidrs: tuple[str, ...] = ()
+    #: Per node-group demand (``pretraining``, ``post_training.rollout``): the subnet of each
+    #: of its managed node groups, 0 for the private subnet, i for node_subnet_cidrs[i - 1].
+    #: A pool that is not listed stays in the private subnet.
+    node_group_subnets: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def custom_networking(self) -> bool:
@@ -216,7 +222,8 @@ def workload_options(
 def deployment_options(profile: Profile) -> DeploymentOptions:
     """Options of every enabled workload and of the clusters they run on: one shared cluster
     for every EKS-orchestrated workload unless it asks for ``dedicated_cluster``."""
-    networking = subnet_demand(profile).networking
+    demand = subnet_demand(profile)
+    networking = demand.networking
     workloads = {w.name: workload_options(w, networking) for w in profile.enabled_workloads}
     members: dict[str, list[str]] = {}
     for options in workloads.values():
@@ -231,4 +238,15 @@ def deployment_options(profile: Profile) -> DeploymentOptions:
         )
         for key, names_ in members.items()
     }
-    return DeploymentOptions(clusters=clusters, workloads=workloads, pod_networking=networking)
+    moved = {p.group for subnet in demand.node_subnets for p in subnet.parts}
+    return DeploymentOptions(
+        clusters=clusters,
+        workloads=workloads,
+        pod_networking=networking,
+        node_subnet_cidrs=tuple(subnet.cidr for subnet in demand.node_subnets),
+        node_group_subnets={
+            g.name: tuple(demand.subnet_of(g.name, i) for i in range(len(g.part_sizes())))
+            for g in demand.node_groups
+            if g.name in moved
+        },
+    )

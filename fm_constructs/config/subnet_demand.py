@@ -23,6 +23,7 @@ from fm_constructs.config.model import (
     WorkloadConfig,
 )
 from fm_constructs.config.sizing import workload_fsx_sizing_request
+from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import DEFAULT_STORAGE_CAPACITY_GIB, size_fsx_lustre
 from fm_constructs.planning.ip_budget import (
@@ -41,7 +42,12 @@ from fm_constructs.planning.pod_networking import (
     pod_enis_with_custom_networking,
     pod_subnet_addresses_per_node,
 )
-from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
+from fm_constructs.planning.vpc_layout import (
+    NODE_BLOCK_PREFIX,
+    PRIVATE_CLUSTER_ENDPOINT_NAMES,
+    node_cidr_blocks,
+    subnet_prefixes,
+)
 from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import Finding, Severity
 from fm_constructs.rules.scale import NODE_SUBNET_SHORT
@@ -80,9 +86,78 @@ class NodeGroupDemand:
     def addresses(self) -> int:
         return self.nodes * self.addressing.per_node
 
+    #: /28 prefixes each node holds in its own subnet (prefix delegation there; else 0).
+    prefixes: int = 0
+
     @property
     def pod_subnet_addresses(self) -> int:
         return 0 if self.pod_addressing is None else self.nodes * self.pod_addressing.addresses
+
+    def part_sizes(self) -> tuple[int, ...]:
+        """Nodes of each managed node group the pool is built from at its largest size: EKS
+        allows 450 nodes per group, and the constructs split a pool the same way
+        (:func:`~fm_constructs.planning.aws_limits.split_sizes`)."""
+        parts = node_groups_for(self.nodes)
+        return tuple(size[2] for size in split_sizes(self.nodes, self.nodes, self.nodes, parts))
+
+    def worst_case_addresses(self, nodes: int) -> int:
+        """What ``nodes`` of the group take from a subnet whatever addresses EC2 picks. With
+        prefix delegation a prefix needs a free, aligned /28, and each single address of a
+        node (its own, one per extra ENI) may fall in a /28 of its own (the fragmentation
+        behind the VPC CNI's ``InsufficientCidrBlocks``), so a node takes at most
+        ``prefixes + single addresses`` whole /28s. Without prefixes: the plain count."""
+        if not self.prefixes:
+            return nodes * self.addressing.per_node
+        singles = self.addressing.per_node - self.prefixes * PREFIX_ADDRESSES
+        return nodes * (self.prefixes + singles) * PREFIX_ADDRESSES
+
+
+@dataclass(frozen=True)
+class NodeGroupPart:
+    """Managed node group ``index`` (0: ``GpuNodes``, 1: ``GpuNodes2``, ...) of the pool of
+    node-group demand ``group``, with ``nodes`` at its largest. ``addresses``: its plain count
+    (what it would take in the private subnet); ``worst_case``: what it takes in a node subnet
+    (:meth:`NodeGroupDemand.worst_case_addresses`)."""
+
+    group: str
+    index: int
+    nodes: int
+    addresses: int
+    worst_case: int
+
+
+@dataclass(frozen=True)
+class NodeSubnetDemand:
+    """A node subnet in the GPU zone spanning one secondary VPC CIDR block (a /16). It holds
+    whole managed node groups and nothing else, so its count is exact: a managed node group
+    launches every node in the subnets it is given, and each of these groups gets one."""
+
+    cidr: str
+    parts: tuple[NodeGroupPart, ...]
+    prefix_delegation: bool
+
+    @property
+    def addresses(self) -> int:
+        return int(2 ** (32 - NODE_BLOCK_PREFIX))
+
+    @property
+    def usable(self) -> int:
+        if self.prefix_delegation:
+            # Counted in /28s: the first and the last hold the addresses AWS reserves.
+            return self.addresses - 2 * PREFIX_ADDRESSES
+        return self.addresses - AWS_RESERVED_ADDRESSES_PER_SUBNET
+
+    @property
+    def required(self) -> int:
+        return sum(p.worst_case for p in self.parts)
+
+    @property
+    def free(self) -> int:
+        return self.usable - self.required
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= 0
 
 
 @dataclass(frozen=True)
@@ -131,6 +206,9 @@ class SubnetDemand:
     pod_subnet: PodSubnetDemand | None = None
     #: Profile problems of the pod networking itself (pod_cidr, unsupported combinations).
     networking_problems: tuple[Finding, ...] = ()
+    #: Node subnets in secondary CIDR blocks, for the managed node groups that do not fit the
+    #: private subnet (they leave its count).
+    node_subnets: tuple[NodeSubnetDemand, ...] = ()
 
     @property
     def addresses(self) -> int:
@@ -141,8 +219,15 @@ class SubnetDemand:
         return self.addresses - AWS_RESERVED_ADDRESSES_PER_SUBNET
 
     @property
+    def moved(self) -> int:
+        """Addresses of the node groups placed in node subnets instead of the private one."""
+        return sum(p.addresses for subnet in self.node_subnets for p in subnet.parts)
+
+    @property
     def required(self) -> int:
-        return sum(g.addresses for g in self.node_groups) + sum(n for _, n in self.fixed)
+        return (
+            sum(g.addresses for g in self.node_groups) + sum(n for _, n in self.fixed) - self.moved
+        )
 
     @property
     def free(self) -> int:
@@ -154,7 +239,16 @@ class SubnetDemand:
             self.free >= 0
             and not self.networking_problems
             and (self.pod_subnet is None or self.pod_subnet.fits)
+            and all(subnet.fits for subnet in self.node_subnets)
         )
+
+    def subnet_of(self, group: str, index: int) -> int:
+        """Where managed node group ``index`` of ``group`` goes: 0 for the GPU zone's private
+        subnet, ``i`` for ``node_subnets[i - 1]``."""
+        for number, subnet in enumerate(self.node_subnets, start=1):
+            if any(p.group == group and p.index == index for p in subnet.parts):
+                return number
+        return 0
 
     @property
     def node_subnet_fits(self) -> bool:
@@ -230,7 +324,9 @@ def _node_group(
             max_pods,
             prefixes.addresses,
         )
-        return NodeGroupDemand(name, workload.orchestrator, layout, nodes, addressing)
+        return NodeGroupDemand(
+            name, workload.orchestrator, layout, nodes, addressing, prefixes=prefixes.prefixes
+        )
     addressing = node_addressing(spec, layout, vpc_cni=vpc_cni, pods_per_node=pods)
     return NodeGroupDemand(name, workload.orchestrator, layout, nodes, addressing)
 
@@ -273,10 +369,17 @@ def subnet_demand(
         if prefixes.fits:
             return prefixes
         custom = _demand(profile, pods_per_node, PodNetworking.CUSTOM_NETWORKING)
+        if custom.fits:
+            return custom
+        spilled = _demand(profile, pods_per_node, PodNetworking.PREFIX_DELEGATION, spill=True)
+        if spilled.fits:
+            return spilled
         # Custom networking that cannot work at all (no room for pod ENIs, HyperPod) is no
         # answer: the node subnet's own shortfall says more.
         return plain if custom.networking_problems else custom
-    return _demand(profile, pods_per_node, chosen)
+    return _demand(
+        profile, pods_per_node, chosen, spill=chosen is not PodNetworking.CUSTOM_NETWORKING
+    )
 
 
 def _uses_vpc_cni(profile: Profile) -> bool:
@@ -335,7 +438,67 @@ def _networking_problems(profile: Profile, groups: list[NodeGroupDemand]) -> lis
     return out
 
 
-def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworking) -> SubnetDemand:
+def _node_subnets(
+    profile: Profile,
+    groups: list[NodeGroupDemand],
+    fixed: list[tuple[str, int]],
+    usable: int,
+    networking: PodNetworking,
+) -> tuple[NodeSubnetDemand, ...]:
+    """Node subnets for the EKS managed node groups that do not fit the GPU zone's private
+    subnet: the largest groups move first, until the rest fits, and are packed (first fit,
+    whole groups) into /16 subnets of secondary VPC CIDR blocks
+    (:func:`~fm_constructs.planning.vpc_layout.node_cidr_blocks`). Only for a VPC whose
+    primary block is already a /16, the largest there is: a smaller one grows by a larger
+    ``vpc_cidr`` first (the shortfall message says which). Empty when everything fits, or when
+    moving every EKS group would still not make the private subnet fit."""
+    free = usable - sum(n for _, n in fixed) - sum(g.addresses for g in groups)
+    primary = ipaddress.IPv4Network(profile.platform.vpc_cidr, strict=False)
+    if free >= 0 or primary.prefixlen > NODE_BLOCK_PREFIX:
+        return ()
+    parts = [
+        NodeGroupPart(g.name, i, n, n * g.addressing.per_node, g.worst_case_addresses(n))
+        for g in groups
+        if g.orchestrator is Orchestrator.EKS
+        for i, n in enumerate(g.part_sizes())
+    ]
+    moved: list[NodeGroupPart] = []
+    for part in sorted(parts, key=lambda p: -p.addresses):
+        if free >= 0:
+            break
+        moved.append(part)
+        free += part.addresses
+    if free < 0:
+        return ()
+    delegation = networking is PodNetworking.PREFIX_DELEGATION
+    capacity = NodeSubnetDemand("", (), delegation).usable
+    bins: list[list[NodeGroupPart]] = []
+    for part in moved:
+        room = next(
+            (b for b in bins if sum(p.worst_case for p in b) + part.worst_case <= capacity), None
+        )
+        if room is None:
+            bins.append([part])
+        else:
+            room.append(part)
+    platform = profile.platform
+    blocks = node_cidr_blocks(platform.vpc_cidr, len(bins), avoid=(platform.pod_cidr,))
+    if len(blocks) < len(bins):
+        return ()
+    return tuple(
+        NodeSubnetDemand(cidr, tuple(b), delegation) for cidr, b in zip(blocks, bins, strict=True)
+    )
+
+
+def _demand(
+    profile: Profile,
+    pods_per_node: int | None,
+    networking: PodNetworking,
+    *,
+    spill: bool = False,
+) -> SubnetDemand:
+    """The demand under ``networking``; ``spill``: managed node groups that do not fit the
+    private subnet get node subnets of their own (not with custom networking)."""
     groups: list[NodeGroupDemand] = []
     fixed: list[tuple[str, int]] = []
     platform = profile.platform
@@ -374,16 +537,21 @@ def _demand(profile: Profile, pods_per_node: int | None, networking: PodNetworki
         if platform.observability:
             fixed.append((f"{label} Prometheus scraper", SCRAPER_ADDRESSES))
     prefix, _ = subnet_prefixes(platform.vpc_cidr)
-    if networking is PodNetworking.PREFIX_DELEGATION and _uses_vpc_cni(profile):
+    if networking is not PodNetworking.CUSTOM_NETWORKING or not _uses_vpc_cni(profile):
+        resolved = (
+            PodNetworking.PREFIX_DELEGATION
+            if networking is PodNetworking.PREFIX_DELEGATION and _uses_vpc_cni(profile)
+            else PodNetworking.NODE_SUBNET
+        )
+        usable = 2 ** (32 - prefix) - AWS_RESERVED_ADDRESSES_PER_SUBNET
         return SubnetDemand(
             platform.availability_zone,
             prefix,
             tuple(groups),
             tuple(fixed),
-            networking=PodNetworking.PREFIX_DELEGATION,
+            networking=resolved,
+            node_subnets=_node_subnets(profile, groups, fixed, usable, resolved) if spill else (),
         )
-    if networking is not PodNetworking.CUSTOM_NETWORKING or not _uses_vpc_cni(profile):
-        return SubnetDemand(platform.availability_zone, prefix, tuple(groups), tuple(fixed))
     problems = _networking_problems(profile, groups)
     # A pod_cidr that is not a valid block holds nothing (its problem is reported).
     valid_cidr = not pod_cidr_problems(platform.pod_cidr, platform.vpc_cidr)
@@ -418,6 +586,11 @@ def shortfall_finding(demand: SubnetDemand, vpc_cidr: str) -> Finding:
         fixes.append(
             f"give platform.vpc_cidr a /{vpc_prefix} or larger (private subnets are a quarter "
             f"of the VPC: a /{needed} holds {2 ** (32 - needed) - 5:,})"
+        )
+    elif demand.prefix > 18:
+        fixes.append(
+            "give platform.vpc_cidr a /16: node groups that still do not fit its private "
+            "subnet then get node subnets of their own in secondary /16 blocks"
         )
     if any(
         g.layout is EfaLayout.LEGACY and g.orchestrator is Orchestrator.EKS
@@ -501,4 +674,20 @@ def demand_problems(demand: SubnetDemand, vpc_cidr: str) -> list[Finding]:
     pods = demand.pod_subnet
     if pods is not None and not demand.networking_problems and pods.free < 0:
         out.append(pod_subnet_shortfall_finding(demand))
+    for subnet in demand.node_subnets:
+        if not subnet.fits:
+            groups = ", ".join(
+                f"{p.group} group {p.index + 1}: {p.nodes} nodes" for p in subnet.parts
+            )
+            out.append(
+                Finding(
+                    NODE_SUBNET_SHORT,
+                    Severity.ERROR,
+                    "platform.vpc_cidr",
+                    vpc_cidr,
+                    f"the node subnet {subnet.cidr} in {demand.availability_zone} must hold "
+                    f"{subnet.required:,} addresses ({groups}) but has {subnet.usable:,} usable",
+                    "lower max_pods_per_node or instance_count / max_instance_count",
+                )
+            )
     return out

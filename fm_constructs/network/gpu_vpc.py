@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 
 from aws_cdk import RemovalPolicy, Stack, Tags, Token
@@ -16,6 +17,15 @@ from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 
 MAX_ZONES = 3
+
+
+def _overlaps(a: str, b: str) -> bool:
+    try:
+        return ipaddress.IPv4Network(a, strict=False).overlaps(
+            ipaddress.IPv4Network(b, strict=False)
+        )
+    except ValueError:
+        return False  # an invalid block has its own problem
 
 
 #: Interface endpoints a private cluster's nodes use constantly: image pulls (ECR), node and
@@ -47,6 +57,12 @@ class GpuClusterVpc(Construct):
     looked up, so synthesis needs no AWS account; the first GPU zone of a deployment must be one
     of them. An S3 gateway endpoint keeps dataset and checkpoint traffic off the NAT gateways;
     ``interface_endpoints`` adds the private-cluster endpoints (PRIVATE_CLUSTER_ENDPOINTS).
+    ``pod_cidr`` (with ``pod_subnet_zone``) adds the secondary block and pod subnet of custom
+    networking. ``node_subnet_cidrs`` (with ``node_subnet_zone``, the GPU zone) adds, per /16,
+    a secondary block and one node subnet spanning it, routed like the zone's private subnet:
+    room for node groups that outgrow it (:attr:`node_subnets`, in the order given; the
+    profile's IP budget picks the blocks, :func:`~fm_constructs.planning.vpc_layout.
+    node_cidr_blocks`).
     """
 
     def __init__(
@@ -61,6 +77,8 @@ class GpuClusterVpc(Construct):
         interface_endpoints: bool = True,
         pod_cidr: str | None = None,
         pod_subnet_zone: str | None = None,
+        node_subnet_cidrs: Sequence[str] = (),
+        node_subnet_zone: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -81,6 +99,23 @@ class GpuClusterVpc(Construct):
             problems.add_findings(scale_rules.pod_cidr(pod_cidr, cidr))
             if pod_subnet_zone not in zones:
                 problems.add("pod_subnet_zone", pod_subnet_zone, f"must be one of {zones}")
+        node_subnet_cidrs = list(node_subnet_cidrs)
+        for index, block in enumerate(node_subnet_cidrs):
+            # A node block is a secondary VPC CIDR block like the pod CIDR: same rule.
+            problems.add_findings(
+                scale_rules.pod_cidr(block, cidr, key=f"node_subnet_cidrs[{index}]")
+            )
+        others = [pod_cidr] if pod_cidr is not None else []
+        for index, block in enumerate(node_subnet_cidrs):
+            if any(_overlaps(block, other) for other in others):
+                problems.add(
+                    f"node_subnet_cidrs[{index}]",
+                    block,
+                    "must not overlap the pod CIDR or another node block",
+                )
+            others.append(block)
+        if node_subnet_cidrs and node_subnet_zone not in zones:
+            problems.add("node_subnet_zone", node_subnet_zone, f"must be one of {zones}")
         problems.raise_if_any()
 
         private_mask, public_mask = subnet_prefixes(cidr)
@@ -137,9 +172,19 @@ class GpuClusterVpc(Construct):
                     security_groups=[endpoint_group],
                     subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
                 )
+            for block in node_subnet_cidrs:
+                endpoint_group.add_ingress_rule(
+                    ec2.Peer.ipv4(block), ec2.Port.tcp(443), "HTTPS from the node subnets"
+                )
         self.pod_subnet: ec2.CfnSubnet | None = None
         if pod_cidr is not None and pod_subnet_zone is not None:
             self.pod_subnet = self._pod_subnet(pod_cidr, pod_subnet_zone)
+        #: Node subnets of the GPU zone beyond its private subnet, one per secondary block.
+        self.node_subnets: list[ec2.ISubnet] = [
+            self._node_subnet(index, block, node_subnet_zone)
+            for index, block in enumerate(node_subnet_cidrs, start=1)
+            if node_subnet_zone is not None
+        ]
         flow_log_group = logs.LogGroup(
             self,
             "FlowLogs",
@@ -177,6 +222,38 @@ class GpuClusterVpc(Construct):
             route_table_id=private.route_table.route_table_id,
         )
         return subnet
+
+    def _node_subnet(self, index: int, block: str, zone: str) -> ec2.ISubnet:
+        """Secondary CIDR block ``block`` and one subnet spanning it in ``zone`` for GPU node
+        groups, routed like that zone's private subnet (NAT gateway, S3 gateway endpoint)."""
+        association = ec2.CfnVPCCidrBlock(
+            self, f"NodeCidrBlock{index}", vpc_id=self.vpc.vpc_id, cidr_block=block
+        )
+        subnet = ec2.CfnSubnet(
+            self,
+            f"NodeSubnet{index}",
+            vpc_id=self.vpc.vpc_id,
+            cidr_block=block,
+            availability_zone=zone,
+            map_public_ip_on_launch=False,
+            tags=[{"key": "Name", "value": f"{self.node.path}/NodeSubnet{index}"}],
+        )
+        subnet.node.add_dependency(association)
+        route_table_id = self.private_subnet(zone).route_table.route_table_id
+        ec2.CfnSubnetRouteTableAssociation(
+            self,
+            f"NodeSubnet{index}RouteTable",
+            subnet_id=subnet.ref,
+            route_table_id=route_table_id,
+        )
+        return ec2.Subnet.from_subnet_attributes(
+            self,
+            f"NodeSubnet{index}Ref",
+            subnet_id=subnet.ref,
+            availability_zone=zone,
+            ipv4_cidr_block=block,
+            route_table_id=route_table_id,
+        )
 
     def eni_config_subnets(self) -> dict[str, str]:
         """Zone -> subnet id of the ENIConfig of every zone under custom networking: the pod

@@ -299,7 +299,11 @@ class GpuEksCluster(Construct):
             system_nodes=self.system_nodes,
             addon_versions=addon_versions,
             vpc_cni_environment=vpc_cni_environment(
-                PodNetworking.CUSTOM_NETWORKING if eni_config_subnets else PodNetworking.NODE_SUBNET
+                PodNetworking.CUSTOM_NETWORKING
+                if eni_config_subnets
+                else PodNetworking.PREFIX_DELEGATION
+                if prefix_delegation
+                else PodNetworking.NODE_SUBNET
             ),
         )
 

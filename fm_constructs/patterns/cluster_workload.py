@@ -100,6 +100,9 @@ class EksWorkload(Construct):
     - ``node_pools``: the workload's EFA node groups in ``subnet``; one ResourceFlavor each.
       A pool larger than the EKS quota of nodes per managed node group (450) becomes several
       node groups with the same labels, taints and flavor.
+    - ``node_group_subnets``: pool name -> the subnet of each of its managed node groups
+      (one per group, in split order), for pools that outgrow ``subnet``: the GPU zone's
+      extra node subnets (:class:`~fm_constructs.network.GpuClusterVpc` ``node_subnets``).
     - ``max_pods_per_node``: kubelet maxPods of every pool's nodes (the VPC CNI's figure when
       absent; the profile sets it under custom networking).
     - ``data_bucket`` with ``data_prefixes`` (each ending in ``/``): the service account's role
@@ -128,6 +131,7 @@ class EksWorkload(Construct):
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
         training: bool = False,
         max_pods_per_node: int | None = None,
+        node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -146,6 +150,24 @@ class EksWorkload(Construct):
                 )
         if data_prefixes and data_bucket is None:
             problems.add("data_bucket", None, "is needed when data_prefixes are given")
+        subnets_of = dict(node_group_subnets or {})
+        for pool in node_pools:
+            given = subnets_of.get(pool.name)
+            high = pool.bounds[1]
+            if (
+                given is not None
+                and not Token.is_unresolved(high)
+                and len(given) != node_groups_for(high)
+            ):
+                problems.add(
+                    f"node_group_subnets[{pool.name!r}]",
+                    len(given),
+                    f"must list one subnet per managed node group of the pool "
+                    f"({node_groups_for(high)} for up to {high} nodes)",
+                )
+        for name_ in subnets_of:
+            if name_ not in {p.name for p in node_pools}:
+                problems.add("node_group_subnets", name_, "must name a node pool")
         problems.raise_if_any()
         self.cluster = cluster
         self.name = name
@@ -166,7 +188,9 @@ class EksWorkload(Construct):
         self.node_groups: dict[str, EfaNodeGroup] = {}
         self.node_group_parts: dict[str, list[EfaNodeGroup]] = {}
         for pool in node_pools:
-            parts = self._node_group_parts(pool, subnet, efa_layout, root_volume_size_gib)
+            parts = self._node_group_parts(
+                pool, subnets_of.get(pool.name) or [subnet], efa_layout, root_volume_size_gib
+            )
             self.node_groups[pool.name] = parts[0]
             self.node_group_parts[pool.name] = parts
         self.autoscaler: ClusterAutoscaler | None = None
@@ -265,20 +289,32 @@ class EksWorkload(Construct):
     # ----------------------------------------------------------------------------- internals
 
     def _node_group_parts(
-        self, pool: NodePool, subnet: ec2.ISubnet, efa_layout: EfaLayout | None, root_gib: int
+        self,
+        pool: NodePool,
+        subnets: Sequence[ec2.ISubnet],
+        efa_layout: EfaLayout | None,
+        root_gib: int,
     ) -> list[EfaNodeGroup]:
         """The pool's managed node groups: one, or as many as the EKS quota of nodes per
         managed node group asks for (``GpuNodes``, ``GpuNodes2``, ...), sharing the pool's
-        sizes evenly, its labels and its ResourceFlavor."""
+        sizes evenly, its labels and its ResourceFlavor. Group ``i`` goes to ``subnets[i]``
+        (one subnet for all when only one is given)."""
         low, high = pool.bounds
         if Token.is_unresolved(high) or Token.is_unresolved(low):
-            return [self._node_group(pool, subnet, efa_layout, root_gib, None, "")]
+            return [self._node_group(pool, subnets[0], efa_layout, root_gib, None, "")]
         parts = node_groups_for(high)
         if parts == 1:
-            return [self._node_group(pool, subnet, efa_layout, root_gib, None, "")]
+            return [self._node_group(pool, subnets[0], efa_layout, root_gib, None, "")]
         sizes = split_sizes(pool.node_count, low, high, parts)
         return [
-            self._node_group(pool, subnet, efa_layout, root_gib, size, "" if i == 0 else str(i + 1))
+            self._node_group(
+                pool,
+                subnets[i] if len(subnets) > 1 else subnets[0],
+                efa_layout,
+                root_gib,
+                size,
+                "" if i == 0 else str(i + 1),
+            )
             for i, size in enumerate(sizes)
         ]
 

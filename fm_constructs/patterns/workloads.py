@@ -11,7 +11,7 @@ pattern offers the same surface (:class:`IAcceleratedWorkload`), as does
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from aws_cdk import aws_ec2 as ec2
@@ -103,6 +103,7 @@ class PretrainingWorkload(_EksPattern):
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
+        node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._build(
@@ -117,6 +118,7 @@ class PretrainingWorkload(_EksPattern):
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
             max_pods_per_node=max_pods_per_node,
+            node_group_subnets=node_group_subnets,
             training=True,
         )
 
@@ -146,6 +148,7 @@ class PostTrainingWorkload(_EksPattern):
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
+        node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         pools = [NodePool(MAIN_POOL, instance_type, node_count, capacity=capacity)]
@@ -172,6 +175,7 @@ class PostTrainingWorkload(_EksPattern):
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
             max_pods_per_node=max_pods_per_node,
+            node_group_subnets=node_group_subnets,
             training=True,
         )
 
@@ -205,6 +209,7 @@ class InferenceWorkload(_EksPattern):
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
+        node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._build(
@@ -229,6 +234,7 @@ class InferenceWorkload(_EksPattern):
             max_pods_per_node=max_pods_per_node,
             lend_quota=False,
             autoscaler_settings=autoscaler_settings,
+            node_group_subnets=node_group_subnets,
         )
         self.model_server: InferenceService | None = None
         if model is not None:

@@ -33,3 +33,48 @@ PRIVATE_CLUSTER_ENDPOINT_NAMES: tuple[str, ...] = (
     "SsmMessages",
     "Ec2Messages",
 )
+
+
+#: Node subnets beyond the GPU zone's private subnet each span one secondary VPC CIDR block of
+#: this size: the largest block a VPC accepts and the largest subnet (Amazon VPC User Guide,
+#: "VPC CIDR blocks": blocks and subnets are /16 to /28).
+NODE_BLOCK_PREFIX = 16
+#: The RFC 1918 ranges, and RFC 6598 shared address space (100.64.0.0/10). A secondary block
+#: from the primary block's own RFC 1918 range, or from 100.64.0.0/10, is accepted whatever
+#: the primary is (Amazon VPC User Guide, "IPv4 CIDR block association restrictions").
+RFC1918_RANGES = (
+    ipaddress.IPv4Network("10.0.0.0/8"),
+    ipaddress.IPv4Network("172.16.0.0/12"),
+    ipaddress.IPv4Network("192.168.0.0/16"),
+)
+SHARED_ADDRESS_SPACE = ipaddress.IPv4Network("100.64.0.0/10")
+#: A VPC with a block in 10.0.0.0/15 cannot take a block from 10.0.0.0/16 (same restrictions).
+_RESTRICTED_WITH_10_0_15 = ipaddress.IPv4Network("10.0.0.0/16")
+
+
+def node_cidr_blocks(vpc_cidr: str, count: int, avoid: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The first ``count`` /16 secondary blocks for node subnets of a VPC whose primary block
+    is ``vpc_cidr``: the /16s of the primary's own RFC 1918 range after the primary, then those
+    of 100.64.0.0/10, skipping any that overlap the primary or a block in ``avoid`` (the pod
+    CIDR). Deterministic, so the IP budget and the VPC construct carve the same blocks."""
+    primary = ipaddress.IPv4Network(vpc_cidr, strict=False)
+    taken = [primary, *(ipaddress.IPv4Network(c, strict=False) for c in avoid)]
+    ranges = [r for r in RFC1918_RANGES if primary.subnet_of(r)] + [SHARED_ADDRESS_SPACE]
+    out: list[str] = []
+    for space in ranges:
+        candidates = list(space.subnets(new_prefix=NODE_BLOCK_PREFIX))
+        if space.overlaps(primary):
+            # Start after the primary, then wrap around to the blocks before it.
+            after = [c for c in candidates if c.network_address > primary.network_address]
+            candidates = after + [c for c in candidates if c not in after]
+        for block in candidates:
+            if len(out) == count:
+                return tuple(out)
+            if any(block.overlaps(t) for t in taken):
+                continue
+            if block == _RESTRICTED_WITH_10_0_15 and primary.subnet_of(
+                ipaddress.IPv4Network("10.0.0.0/15")
+            ):
+                continue
+            out.append(str(block))
+    return tuple(out)

@@ -41,7 +41,12 @@ def cdk_json_context() -> dict[str, Any]:
 @functools.cache
 def synthesize(name: str) -> SynthesizedProfile:
     """Synthesize ``config/<name>.toml`` with cdk-nag on; unacknowledged findings raise here."""
-    profile = load_profile(ROOT / "config" / f"{name}.toml")
+    return synthesize_profile(name, load_profile(ROOT / "config" / f"{name}.toml"))
+
+
+def synthesize_profile(name: str, profile: Profile) -> SynthesizedProfile:
+    """Synthesize ``profile`` (a shipped one, or one derived from it) like :func:`synthesize`;
+    callers cache the result (each synthesis costs seconds)."""
     outdir = Path(tempfile.mkdtemp(prefix=f"fm-synth-{name}-"))
     app = create_app(outdir=str(outdir), context=cdk_json_context())
     stacks = build_stacks(app, profile)

@@ -22,6 +22,7 @@ from fm_constructs.planning.pod_networking import (
     pod_subnet_addresses_per_node,
     vpc_cni_environment,
 )
+from fm_constructs.planning.vpc_layout import node_cidr_blocks
 from tests.kubernetes_schemas import SchemaError, validate_object, vpc_cni_crds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,10 +128,11 @@ def test_auto_keeps_the_node_subnet_while_it_fits() -> None:
 def test_auto_switches_to_custom_networking_when_the_node_subnet_is_too_small() -> None:
     profile = _default_with(instance_type="p5en.48xlarge", instance_count=1024)
     plain = subnet_demand(profile, networking=PodNetworking.NODE_SUBNET)
-    assert not plain.fits
+    # the private subnet alone cannot hold the pool: it would need node subnets of its own
+    assert plain.node_subnets
     demand = subnet_demand(profile)
     assert demand.networking is PodNetworking.CUSTOM_NETWORKING
-    assert demand.fits, demand_problems(demand)
+    assert demand.fits, demand_problems(demand, profile.platform.vpc_cidr)
     assert demand.pod_subnet is not None
     (group,) = (g for g in demand.pod_subnet.node_groups if g.name == "pretraining")
     assert group.pod_subnet_addresses == 1024 * 49
@@ -146,19 +148,89 @@ def test_custom_networking_is_refused_where_card_0_is_full() -> None:
     assert (finding.code, finding.key) == ("FM602", "platform.pod_networking")
     problem = finding.line()
     assert "no free interface slot" in problem and "never become ready" in problem
-    # auto does not pick a networking that cannot work: the node subnet's shortfall explains
+    # auto does not pick a networking that cannot work: the pool gets node subnets instead
     auto = subnet_demand(profile)
-    assert auto.networking is PodNetworking.NODE_SUBNET
-    (finding,) = demand_problems(auto, profile.platform.vpc_cidr)
-    assert (finding.code, finding.key) == ("FM606", "platform.vpc_cidr")
-    assert "custom networking cannot help p5.48xlarge" in finding.line()
+    assert auto.networking is PodNetworking.PREFIX_DELEGATION and auto.node_subnets
+    assert auto.fits, demand_problems(auto, profile.platform.vpc_cidr)
+
+
+def test_the_default_profile_at_1024_nodes_fits_in_node_subnets_of_secondary_blocks() -> None:
+    # The default profile (p5.48xlarge) with pretraining.instance_count = 1024: card 0 has no
+    # room for custom networking, and prefix delegation takes 49 addresses a node.
+    profile = _default_with(instance_count=1024)
+    demand = subnet_demand(profile)
+    assert demand.networking is PodNetworking.PREFIX_DELEGATION
+    assert demand.fits and not demand_problems(demand, profile.platform.vpc_cidr)
+    # The three node groups of the pool (342 + 341 + 341) leave the private subnet; the rest
+    # of the deployment stays there.
+    assert demand.moved == 1024 * 49
+    assert (
+        demand.required
+        == sum(g.addresses for g in demand.node_groups)
+        + sum(n for _, n in demand.fixed)
+        - 1024 * 49
+    )
+    assert demand.free > 0
+    # Worst case per node: 3 prefixes + the node's own address, each in a /28 of its own.
+    layout = [
+        (s.cidr, [(p.group, p.index, p.nodes, p.worst_case) for p in s.parts])
+        for s in demand.node_subnets
+    ]
+    assert layout == [
+        ("10.1.0.0/16", [("pretraining", 0, 342, 342 * 64), ("pretraining", 1, 341, 341 * 64)]),
+        ("10.2.0.0/16", [("pretraining", 2, 341, 341 * 64)]),
+    ]
+    for subnet in demand.node_subnets:
+        # 4,096 /28s in a /16, less the two holding the addresses AWS reserves
+        assert subnet.usable == (4096 - 2) * 16 and subnet.fits
+    assert [demand.subnet_of("pretraining", i) for i in range(3)] == [1, 1, 2]
+    assert demand.subnet_of("post_training", 0) == 0
+    options = deployment_options(profile)
+    assert options.prefix_delegation
+    assert options.node_subnet_cidrs == ("10.1.0.0/16", "10.2.0.0/16")
+    assert options.node_group_subnets == {"pretraining": (1, 1, 2)}
+    assert options.workloads["pretraining"].max_pods_per_node == 32
+
+
+def test_node_subnets_without_prefixes_count_every_address() -> None:
+    profile = _default_with(instance_count=1024)
+    demand = subnet_demand(profile, networking=PodNetworking.NODE_SUBNET)
+    assert demand.node_subnets and not demand.node_subnets[0].prefix_delegation
+    part = demand.node_subnets[0].parts[0]
+    (group,) = [g for g in demand.node_groups if g.name == "pretraining"]
+    assert part.worst_case == part.addresses == part.nodes * group.addressing.per_node
+
+
+def test_custom_networking_never_spills_into_node_subnets() -> None:
+    profile = _default_with(instance_type="p5en.48xlarge", instance_count=1024)
+    demand = subnet_demand(profile, networking=PodNetworking.CUSTOM_NETWORKING)
+    assert demand.node_subnets == ()
+
+
+@pytest.mark.parametrize(
+    ("vpc_cidr", "avoid", "blocks"),
+    [
+        ("10.0.0.0/16", ("100.64.0.0/16",), ("10.1.0.0/16", "10.2.0.0/16")),
+        # a primary in 10.0.0.0/15 may not take 10.0.0.0/16
+        ("10.1.0.0/16", (), ("10.2.0.0/16", "10.3.0.0/16")),
+        ("10.255.0.0/16", (), ("10.0.0.0/16", "10.1.0.0/16")),
+        ("10.0.0.0/20", (), ("10.1.0.0/16", "10.2.0.0/16")),
+        ("172.31.0.0/16", (), ("172.16.0.0/16", "172.17.0.0/16")),
+        # 192.168.0.0/16 has no other /16: shared address space, past the pod CIDR
+        ("192.168.0.0/16", ("100.64.0.0/16",), ("100.65.0.0/16", "100.66.0.0/16")),
+    ],
+)
+def test_node_blocks_come_from_the_primary_range_then_shared_address_space(
+    vpc_cidr: str, avoid: tuple[str, ...], blocks: tuple[str, ...]
+) -> None:
+    assert node_cidr_blocks(vpc_cidr, 2, avoid=avoid) == blocks
 
 
 def test_pod_subnet_shortfall_names_the_numbers_and_the_fix() -> None:
     profile = _default_with(
         instance_type="p5en.48xlarge", instance_count=1024, max_pods_per_node=64
     )
-    demand = subnet_demand(profile)
+    demand = subnet_demand(profile, networking=PodNetworking.CUSTOM_NETWORKING)
     problems = [f.line() for f in demand_problems(demand, profile.platform.vpc_cidr)]
     assert any(
         p.startswith("platform.pod_cidr: the pod subnet 100.64.0.0/16")
