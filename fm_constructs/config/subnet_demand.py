@@ -13,7 +13,7 @@ import ipaddress
 import math
 from dataclasses import dataclass
 
-from fm_constructs.catalog import get_instance_type
+from fm_constructs.catalog import InstanceSpec, get_instance_type
 from fm_constructs.config.model import (
     SHARED_CLUSTER,
     InferenceConfig,
@@ -284,6 +284,26 @@ def accelerated_max_pods(workload: WorkloadConfig) -> int:
     return workload.max_pods_per_node or DEFAULT_ACCELERATED_MAX_PODS
 
 
+def _prefix_addressing(
+    spec: InstanceSpec,
+    layout: EfaLayout | None,
+    *,
+    cni_enis: int,
+    pod_enis: int,
+    max_pods: int,
+    cni_addresses: int,
+) -> NodeAddressing:
+    """One node's addresses when pods get /28 prefixes (prefix delegation in the node subnet,
+    or custom networking): the layout's interface addresses, ``cni_addresses`` more from the
+    node subnet for the VPC CNI's ``cni_enis`` there, and pod capacity from ``pod_enis`` ENIs
+    of ``IPv4 addresses per interface - 1`` prefixes each; kubelet admits ``max_pods``."""
+    interfaces = node_addressing(spec, layout, vpc_cni=False)
+    capacity = pod_enis * (spec.ipv4_addresses_per_interface - 1) * PREFIX_ADDRESSES
+    return NodeAddressing(
+        spec.name, interfaces.interface_ips, cni_enis, capacity, max_pods, cni_addresses
+    )
+
+
 def _node_group(
     name: str,
     workload: WorkloadConfig,
@@ -292,43 +312,41 @@ def _node_group(
     pods: int | None,
     networking: PodNetworking = PodNetworking.NODE_SUBNET,
 ) -> NodeGroupDemand:
+    """One node group at ``nodes`` under ``networking`` (resolved, never ``auto``)."""
     layout = requested_layout(workload, instance_type)
     spec = get_instance_type(instance_type)
     vpc_cni = workload.orchestrator is not Orchestrator.HYPERPOD_SLURM
     if pods is None and workload.max_pods_per_node is not None:
         pods = workload.max_pods_per_node
-    if vpc_cni and networking is PodNetworking.CUSTOM_NETWORKING:
-        max_pods = pods if pods is not None else accelerated_max_pods(workload)
+    if not vpc_cni or networking is PodNetworking.NODE_SUBNET:
+        addressing = node_addressing(spec, layout, vpc_cni=vpc_cni, pods_per_node=pods)
+        return NodeGroupDemand(name, workload.orchestrator, layout, nodes, addressing)
+    max_pods = pods if pods is not None else accelerated_max_pods(workload)
+    if networking is PodNetworking.CUSTOM_NETWORKING:
         pod_addressing = pod_subnet_addresses_per_node(spec, layout, max_pods)
-        interfaces = node_addressing(spec, layout, vpc_cni=False)
-        addressing = NodeAddressing(
-            spec.name,
-            interfaces.interface_ips,
-            0,
-            pod_addressing.pod_enis * (spec.ipv4_addresses_per_interface - 1) * 16,
-            max_pods,
-            0,
+        addressing = _prefix_addressing(
+            spec,
+            layout,
+            cni_enis=0,
+            pod_enis=pod_addressing.pod_enis,
+            max_pods=max_pods,
+            cni_addresses=0,
         )
         return NodeGroupDemand(
             name, workload.orchestrator, layout, nodes, addressing, pod_addressing
         )
-    if vpc_cni and networking is PodNetworking.PREFIX_DELEGATION:
-        max_pods = pods if pods is not None else accelerated_max_pods(workload)
-        prefixes = node_subnet_prefix_addressing(spec, layout, max_pods)
-        interfaces = node_addressing(spec, layout, vpc_cni=False)
-        addressing = NodeAddressing(
-            spec.name,
-            interfaces.interface_ips,
-            prefixes.enis,
-            prefixes.enis * (spec.ipv4_addresses_per_interface - 1) * PREFIX_ADDRESSES,
-            max_pods,
-            prefixes.addresses,
-        )
-        return NodeGroupDemand(
-            name, workload.orchestrator, layout, nodes, addressing, prefixes=prefixes.prefixes
-        )
-    addressing = node_addressing(spec, layout, vpc_cni=vpc_cni, pods_per_node=pods)
-    return NodeGroupDemand(name, workload.orchestrator, layout, nodes, addressing)
+    prefixes = node_subnet_prefix_addressing(spec, layout, max_pods)
+    addressing = _prefix_addressing(
+        spec,
+        layout,
+        cni_enis=prefixes.enis,
+        pod_enis=prefixes.enis,
+        max_pods=max_pods,
+        cni_addresses=prefixes.addresses,
+    )
+    return NodeGroupDemand(
+        name, workload.orchestrator, layout, nodes, addressing, prefixes=prefixes.prefixes
+    )
 
 
 def fsx_capacity_gib(workload: WorkloadConfig) -> int | None:

@@ -94,15 +94,26 @@ def vpc_cni_environment(networking: PodNetworking) -> dict[str, str]:
     }
 
 
+def _card0_interfaces(spec: InstanceSpec, layout: EfaLayout | None) -> int:
+    """Interfaces the launch template puts on network card 0: the primary, and the layout's
+    interfaces there (``None``: no EFA, the primary alone)."""
+    if layout is None:
+        return 1
+    return sum(1 for slot in efa_interface_layout(spec, layout) if slot.network_card_index == 0)
+
+
+def _prefixes_for(spec: InstanceSpec, max_pods: int) -> tuple[int, int]:
+    """(prefixes, ENIs holding them) for ``max_pods`` pods: ``ceil(pods / 16)`` /28 prefixes
+    plus ``WARM_PREFIX_TARGET`` spare, ``IPv4 addresses per interface - 1`` prefixes per ENI
+    (the first address of an ENI is its own)."""
+    prefixes = -(-max_pods // PREFIX_ADDRESSES) + WARM_PREFIX_TARGET
+    return prefixes, -(-prefixes // (spec.ipv4_addresses_per_interface - 1))
+
+
 def pod_enis_with_custom_networking(spec: InstanceSpec, layout: EfaLayout | None) -> int:
     """ENIs the VPC CNI can attach for pods under custom networking: the interface slots of
     network card 0 left after the primary interface and the layout's interfaces on card 0."""
-    slots = (
-        1
-        if layout is None
-        else sum(1 for slot in efa_interface_layout(spec, layout) if slot.network_card_index == 0)
-    )
-    return max(0, spec.network_card(0).max_interfaces - slots)
+    return max(0, spec.network_card(0).max_interfaces - _card0_interfaces(spec, layout))
 
 
 @dataclass(frozen=True)
@@ -136,9 +147,7 @@ def pod_subnet_addresses_per_node(
     ENI is its own). Host-network pods are counted as if they took an address (an upper
     bound)."""
     pod_enis = pod_enis_with_custom_networking(spec, layout)
-    per_eni = spec.ipv4_addresses_per_interface - 1
-    prefixes = -(-max_pods // PREFIX_ADDRESSES) + WARM_PREFIX_TARGET
-    attached = -(-prefixes // per_eni)
+    prefixes, attached = _prefixes_for(spec, max_pods)
     return PodSubnetAddressing(
         spec.name,
         max_pods,
@@ -173,15 +182,8 @@ def node_subnet_prefix_addressing(
     address is the node's), further ENIs on card 0 take one address of their own each. On
     p5.48xlarge (card 0 full with the efa-only interface) the primary's 49 prefix slots hold
     far more than kubelet's maxPods needs."""
-    slots = (
-        1
-        if layout is None
-        else sum(1 for slot in efa_interface_layout(spec, layout) if slot.network_card_index == 0)
-    )
-    enis = spec.network_card(0).max_interfaces - slots + 1
-    per_eni = spec.ipv4_addresses_per_interface - 1
-    prefixes = -(-max_pods // PREFIX_ADDRESSES) + WARM_PREFIX_TARGET
-    attached = -(-prefixes // per_eni)
+    enis = spec.network_card(0).max_interfaces - _card0_interfaces(spec, layout) + 1
+    prefixes, attached = _prefixes_for(spec, max_pods)
     return PrefixAddressing(
         max_pods, enis, prefixes, attached, prefixes * PREFIX_ADDRESSES + attached - 1
     )
