@@ -69,3 +69,39 @@ def test_block_errors_name_the_class_and_the_construct_path() -> None:
     with pytest.raises(FmValidationError) as bucket_error:
         DataBucket.from_data_bucket_attributes(scope, "Bad", bucket_name="s3://team-data")
     assert set(bucket_error.value.codes) == {"FM821"}
+
+
+def test_node_subnet_blocks_are_checked_like_secondary_blocks() -> None:
+    stack = cdk.Stack(cdk.App(), "Nodes", env=TEST_ENV)
+    with pytest.raises(FmValidationError) as raised:
+        GpuClusterVpc(
+            stack,
+            "Vpc",
+            availability_zones=["us-east-1a", "us-east-1b"],
+            pod_cidr="100.64.0.0/16",
+            pod_subnet_zone="us-east-1a",
+            # overlaps the primary block; overlaps the pod CIDR
+            node_subnet_cidrs=["10.0.0.0/16", "100.64.0.0/16"],
+            node_subnet_zone="us-east-1c",
+        )
+    message = str(raised.value)
+    assert "node_subnet_cidrs[0]" in message and "must not overlap platform.vpc_cidr" in message
+    assert "node_subnet_cidrs[1]" in message and "must not overlap the pod CIDR" in message
+    assert "node_subnet_zone" in message
+
+
+def test_node_subnets_span_their_blocks_in_the_zone_they_are_given() -> None:
+    stack = cdk.Stack(cdk.App(), "Wide", env=TEST_ENV)
+    vpc = GpuClusterVpc(
+        stack,
+        "Vpc",
+        availability_zones=["us-east-1a", "us-east-1b"],
+        node_subnet_cidrs=["10.1.0.0/16", "10.2.0.0/16"],
+        node_subnet_zone="us-east-1a",
+    )
+    assert [s.ipv4_cidr_block for s in vpc.node_subnets] == ["10.1.0.0/16", "10.2.0.0/16"]
+    assert {s.availability_zone for s in vpc.node_subnets} == {"us-east-1a"}
+    private = vpc.private_subnet("us-east-1a")
+    assert {s.route_table.route_table_id for s in vpc.node_subnets} == {
+        private.route_table.route_table_id
+    }
