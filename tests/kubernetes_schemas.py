@@ -55,9 +55,9 @@ class CrdSchemas:
 
 #: Custom kinds validated against their operator's CRDs, by API group.
 CRD_SCHEMAS: dict[str, CrdSchemas] = {
-    "kueue.x-k8s.io": CrdSchemas(_CRD_DATA / "kueue-v0.16.1.json", "kueue-crd", "kueue"),
+    "kueue.x-k8s.io": CrdSchemas(_CRD_DATA / "kueue-v0.19.2.json", "kueue-crd", "kueue"),
     "crd.k8s.amazonaws.com": CrdSchemas(_CRD_DATA / "aws-vpc-cni-v1.23.0.json", "vpc-cni-crd"),
-    "leaderworkerset.x-k8s.io": CrdSchemas(_CRD_DATA / "lws-v0.8.0.json", "lws-crd", "lws"),
+    "leaderworkerset.x-k8s.io": CrdSchemas(_CRD_DATA / "lws-v0.10.0.json", "lws-crd", "lws"),
     "keda.sh": CrdSchemas(_CRD_DATA / "keda-v2.20.2.json", "keda-crd", "keda"),
 }
 

@@ -273,7 +273,7 @@ KUEUE_FRAMEWORKS: tuple[str, ...] = (
 def kueue_manager_config() -> dict[str, Any]:
     """Kueue's controller configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's
     defaults, the job kinds of :data:`KUEUE_FRAMEWORKS`, and ``managedJobsNamespaceSelector``
-    on the workload-namespace label, which the chart (0.16.1,
+    on the workload-namespace label, which the chart (0.19.2,
     ``templates/webhook/manifests.yaml``) copies into the namespace selector of its job
     webhooks: pods and jobs in other namespaces (kube-system, device plugins, exporters,
     operators) are never sent to Kueue, so they start even while Kueue is down."""
@@ -288,13 +288,13 @@ def kueue_manager_config() -> dict[str, Any]:
             "groupKindConcurrency": {
                 "Job.batch": 5,
                 "Pod": 5,
-                "Workload.kueue.x-k8s.io": 5,
-                "LocalQueue.kueue.x-k8s.io": 1,
-                "ClusterQueue.kueue.x-k8s.io": 1,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
                 "ResourceFlavor.kueue.x-k8s.io": 1,
             }
         },
-        "clientConnection": {"qps": 50, "burst": 100},
+        "clientConnection": {"qps": 300, "burst": 500},
         "manageJobsWithoutQueueName": False,
         "managedJobsNamespaceSelector": {"matchLabels": {names.KUEUE_MANAGED_LABEL: "true"}},
         "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},

@@ -128,7 +128,7 @@ def test_values_discover_this_cluster_on_system_nodes(synth: Synth) -> None:
     assert values["cloudProvider"] == "aws"
     assert values["autoDiscovery"] == {"clusterName": TOKEN}
     assert values["awsRegion"] == "us-east-1"
-    assert values["image"] == {"tag": "v1.35.1"}
+    assert values["image"] == {"tag": "v1.35.2"}
     assert values["rbac"]["serviceAccount"] == {"create": True, "name": "cluster-autoscaler"}
     assert values["nodeSelector"] == {charts.WORKLOAD_LABEL: "system"}
     assert values["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
