@@ -245,10 +245,18 @@ class GpuEksCluster(Construct):
             )
             self.admin_access_entries.append(entry)
 
+        self.system_launch_template = system_launch_template(home, "SystemLaunchTemplate")
+        # "SystemNodeGroup", not the earlier "SystemNodes": EKS updates a node group to a launch
+        # template only if it was created with one (botocore eks UpdateNodegroupVersion), so
+        # a deployed group without one is replaced by a new group under a new id.
         self.system_nodes = eks.Nodegroup(
             home,
-            "SystemNodes",
+            "SystemNodeGroup",
             cluster=self.icluster,
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=self.system_launch_template.ref,
+                version=self.system_launch_template.attr_latest_version_number,
+            ),
             instance_types=[ec2.InstanceType(system_instance_type)],
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
             capacity_type=eks.CapacityType.ON_DEMAND,
@@ -624,6 +632,47 @@ class GpuEksCluster(Construct):
                 "The public API endpoint is enabled on request and restricted to the listed "
                 "public_access_cidrs; private access stays on for nodes.",
             )
+
+
+#: Root volume of a system node: the size EKS gives a node group without a launch template,
+#: on AL2023's root device, encrypted.
+SYSTEM_ROOT_VOLUME_GIB = 20
+SYSTEM_ROOT_DEVICE = "/dev/xvda"
+
+
+def system_launch_template(scope: Construct, construct_id: str) -> ec2.CfnLaunchTemplate:
+    """Launch template of the system node group: IMDSv2 required with a hop limit of 1 (EKS's
+    default template allows 2), so a pod outside the host network cannot reach the metadata
+    service and take the node role's credentials, and an encrypted gp3 root volume.
+
+    Every pod on the system nodes that calls AWS has its own role through EKS Pod Identity
+    (FSx CSI controller, Cluster Autoscaler, KEDA, the AWS Load Balancer Controller, which
+    is given its region and VPC instead of reading them from the metadata service); the VPC
+    CNI, kube-proxy and the Pod Identity agent run in the host network, where one hop is
+    enough. No AMI, instance type, security group or subnet: the node group sets them and
+    EKS adds its bootstrap."""
+    return ec2.CfnLaunchTemplate(
+        scope,
+        construct_id,
+        launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+            metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                http_endpoint="enabled",
+                http_tokens="required",
+                http_put_response_hop_limit=1,
+            ),
+            block_device_mappings=[
+                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                    device_name=SYSTEM_ROOT_DEVICE,
+                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                        volume_size=SYSTEM_ROOT_VOLUME_GIB,
+                        volume_type="gp3",
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        ),
+    )
 
 
 def _admin_entry_id(arn: str, index: int) -> str:

@@ -234,6 +234,39 @@ def test_system_node_group_cpu_private_auto_repair(synth: Synth) -> None:
     )
 
 
+def test_system_nodes_keep_pods_off_the_metadata_service(synth: Synth) -> None:
+    """The system node group has its own launch template: IMDSv2 required with hop limit 1
+    (pods outside the host network cannot take the node role) and an encrypted gp3 root
+    volume; no AMI, instance type, security group or subnet, which the node group sets."""
+    raw = synth.raw["Default"]["Resources"]
+    (system,) = [
+        r["Properties"]
+        for r in raw.values()
+        if r["Type"] == "AWS::EKS::Nodegroup"
+        and r["Properties"].get("Labels", {}).get("fm-constructs/workload") == "system"
+    ]
+    template_id = system["LaunchTemplate"]["Id"]["Ref"]
+    assert system["LaunchTemplate"]["Version"] == {
+        "Fn::GetAtt": [template_id, "LatestVersionNumber"]
+    }
+    assert "DiskSize" not in system
+    data = raw[template_id]["Properties"]["LaunchTemplateData"]
+    assert data["MetadataOptions"] == {
+        "HttpEndpoint": "enabled",
+        "HttpTokens": "required",
+        "HttpPutResponseHopLimit": 1,
+    }
+    (volume,) = data["BlockDeviceMappings"]
+    assert volume["DeviceName"] == "/dev/xvda"
+    assert volume["Ebs"] == {
+        "VolumeSize": 20,
+        "VolumeType": "gp3",
+        "Encrypted": True,
+        "DeleteOnTermination": True,
+    }
+    assert not {"ImageId", "InstanceType", "SecurityGroupIds", "NetworkInterfaces"} & set(data)
+
+
 # ----------------------------------------------------------------------------- add-ons
 
 

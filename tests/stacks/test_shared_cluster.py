@@ -410,6 +410,14 @@ def test_pods_get_aws_credentials_through_pod_identity_not_the_node_role(profile
     if result.stacks.computes:
         assert hop_limits == {1}
         assert FSX_CSI_CONTROLLER_SERVICE_ACCOUNT in associated
+    # Every EKS node group, the system nodes included, launches from one of those templates.
+    for template in result.templates.values():
+        resources = template["Resources"]
+        for nodegroup in _resources(template, "AWS::EKS::Nodegroup"):
+            spec = nodegroup["LaunchTemplate"]
+            template_id = spec["Id"]["Ref"]
+            options = resources[template_id]["Properties"]["LaunchTemplateData"]
+            assert options["MetadataOptions"]["HttpPutResponseHopLimit"] == 1, template_id
     for workload in result.stacks.computes:
         assert names.service_account_name(workload) in associated, workload
     if "cluster-autoscaler" in charts_installed:
