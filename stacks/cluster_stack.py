@@ -35,16 +35,6 @@ _TITLES = {
 }
 
 
-def _operators(options: ClusterOptions) -> WorkloadOperators:
-    chosen = options.operators
-    return WorkloadOperators(
-        kueue="kueue" in chosen,
-        kubeflow_trainer="kubeflow_trainer" in chosen,
-        kuberay="kuberay" in chosen,
-        leader_worker_set="leader_worker_set" in chosen,
-    )
-
-
 class ClusterStack(Stack):
     """One GPU EKS cluster and what is cluster-wide on it."""
 
@@ -82,7 +72,7 @@ class ClusterStack(Stack):
             kubernetes_version=platform.kubernetes_version,
             admin_role_arns=platform.admin_role_arns,
             public_access_cidrs=platform.public_access_cidrs,
-            operators=_operators(cluster),
+            operators=WorkloadOperators.named(cluster.operators),
             eni_config_subnets=eni_config_subnets,
             prefix_delegation=prefix_delegation,
             addons_scope=Construct(addons, "Cluster"),

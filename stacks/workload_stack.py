@@ -59,17 +59,6 @@ HYPERPOD_ORCHESTRATORS = {
 }
 
 
-def operators_of(workload: str) -> WorkloadOperators:
-    """The operators a workload kind needs, from :data:`~fm_constructs.config.options.OPERATORS`."""
-    chosen = OPERATORS[workload]
-    return WorkloadOperators(
-        kueue="kueue" in chosen,
-        kubeflow_trainer="kubeflow_trainer" in chosen,
-        kuberay="kuberay" in chosen,
-        leader_worker_set="leader_worker_set" in chosen,
-    )
-
-
 class WorkloadStack(Stack):
     """The file system of one workload (and its HyperPod cluster, for HyperPod workloads)."""
 
@@ -162,7 +151,7 @@ class WorkloadStack(Stack):
             kubernetes_version=platform.kubernetes_version,
             admin_role_arns=platform.admin_role_arns,
             public_access_cidrs=platform.public_access_cidrs,
-            operators=operators_of(workload.name),
+            operators=WorkloadOperators.named(OPERATORS[workload.name]),
             scraper_subnets=vpc.private_subnets,
             eks_cluster=eks_cluster,
             name=workload.name,

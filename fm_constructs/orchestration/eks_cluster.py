@@ -9,8 +9,9 @@ node group for cluster services. GPU/Trainium capacity is added with
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -90,6 +91,17 @@ class WorkloadOperators:
     kubeflow_trainer: bool = True
     kuberay: bool = False
     leader_worker_set: bool = False
+
+    @classmethod
+    def named(cls, names: Iterable[str]) -> WorkloadOperators:
+        """Exactly the operators in ``names`` (field names, as a profile's workloads list them
+        in :data:`~fm_constructs.config.options.OPERATORS`); an unknown name is an error."""
+        chosen = set(names)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(chosen - fields)
+        if unknown:
+            raise ValueError(f"unknown operators {unknown}; known: {sorted(fields)}")
+        return cls(**{name: name in chosen for name in fields})
 
 
 def _names(spec: InstanceSpec) -> list[str]:

@@ -267,6 +267,15 @@ def test_system_nodes_keep_pods_off_the_metadata_service(synth: Synth) -> None:
     assert not {"ImageId", "InstanceType", "SecurityGroupIds", "NetworkInterfaces"} & set(data)
 
 
+def test_operators_by_name() -> None:
+    assert WorkloadOperators.named(["kueue", "leader_worker_set"]) == WorkloadOperators(
+        kueue=True, kubeflow_trainer=False, kuberay=False, leader_worker_set=True
+    )
+    assert WorkloadOperators.named([]) == WorkloadOperators(False, False, False, False)
+    with pytest.raises(ValueError, match="unknown operators \\['keda'\\]"):
+        WorkloadOperators.named(["kueue", "keda"])
+
+
 # ----------------------------------------------------------------------------- add-ons
 
 
