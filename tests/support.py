@@ -73,6 +73,7 @@ def imported_vpc(stack: cdk.Stack, zone: str = "us-east-1a") -> ec2.IVpc:
         stack,
         "Vpc",
         vpc_id="vpc-0123456789abcdef0",
+        vpc_cidr_block="10.0.0.0/16",
         availability_zones=[zone, other],
         private_subnet_ids=["subnet-0a000000000000001", "subnet-0a000000000000002"],
         private_subnet_route_table_ids=["rtb-0a000000000000001", "rtb-0a000000000000002"],

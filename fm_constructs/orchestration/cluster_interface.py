@@ -14,8 +14,8 @@ from fm_constructs.orchestration.eks_charts import HelmChartSpec
 
 
 class IGpuCluster(Protocol):
-    """What an add-on needs from a cluster: names, the kubectl-capable ``icluster``, the
-    system nodes to run on, the Pod Identity agent, the add-on registry, pinned charts."""
+    """What an add-on needs from a cluster: names, the kubectl-capable ``icluster``, its VPC,
+    the system nodes to run on, the Pod Identity agent, the add-on registry, pinned charts."""
 
     @property
     def node(self) -> Any: ...
@@ -43,6 +43,9 @@ class IGpuCluster(Protocol):
 
     @property
     def cluster_security_group(self) -> ec2.ISecurityGroup: ...
+
+    @property
+    def vpc(self) -> ec2.IVpc: ...
 
     def add_pinned_chart(
         self, spec: HelmChartSpec, values: Mapping[str, Any], *, wait: bool = False

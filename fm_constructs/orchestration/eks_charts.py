@@ -81,6 +81,9 @@ LEADER_WORKER_SET = pinned_chart("lws", namespace="lws-system")
 #: asks (one autoscaler minor per Kubernetes minor).
 CLUSTER_AUTOSCALER = pinned_chart("cluster-autoscaler", namespace="kube-system")
 
+#: AWS Load Balancer Controller (network load balancers of Services, ip targets).
+AWS_LOAD_BALANCER_CONTROLLER = pinned_chart("aws-load-balancer-controller", namespace="kube-system")
+
 #: Cluster Autoscaler image tag per Kubernetes minor (``kubernetes.versions`` in the pins).
 CLUSTER_AUTOSCALER_IMAGE_TAGS: dict[str, str] = {
     version: pin.cluster_autoscaler_image_tag for version, pin in pins.kubernetes().versions.items()
@@ -96,6 +99,7 @@ ALL_CHARTS: tuple[HelmChartSpec, ...] = (
     KUBERAY_OPERATOR,
     LEADER_WORKER_SET,
     CLUSTER_AUTOSCALER,
+    AWS_LOAD_BALANCER_CONTROLLER,
 )
 
 
@@ -252,6 +256,34 @@ def cluster_autoscaler_values(
             "scale-down-unneeded-time": settings.scale_down_unneeded_time,
             "max-node-provision-time": settings.max_node_provision_time,
         },
+    }
+
+
+#: Service account of the AWS Load Balancer Controller (mapped by its Pod Identity association).
+AWS_LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT = "aws-load-balancer-controller"
+
+
+def aws_load_balancer_controller_values(
+    *, cluster_name: str, region: str, vpc_id: str
+) -> dict[str, Any]:
+    """Values of the AWS Load Balancer Controller chart: the cluster, Region and VPC given (the
+    controller would otherwise read the last two from the instance metadata service, which
+    pods on the system nodes cannot reach), on the system nodes, for Services only: the ALB
+    add-ons (Shield, WAF, WAFv2) and the default IngressClass off, and no Service mutating
+    webhook (it would make the controller the default for every LoadBalancer Service and,
+    failing closed, hold their creation while it is down); a Service opts in with
+    ``service.beta.kubernetes.io/aws-load-balancer-type: external``."""
+    return {
+        "clusterName": cluster_name,
+        "region": region,
+        "vpcId": vpc_id,
+        "serviceAccount": {"create": True, "name": AWS_LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT},
+        "nodeSelector": {WORKLOAD_LABEL: "system"},
+        "enableShield": False,
+        "enableWaf": False,
+        "enableWafv2": False,
+        "createIngressClassResource": False,
+        "enableServiceMutatorWebhook": False,
     }
 
 

@@ -386,6 +386,11 @@ class GpuEksCluster(Construct):
         return self.cluster.cluster_arn
 
     @property
+    def vpc(self) -> ec2.IVpc:
+        """The VPC of the control plane and the nodes."""
+        return self.cluster.vpc
+
+    @property
     def cluster_security_group(self) -> ec2.ISecurityGroup:
         return self.cluster.cluster_security_group
 

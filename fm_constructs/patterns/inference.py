@@ -7,8 +7,10 @@ applied through the cluster's kubectl provider.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import jsii
 from aws_cdk import Annotations, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -20,6 +22,7 @@ from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.load_balancer_controller import AwsLoadBalancerController
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns import inference_manifests as render
@@ -100,6 +103,21 @@ class KedaAutoscaler(Construct):
             workspace.grant_query(self.role)
 
 
+def _vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
+    """The primary CIDR of the cluster's VPC; an imported VPC may not know it, then none (the
+    load balancer's security group admits any address, as the controller does without
+    source ranges)."""
+    try:
+        return [cluster.vpc.vpc_cidr_block]
+    except jsii.errors.JSIIError:
+        Annotations.of(cluster).add_warning_v2(
+            "fm:inference-lb-source-ranges",
+            "The cluster's VPC was imported without vpc_cidr_block: the internal load balancer "
+            "of a model server admits any address. Pass load_balancer_source_ranges.",
+        )
+        return []
+
+
 class InferenceService(Construct):
     """Serve ``model`` with vLLM on ``gpu_nodes``, in one statement.
 
@@ -109,8 +127,13 @@ class InferenceService(Construct):
     * Weights copied at pod start from ``s3://<data bucket>/<model_s3_prefix>`` to the NVMe
       instance store by an init container; the pods' service account gets, through EKS Pod
       Identity, read access to that prefix only (and decrypt on the bucket key).
-    * ``load_balancer``: an internal Network Load Balancer by default (see
-      :func:`~fm_constructs.patterns.inference_manifests.service_manifest`).
+    * ``load_balancer``: an internal Network Load Balancer by default, made by the AWS Load
+      Balancer Controller (installed on the cluster with the first model server that asks for
+      one: :class:`~fm_constructs.orchestration.load_balancer_controller.
+      AwsLoadBalancerController`), with the serving pods as targets and a security group of its
+      own admitting ``load_balancer_source_ranges`` (default: the VPC's CIDR for an internal
+      load balancer, anywhere for an internet-facing one); see
+      :func:`~fm_constructs.patterns.inference_manifests.service_manifest`.
     * ``autoscaling`` with ``workspace``: KEDA scales replicas between ``model.replicas`` and
       ``model.max_replicas`` on vLLM queue depth or p90 time to first token queried from
       Managed Prometheus (the pods carry ``prometheus.io/scrape`` annotations, which the
@@ -136,6 +159,7 @@ class InferenceService(Construct):
         autoscaling: AutoscalingPolicy | None = None,
         workspace: IPrometheusWorkspace | None = None,
         namespace_manifest: eks.KubernetesManifest | None = None,
+        load_balancer_source_ranges: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -218,13 +242,21 @@ class InferenceService(Construct):
             # autoscaled count on every deploy (KEDA starts from minReplicaCount = replicas).
             workload["spec"].pop("replicas", None)
         scheme = None if load_balancer is LoadBalancer.NONE else load_balancer.value
+        if load_balancer_source_ranges is None:
+            load_balancer_source_ranges = (
+                _vpc_cidrs(cluster) if load_balancer is LoadBalancer.INTERNAL else []
+            )
         # A workload that owns its namespace passes its manifest; else one per cluster.
         self.namespace_manifest = namespace_manifest or _namespace(cluster, namespace)
         self.manifests: list[dict[str, Any]] = [
             render.service_account_manifest(self.service_account_name, namespace),
             workload,
             render.service_manifest(
-                model, self.render_context, load_balancer=scheme, multi_node=layout.multi_node
+                model,
+                self.render_context,
+                load_balancer=scheme,
+                multi_node=layout.multi_node,
+                source_ranges=load_balancer_source_ranges,
             ),
         ]
         self.server = eks.KubernetesManifest(
@@ -236,6 +268,13 @@ class InferenceService(Construct):
         self.server.node.add_dependency(self.role)
         if layout.multi_node:
             self.server.node.add_dependency(cluster.charts[charts.LEADER_WORKER_SET.release])
+        # The load balancer is the controller's: it must be running when the Service is
+        # created, and still running when the Service is deleted (its finalizer removes the
+        # load balancer and security groups, so destroying the stack leaves none behind).
+        self.load_balancer_controller: AwsLoadBalancerController | None = None
+        if scheme is not None:
+            self.load_balancer_controller = AwsLoadBalancerController.enable(cluster, cluster.vpc)
+            self.server.node.add_dependency(self.load_balancer_controller.chart)
 
         # -- autoscaling on serving metrics ---------------------------------------------------
         self.autoscaler: KedaAutoscaler | None = None

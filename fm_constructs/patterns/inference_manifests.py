@@ -20,6 +20,7 @@ Layout rules (:func:`plan_layout`):
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -510,17 +511,30 @@ def _quote(arg: str) -> str:
     return "'" + arg.replace("'", "'\"'\"'") + "'"
 
 
+#: Annotations of a Service whose Network Load Balancer the AWS Load Balancer Controller makes
+#: (the in-tree cloud provider leaves ``aws-load-balancer-type: external`` Services alone).
+LB_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-"
+#: vLLM's health endpoint, which the load balancer checks on each pod.
+HEALTH_PATH = "/health"
+
+
 def service_manifest(
-    spec: ModelServerSpec, ctx: RenderContext, *, load_balancer: str | None, multi_node: bool
+    spec: ModelServerSpec,
+    ctx: RenderContext,
+    *,
+    load_balancer: str | None,
+    multi_node: bool,
+    source_ranges: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The model's endpoint on port 80.
 
-    ``load_balancer`` "internal" or "internet-facing": a Network Load Balancer created by the
-    cluster's AWS cloud provider service controller (``aws-load-balancer-type: nlb``), with the
-    scheme set both for that controller (``aws-load-balancer-internal``) and for the AWS Load
-    Balancer Controller (``aws-load-balancer-scheme``), so the scheme holds whichever
-    controller reconciles the Service. ``externalTrafficPolicy: Local`` sends traffic only to
-    nodes running a server. None: a ClusterIP Service.
+    ``load_balancer`` "internal" or "internet-facing": a Network Load Balancer made by the AWS
+    Load Balancer Controller (``aws-load-balancer-type: external``) with ``ip`` targets (the
+    serving pods themselves, health-checked on :data:`HEALTH_PATH`) and a security group of its
+    own that admits ``source_ranges`` (``loadBalancerSourceRanges``; empty: anywhere) on port
+    80; the controller opens the server port to the pods only from the load balancer. No node
+    ports are allocated (nothing reaches the pods through the nodes). None: a ClusterIP
+    Service.
     """
     selector = labels(spec)
     if multi_node:
@@ -546,14 +560,17 @@ def service_manifest(
             f"load_balancer must be 'internal' or 'internet-facing', got {load_balancer!r}"
         )
     manifest["metadata"]["annotations"] = {
-        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
-        "service.beta.kubernetes.io/aws-load-balancer-internal": str(
-            load_balancer == "internal"
-        ).lower(),
-        "service.beta.kubernetes.io/aws-load-balancer-scheme": load_balancer,
+        LB_ANNOTATION + "type": "external",
+        LB_ANNOTATION + "nlb-target-type": "ip",
+        LB_ANNOTATION + "scheme": load_balancer,
+        LB_ANNOTATION + "healthcheck-protocol": "http",
+        LB_ANNOTATION + "healthcheck-port": "traffic-port",
+        LB_ANNOTATION + "healthcheck-path": HEALTH_PATH,
     }
     manifest["spec"]["type"] = "LoadBalancer"
-    manifest["spec"]["externalTrafficPolicy"] = "Local"
+    manifest["spec"]["allocateLoadBalancerNodePorts"] = False
+    if source_ranges:
+        manifest["spec"]["loadBalancerSourceRanges"] = list(source_ranges)
     return manifest
 
 

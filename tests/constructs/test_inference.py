@@ -19,6 +19,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import PrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, WorkloadOperators
+from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.patterns.inference import KEDA, InferenceService, LoadBalancer
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy
 from fm_constructs.policy import enable_nag
@@ -273,6 +274,131 @@ def test_scaling_waits_for_keda_and_the_server(synth: Synth) -> None:
         if k.startswith("Llama8bServer") and r["Type"].startswith("Custom::")
     )
     assert any(d.startswith("Llama8bPodIdentity") for d in server["DependsOn"])
+
+
+def test_load_balancer_controller_makes_the_nlb_with_its_own_identity(synth: Synth) -> None:
+    """A model server behind a load balancer installs the AWS Load Balancer Controller once,
+    given the cluster, Region and VPC, with a Pod Identity role; the Service waits for it (and
+    is deleted before it, so its finalizer removes the load balancer)."""
+    raw = synth.raw["Single"]
+    resources = raw["Resources"]
+    (chart_id,) = [
+        k
+        for k, r in resources.items()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+        and r["Properties"]["Chart"] == "aws-load-balancer-controller"
+    ]
+    chart = resources[chart_id]["Properties"]
+    spec = charts.AWS_LOAD_BALANCER_CONTROLLER
+    assert (chart["Repository"], chart["Version"], chart["Namespace"]) == (
+        "https://aws.github.io/eks-charts",
+        spec.version,
+        "kube-system",
+    )
+    values = json.loads(_flatten(chart["Values"]))
+    assert values["region"] == "us-east-1"
+    assert values["vpcId"] == "vpc-0123456789abcdef0"
+    assert values["clusterName"] == "TOKEN"
+    assert values["serviceAccount"] == {"create": True, "name": "aws-load-balancer-controller"}
+    assert values["nodeSelector"] == {"fm-constructs/workload": "system"}
+    assert values["enableServiceMutatorWebhook"] is False
+    assert (values["enableShield"], values["enableWaf"], values["enableWafv2"]) == (
+        False,
+        False,
+        False,
+    )
+    synth.templates["Single"].has_resource_properties(
+        "AWS::EKS::PodIdentityAssociation",
+        {"Namespace": "kube-system", "ServiceAccount": "aws-load-balancer-controller"},
+    )
+    depends = resources[chart_id]["DependsOn"]
+    assert any("AwsLoadBalancerControllerPodIdentity" in d for d in depends)
+    server = next(
+        r
+        for k, r in resources.items()
+        if k.startswith("Llama8bServer") and r["Type"].startswith("Custom::")
+    )
+    assert chart_id in server["DependsOn"]
+    (service,) = _kind(raw, "Service")
+    assert service["metadata"]["annotations"][
+        "service.beta.kubernetes.io/aws-load-balancer-type"
+    ] == ("external")
+    assert service["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/16"]
+    # No load balancer, no controller.
+    assert not [
+        r
+        for r in synth.raw["Multi"]["Resources"].values()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+        and r["Properties"]["Chart"] == "aws-load-balancer-controller"
+    ]
+
+
+def _controller_statements(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    (policy,) = [
+        r["Properties"]
+        for k, r in raw["Resources"].items()
+        if r["Type"] == "AWS::IAM::Policy" and "AwsLoadBalancerControllerRole" in k
+    ]
+    statements: list[dict[str, Any]] = policy["PolicyDocument"]["Statement"]
+    return statements
+
+
+def test_load_balancer_controller_policy_is_scoped_to_its_own_nlbs(synth: Synth) -> None:
+    """Only read-only calls on every resource; everything else is of this account and Region,
+    network load balancers only, security-group rules in this VPC, changes and deletions only
+    of what carries the controller's cluster tag; nothing of ALB, WAF, Shield, ACM, Cognito."""
+    statements = _controller_statements(synth.raw["Single"])
+    actions: set[str] = set()
+    for statement in statements:
+        assert statement["Effect"] == "Allow"
+        listed = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        actions |= set(listed)
+        resources = (
+            statement["Resource"]
+            if isinstance(statement["Resource"], list)
+            else [statement["Resource"]]
+        )
+        if resources == ["*"]:
+            assert all(":Describe" in a or ":Get" in a for a in listed), listed
+            continue
+        for resource in resources:
+            text = json.dumps(resource)
+            assert TEST_ENV.account in text or "AWS::AccountId" in text, text
+            assert "loadbalancer/app" not in text and "listener-rule" not in text
+            if "loadbalancer/" in text or "listener/" in text:
+                assert "/net/" in text, text
+        mutating = [a for a in listed if a.split(":")[1].startswith(("Delete", "Modify", "Set"))]
+        if mutating and "elasticloadbalancing:DeleteListener" not in listed:
+            condition = json.dumps(statement.get("Condition", {}))
+            assert "aws:ResourceTag/elbv2.k8s.aws/cluster" in condition, listed
+        if "ec2:AuthorizeSecurityGroupIngress" in listed:
+            assert "ec2:Vpc" in statement["Condition"]["ArnEquals"]
+    assert not {a.split(":")[0] for a in actions} & {
+        "cognito-idp",
+        "acm",
+        "waf-regional",
+        "wafv2",
+        "shield",
+    }
+    assert (
+        not {
+            "elasticloadbalancing:CreateRule",
+            "elasticloadbalancing:SetWebAcl",
+            "iam:GetServerCertificate",
+        }
+        & actions
+    )
+    assert {
+        "elasticloadbalancing:CreateLoadBalancer",
+        "elasticloadbalancing:CreateTargetGroup",
+        "elasticloadbalancing:CreateListener",
+        "elasticloadbalancing:RegisterTargets",
+        "ec2:CreateSecurityGroup",
+        "ec2:AuthorizeSecurityGroupIngress",
+        "ec2:DescribeNetworkInterfaces",
+    } <= actions
 
 
 def test_too_small_node_group_is_warned_about(synth: Synth) -> None:

@@ -80,7 +80,9 @@ def test_cluster_switches_on_custom_networking_before_any_node_joins() -> None:
     for obj in objects:
         assert validate_object(obj, DEFAULT_KUBERNETES_VERSION) == "vpc-cni-crd"
     ((_, system_nodes),) = [
-        (lid, r) for lid, r in _resources(cluster, "AWS::EKS::Nodegroup") if "SystemNodeGroup" in lid
+        (lid, r)
+        for lid, r in _resources(cluster, "AWS::EKS::Nodegroup")
+        if "SystemNodeGroup" in lid
     ]
     assert manifest_id in system_nodes["DependsOn"]
 

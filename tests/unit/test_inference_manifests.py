@@ -15,6 +15,7 @@ from fm_constructs.patterns.inference_manifests import (
     ModelServerSpec,
     ServingMetric,
 )
+from tests.kubernetes_schemas import assert_valid
 from tests.model_servers import MULTI_NODE, SINGLE_NODE, render_context
 
 CTX = render_context("llama-server")
@@ -312,18 +313,34 @@ def test_extra_args_are_quoted_for_the_leader_shell() -> None:
 # ----------------------------------------------------------------------------------- service
 
 
-def test_service_is_an_internal_nlb_by_annotation() -> None:
-    service = render.service_manifest(SMALL, CTX, load_balancer="internal", multi_node=False)
+def test_service_is_an_internal_nlb_of_the_load_balancer_controller_with_pod_targets() -> None:
+    service = render.service_manifest(
+        SMALL, CTX, load_balancer="internal", multi_node=False, source_ranges=["10.0.0.0/16"]
+    )
     assert service["spec"]["type"] == "LoadBalancer"
-    assert service["spec"]["externalTrafficPolicy"] == "Local"
+    # ip targets: the pods are registered, no node port is needed or opened.
+    assert service["spec"]["allocateLoadBalancerNodePorts"] is False
+    assert "externalTrafficPolicy" not in service["spec"]
+    assert service["spec"]["loadBalancerSourceRanges"] == ["10.0.0.0/16"]
+    prefix = "service.beta.kubernetes.io/aws-load-balancer-"
     assert service["metadata"]["annotations"] == {
-        "service.beta.kubernetes.io/aws-load-balancer-type": "nlb",
-        "service.beta.kubernetes.io/aws-load-balancer-internal": "true",
-        "service.beta.kubernetes.io/aws-load-balancer-scheme": "internal",
+        prefix + "type": "external",
+        prefix + "nlb-target-type": "ip",
+        prefix + "scheme": "internal",
+        prefix + "healthcheck-protocol": "http",
+        prefix + "healthcheck-port": "traffic-port",
+        prefix + "healthcheck-path": "/health",
     }
+    # The load balancer checks what the readiness probe checks.
+    pod = render.deployment_manifest(
+        SMALL, render.plan_layout(SMALL, get_instance_type("g6e.48xlarge")), CTX
+    )["spec"]["template"]["spec"]
+    readiness = _container(pod)["readinessProbe"]["httpGet"]
+    assert readiness["path"] == render.HEALTH_PATH
     assert service["spec"]["ports"] == [
         {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}
     ]
+    assert_valid([service], kubernetes_version="1.35")
 
 
 def test_multi_node_service_selects_leaders_and_cluster_ip_has_no_lb() -> None:
@@ -332,10 +349,11 @@ def test_multi_node_service_selects_leaders_and_cluster_ip_has_no_lb() -> None:
     assert service["spec"]["selector"][render.ROLE_LABEL] == "leader"
     assert "annotations" not in service["metadata"]
     public = render.service_manifest(LARGE, CTX, load_balancer="internet-facing", multi_node=True)
-    assert (
-        public["metadata"]["annotations"]["service.beta.kubernetes.io/aws-load-balancer-internal"]
-        == "false"
-    )
+    annotations = public["metadata"]["annotations"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    assert "service.beta.kubernetes.io/aws-load-balancer-internal" not in annotations
+    assert "loadBalancerSourceRanges" not in public["spec"]
+    assert_valid([service, public], kubernetes_version="1.35")
 
 
 # ------------------------------------------------------------------------------- autoscaling
