@@ -287,31 +287,31 @@ class PrometheusWorkspaceAlarms(Construct):
             evaluation_periods=3,
             treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
         )
-        self.rule_evaluation_failures = cloudwatch.Alarm(
-            self,
+
+        def any_failure(construct_id: str, metric_name: str, description: str) -> cloudwatch.Alarm:
+            """ALARM on any count in one period; no datapoints means nothing failed."""
+            return cloudwatch.Alarm(
+                self,
+                construct_id,
+                alarm_description=description,
+                metric=metric(metric_name, "Sum"),
+                threshold=0,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+
+        self.rule_evaluation_failures = any_failure(
             "RuleEvaluationFailures",
-            alarm_description=(
-                "Managed Prometheus rule evaluations fail: alerts of the failing groups cannot "
-                "fire. The workspace's log group names the rule and the error."
-            ),
-            metric=metric("RuleEvaluationFailures", "Sum"),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            "RuleEvaluationFailures",
+            "Managed Prometheus rule evaluations fail: alerts of the failing groups cannot "
+            "fire. The workspace's log group names the rule and the error.",
         )
-        self.notifications_failed = cloudwatch.Alarm(
-            self,
+        self.notifications_failed = any_failure(
             "NotificationsFailed",
-            alarm_description=(
-                "Managed Prometheus alert manager cannot deliver to SNS: firing alerts reach "
-                "nobody. Check the topic's key and topic policies for the aps service."
-            ),
-            metric=metric("AlertManagerNotificationsFailed", "Sum"),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            "AlertManagerNotificationsFailed",
+            "Managed Prometheus alert manager cannot deliver to SNS: firing alerts reach "
+            "nobody. Check the topic's key and topic policies for the aps service.",
         )
         for alarm in (self.no_ingestion, self.rule_evaluation_failures, self.notifications_failed):
             alarm.add_alarm_action(action)
