@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -27,7 +27,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.observability.data import as_paths, dashboard_uids, shipped_dashboard_files
 from fm_constructs.observability.grafana import GrafanaWorkspace
 from fm_constructs.observability.prometheus import IPrometheusWorkspace
-from fm_constructs.policy import logs_encryption_key
+from fm_constructs.policy.handler_function import handler_function
 
 HANDLER_DIR = Path(__file__).parent / "grafana_provisioner"
 PROVISIONER_RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -111,26 +111,17 @@ class GrafanaDashboards(Construct):
         for path in files:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
 
-        self.log_group = logs.LogGroup(
+        handler = handler_function(
             self,
-            "FunctionLogs",
-            retention=log_retention,
-            encryption_key=logs_encryption_key(self),
-            removal_policy=RemovalPolicy.DESTROY,
+            role_description="Provisions Grafana data sources and dashboards (custom resource)",
+            description="fm-constructs Grafana provisioner",
+            runtime=PROVISIONER_RUNTIME,
+            code=lambda_.Code.from_asset(str(stage_provisioner_asset(files))),
+            timeout=PROVISIONER_TIMEOUT,
+            memory_size=256,
+            log_retention=log_retention,
         )
-        self.role = iam.Role(
-            self,
-            "FunctionRole",
-            description="Provisions Grafana data sources and dashboards (custom resource)",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="Logs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
-            )
-        )
+        self.log_group, self.role, self.function = handler.log_group, handler.role, handler.function
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="ServiceAccountTokens",
@@ -143,18 +134,6 @@ class GrafanaDashboards(Construct):
                 ],
                 resources=[grafana.workspace_arn],
             )
-        )
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            runtime=PROVISIONER_RUNTIME,
-            handler="handler.handler",
-            code=lambda_.Code.from_asset(str(stage_provisioner_asset(files))),
-            role=self.role,
-            log_group=self.log_group,
-            timeout=PROVISIONER_TIMEOUT,
-            memory_size=256,
-            description="fm-constructs Grafana provisioner",
         )
         self.resource = CustomResource(
             self,
@@ -182,10 +161,6 @@ class GrafanaDashboards(Construct):
             },
         )
         # The role policy must exist before CloudFormation invokes the function: the custom
-        # resource depends on it. The function itself references the role through GetAtt, so
-        # the DependsOn CDK adds to it is redundant (cfn-lint W3005) and is removed.
+        # resource depends on it.
         self.resource.node.add_dependency(self.role)
-        cfn_function = self.function.node.default_child
-        assert isinstance(cfn_function, lambda_.CfnFunction)
-        cfn_function.add_deletion_override("DependsOn")
         self.dashboard_uids = tuple(uids)

@@ -16,15 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from fm_constructs.policy import logs_encryption_key
-from fm_constructs.policy.lambda_concurrency import CUSTOM_RESOURCE_HANDLER_REASON, METADATA_KEY
+from fm_constructs.policy.handler_function import handler_function
 from fm_constructs.policy.nag import acknowledge
 
 HANDLER_DIRECTORY = Path(__file__).parent / "teardown_guard"
@@ -49,26 +48,19 @@ class VpcTeardownGuard(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.log_group = logs.LogGroup(
+        handler = handler_function(
             self,
-            "FunctionLogs",
-            retention=log_retention,
-            encryption_key=logs_encryption_key(self),
-            removal_policy=RemovalPolicy.DESTROY,
+            role_description="Lists what still uses the VPC before it is deleted (custom resource)",
+            description="fm-constructs: stops a VPC's deletion while retained file systems use it",
+            runtime=GUARD_RUNTIME,
+            code=lambda_.Code.from_asset(
+                str(HANDLER_DIRECTORY), exclude=["__init__.py", "__pycache__", "*.pyc"]
+            ),
+            timeout=GUARD_TIMEOUT,
+            memory_size=128,
+            log_retention=log_retention,
         )
-        self.role = iam.Role(
-            self,
-            "FunctionRole",
-            description="Lists what still uses the VPC before it is deleted (custom resource)",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-        )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="Logs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[self.log_group.log_group_arn],
-            )
-        )
+        self.log_group, self.role, self.function = handler.log_group, handler.role, handler.function
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="DescribeWhatUsesTheVpc",
@@ -83,26 +75,6 @@ class VpcTeardownGuard(Construct):
             "permissions; the function only reads descriptions, to name what blocks the VPC's "
             "deletion.",
         )
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            runtime=GUARD_RUNTIME,
-            handler="handler.handler",
-            code=lambda_.Code.from_asset(
-                str(HANDLER_DIRECTORY), exclude=["__init__.py", "__pycache__", "*.pyc"]
-            ),
-            role=self.role,
-            log_group=self.log_group,
-            timeout=GUARD_TIMEOUT,
-            memory_size=128,
-            description="fm-constructs: stops a VPC's deletion while retained file systems use it",
-        )
-        cfn_function = self.function.node.default_child
-        assert isinstance(cfn_function, lambda_.CfnFunction)
-        cfn_function.add_metadata(METADATA_KEY, CUSTOM_RESOURCE_HANDLER_REASON)
-        # The function references the role by GetAtt; the DependsOn CDK adds is redundant
-        # (cfn-lint W3005).
-        cfn_function.add_deletion_override("DependsOn")
         subnets = [
             s.subnet_id for s in (*vpc.public_subnets, *vpc.private_subnets, *vpc.isolated_subnets)
         ]
