@@ -232,23 +232,37 @@ class FsxLustreAlarms(Construct):
         )
 
 
-#: Namespace and dimension of the metrics Managed Prometheus vends to CloudWatch (AMP user
-#: guide, "Use CloudWatch metrics to monitor Amazon Managed Service for Prometheus resources").
+#: Where Managed Prometheus vends its CloudWatch metrics (AMP user guide, "Use CloudWatch
+#: metrics to monitor Amazon Managed Service for Prometheus resources"): the ingestion rate is a
+#: usage metric (``ResourceCount`` of resource ``IngestionRate`` in ``AWS/Usage``); rule
+#: evaluation failures and failed notifications are in ``AWS/Prometheus``, the former also per
+#: rule group (dimension ``RuleGroup``, "<namespace>;<group>").
 PROMETHEUS_NAMESPACE = "AWS/Prometheus"
+USAGE_NAMESPACE = "AWS/Usage"
 PROMETHEUS_DIMENSION = "Workspace"
+USAGE_WORKSPACE_DIMENSION = "ResourceId"
 
 
 class PrometheusWorkspaceAlarms(Construct):
     """Alarms on the workspace itself, each delivered to the alert topic:
 
-    - ``NoIngestion``: ``IngestionRate`` absent or zero for 15 minutes. Missing data is
-      *breaching*: a workspace that receives nothing (scraper or agents stopped, remote write
-      rejected) publishes no datapoints, and that silence is the failure.
-    - ``RuleEvaluationFailures``: any failed rule evaluation in 5 minutes. Missing data is *not
-      breaching*: the metric is only published when rules are evaluated.
+    - ``NoIngestion``: the sample ingestion rate absent or zero for 15 minutes. Missing data is
+      *breaching*: AMP publishes nothing for a workspace that ingests nothing ("a metric not
+      existing or missing is the same as the value of that metric being 0"), and that silence
+      is the failure (scraper or agents stopped, remote write rejected).
+    - ``RuleEvaluationFailures``: any failed rule evaluation in 5 minutes, summed over the
+      workspace's rule groups. Missing data is *not breaching*: the metric is only published
+      when rules are evaluated.
     - ``NotificationsFailed``: any alert manager notification that failed to reach SNS
       (``AlertManagerNotificationsFailed``, e.g. a key or topic policy that refuses the
       workspace). Missing data is *not breaching* for the same reason.
+
+    Each alarm is a CloudWatch Metrics Insights query filtered on the workspace, so it matches
+    the metric whatever other dimensions AMP publishes with it (``RuleGroup`` for rule
+    evaluations, the usage dimensions ``Service``, ``Type``, ``Resource`` and ``Class``); a
+    plain metric alarm matches only the exact dimension set it names. If ``NoIngestion`` is in
+    ALARM on a workspace that does ingest, list what AMP publishes for it with ``aws cloudwatch
+    list-metrics --namespace AWS/Usage --dimensions Name=Service,Value=Prometheus``.
     """
 
     def __init__(
@@ -260,17 +274,12 @@ class PrometheusWorkspaceAlarms(Construct):
         alert_topic: AlertTopic,
     ) -> None:
         super().__init__(scope, construct_id)
-        dimensions = {PROMETHEUS_DIMENSION: workspace_id}
         alert_topic.allow_service(CLOUDWATCH_PRINCIPAL)
         action = cw_actions.SnsAction(alert_topic.topic)
 
-        def metric(name: str, statistic: str) -> cloudwatch.Metric:
-            return cloudwatch.Metric(
-                namespace=PROMETHEUS_NAMESPACE,
-                metric_name=name,
-                dimensions_map=dimensions,
-                statistic=statistic,
-                period=_PERIOD,
+        def query(expression: str, label: str) -> cloudwatch.MathExpression:
+            return cloudwatch.MathExpression(
+                expression=expression, using_metrics={}, label=label, period=_PERIOD
             )
 
         self.no_ingestion = cloudwatch.Alarm(
@@ -281,7 +290,12 @@ class PrometheusWorkspaceAlarms(Construct):
                 "scrapers (aws amp list-scrapers), the Slurm nodes' Prometheus agents and the "
                 "workspace's log group."
             ),
-            metric=metric("IngestionRate", "Average"),
+            metric=query(
+                f'SELECT MAX(ResourceCount) FROM "{USAGE_NAMESPACE}" '
+                "WHERE Service = 'Prometheus' AND Resource = 'IngestionRate' "
+                f"AND {USAGE_WORKSPACE_DIMENSION} = '{workspace_id}'",
+                "Samples ingested per second",
+            ),
             threshold=0,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
             evaluation_periods=3,
@@ -294,7 +308,11 @@ class PrometheusWorkspaceAlarms(Construct):
                 self,
                 construct_id,
                 alarm_description=description,
-                metric=metric(metric_name, "Sum"),
+                metric=query(
+                    f'SELECT SUM({metric_name}) FROM "{PROMETHEUS_NAMESPACE}" '
+                    f"WHERE {PROMETHEUS_DIMENSION} = '{workspace_id}'",
+                    metric_name,
+                ),
                 threshold=0,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
                 evaluation_periods=1,

@@ -408,17 +408,35 @@ def test_workspace_alarms_treat_silence_as_the_failure_only_for_ingestion() -> N
 
     template = synth_stack(build)
     alarms = {
-        a["Properties"]["MetricName"]: a["Properties"]
-        for a in template.find_resources("AWS::CloudWatch::Alarm").values()
+        name.split("Alarms", 1)[1][:-8]: a["Properties"]
+        for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()
     }
     assert {name: a["TreatMissingData"] for name, a in alarms.items()} == {
-        "IngestionRate": "breaching",
+        "NoIngestion": "breaching",
         "RuleEvaluationFailures": "notBreaching",
-        "AlertManagerNotificationsFailed": "notBreaching",
+        "NotificationsFailed": "notBreaching",
     }
+
+    def query(alarm: dict[str, Any]) -> str:
+        (metric,) = alarm["Metrics"]
+        parts = metric["Expression"]["Fn::Join"][1]
+        return "".join(p if isinstance(p, str) else "<workspace>" for p in parts)
+
+    # Metrics Insights queries filtered on the workspace: they match the metric whatever other
+    # dimensions it carries (RuleGroup on rule evaluations), unlike a plain metric alarm.
+    assert query(alarms["NoIngestion"]) == (
+        "SELECT MAX(ResourceCount) FROM \"AWS/Usage\" WHERE Service = 'Prometheus' "
+        "AND Resource = 'IngestionRate' AND ResourceId = '<workspace>'"
+    )
+    assert query(alarms["RuleEvaluationFailures"]) == (
+        "SELECT SUM(RuleEvaluationFailures) FROM \"AWS/Prometheus\" WHERE Workspace = '<workspace>'"
+    )
+    assert query(alarms["NotificationsFailed"]) == (
+        'SELECT SUM(AlertManagerNotificationsFailed) FROM "AWS/Prometheus" '
+        "WHERE Workspace = '<workspace>'"
+    )
     for alarm in alarms.values():
-        assert alarm["Namespace"] == "AWS/Prometheus"
-        assert alarm["Dimensions"][0]["Name"] == "Workspace"
+        assert "MetricName" not in alarm
         assert alarm["AlarmActions"] and alarm["OKActions"]
 
 

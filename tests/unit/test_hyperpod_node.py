@@ -176,6 +176,9 @@ def test_worker_metrics_installer_writes_units_for_what_it_installed(tmp_path: P
     assert "ExecStart=/opt/fm-metrics/prometheus-3.5.0.linux-amd64/prometheus --agent" in agent
     dcgm = sim.file("etc/systemd/system/fm-dcgm-exporter.service")
     assert "ExecStartPre=-/usr/bin/docker rm -f fm-dcgm-exporter" in dcgm
+    # Container units start after the Docker daemon and stop with it; host binaries do not.
+    assert "After=network-online.target docker.service\nRequires=docker.service\n" in dcgm
+    assert "docker.service" not in node_unit
     assert "-f /etc/dcgm-exporter/fm-counters.csv" in dcgm
     assert "-v /run/fm-dcgm-jobs:/etc/dcgm-exporter/hpc-jobs:ro" in dcgm
     assert "--hpc-job-mapping-dir /etc/dcgm-exporter/hpc-jobs" in dcgm

@@ -74,14 +74,18 @@ run_service() {
   # run_service <name> <command...>: a unit that runs the command, started now and at boot.
   local name="$1" changed
   shift
-  local pre=""
+  local pre="" after="network-online.target" requires=""
   if [[ "$1" == "$DOCKER" ]]; then
+    # A container unit needs the Docker daemon: started after it, and stopped with it.
     pre="ExecStartPre=-${DOCKER} rm -f ${name}"
+    after="network-online.target docker.service"
+    requires="Requires=docker.service"
   fi
   changed="$(install_unit "${name}.service" "[Unit]
 Description=fm-constructs ${name}
 Wants=network-online.target
-After=network-online.target
+After=${after}
+${requires}
 
 [Service]
 ${pre}
