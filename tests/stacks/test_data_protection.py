@@ -6,6 +6,7 @@ every Lambda function has reserved concurrency or a written reason."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -261,3 +262,119 @@ def test_deleting_an_association_keeps_the_file_system_data() -> None:
     assert not [name for name in schema["properties"] if "delete" in name.lower()]
     doc = TEARDOWN_DOC.read_text(encoding="utf-8").split("## Tear down", 1)[-1]
     assert "DeleteDataInFileSystem" in doc and "AWS::FSx::DataRepositoryAssociation" in doc
+
+
+def _destroy_order(outdir: Path) -> list[str]:
+    """Stack names in the order `cdk destroy --all` deletes them: every stack after the
+    stacks that depend on it (the reverse of the cloud assembly's deploy order)."""
+    artifacts = json.loads((outdir / "manifest.json").read_text())["artifacts"]
+    stacks = {
+        artifact_id: a["properties"].get("stackName", artifact_id)
+        for artifact_id, a in artifacts.items()
+        if a["type"] == "aws:cloudformation:stack"
+    }
+    needs = {
+        artifact_id: {d for d in artifacts[artifact_id].get("dependencies", []) if d in stacks}
+        for artifact_id in stacks
+    }
+    order: list[str] = []
+    while len(order) < len(stacks):
+        ready = sorted(
+            a
+            for a in stacks
+            if a not in order
+            and not any(a in needs[other] for other in stacks if other not in order)
+        )
+        assert ready, f"dependency cycle among {sorted(set(stacks) - set(order))}"
+        order += ready
+    return [stacks[a] for a in order]
+
+
+def _simulate_destroy(
+    templates: dict[str, dict[str, Any]], order: list[str], gone: set[tuple[str, str]]
+) -> tuple[str, str, list[str]] | None:
+    """Delete the stacks as CloudFormation would, each resource after those that refer to it,
+    a VPC, subnet or security group as early as that allows (so a guard that does not hold them
+    back is caught). Retained resources stay, in ``gone`` once deleted by hand. Returns where
+    the deletion stopped: (stack, resource, what it names or what still uses it), or None."""
+    exports = _exports(templates)
+    alive = {
+        (stack, logical_id)
+        for stack, template in templates.items()
+        for logical_id in template.get("Resources", {})
+    } - gone
+    uses: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for stack, template in templates.items():
+        for logical_id, resource in template.get("Resources", {}).items():
+            kept = {
+                k: v
+                for k, v in resource.get("Properties", {}).items()
+                if k not in {"KeyPolicy", "PolicyDocument", "Tags"}
+            }
+            used = {(stack, r) for r in _refs(kept)}
+            used |= {exports[name] for name in _imports(kept) if name in exports}
+            uses[(stack, logical_id)] = used
+    for stack in order:
+        resources = templates[stack]["Resources"]
+        pending = {i for i in resources if (stack, i) in alive}
+        depends = {i: set(_refs(r)) | set(r.get("DependsOn", [])) for i, r in resources.items()}
+        while pending:
+            ready = [i for i in pending if not any(i in depends[o] for o in pending if o != i)]
+            assert ready, f"{stack}: dependency cycle"
+            ready.sort(key=lambda i: resources[i]["Type"] not in BLOCKING_TYPES)
+            logical_id = ready[0]
+            resource = resources[logical_id]
+            pending.discard(logical_id)
+            if resource.get("DeletionPolicy") in RETAINED:
+                continue
+            if resource["Type"] == GUARD_TYPE:
+                guarded = set(_refs(resource["Properties"]))
+                left = sorted(
+                    f"{s}/{i}"
+                    for s, i in alive
+                    if s != stack
+                    and templates[s]["Resources"][i]["Type"] in GUARDED_TYPES
+                    and any(u == (stack, g) for u in uses[(s, i)] for g in guarded)
+                )
+                if left:
+                    return stack, logical_id, left
+            if resource["Type"] in BLOCKING_TYPES:
+                users = sorted(
+                    f"{s}/{i}"
+                    for s, i in alive
+                    if (s, i) != (stack, logical_id) and (stack, logical_id) in uses[(s, i)]
+                )
+                if users:
+                    return stack, logical_id, users
+            alive.discard((stack, logical_id))
+    return None
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_cdk_destroy_all_stops_with_what_to_delete_then_succeeds(profile: str) -> None:
+    """`cdk destroy --all` over the synthesized stacks (termination protection lifted): it
+    either deletes everything, or stops at the teardown guard, which names the retained file
+    systems and groups still in the VPC, never at a subnet or VPC CloudFormation cannot
+    delete. Once those are deleted by hand, the same command deletes the rest."""
+    synthesized = synthesize(profile)
+    templates = synthesized.templates
+    order = _destroy_order(synthesized.outdir)
+    stopped = _simulate_destroy(templates, order, gone=set())
+    has_file_system = any(
+        r["Type"] == "AWS::FSx::FileSystem"
+        for t in templates.values()
+        for r in t["Resources"].values()
+    )
+    if not has_file_system:
+        assert stopped is None
+        return
+    assert stopped is not None
+    stack, logical_id, named = stopped
+    assert templates[stack]["Resources"][logical_id]["Type"] == GUARD_TYPE, (
+        f"cdk destroy stops at {stack}/{logical_id}, still used by {named}: the teardown guard "
+        "must stop it first"
+    )
+    kinds = {templates[s]["Resources"][i]["Type"] for s, i in (n.split("/", 1) for n in named)}
+    assert kinds == GUARDED_TYPES  # each file system and its security group, by name
+    deleted_by_hand = {(n.split("/", 1)[0], n.split("/", 1)[1]) for n in named}
+    assert _simulate_destroy(templates, order, gone=deleted_by_hand) is None
