@@ -24,6 +24,7 @@ from fm_constructs.domain.defaults import TARGET_MFU
 from fm_constructs.domain.names import WORKLOAD_KINDS
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.ip_budget import DEFAULT_POD_COUNT
+from fm_constructs.rules import workloads as workload_rules
 
 DEFAULT_CONFIG = "config/default.toml"
 WORKLOADS = WORKLOAD_KINDS
@@ -44,8 +45,8 @@ def _fraction(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number such as 0.4, got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], e.g. 0.4 for 40 %, got {text!r}")
+    for finding in workload_rules.target_mfu(value, key="--mfu"):
+        raise argparse.ArgumentTypeError(finding.message())
     return value
 
 

@@ -31,7 +31,6 @@ from fm_constructs.config.model import (
 )
 from fm_constructs.config.reader import (
     NOT_ALLOWED,
-    OUT_OF_RANGE,
     REQUIRED,
     UNREADABLE,
     WRONG_TYPE,
@@ -48,6 +47,7 @@ from fm_constructs.planning.pod_networking import PodNetworking
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
+from fm_constructs.rules import workloads as workload_rules
 
 WORKLOAD_KEYS = names.WORKLOAD_KINDS
 #: The model of each workload table: the keys it takes are that class's fields.
@@ -374,14 +374,10 @@ def _autoscaling(t: TableReader) -> AutoscalingConfig:
 
 def _training_goal(t: TableReader) -> TrainingGoalConfig:
     mfu = t.number("target_mfu")
-    if mfu is not None and mfu > 1:
-        t.problems.add(
-            t.key_path("target_mfu"),
-            mfu,
-            "must be at most 1 (a fraction such as 0.4)",
-            code=OUT_OF_RANGE,
-        )
-        mfu = None
+    if mfu is not None:
+        found = workload_rules.target_mfu(mfu, key=t.key_path("target_mfu"))
+        t.problems.add_findings(found)
+        mfu = None if found else mfu
     return TrainingGoalConfig(
         model_parameters_billion=t.number("model_parameters_billion"),
         training_tokens_billion=t.number("training_tokens_billion"),

@@ -12,7 +12,7 @@ from functools import cache
 
 from fm_constructs.catalog import InstanceSpec, all_instance_types, efa_instance_types
 from fm_constructs.catalog.lookup import find_instance_type
-from fm_constructs.rules.findings import Finding, Severity, rule
+from fm_constructs.rules.findings import Finding, Severity, define, rule
 
 
 @cache
@@ -135,3 +135,17 @@ def training_plan_matches(
             )
         )
     return out
+
+
+MFU = define(
+    "FM320",
+    "The model FLOPs utilization of a training goal is not a fraction above 0 and at most 1.",
+    "Give a fraction such as 0.4 (40 % of the accelerators' peak FLOPS).",
+)
+
+
+def target_mfu(value: float, *, key: str = "target_mfu") -> list[Finding]:
+    """The profile's ``target_mfu`` and ``fmc plan --mfu`` read this one range."""
+    if 0 < value <= 1:
+        return []
+    return [MFU.finding(key, value, "must be above 0 and at most 1", "a fraction such as 0.4")]

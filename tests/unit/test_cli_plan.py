@@ -322,7 +322,10 @@ def test_text_output_names_every_section() -> None:
         (["plan", "--params", "70", "--tokens", "15T"], "'70' is 70 parameters"),
         (["plan", "--params", "70", "--tokens", "15T"], "write 70B for 70 billion"),
         (["plan", "--params", "70B", "--tokens", "15"], "'15' is 15 tokens"),
-        (["plan", "--mfu", "1.5", "--params", "1B", "--tokens", "1B"], "must be in (0, 1]"),
+        (
+            ["plan", "--mfu", "1.5", "--params", "1B", "--tokens", "1B"],
+            "must be above 0 and at most 1",
+        ),
         (["plan", "--config", "/nonexistent.toml"], "cannot read profile"),
         (["plan", "--prices", "/nonexistent.json"], "--prices: cannot read"),
         (["bogus"], "invalid choice"),

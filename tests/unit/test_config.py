@@ -501,7 +501,7 @@ def test_training_goal_needs_both_numbers_and_a_fraction() -> None:
         )
     )
     joined = "\n".join(problems)
-    assert "pretraining.training_goal.target_mfu: must be at most 1" in joined
+    assert "pretraining.training_goal.target_mfu: must be above 0 and at most 1, got 40.0" in joined
     assert "pretraining.training_goal: give model_parameters_billion and training_tokens" in joined
 
 
