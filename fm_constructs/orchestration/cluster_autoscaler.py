@@ -37,7 +37,11 @@ from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
-from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
+from fm_constructs.orchestration.pod_identity import (
+    associate_pod_identity,
+    pod_identity_role,
+    start_after_credentials,
+)
 from fm_constructs.rules import constructs as codes
 
 #: Expanders that need no extra configuration (``priority`` needs a priorities ConfigMap).
@@ -181,12 +185,12 @@ class ClusterAutoscaler(Construct):
         self.chart: eks.HelmChart = cluster.add_pinned_chart(
             charts.CLUSTER_AUTOSCALER, self.values, wait=True
         )
-        # The pod must start with credentials: the Pod Identity agent injects them at pod
-        # creation, so the association (and the role's policy) exist first.
-        self.chart.node.add_dependency(self.pod_identity)
-        self.chart.node.add_dependency(self.role)
-        if cluster.pod_identity_agent is not None:
-            self.chart.node.add_dependency(cluster.pod_identity_agent)
+        start_after_credentials(
+            self.chart,
+            association=self.pod_identity,
+            role=self.role,
+            agent=cluster.pod_identity_agent,
+        )
 
     @classmethod
     def enable(

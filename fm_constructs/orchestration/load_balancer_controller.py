@@ -37,7 +37,11 @@ from constructs import Construct
 
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
-from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
+from fm_constructs.orchestration.pod_identity import (
+    associate_pod_identity,
+    pod_identity_role,
+    start_after_credentials,
+)
 from fm_constructs.policy import acknowledge
 
 #: Id of the controller in its cluster's add-on registry (and its construct id).
@@ -299,11 +303,12 @@ class AwsLoadBalancerController(Construct):
         self.chart: eks.HelmChart = cluster.add_pinned_chart(
             charts.AWS_LOAD_BALANCER_CONTROLLER, self.values, wait=True
         )
-        # Credentials are injected when the pod is created: association and policy first.
-        self.chart.node.add_dependency(self.pod_identity)
-        self.chart.node.add_dependency(self.role)
-        if cluster.pod_identity_agent is not None:
-            self.chart.node.add_dependency(cluster.pod_identity_agent)
+        start_after_credentials(
+            self.chart,
+            association=self.pod_identity,
+            role=self.role,
+            agent=cluster.pod_identity_agent,
+        )
 
     @classmethod
     def enable(cls, cluster: IGpuCluster, vpc: ec2.IVpc) -> AwsLoadBalancerController:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 
 def pod_identity_role(
@@ -50,3 +50,24 @@ def associate_pod_identity(
         service_account=service_account,
         role_arn=role.role_arn,
     )
+
+
+def start_after_credentials(
+    workload: IConstruct,
+    *,
+    association: eks.CfnPodIdentityAssociation,
+    agent: IConstruct | None,
+    role: iam.IRole | None = None,
+) -> None:
+    """Make ``workload`` (a chart or manifest whose pods call AWS) wait for its credentials.
+
+    The Pod Identity agent injects credentials when a pod is created, so the association, the
+    role's policy (``role``, when its statements are complete at deploy time) and the agent
+    add-on must exist before the pods start; a pod started earlier runs without credentials
+    until it is restarted.
+    """
+    workload.node.add_dependency(association)
+    if role is not None:
+        workload.node.add_dependency(role)
+    if agent is not None:
+        workload.node.add_dependency(agent)

@@ -24,7 +24,11 @@ from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.load_balancer_controller import AwsLoadBalancerController
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
-from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
+from fm_constructs.orchestration.pod_identity import (
+    associate_pod_identity,
+    pod_identity_role,
+    start_after_credentials,
+)
 from fm_constructs.patterns import inference_manifests as render
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.planning.serving_layout import ServingLayout
@@ -81,11 +85,10 @@ class KedaAutoscaler(Construct):
             {"serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}}},
             wait=True,
         )
-        # The operator must start with its credentials (the Pod Identity agent injects them
-        # at pod creation) and needs a node to run on.
-        self.chart.node.add_dependency(self.pod_identity)
-        if cluster.pod_identity_agent is not None:
-            self.chart.node.add_dependency(cluster.pod_identity_agent)
+        # The operator waits for its association and the Pod Identity agent.
+        start_after_credentials(
+            self.chart, association=self.pod_identity, agent=cluster.pod_identity_agent
+        )
         self._workspaces: set[str] = set()
 
     @classmethod
