@@ -23,7 +23,8 @@ CUSTOM_RESOURCE_HANDLER_REASON = (
     "time); reserved concurrency would protect nothing and Lambda refuses reservations that "
     "leave an account fewer than 10 unreserved executions, failing deploys at default quotas."
 )
-#: Construct-path fragments of the deploy-time handlers CDK and this library create.
+#: Construct-path fragments of the deploy-time handlers CDK creates (this library's own handlers
+#: get the reason from :func:`fm_constructs.policy.handler_function.handler_function`).
 CUSTOM_RESOURCE_HANDLER_PATHS = (
     "KubectlProvider",  # aws-eks(-v2) kubectl handler and its provider framework
     "CustomResourceProvider",  # CDK's built-in providers (e.g. RestrictDefaultSecurityGroup)
@@ -31,7 +32,6 @@ CUSTOM_RESOURCE_HANDLER_PATHS = (
     "/framework-on",  # custom_resources.Provider framework functions
     "Provider/",
     "AWS679f53fac002430cb0da5b7982bd2287",  # AwsCustomResource singleton
-    "Dashboards/Function",  # fm_constructs.observability Grafana provisioner
 )
 
 
