@@ -32,9 +32,19 @@ from fm_constructs.observability.notifications import (
 from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s, is_valid_metadata_iops
 
 FSX_NAMESPACE = "AWS/FSx"
-#: EventBridge detail types SageMaker HyperPod emits for node health and cluster events.
+#: EventBridge detail types SageMaker HyperPod emits (source ``aws.sagemaker``), as listed in the
+#: SageMaker developer guide, "Events that Amazon SageMaker AI sends to Amazon EventBridge", and
+#: "SageMaker HyperPod cluster events reference": node health from the health-monitoring agent
+#: (fields under ``detail.HealthSummary``), cluster status changes (``detail.ClusterStatus`` and
+#: ``detail.InstanceGroups[].Status``), and cluster events, which only clusters with
+#: ``NodeProvisioningMode=Continuous`` emit (``detail.EventDetails.EventLevel``).
 HYPERPOD_NODE_HEALTH_DETAIL_TYPE = "SageMaker HyperPod Cluster Node Health Event"
+HYPERPOD_CLUSTER_STATE_DETAIL_TYPE = "SageMaker HyperPod Cluster State Change"
 HYPERPOD_CLUSTER_EVENT_DETAIL_TYPE = "SageMaker HyperPod Cluster Event"
+#: Cluster and instance-group statuses that need a person (botocore ``ClusterStatus`` and
+#: ``InstanceGroupStatus``): a failed create or update, a rollback, a degraded group.
+HYPERPOD_FAILED_CLUSTER_STATUSES = ("Failed", "RollingBack")
+HYPERPOD_FAILED_GROUP_STATUSES = ("Failed", "Degraded")
 _PERIOD = Duration.minutes(5)
 
 
@@ -368,8 +378,14 @@ class _TopicTarget:
 
 
 class HyperPodHealthEvents(Construct):
-    """EventBridge rules sending HyperPod node-health events and error-level cluster events
-    to the alert topic. Children: ``NodeHealth``, ``ClusterErrors``.
+    """EventBridge rules sending HyperPod node-health events, failed cluster states and
+    error-level cluster events to the alert topic. Children: ``NodeHealth``, ``ClusterState``,
+    ``ClusterErrors``.
+
+    Every cluster emits node-health and state-change events; only clusters in Continuous
+    provisioning mode (the library's EKS clusters) emit cluster events, so Slurm clusters rely on
+    the first two. Node-health events include a node's return to health, which is worth a
+    notice too.
 
     With ``cluster_arn`` only that cluster's events match; without it, every HyperPod cluster
     in the account and region.
@@ -388,7 +404,8 @@ class HyperPodHealthEvents(Construct):
         # The rules are named, so their ARNs are known without a reference to this stack:
         # the topic usually lives in another stack, which must not depend on this one.
         rule_names = {
-            suffix: _rule_name(self, suffix) for suffix in ("NodeHealth", "ClusterErrors")
+            suffix: _rule_name(self, suffix)
+            for suffix in ("NodeHealth", "ClusterState", "ClusterErrors")
         }
         self.node_health = events.Rule(
             self,
@@ -399,6 +416,25 @@ class HyperPodHealthEvents(Construct):
                 source=["aws.sagemaker"],
                 detail_type=[HYPERPOD_NODE_HEALTH_DETAIL_TYPE],
                 resources=resources,
+            ),
+        )
+        self.cluster_state = events.Rule(
+            self,
+            "ClusterState",
+            rule_name=rule_names["ClusterState"],
+            description="SageMaker HyperPod clusters or instance groups that failed or degraded",
+            event_pattern=events.EventPattern(
+                source=["aws.sagemaker"],
+                detail_type=[HYPERPOD_CLUSTER_STATE_DETAIL_TYPE],
+                resources=resources,
+                detail={
+                    "$or": [
+                        {"ClusterStatus": list(HYPERPOD_FAILED_CLUSTER_STATUSES)},
+                        # A field inside an array of objects matches when any element's
+                        # field does, as Security Hub rules filter ``detail.findings[]``.
+                        {"InstanceGroups": {"Status": list(HYPERPOD_FAILED_GROUP_STATUSES)}},
+                    ]
+                },
             ),
         )
         self.cluster_errors = events.Rule(
@@ -420,7 +456,9 @@ class HyperPodHealthEvents(Construct):
         # so no other rule, of this account or another, can publish.
         stack = Stack.of(self)
         for rule, name in zip(
-            (self.node_health, self.cluster_errors), rule_names.values(), strict=True
+            (self.node_health, self.cluster_state, self.cluster_errors),
+            rule_names.values(),
+            strict=True,
         ):
             rule.add_target(_TopicTarget(alert_topic.topic.topic_arn))
             alert_topic.allow_service(

@@ -382,12 +382,13 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
     names = sorted(r["Properties"]["Name"] for r in rules.values())
     assert names == [
         "Observability-HyperPodEvents-ClusterErrors",
+        "Observability-HyperPodEvents-ClusterState",
         "Observability-HyperPodEvents-NodeHealth",
     ]
     source_arns = sorted(
         json.dumps(st["Condition"]["ArnLike"]["aws:SourceArn"]) for st in events_statements
     )
-    assert len(source_arns) == 2
+    assert len(source_arns) == 3
     for arn, name in zip(source_arns, names, strict=True):
         assert ":events:us-east-1:111122223333:rule/" + name in arn.replace('", "', "")
     assert all(
@@ -397,6 +398,70 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
     )
     errors = rules["HyperPodEventsClusterErrors92BB4BD6"]["Properties"]["EventPattern"]
     assert errors["detail"] == {"EventDetails": {"EventLevel": ["Error"]}}
+
+
+#: The SageMaker developer guide's example events ("Events that Amazon SageMaker AI sends to
+#: Amazon EventBridge"), trimmed to the fields the rules read.
+_NODE_HEALTH_EVENT: dict[str, Any] = {
+    "detail-type": "SageMaker HyperPod Cluster Node Health Event",
+    "source": "aws.sagemaker",
+    "resources": [HYPERPOD_ARN],
+    "detail": {
+        "ClusterArn": HYPERPOD_ARN,
+        "InstanceId": "i-12345678abcdefghi",
+        "HealthSummary": {"HealthStatus": "Unhealthy", "RepairAction": "None"},
+    },
+}
+
+
+def _state_change(cluster_status: str, group_status: str) -> dict[str, Any]:
+    return {
+        "detail-type": "SageMaker HyperPod Cluster State Change",
+        "source": "aws.sagemaker",
+        "resources": [HYPERPOD_ARN],
+        "detail": {
+            "ClusterArn": HYPERPOD_ARN,
+            "ClusterStatus": cluster_status,
+            "InstanceGroups": [{"InstanceGroupName": "workers", "Status": group_status}],
+        },
+    }
+
+
+def test_hyperpod_rules_match_the_documented_events(synthesized: Any) -> None:
+    """Run the rules' patterns through moto's EventBridge matcher (an independent
+    implementation) on the documented event shapes: Slurm clusters emit no cluster events
+    (those need Continuous provisioning), so a failed cluster reaches the topic through the
+    state-change rule."""
+    from moto.events.models import EventPattern
+
+    template, _, _ = synthesized
+    rules = template.find_resources("AWS::Events::Rule")
+
+    def pattern(logical_id: str) -> EventPattern:
+        raw = rules[logical_id]["Properties"]["EventPattern"]
+        return EventPattern(json.dumps(raw), raw)
+
+    health = pattern("HyperPodEventsNodeHealth3EF3A9D0")
+    state_id = next(k for k in rules if k.startswith("HyperPodEventsClusterState"))
+    state = pattern(state_id)
+    assert health.matches_event(_NODE_HEALTH_EVENT)
+    assert not health.matches_event(_state_change("Failed", "Failed"))
+    assert state.matches_event(_state_change("Failed", "Failed"))
+    assert state.matches_event(_state_change("RollingBack", "InService"))
+    assert not state.matches_event(_state_change("InService", "InService"))
+    assert not state.matches_event(_state_change("Updating", "Updating"))
+    assert not state.matches_event(_NODE_HEALTH_EVENT)
+    other = _state_change("Failed", "Failed") | {
+        "resources": ["arn:aws:sagemaker:us-east-1:111122223333:cluster/other"]
+    }
+    assert not state.matches_event(other)
+    # A degraded or failed instance group in a cluster still in service: a field inside an
+    # array of objects (moto's matcher does not descend into arrays, so the clause is pinned).
+    raw = rules[state_id]["Properties"]["EventPattern"]
+    assert raw["detail"]["$or"] == [
+        {"ClusterStatus": ["Failed", "RollingBack"]},
+        {"InstanceGroups": {"Status": ["Failed", "Degraded"]}},
+    ]
 
 
 def test_workspace_alarms_treat_silence_as_the_failure_only_for_ingestion() -> None:
