@@ -568,6 +568,29 @@ class Preflight:
                     "the plan's zone)",
                 )
             )
+        # HyperPod nodes run in the GPU zone: only the plan's capacity of the profile's type
+        # there counts (a plan split 4 + 4 over two zones does not hold 8 nodes in one).
+        hyperpod_name = get_instance_type(w.instance_type).hyperpod_name
+        in_zone = sum(
+            int(s.get("TotalInstanceCount", 0))
+            for s in summaries
+            if s.get("AvailabilityZone") == self.zone and s.get("InstanceType") == hyperpod_name
+        )
+        types = {s.get("InstanceType") for s in summaries}
+        if (
+            self.zone in zones
+            and hyperpod_name in types
+            and total >= w.instance_count
+            and in_zone < w.instance_count
+        ):
+            failures.append(
+                (
+                    f"it reserves {in_zone} {hyperpod_name} in {self.zone} (of {total} in all), "
+                    f"the profile wants {w.instance_count} there",
+                    f"set {w.name}.instance_count <= {in_zone}, or use a plan with "
+                    f"{w.instance_count} in {self.zone}",
+                )
+            )
         start = answer.get("StartTime")
         until_start = self._hours_left(start)
         if until_start is not None and until_start > 0:
@@ -577,8 +600,6 @@ class Preflight:
                     "deploy the HyperPod stack after the start: nodes cannot launch before it",
                 )
             )
-        hyperpod_name = get_instance_type(w.instance_type).hyperpod_name
-        types = {s.get("InstanceType") for s in summaries}
         if types and hyperpod_name not in types:
             failures.append(
                 (

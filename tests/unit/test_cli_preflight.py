@@ -492,15 +492,19 @@ def test_hyperpod_training_plan_and_quota(stubs: Stubs, tmp_path: Path) -> None:
     stubs.assert_done()
 
 
+def _summary(zone: str, count: int = 2, instance_type: str = "ml.p5.48xlarge") -> dict[str, Any]:
+    return {
+        "ReservedCapacityArn": f"arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/{zone}",
+        "InstanceType": instance_type,
+        "TotalInstanceCount": count,
+        "Status": "Scheduled",
+        "AvailabilityZone": zone,
+    }
+
+
 def _plan(**overrides: Any) -> dict[str, Any]:
     arn = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/plan-a"
-    summary: dict[str, Any] = {
-        "ReservedCapacityArn": "arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/rc-1",
-        "InstanceType": "ml.p5.48xlarge",
-        "TotalInstanceCount": 2,
-        "Status": "Scheduled",
-        "AvailabilityZone": overrides.pop("zone", "us-east-1a"),
-    }
+    summary = _summary(overrides.pop("zone", "us-east-1a"))
     plan: dict[str, Any] = {
         "TrainingPlanArn": arn,
         "TrainingPlanName": "plan-a",
@@ -527,8 +531,19 @@ def _plan(**overrides: Any) -> dict[str, Any]:
             "warn",
             "deploy the HyperPod stack after the start",
         ),
+        (
+            {"ReservedCapacitySummaries": [_summary("us-east-1a", 1), _summary("us-east-1b", 1)]},
+            "fail",
+            "it reserves 1 ml.p5.48xlarge in us-east-1a (of 2 in all)",
+        ),
+        (
+            {"ReservedCapacitySummaries": [_summary("us-east-1a", 2, "ml.p4d.24xlarge")]},
+            "fail",
+            "it reserves ml.p4d.24xlarge, not ml.p5.48xlarge",
+        ),
+        ({"EndTime": datetime.now(UTC) - timedelta(hours=1)}, "fail", "it has ended"),
     ],
-    ids=["matches", "other-zone", "in-use", "not-started"],
+    ids=["matches", "other-zone", "in-use", "not-started", "split-zones", "other-type", "ended"],
 )
 def test_training_plan_is_compared_with_the_profile(
     stubs: Stubs, tmp_path: Path, overrides: dict[str, Any], status: str, text: str
