@@ -50,7 +50,14 @@ def node_monitoring_agent_configuration() -> dict[str, object]:
     """Configuration values of the node monitoring agent (its ``configuration.schema.json``):
     both DaemonSets, the agent and its DCGM hostengine, tolerate every taint. The chart's
     default gives the DCGM server no tolerations at all, and an agent without its hostengine
-    on a GPU node detects no GPU faults."""
+    on a GPU node detects no GPU faults.
+
+    Affinity is left at the chart's default on purpose: it keeps both DaemonSets off nodes
+    labelled ``sagemaker.amazonaws.com/compute-type: hyperpod`` ("Don't schedule on hyperpod
+    nodes", aws/eks-node-monitoring-agent ``charts/eks-node-monitoring-agent/values.yaml`` at
+    0040fd7), where HyperPod's own health-monitoring agent watches the node and HyperPod, not
+    EKS node auto repair, replaces it. A custom affinity would replace that list whole and put
+    two agents on HyperPod nodes."""
     return {
         "nodeAgent": {"tolerations": node_agent_tolerations()},
         "dcgmAgent": {"tolerations": node_agent_tolerations()},

@@ -389,6 +389,8 @@ def test_device_plugins_tolerate_every_taint(synth: Synth) -> None:
         if r["Type"] == "AWS::EKS::Addon"
     }
     agent = json.loads(addons["eks-node-monitoring-agent"]["ConfigurationValues"])
+    # Tolerations only: an affinity of ours would replace the add-on's default, which keeps the
+    # agent off HyperPod nodes (their health-monitoring agent watches them).
     assert agent == {
         "dcgmAgent": {"tolerations": every_taint},
         "nodeAgent": {"tolerations": every_taint},
