@@ -342,6 +342,8 @@ class SimulatedNode:
             (slurm_dir / "include").mkdir()
             (slurm_dir / "sbin").mkdir()
             (slurm_dir / "sbin" / "slurmdbd").symlink_to("../../../usr/bin/true")
+            (slurm_dir / "bin").mkdir()
+            (slurm_dir / "bin" / "scontrol").symlink_to("../../../usr/bin/stub")
             (slurm_dir / "lib" / "slurm").mkdir(parents=True)
             if nvml:
                 (slurm_dir / "lib" / "slurm" / "gpu_nvml.so").touch()

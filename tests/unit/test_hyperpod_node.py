@@ -21,6 +21,7 @@ from fm_constructs.orchestration.hyperpod import (
     provisioning_parameters,
     slurm_instance_groups,
 )
+from fm_constructs.orchestration.hyperpod.lifecycle import efa_interfaces_per_node
 from tests.hyperpod_node import SimulatedNode
 
 CONTROLLER_IP, LOGIN_IP, WORKER_IP = "10.1.0.10", "10.1.0.11", "10.1.4.20"
@@ -112,6 +113,9 @@ def assert_units_verify(sim: SimulatedNode) -> None:
         if not line.startswith("Failed to resolve symlink")
     ]
     assert result.returncode == 0, "\n".join(problems)
+    # systemd-analyze exits 0 on an unknown key or section and only warns: any line it prints
+    # is a problem with a unit.
+    assert not problems, "\n".join(problems)
 
 
 # ---------------------------------------------------------------------------------- workers
@@ -143,7 +147,7 @@ def test_worker_mounts_fsx_over_efa_and_runs_containers_and_slurmd(tmp_path: Pat
     assert "fm-lnet-efa.service" in sim.enabled
     lnet_unit = sim.file("etc/systemd/system/fm-lnet-efa.service")
     assert "Before=remote-fs-pre.target" in lnet_unit
-    assert "ExecStart=/usr/local/sbin/fm-lnet-efa ml.p5.48xlarge" in lnet_unit
+    assert "ExecStart=/usr/local/sbin/fm-lnet-efa ml.p5.48xlarge 1024" in lnet_unit
     assert sim.exists("usr/local/sbin/fm-lnet-efa")
     # Containers: Docker, enroot and pyxis with their data on the NVMe.
     assert '"data-root": "/opt/dlami/nvme/docker/data-root"' in sim.file("etc/docker/daemon.json")
@@ -250,6 +254,53 @@ def test_route_address_wins_over_the_first_interface(tmp_path: Path) -> None:
     assert "group=workers role=worker" in run.output
 
 
+@pytest.mark.parametrize(
+    ("instance_type", "devices", "cap", "expected"),
+    [
+        # The FSx for Lustre guide's table ("Configuring EFA clients", Step 4): 8 interfaces on
+        # p5, p5e, p5en, p6-b200 and p6e-gb200, 16 on p6-b300, 2 on other multi-card types, 1
+        # on a single card; spread evenly over the node's devices.
+        ("ml.p5.48xlarge", 32, 0, [0, 4, 8, 12, 16, 20, 24, 28]),
+        ("ml.p5en.48xlarge", 16, 0, [0, 2, 4, 6, 8, 10, 12, 14]),
+        ("ml.p6-b200.48xlarge", 8, 0, [0, 1, 2, 3, 4, 5, 6, 7]),
+        ("ml.p6-b300.48xlarge", 16, 0, list(range(16))),
+        ("ml.g6e.48xlarge", 4, 0, [0, 3]),
+        ("ml.g5.48xlarge", 1, 0, [0]),
+        # The node's share of the file system's 1024 EFA connections lowers the count.
+        ("ml.p5.48xlarge", 32, 2, [0, 31]),
+        ("ml.p5.48xlarge", 32, 1, [0]),
+        ("ml.p5en.48xlarge", 16, 4, [0, 4, 8, 12]),
+    ],
+)
+def test_lnet_uses_the_efa_interfaces_the_fsx_guide_gives_the_type(
+    tmp_path: Path, instance_type: str, devices: int, cap: int, expected: list[int]
+) -> None:
+    sim = node(tmp_path, "worker", efa_devices=devices)
+    run = sim.run("lnet_efa.sh", instance_type, str(cap))
+    assert run.returncode == 0, run.output
+    added = [c.split("--if ")[1].split()[0] for c in run.calls if "net add --net efa" in c]
+    assert added == [f"rdmap{index:02d}s0" for index in expected]
+
+
+def test_efa_interfaces_per_node_keeps_the_cluster_within_the_fsx_connection_limit() -> None:
+    def groups(count: int) -> list[InstanceGroup]:
+        return slurm_instance_groups(worker_instance_type="p5.48xlarge", worker_count=count)
+
+    assert efa_interfaces_per_node(groups(2)) == 512
+    assert efa_interfaces_per_node(groups(128)) == 8
+    assert efa_interfaces_per_node(groups(300)) == 3
+    assert efa_interfaces_per_node(groups(1024)) == 1
+    cpu_only = slurm_instance_groups(worker_instance_type="m5.2xlarge", worker_count=4)
+    assert efa_interfaces_per_node(cpu_only) is None
+    params = slurm_params()
+    assert params["fsx"]["efa_interfaces_per_node"] == 1024
+    # The boot unit carries the cap, so LNet comes back with the same interfaces.
+    sim = created(Path(tempfile.mkdtemp()), "worker")
+    assert "ExecStart=/usr/local/sbin/fm-lnet-efa ml.p5.48xlarge 1024" in sim.file(
+        "etc/systemd/system/fm-lnet-efa.service"
+    )
+
+
 def test_missing_efa_lnd_mounts_over_tcp(tmp_path: Path) -> None:
     sim = node(tmp_path, "worker", kefalnd=False)
     run = sim.run()
@@ -330,6 +381,36 @@ def test_controller_sets_up_accounting_gres_job_hooks_and_slurmctld(tmp_path: Pa
     slurm_conf = sim.file("opt/slurm/etc/slurm.conf")
     assert slurm_conf.count("accounting.conf") == 1
     assert slurm_conf.count("include /opt/slurm/etc/fm-hooks.conf") == 1
+
+
+def test_includes_come_back_when_hyperpod_writes_slurm_conf_anew(tmp_path: Path) -> None:
+    sim = created(tmp_path, "controller")
+    # slurmctld checks the includes before every start, and systemd runs the guard whenever
+    # the agent rewrites slurm.conf.
+    assert "ExecStartPre=/usr/local/sbin/fm-slurm-includes" in sim.file(
+        "etc/systemd/system/slurmctld.service.d/fm-includes.conf"
+    )
+    assert "PathChanged=/opt/slurm/etc/slurm.conf" in sim.file(
+        "etc/systemd/system/fm-slurm-includes.path"
+    )
+    assert "fm-slurm-includes.path" in sim.enabled and "fm-slurm-includes.path" in sim.active
+    # The agent writes a new slurm.conf (a node replaced, its own restart), without a final
+    # newline: the guard adds both lines back, each on its own line, and reconfigures.
+    sim.write_slurm_conf(SLURM_CONF + "NodeName=ip-10-1-4-21 NodeAddr=10.1.4.21")
+    run = sim.run(str(sim.root / "usr/local/sbin/fm-slurm-includes"), "--reconfigure")
+    assert run.returncode == 0, run.output
+    lines = sim.file("opt/slurm/etc/slurm.conf").splitlines()
+    assert lines[-3:] == [
+        "NodeName=ip-10-1-4-21 NodeAddr=10.1.4.21",
+        "include /opt/slurm/etc/accounting.conf",
+        "include /opt/slurm/etc/fm-hooks.conf",
+    ]
+    assert "scontrol reconfigure" in run.calls
+    # Nothing missing: nothing written, no reconfigure.
+    again = sim.run(str(sim.root / "usr/local/sbin/fm-slurm-includes"), "--reconfigure")
+    assert again.returncode == 0 and "scontrol reconfigure" not in again.calls
+    assert sim.file("opt/slurm/etc/slurm.conf").splitlines() == lines
+    assert_units_verify(sim)
 
 
 def test_controller_runs_the_slurm_exporter_the_agent_scrapes(tmp_path: Path) -> None:

@@ -143,6 +143,26 @@ def worker_group_parameters(group: InstanceGroup) -> dict[str, Any]:
     }
 
 
+#: EFA connections one FSx for Lustre file system accepts across all its clients; each EFA
+#: interface LNet uses on a client is one ("Configuring EFA clients", Step 4: EFA interfaces).
+FSX_EFA_CONNECTION_LIMIT = 1024
+
+
+def efa_interfaces_per_node(instance_groups: Sequence[InstanceGroup]) -> int | None:
+    """The most EFA interfaces each EFA-capable node may give LNet so that the cluster stays
+    within :data:`FSX_EFA_CONNECTION_LIMIT` (at least one); None when a group's size is only
+    known at deploy time. Nodes use the FSx guide's per-type default when it is lower."""
+    counts = [
+        group.instance_count
+        for group in instance_groups
+        if group.spec is not None and group.spec.efa_supported
+    ]
+    if any(Token.is_unresolved(count) for count in counts):
+        return None
+    clients = sum(counts)
+    return max(1, FSX_EFA_CONNECTION_LIMIT // clients) if clients else None
+
+
 def provisioning_parameters(
     *,
     orchestrator: Orchestrator,
@@ -160,7 +180,9 @@ def provisioning_parameters(
     Keys: ``version``, ``workload_manager`` (slurm|eks), ``cluster_name``, ``region``,
     ``controller_group``, ``login_group``, ``worker_groups`` (see
     :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
-    ``mount_point``, ``efa_enabled``) or null, ``prometheus`` (``remote_write_url``) or null,
+    ``mount_point``, ``efa_enabled`` and, for an EFA file system, ``efa_interfaces_per_node``
+    from :func:`efa_interfaces_per_node`, 0 for no cap) or null, ``prometheus``
+    (``remote_write_url``) or null,
     ``users`` (see :meth:`ClusterUser.parameters`; created on every Slurm node, homes under
     ``<mount_point>/home``),
     ``exporter_ports``, ``efa_exporter_image``, and the pinned ``node_exporter_version``,
@@ -174,6 +196,8 @@ def provisioning_parameters(
         return names[0] if names else None
 
     slurm = orchestrator is Orchestrator.SLURM
+    if fsx is not None and fsx.get("efa_enabled"):
+        fsx = {**fsx, "efa_interfaces_per_node": efa_interfaces_per_node(instance_groups) or 0}
     return {
         "version": PARAMETERS_VERSION,
         "workload_manager": "slurm" if slurm else "eks",

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Slurm accounting and GRES types on the controller: accounting.sh <controller-ip> <gpus 0|1>
 #
-# HyperPod's slurm.conf includes accounting.conf from the same directory (the include is added
-# when missing). This script owns that file and writes into it:
+# slurm.conf includes accounting.conf from the same directory (slurm_includes.sh keeps the
+# include line there). This script owns that file and writes into it:
 # - GresTypes=gpu when some worker group has GPUs (the agent's node lines carry no GRES types);
 # - with slurmdbd running against MariaDB on the controller, the accounting settings
 #   (AccountingStorageType=accounting_storage/slurmdbd, job accounting every 30 s, GPUs as a
@@ -23,14 +23,6 @@ SLURM_ETC="${FM_ROOT}${SLURM_PREFIX}/etc"
 ACCOUNTING_CONF="${SLURM_ETC}/accounting.conf"
 SLURMDBD_CONF="${SLURM_ETC}/slurmdbd.conf"
 DATABASE=slurm_acct_db
-
-ensure_include() {
-  if ! grep -Eq '^[[:space:]]*include[[:space:]]+([^[:space:]]*/)?accounting\.conf' \
-    "${SLURM_ETC}/slurm.conf"; then
-    echo "include ${SLURM_PREFIX}/etc/accounting.conf" >> "${SLURM_ETC}/slurm.conf"
-    echo "accounting: slurm.conf now includes accounting.conf"
-  fi
-}
 
 have_mariadb() {
   systemctl cat mariadb.service > /dev/null 2>&1
@@ -109,7 +101,6 @@ WantedBy=multi-user.target")"
   retry 10 3 systemctl is-active --quiet slurmdbd
 }
 
-ensure_include
 {
   echo "# Written by fm-constructs accounting.sh; rewritten on every run."
   if [[ "$GPUS" == "1" ]]; then

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# LNet over EFA for FSx for Lustre: lnet_efa.sh <instance-type>
+# LNet over EFA for FSx for Lustre: lnet_efa.sh <instance-type> [<max-interfaces>]
 #
 # Installed as /usr/local/sbin/fm-lnet-efa and run by fm-lnet-efa.service at every boot (before
 # remote file systems mount) and once by mount_fsx.sh. Follows the FSx for Lustre guide's EFA
 # client configuration (https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html):
 # EFA LND bound to the primary interface, a tcp network on that interface, an efa network on
-# the devices the guide uses for the instance type (every fourth device on p5/p5e, which have
-# 32; otherwise the first and the last), discovery on, EFA preferred by UDSP.
+# as many devices as the guide's table gives the instance type (16 on p6-b300; 8 on p5, p5e,
+# p5en, p6-b200 and p6e-gb200, spread evenly over the node's devices; 2, the first and the
+# last, on other types with several; else 1), discovery on, EFA preferred by UDSP.
+# <max-interfaces> (0 or absent: none) lowers that count, so that the cluster's nodes together
+# stay within the file system's 1024 EFA connections, one per interface per client.
 # Idempotent: an efa network that is already configured is left as it is.
 set -euo pipefail
 
 FM_ROOT="${FM_ROOT:-}"
 INSTANCE_TYPE="${1:-unknown}"
+MAX_INTERFACES="${2:-0}"
 
 if lnetctl net show --net efa 2> /dev/null | grep -q '@efa'; then
   echo "fm-lnet-efa: LNet already has an efa network"
@@ -30,18 +34,23 @@ if [[ -z "$primary" ]]; then
   echo "fm-lnet-efa: no default route, so no primary interface" >&2
   exit 1
 fi
-selected=()
 case "${INSTANCE_TYPE#ml.}" in
-  p5.* | p5e.*)
-    for index in "${!devices[@]}"; do
-      ((index % 4 == 0)) && selected+=("${devices[index]}")
-    done
-    ;;
-  *)
-    selected+=("${devices[0]}")
-    ((${#devices[@]} > 1)) && selected+=("${devices[${#devices[@]} - 1]}")
-    ;;
+  p6-b300.*) wanted=16 ;;
+  p5.* | p5e.* | p5en.* | p6-b200.* | p6e-gb200.*) wanted=8 ;;
+  *) wanted=2 ;;
 esac
+((MAX_INTERFACES > 0 && MAX_INTERFACES < wanted)) && wanted="$MAX_INTERFACES"
+((wanted > ${#devices[@]})) && wanted="${#devices[@]}"
+selected=()
+if ((wanted == 2)); then
+  selected=("${devices[0]}" "${devices[${#devices[@]} - 1]}")
+else
+  # Every (devices / wanted)-th device: every fourth of the 32 on p5, every second of 16.
+  stride=$((${#devices[@]} / wanted))
+  for ((index = 0; ${#selected[@]} < wanted; index += stride)); do
+    selected+=("${devices[index]}")
+  done
+fi
 modprobe lnet
 modprobe kefalnd ipif_name="$primary"
 modprobe ksocklnd

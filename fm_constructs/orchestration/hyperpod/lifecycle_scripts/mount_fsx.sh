@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Mount FSx for Lustre:
-#   mount_fsx.sh <dns-name> <mount-name> <mount-point> <efa-enabled> [<instance-type>]
+#   mount_fsx.sh <dns-name> <mount-name> <mount-point> <efa-enabled> [<instance-type>
+#                [<max-efa-interfaces>]]
 #
 # - With an EFA-enabled file system and an EFA node, LNet is configured as the FSx for Lustre
 #   guide's EFA client procedure does (configure-efa-clients.html): the EFA LND bound to the
 #   primary interface, a tcp network on it (the mount names the TCP NID), then an efa network
-#   on the EFA devices the guide uses for the instance type (every fourth of the 32 on p5 and
-#   p5e, otherwise the first and the last), discovery on and EFA preferred. The same
+#   on as many EFA devices as the guide gives the instance type (8 of the 32 on p5, for one;
+#   see lnet_efa.sh), at most <max-efa-interfaces> (the node's share of the file system's EFA
+#   connections), discovery on and EFA preferred. The same
 #   configuration is installed as fm-lnet-efa (a script and a oneshot unit ordered before
 #   remote file systems), so LNet comes back over EFA after a reboot instead of silently
 #   falling back to TCP.
@@ -24,6 +26,7 @@ MOUNT_NAME="$2"
 MOUNT_POINT="${3:-/fsx}"
 EFA_ENABLED="${4:-false}"
 INSTANCE_TYPE="${5:-}"
+MAX_EFA_INTERFACES="${6:-0}"
 MOUNT_ATTEMPTS="${MOUNT_ATTEMPTS:-5}"
 LNET_SCRIPT=/usr/local/sbin/fm-lnet-efa
 LNET_UNIT=fm-lnet-efa.service
@@ -59,13 +62,13 @@ Wants=remote-fs-pre.target
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=${LNET_SCRIPT} ${INSTANCE_TYPE:-unknown}
+ExecStart=${LNET_SCRIPT} ${INSTANCE_TYPE:-unknown} ${MAX_EFA_INTERFACES}
 
 [Install]
 WantedBy=remote-fs.target")"
   [[ -z "$changed" ]] || systemctl daemon-reload
   systemctl enable "$LNET_UNIT"
-  bash "${FM_ROOT}${LNET_SCRIPT}" "${INSTANCE_TYPE:-unknown}"
+  bash "${FM_ROOT}${LNET_SCRIPT}" "${INSTANCE_TYPE:-unknown}" "$MAX_EFA_INTERFACES"
 }
 
 mount_and_check() {

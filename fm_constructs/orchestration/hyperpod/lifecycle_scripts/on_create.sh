@@ -107,7 +107,8 @@ bash "${SCRIPT_DIR}/nccl_env.sh"
 FSX_DNS="$(param fsx.dns_name)"
 if [[ -n "$FSX_DNS" ]]; then
   bash "${SCRIPT_DIR}/mount_fsx.sh" "$FSX_DNS" "$(param fsx.mount_name)" \
-    "$(param fsx.mount_point)" "$(param fsx.efa_enabled)" "$(group_param "$GROUP" instance_type)"
+    "$(param fsx.mount_point)" "$(param fsx.efa_enabled)" "$(group_param "$GROUP" instance_type)" \
+    "$(param fsx.efa_interfaces_per_node)"
   # Steps that need the shared file system (users and their homes, job templates).
   for step in "${SCRIPT_DIR}"/after_fsx.d/*.sh; do
     [[ -e "$step" ]] || continue

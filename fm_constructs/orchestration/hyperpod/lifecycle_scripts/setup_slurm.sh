@@ -13,6 +13,9 @@
 #   (a Slurm built without it cannot start slurmd with that setting);
 # - the job hooks (GPU health check before a job, /dev/shm cleanup after it) and Slurm log
 #   rotation (slurm_hooks.sh; workers install the hooks too, since slurmd runs them);
+# - keeps slurm.conf including accounting.conf and fm-hooks.conf, now, before every slurmctld
+#   start and whenever the agent writes the file anew (slurm_includes.sh, installed as
+#   fm-slurm-includes with fm-slurm-includes.path);
 # - (re)starts slurmctld.
 # Workers and the login node run slurmd in configless mode: it fetches slurm.conf, gres.conf
 # and plugstack.conf from the controller (--conf-server), so every node sees the agent's
@@ -68,6 +71,36 @@ write_gres_conf() {
   echo "setup_slurm: wrote ${SLURM_ETC}/gres.conf"
 }
 
+INCLUDES_SCRIPT=/usr/local/sbin/fm-slurm-includes
+
+keep_includes() {
+  # Install the include guard, run it, and have systemd run it again before slurmctld starts
+  # and each time slurm.conf changes.
+  local changed=""
+  mkdir -p "${FM_ROOT}$(dirname "$INCLUDES_SCRIPT")"
+  install -m 0755 "${SCRIPT_DIR}/slurm_includes.sh" "${FM_ROOT}${INCLUDES_SCRIPT}"
+  changed+="$(install_unit fm-slurm-includes.service "[Unit]
+Description=Keep slurm.conf including the fm-constructs Slurm settings
+
+[Service]
+Type=oneshot
+ExecStart=${INCLUDES_SCRIPT} --reconfigure")"
+  changed+="$(install_unit fm-slurm-includes.path "[Unit]
+Description=Watch slurm.conf for rewrites by HyperPod's agent
+
+[Path]
+PathChanged=${SLURM_PREFIX}/etc/slurm.conf
+Unit=fm-slurm-includes.service
+
+[Install]
+WantedBy=multi-user.target")"
+  changed+="$(install_unit slurmctld.service.d/fm-includes.conf "[Service]
+ExecStartPre=${INCLUDES_SCRIPT}")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
+  bash "${FM_ROOT}${INCLUDES_SCRIPT}"
+  systemctl enable --now fm-slurm-includes.path
+}
+
 start_configless_slurmd() {
   # slurmd's unit passes $SLURMD_OPTIONS to the daemon; point it at the controller(s).
   local servers changed
@@ -86,6 +119,7 @@ case "$ROLE" in
     bash "${SCRIPT_DIR}/accounting.sh" "${CONTROLLERS%% *}" "$GPUS"
     write_gres_conf
     bash "${SCRIPT_DIR}/slurm_hooks.sh" "$ROLE" "$GROUP" "$PARAMS"
+    keep_includes
     systemctl enable slurmctld
     systemctl restart slurmctld
     ;;

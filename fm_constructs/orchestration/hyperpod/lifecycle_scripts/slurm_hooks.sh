@@ -5,8 +5,8 @@
 # before a job; slurm_hooks/epilog.sh: /dev/shm cleanup after it) under /opt/slurm/etc/scripts,
 # outside the lifecycle download directory so they survive a reboot, plus fm-node.env with the
 # number of GPUs the node must show; slurmctld checks the scripts exist and slurmd runs them.
-# The controller points Slurm at them in fm-hooks.conf, which slurm.conf includes (the include
-# is added when missing), unless HyperPod's slurm.conf already names a Prolog or Epilog of its
+# The controller points Slurm at them in fm-hooks.conf, which slurm.conf includes
+# (slurm_includes.sh keeps the include line there), unless HyperPod's slurm.conf already names a Prolog or Epilog of its
 # own, which is then kept. Slurm's logs are rotated at 100 MB, four kept (logrotate.d/fm-slurm);
 # the daemons reopen them on SIGUSR2.
 set -euo pipefail
@@ -46,10 +46,6 @@ configure_controller() {
   printf 'Prolog=%s\nEpilog=%s\n' "${HOOKS_DIR}/fm-prolog.sh" "${HOOKS_DIR}/fm-epilog.sh" \
     > "$hooks"
   chmod 0644 "$hooks"
-  if ! grep -Eq '^[[:space:]]*include[[:space:]]+([^[:space:]]*/)?fm-hooks\.conf' "$conf"; then
-    echo "include ${SLURM_PREFIX}/etc/fm-hooks.conf" >> "$conf"
-    echo "slurm_hooks: slurm.conf now includes fm-hooks.conf"
-  fi
 }
 
 rotate_logs() {
