@@ -41,6 +41,7 @@ from fm_constructs.storage.associations import (
     check_associations,
     create_associations,
     default_associations,
+    normalize_file_system_path,
     warn,
 )
 from fm_constructs.storage.data_bucket import IDataBucket
@@ -454,6 +455,11 @@ class LustreFileSystem(LustreClientAccess, Construct):
         self.dns_name: str = self.file_system.attr_dns_name
         self.mount_name: str = self.file_system.attr_lustre_mount_name
         self._pending_associations = tuple(chosen)
+        #: The file-system directories linked to the bucket (``/datasets``, ``/checkpoints``
+        #: by default), normalized, known before their associations exist.
+        self.association_paths: tuple[str, ...] = tuple(
+            normalize_file_system_path(a.file_system_path) for a in chosen
+        )
         self._bucket_name = data_bucket.bucket_name
         self.associations: Mapping[str, fsx.CfnDataRepositoryAssociation] = {}
         if not defer_associations:

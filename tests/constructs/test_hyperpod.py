@@ -536,6 +536,9 @@ def test_lifecycle_deployment_carries_scripts_and_parameters(synth: Synth) -> No
     assert "provisioning_parameters" not in markers  # the JSON body is an asset, tokens marked
     _, cluster = _cluster(raw)
     assert deployment is not None and cluster["DependsOn"]
+    # The nodes open the file system's linked directories (not its root) to every user.
+    fsx = synth.clusters["Slurm"].lifecycle.parameters["fsx"]
+    assert fsx["shared_directories"] == ["/datasets", "/checkpoints"]
 
 
 # ----------------------------------------------------------------------------- policy

@@ -65,6 +65,7 @@ def slurm_params() -> dict[str, Any]:
             "mount_name": "abcdefgh",
             "mount_point": "/fsx",
             "efa_enabled": True,
+            "shared_directories": ["/datasets", "/checkpoints"],
         },
         prometheus_remote_write_url="https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write",
         users=USERS,
@@ -381,6 +382,20 @@ def test_controller_sets_up_accounting_gres_job_hooks_and_slurmctld(tmp_path: Pa
     slurm_conf = sim.file("opt/slurm/etc/slurm.conf")
     assert slurm_conf.count("accounting.conf") == 1
     assert slurm_conf.count("include /opt/slurm/etc/fm-hooks.conf") == 1
+
+
+def test_controller_opens_the_data_repository_directories_to_every_user(tmp_path: Path) -> None:
+    sim = created(tmp_path, "controller")
+    for directory in ("fsx/datasets", "fsx/checkpoints"):
+        assert (sim.root / directory).stat().st_mode & 0o7777 == 0o1777
+    # The mount point itself and the other directories keep their modes.
+    assert (sim.root / "fsx").stat().st_mode & 0o7777 != 0o1777
+    assert (sim.root / "fsx/home").stat().st_mode & 0o002 == 0
+    # Workers leave them alone (one node is enough; a second run changes nothing).
+    worker = created(tmp_path / "w", "worker")
+    assert not worker.exists("fsx/checkpoints")
+    assert sim.run().returncode == 0
+    assert (sim.root / "fsx/checkpoints").stat().st_mode & 0o7777 == 0o1777
 
 
 def test_includes_come_back_when_hyperpod_writes_slurm_conf_anew(tmp_path: Path) -> None:

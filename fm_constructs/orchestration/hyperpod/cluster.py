@@ -203,6 +203,8 @@ class HyperPodCluster(Construct):
                 "mount_name": lustre.mount_name,
                 "mount_point": lustre_mount_point,
                 "efa_enabled": bool(lustre.efa_enabled),
+                # The root stays as it is: only the linked directories open to every user.
+                "shared_directories": [p for p in lustre.association_paths if p != "/"],
             }
         parameters = provisioning_parameters(
             orchestrator=orchestrator,

@@ -180,7 +180,8 @@ def provisioning_parameters(
     Keys: ``version``, ``workload_manager`` (slurm|eks), ``cluster_name``, ``region``,
     ``controller_group``, ``login_group``, ``worker_groups`` (see
     :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
-    ``mount_point``, ``efa_enabled`` and, for an EFA file system, ``efa_interfaces_per_node``
+    ``mount_point``, ``efa_enabled``, ``shared_directories`` (the data repository
+    directories every user may write) and, for an EFA file system, ``efa_interfaces_per_node``
     from :func:`efa_interfaces_per_node`, 0 for no cap) or null, ``prometheus``
     (``remote_write_url``) or null,
     ``users`` (see :meth:`ClusterUser.parameters`; created on every Slurm node, homes under
@@ -247,6 +248,8 @@ class LifecycleScripts(Construct):
         bucket: s3.IBucket | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        #: What ``provisioning_parameters.json`` holds (values may be tokens).
+        self.parameters: dict[str, Any] = parameters
         if bucket is None:
             created = s3.Bucket(
                 self,

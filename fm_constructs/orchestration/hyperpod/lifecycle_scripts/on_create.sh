@@ -14,7 +14,8 @@
 #   4. FSx for Lustre, retried and verified, remounted at boot (mount_fsx.sh);
 #   5. the steps that need the shared file system, in after_fsx.d/*.sh (name order), each
 #      called as `bash <step> <role> <group> <params>`: the cluster's users with their homes
-#      and SSH keys on it (10-users.sh), the job scripts (50-job-scripts.sh);
+#      and SSH keys on it (10-users.sh), the data repository directories open to them
+#      (20-shared-dirs.sh), the job scripts (50-job-scripts.sh);
 #   6. containers: Docker and enroot data on the NVMe, the pyxis SPANK plugin (containers.sh);
 #   7. Slurm for this node's role, with accounting on the controller (setup_slurm.sh);
 #   8. metrics, off the critical path: a timer installs the exporters and retries until they
