@@ -78,7 +78,7 @@ case "$name" in
     echo "${@: -1}" >> "${sim}/mounts"; exit 0 ;;
   mountpoint) grep -qxF "${@: -1}" "${sim}/mounts"; exit $? ;;
   modinfo) [[ -e "${sim}/kefalnd" ]]; exit $? ;;
-  lnetctl) exit 0 ;;
+  lnetctl|lctl) exit 0 ;;
   ip)
     if [[ "$*" == *"route get"* ]]; then
       countdown "${sim}/route-failures" && exit 2
@@ -211,6 +211,7 @@ COMMANDS = [
     "modprobe",
     "modinfo",
     "lnetctl",
+    "lctl",
     "ip",
     "getent",
     "hostname",

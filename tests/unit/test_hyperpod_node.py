@@ -283,6 +283,45 @@ def test_lnet_uses_the_efa_interfaces_the_fsx_guide_gives_the_type(
     assert added == [f"rdmap{index:02d}s0" for index in expected]
 
 
+def test_lustre_client_is_tuned_as_the_fsx_guide_recommends_for_its_size(tmp_path: Path) -> None:
+    sim = created(tmp_path, "worker")
+    unit = sim.file("etc/systemd/system/fm-lustre-tune.service")
+    assert (
+        "RequiresMountsFor=/fsx" in unit
+        and "ExecStart=/usr/local/sbin/fm-lustre-tune mounted" in unit
+    )
+    assert "fm-lustre-tune.service" in sim.enabled
+    script = str(sim.root / "usr/local/sbin/fm-lustre-tune")
+    # A p5.48xlarge (192 vCPUs, 2 TiB): the module options and every client setting.
+    big = {"FM_CPUS": "192", "FM_MEMORY_GIB": "2048"}
+    assert sim.run(script, "modules", env=big).returncode == 0
+    assert sim.file("etc/modprobe.d/fm-lustre.conf").splitlines()[1:] == [
+        "options ptlrpc ptlrpcd_per_cpt_max=32",
+        "options ksocklnd credits=2560",
+    ]
+    run = sim.run(script, "mounted", env=big)
+    assert run.returncode == 0, run.output
+    (settings,) = [c for c in run.calls if c.startswith("lctl set_param llite.*.statahead_max")]
+    for setting in (
+        "ldlm.namespaces.*.lru_max_age=600000",
+        "ldlm.namespaces.*.lru_size=19200",
+        "osc.*OST*.max_rpcs_in_flight=32",
+        "mdc.*.max_rpcs_in_flight=64",
+        "mdc.*.max_mod_rpcs_in_flight=50",
+    ):
+        assert setting in settings.split()
+    assert "lctl set_param llite.*.statahead_xattr=1" in run.calls
+    # A small controller (8 vCPUs, 32 GiB): statahead only, and no module options.
+    small = {"FM_CPUS": "8", "FM_MEMORY_GIB": "32"}
+    assert sim.run(script, "modules", env=small).returncode == 0
+    assert not sim.exists("etc/modprobe.d/fm-lustre.conf")
+    run = sim.run(script, "mounted", env=small)
+    assert next(c for c in run.calls if c.startswith("lctl set_param")).split()[2:] == [
+        "llite.*.statahead_max=512",
+        "llite.*.statahead_agl=1",
+    ]
+
+
 def test_efa_interfaces_per_node_keeps_the_cluster_within_the_fsx_connection_limit() -> None:
     def groups(count: int) -> list[InstanceGroup]:
         return slurm_instance_groups(worker_instance_type="p5.48xlarge", worker_count=count)

@@ -12,6 +12,9 @@
 #   configuration is installed as fm-lnet-efa (a script and a oneshot unit ordered before
 #   remote file systems), so LNet comes back over EFA after a reboot instead of silently
 #   falling back to TCP.
+# - The Lustre client is tuned as the FSx guide recommends for the node's size (lustre_tune.sh:
+#   module options before the modules load, `lctl set_param` once mounted and, through
+#   fm-lustre-tune.service, again at every boot).
 # - The mount is retried and verified by writing and removing a file on it.
 # - /etc/fstab gets one entry, mounted on demand (x-systemd.automount) once the network is
 #   online (and, with EFA, once fm-lnet-efa has run).
@@ -30,6 +33,8 @@ MAX_EFA_INTERFACES="${6:-0}"
 MOUNT_ATTEMPTS="${MOUNT_ATTEMPTS:-5}"
 LNET_SCRIPT=/usr/local/sbin/fm-lnet-efa
 LNET_UNIT=fm-lnet-efa.service
+TUNE_SCRIPT=/usr/local/sbin/fm-lustre-tune
+TUNE_UNIT=fm-lustre-tune.service
 
 efa_devices() {
   local device
@@ -71,6 +76,28 @@ WantedBy=remote-fs.target")"
   bash "${FM_ROOT}${LNET_SCRIPT}" "${INSTANCE_TYPE:-unknown}" "$MAX_EFA_INTERFACES"
 }
 
+install_tuning() {
+  # The tuning script, its module options now (before LNet or Lustre load), and the boot unit
+  # that sets the client parameters once the file system is mounted.
+  local changed
+  mkdir -p "${FM_ROOT}$(dirname "$TUNE_SCRIPT")"
+  install -m 0755 "${SCRIPT_DIR}/lustre_tune.sh" "${FM_ROOT}${TUNE_SCRIPT}"
+  bash "${FM_ROOT}${TUNE_SCRIPT}" modules
+  changed="$(install_unit "$TUNE_UNIT" "[Unit]
+Description=FSx for Lustre client tuning at ${MOUNT_POINT} (fm-constructs)
+RequiresMountsFor=${MOUNT_POINT}
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=${TUNE_SCRIPT} mounted
+
+[Install]
+WantedBy=multi-user.target")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
+  systemctl enable "$TUNE_UNIT"
+}
+
 mount_and_check() {
   if ! is_mounted "$MOUNT_POINT"; then
     mount -t lustre -o relatime,flock "${DNS_NAME}@tcp:/${MOUNT_NAME}" "${FM_ROOT}${MOUNT_POINT}" \
@@ -98,6 +125,7 @@ write_fstab() {
   rm -f "${fstab}.fm-new"
 }
 
+install_tuning
 TRANSPORT=tcp
 if [[ "$EFA_ENABLED" == "true" ]] && install_lnet_efa; then
   TRANSPORT=efa
@@ -105,6 +133,7 @@ fi
 modprobe lustre
 mkdir -p "${FM_ROOT}${MOUNT_POINT}"
 retry "$MOUNT_ATTEMPTS" 5 mount_and_check
+bash "${FM_ROOT}${TUNE_SCRIPT}" mounted || echo "mount_fsx: client tuning failed; ${TUNE_UNIT} retries at boot" >&2
 write_fstab "$TRANSPORT"
 systemctl daemon-reload
 echo "mount_fsx: ${MOUNT_NAME} mounted at ${MOUNT_POINT} (LNet over ${TRANSPORT})"
