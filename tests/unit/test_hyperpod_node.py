@@ -197,6 +197,17 @@ def test_worker_metrics_installer_writes_units_for_what_it_installed(tmp_path: P
     assert not any(c.startswith(("curl", "docker pull")) for c in again.calls)
 
 
+def test_a_worker_without_docker_says_its_gpu_and_efa_exporters_wait(tmp_path: Path) -> None:
+    sim = created(tmp_path, "worker")
+    (sim.root / "usr" / "bin" / "docker").unlink()
+    run = sim.run_metrics_installer()
+    assert run.returncode != 0  # the timer runs the installer again
+    for component in ("efa_exporter", "dcgm_exporter"):
+        assert f"{component} runs in a container and /usr/bin/docker is missing" in run.output
+    assert "not installed: efa_exporter dcgm_exporter" in run.output
+    assert sim.exists("etc/systemd/system/fm-node-exporter.service")
+
+
 def test_failed_downloads_leave_no_unit_and_do_not_fail_the_node(tmp_path: Path) -> None:
     sim = created(tmp_path, "worker")
     sim.inject("offline")
@@ -251,6 +262,17 @@ def test_route_address_wins_over_the_first_interface(tmp_path: Path) -> None:
     sim = node(tmp_path, "worker", extra_addresses=("172.17.0.1", "10.200.0.5"))
     sim.inject("route-failures", 99)  # no route at all: every local address is tried
     run = sim.run(env={"ADDRESS_ATTEMPTS": "2"})
+    assert run.returncode == 0, run.output
+    assert "group=workers role=worker" in run.output
+
+
+def test_route_lookup_decides_when_another_listed_address_is_in_the_cluster(
+    tmp_path: Path,
+) -> None:
+    """With a working route, the route's source address names the node even when
+    ``hostname -I`` lists first an address the resource configuration gives another node."""
+    sim = node(tmp_path, "worker", extra_addresses=(CONTROLLER_IP, "172.17.0.1"))
+    run = sim.run()
     assert run.returncode == 0, run.output
     assert "group=workers role=worker" in run.output
 
@@ -657,6 +679,50 @@ def test_eks_node_moves_containerd_and_kubelet_state_to_the_extra_volume(tmp_pat
     # No Slurm, no host FSx mount (pods use the CSI driver) and no resource-config lookup.
     assert not any(c.startswith(("mount -t lustre", "ip -4 route get")) for c in run.calls)
     assert_units_verify(sim)
+
+
+@pytest.mark.parametrize(
+    ("mounts", "disk"),
+    [(("/opt/sagemaker",), "/opt/sagemaker"), ((), "/opt/sagemaker")],
+    ids=["no-nvme", "no-disk"],
+)
+def test_container_data_falls_back_to_the_extra_volume(
+    tmp_path: Path, mounts: tuple[str, ...], disk: str
+) -> None:
+    """Without the NVMe, Docker and enroot use the extra EBS volume; with neither mounted the
+    node still comes up (data on the root volume, said in the log)."""
+    sim = node(tmp_path, "worker", mounts=mounts)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert f'"data-root": "{disk}/docker/data-root"' in sim.file("etc/docker/daemon.json")
+    assert f"ENROOT_CACHE_PATH {disk}/enroot" in sim.file("etc/enroot/enroot.conf")
+    assert ("container data stays on the root volume" in run.output) == (not mounts)
+
+
+@pytest.mark.parametrize(
+    ("mounts", "disk"),
+    [(("/opt/dlami/nvme",), "/opt/dlami/nvme"), ((), None)],
+    ids=["nvme-only", "no-disk"],
+)
+def test_eks_node_state_falls_back_to_the_nvme_or_stays(
+    tmp_path: Path, mounts: tuple[str, ...], disk: str | None
+) -> None:
+    sim = SimulatedNode(
+        tmp_path,
+        params=eks_params(),
+        resource_config=None,
+        address=WORKER_IP,
+        slurm=False,
+        mounts=mounts,
+    )
+    run = sim.run(env={"DISK_WAIT": "0"})
+    assert run.returncode == 0, run.output
+    if disk is None:
+        assert not sim.exists("etc/systemd/system/var-lib-containerd.mount")
+        assert "containerd and kubelet stay on the root volume" in run.output
+    else:
+        mount = sim.file("etc/systemd/system/var-lib-containerd.mount")
+        assert f"What={disk}/containerd" in mount
 
 
 # ------------------------------------------------------------------------------------ users

@@ -139,8 +139,8 @@ install_pyxis() {
 
 DISK="$(local_disk || true)"
 if [[ -z "$DISK" ]]; then
-  echo "containers: neither /opt/dlami/nvme nor /opt/sagemaker is mounted; container data " \
-    "stays on the root volume" >&2
+  echo "containers: neither /opt/dlami/nvme nor /opt/sagemaker is mounted;" \
+    "container data stays on the root volume" >&2
   DISK=/opt/sagemaker
   mkdir -p "${FM_ROOT}${DISK}"
 fi

@@ -242,13 +242,19 @@ install_all() {
   if [[ "$ROLE" == "controller" ]]; then
     attempt slurm_exporter
   fi
-  if [[ "$ROLE" == "worker" ]] && [[ -x "${FM_ROOT}${DOCKER}" ]]; then
-    if [[ "$(group_param "$GROUP" efa)" == "true" ]]; then
-      attempt efa_exporter
-    fi
-    if [[ "$(group_param "$GROUP" gpus)" =~ ^[1-9] ]]; then
-      attempt dcgm_exporter
-    fi
+  if [[ "$ROLE" == "worker" ]]; then
+    local containers=() component
+    [[ "$(group_param "$GROUP" efa)" == "true" ]] && containers+=(efa_exporter)
+    [[ "$(group_param "$GROUP" gpus)" =~ ^[1-9] ]] && containers+=(dcgm_exporter)
+    for component in "${containers[@]}"; do
+      if [[ -x "${FM_ROOT}${DOCKER}" ]]; then
+        attempt "$component"
+      else
+        # Both run as containers: without Docker they wait for it rather than go unmentioned.
+        log "${component} runs in a container and ${DOCKER} is missing; retrying later"
+        FAILED+=("$component")
+      fi
+    done
   fi
   attempt prometheus_agent
   if ((${#FAILED[@]})); then
