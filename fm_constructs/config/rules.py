@@ -436,8 +436,38 @@ def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
     return out
 
 
+def _fsx_efa_nodes(profile: Profile, w: WorkloadConfig) -> int:
+    """HyperPod Slurm nodes that would use LNet over EFA to ``w``'s file system: its own EFA
+    nodes, plus those of a HyperPod Slurm post-training workload that reuses pretraining's."""
+    if w.orchestrator is not Orchestrator.HYPERPOD_SLURM or not w.storage.enabled:
+        return 0
+    if not w.storage.efa_enabled or getattr(w.storage, "reuse_pretraining", False):
+        return 0
+
+    def efa_nodes(workload: WorkloadConfig) -> int:
+        try:
+            spec = get_instance_type(workload.instance_type)
+        except FmValidationError:  # an unknown type: reported by FM301
+            return 0
+        return workload.instance_count if spec.efa_supported else 0
+
+    total = efa_nodes(w)
+    post = profile.post_training
+    if (
+        w is profile.pretraining
+        and post.enabled
+        and post.orchestrator is Orchestrator.HYPERPOD_SLURM
+        and post.storage.reuse_pretraining
+    ):
+        total += efa_nodes(post)
+    return total
+
+
 def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     out: list[Finding] = _check_instance_type(w)
+    out += workload_rules.fsx_efa_connections(
+        _fsx_efa_nodes(profile, w), key=f"{w.name}.instance_count"
+    )
     cap = w.capacity
     prefix = f"{w.name}.capacity"
     if isinstance(w, InferenceConfig) and w.orchestrator is not Orchestrator.EKS:

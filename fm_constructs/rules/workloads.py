@@ -137,6 +137,37 @@ def training_plan_matches(
     return out
 
 
+#: EFA connections one FSx for Lustre file system accepts across all its clients, one per EFA
+#: interface a client's LNet uses (FSx for Lustre guide, "Configuring EFA clients", Step 4).
+FSX_EFA_CONNECTIONS = 1024
+
+
+@rule(
+    "FM316",
+    "More nodes would use LNet over EFA to one FSx for Lustre file system than it has EFA "
+    "connections (1,024 across all clients; every node takes at least one).",
+    "Split the nodes over two workloads with a file system each, or turn EFA off for the file "
+    "system (storage.efa_enabled = false, Lustre over TCP).",
+)
+def fsx_efa_connections(
+    efa_nodes: int, *, key: str = "instance_count", value: object = None
+) -> list[Finding]:
+    if efa_nodes <= FSX_EFA_CONNECTIONS:
+        return []
+    return [
+        Finding(
+            "FM316",
+            Severity.WARNING,
+            key,
+            efa_nodes if value is None else value,
+            f"more HyperPod nodes would mount the EFA-enabled file system over EFA (at least "
+            f"one connection each) than its {FSX_EFA_CONNECTIONS} EFA connections across all "
+            f"clients",
+            "split the nodes over two file systems, or set storage.efa_enabled = false",
+        )
+    ]
+
+
 MFU = define(
     "FM320",
     "The model FLOPs utilization of a training goal is not a fraction above 0 and at most 1.",

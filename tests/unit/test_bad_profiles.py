@@ -329,6 +329,16 @@ def test_a_misspelled_key_gives_one_line_with_the_fix(tmp_path: Path) -> None:
         ),
         ("18", {**ONLY_INFERENCE, "inference.enabled": False}, "pretraining.enabled", "FM106"),
         ("42", {**ONLY_INFERENCE, "inference.model": DELETE}, "inference.model", "FM506"),
+        (
+            "fsx-efa-connections",
+            {
+                "pretraining.orchestrator": "hyperpod-slurm",
+                "pretraining.instance_count": 1100,
+                "pretraining.storage.efa_enabled": True,
+            },
+            "pretraining.instance_count",
+            "FM316",
+        ),
     ],
 )
 def test_warnings_load_and_are_shown_by_plan(
