@@ -138,6 +138,23 @@ def test_slurm_roles_groups_and_controllers() -> None:
         slurm_config.controller_addresses(without_controller, params)
 
 
+def test_gres_report_says_whether_the_agents_node_lines_declare_gpus() -> None:
+    with_gres = (
+        "GresTypes=gpu\n"
+        "NodeName=DEFAULT RealMemory=1000\n"
+        "NodeName=ip-10-1-4-20 NodeAddr=10.1.4.20 Gres=gpu:8 # p5\n"
+        "NodeName=ip-10-1-4-21 NodeAddr=10.1.4.21 CPUs=192 Gres=gpu:h100:8\n"
+        "PartitionName=workers Nodes=ip-10-1-4-[20-21]\n"
+    )
+    report = slurm_config.gres_report(with_gres)
+    assert report.startswith("HyperPod's slurm.conf: 2 of 2 node lines carry Gres=gpu")
+    assert "sets GresTypes;" in report and "--gres=gpu:N and --gpus-per-node work" in report
+    without = "NodeName=ip-10-1-4-20 NodeAddr=10.1.4.20 CPUs=192\n# Gres=gpu:8\n"
+    report = slurm_config.gres_report(without)
+    assert report.startswith("HyperPod's slurm.conf: 0 of 1 node lines carry Gres=gpu")
+    assert "sets no GresTypes" in report and "with --exclusive" in report
+
+
 def test_gres_conf_only_when_a_worker_group_has_gpus_and_slurm_has_nvml(tmp_path: Path) -> None:
     assert slurm_config.gres_conf(_params()) == "AutoDetect=nvml\n"
     cpu_only = _params()

@@ -421,6 +421,8 @@ def test_controller_sets_up_accounting_gres_job_hooks_and_slurmctld(tmp_path: Pa
     assert len(password) >= 32 and password not in run.output
     assert "CREATE DATABASE IF NOT EXISTS slurm_acct_db" in sim.file("sim/mysql.sql")
     assert sim.file("opt/slurm/etc/gres.conf") == "AutoDetect=nvml\n"
+    # What HyperPod's node lines say about GPUs is in the log (this simulated agent lists none).
+    assert "HyperPod's slurm.conf: 0 of 0 node lines carry Gres=gpu" in run.output
     assert {"slurmdbd", "slurmctld"} <= sim.active
     assert any(c.startswith("systemctl restart slurmctld") for c in run.calls)
     # No enroot or pyxis build on the controller; it serves plugstack.conf.

@@ -118,6 +118,7 @@ case "$ROLE" in
     GPUS="$(python3 -c 'import json,sys; print(int(any(g.get("gpus") for g in json.load(open(sys.argv[1]))["worker_groups"])))' "$PARAMS")"
     bash "${SCRIPT_DIR}/accounting.sh" "${CONTROLLERS%% *}" "$GPUS"
     write_gres_conf
+    echo "setup_slurm: $(slurm_config gres-report --slurm-conf "${SLURM_ETC}/slurm.conf")"
     bash "${SCRIPT_DIR}/slurm_hooks.sh" "$ROLE" "$GROUP" "$PARAMS"
     keep_includes
     systemctl enable slurmctld

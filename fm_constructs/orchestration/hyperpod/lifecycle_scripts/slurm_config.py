@@ -14,7 +14,9 @@ never write nodes, partitions or the controller host; this module only answers:
   slurmd as ``--conf-server``;
 - ``slurm-conf-ready``: whether a ``slurm.conf`` names one of those controllers;
 - ``gres``: the ``gres.conf`` the controller serves (NVIDIA GPUs found through NVML), empty when
-  no worker group has GPUs or the AMI's Slurm has no NVML plugin.
+  no worker group has GPUs or the AMI's Slurm has no NVML plugin;
+- ``gres-report``: one line on whether the agent's node lines declare GPUs (see
+  :func:`gres_report`).
 
 Standard library only; compatible with python3.8 (the oldest python3 on HyperPod AMIs).
 """
@@ -119,10 +121,40 @@ def gres_conf(params: dict[str, Any], slurm_lib: str | None = None) -> str:
     return "AutoDetect=nvml\n"
 
 
+def gres_report(slurm_conf: str) -> str:
+    """One line on how the agent's ``slurm.conf`` declares GPUs: how many of its node lines
+    carry ``Gres=gpu`` (so ``--gres=gpu:N`` and ``--gpus-per-node`` can be scheduled) and
+    whether it sets ``GresTypes`` itself. The library never writes node lines, so this is what
+    the controller logs for the person who submits GPU jobs."""
+    nodes = with_gpus = 0
+    types = False
+    for line in slurm_conf.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        key = fields[0].split("=", 1)[0].lower()
+        if key == "grestypes":
+            types = True
+        elif key == "nodename" and fields[0].split("=", 1)[-1].upper() != "DEFAULT":
+            nodes += 1
+            if any(f.lower().startswith("gres=") and "gpu" in f.lower() for f in fields[1:]):
+                with_gpus += 1
+    where = "sets GresTypes" if types else "sets no GresTypes (accounting.conf adds gpu)"
+    if nodes and with_gpus == 0:
+        advice = "GPU jobs get whole nodes with --exclusive; --gres=gpu:N is not schedulable"
+    else:
+        advice = "--gres=gpu:N and --gpus-per-node work on those nodes"
+    return (
+        f"HyperPod's slurm.conf: {with_gpus} of {nodes} node lines carry Gres=gpu and it "
+        f"{where}; {advice}\n"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "command", choices=["node", "role", "group", "controllers", "slurm-conf-ready", "gres"]
+        "command",
+        choices=["node", "role", "group", "controllers", "slurm-conf-ready", "gres", "gres-report"],
     )
     parser.add_argument("--params", required=True)
     parser.add_argument("--resource-config", default=RESOURCE_CONFIG_PATH)
@@ -133,11 +165,17 @@ def main(argv: list[str] | None = None) -> int:
         help="for node, role and group: a candidate address of this node (repeat, best first)",
     )
     parser.add_argument("--slurm-lib", help="for gres: the Slurm plugin directory")
-    parser.add_argument("--slurm-conf", help="for slurm-conf-ready: the slurm.conf to check")
+    parser.add_argument(
+        "--slurm-conf", help="for slurm-conf-ready and gres-report: the slurm.conf to read"
+    )
     args = parser.parse_args(argv)
     params = load_json(args.params)
     if args.command == "gres":
         sys.stdout.write(gres_conf(params, args.slurm_lib))
+        return 0
+    if args.command == "gres-report":
+        with open(args.slurm_conf, encoding="utf-8") as handle:
+            sys.stdout.write(gres_report(handle.read()))
         return 0
     resource_config = load_json(args.resource_config)
     if args.command == "node":  # both at once: "<group> <role>"
