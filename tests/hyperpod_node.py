@@ -192,6 +192,7 @@ case "$name" in
   apt-get)
     [[ -e "${sim}/offline" ]] && exit 100
     if [[ "$*" == *enroot* ]]; then ln -sf stub "${FM_ROOT}/usr/bin/enroot"; fi
+    if [[ "$*" == *docker.io* ]]; then ln -sf stub "${FM_ROOT}/usr/bin/docker"; fi
     exit 0 ;;
   dpkg) echo amd64; exit 0 ;;
   make)

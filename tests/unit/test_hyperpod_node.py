@@ -197,6 +197,24 @@ def test_worker_metrics_installer_writes_units_for_what_it_installed(tmp_path: P
     assert not any(c.startswith(("curl", "docker pull")) for c in again.calls)
 
 
+def test_a_node_without_docker_gets_ubuntus_docker_with_its_data_on_the_nvme(
+    tmp_path: Path,
+) -> None:
+    sim = node(tmp_path, "worker")
+    (sim.root / "usr" / "bin" / "docker").unlink()
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert any("install" in c and "docker.io" in c for c in run.calls if c.startswith("apt-get"))
+    assert "systemctl enable --now docker" in run.calls
+    assert '"data-root": "/opt/dlami/nvme/docker/data-root"' in sim.file("etc/docker/daemon.json")
+    # Offline, the node still comes up and says why the container exporters wait.
+    offline = node(tmp_path / "offline", "worker")
+    (offline.root / "usr" / "bin" / "docker").unlink()
+    offline.inject("offline")
+    run = offline.run()
+    assert "Docker could not be installed" in run.output
+
+
 def test_a_worker_without_docker_says_its_gpu_and_efa_exporters_wait(tmp_path: Path) -> None:
     sim = created(tmp_path, "worker")
     (sim.root / "usr" / "bin" / "docker").unlink()

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Containers for Slurm jobs: containers.sh <role>
 #
-# - Docker (on the HyperPod AMI) keeps its images and containers on the local NVMe
+# - Docker (on the HyperPod AMI; Ubuntu's docker.io is installed where it is missing, since the
+#   GPU and EFA exporters run as containers) keeps its images and containers on the local NVMe
 #   (/opt/dlami/nvme, assembled by the AMI's dlami-nvme.service) or, without NVMe, on the extra
-#   EBS volume (/opt/sagemaker), never on the root volume.
+#   EBS volume (/opt/sagemaker), never on the root volume. A Docker that cannot be installed
+#   does not fail the node: the metrics timer names the exporters that wait for it.
 # - enroot (NVIDIA's unprivileged container runtime) is installed at the pinned version when
 #   the AMI lacks it, with its runtime, cache and data directories on the same disk.
 # - pyxis (the SPANK plugin behind `srun --container-image`) is built against the AMI's Slurm
@@ -24,6 +26,8 @@ NVME_WAIT="${NVME_WAIT:-120}"
 ENROOT_VERSION="$(param enroot_version)"
 PYXIS_VERSION="$(param pyxis_version)"
 ARCH="$(dpkg --print-architecture)"
+# Where Ubuntu's docker.io and Docker's own packages put the client (metrics.sh runs it there).
+DOCKER=/usr/bin/docker
 
 local_disk() {
   # The large local disk: NVMe once dlami-nvme.service has assembled it, else the EBS volume.
@@ -48,12 +52,21 @@ local_disk() {
   return 1
 }
 
+install_docker() {
+  echo "containers: no Docker on this AMI; installing Ubuntu's docker.io"
+  retry 3 5 apt-get update -o DPkg::Lock::Timeout=120 \
+    && retry 5 5 apt-get install -y -o DPkg::Lock::Timeout=120 docker.io \
+    && [[ -x "${FM_ROOT}${DOCKER}" ]] \
+    && systemctl enable --now docker
+}
+
 configure_docker() {
   local disk="$1" daemon="${FM_ROOT}/etc/docker/daemon.json" before=""
-  command -v docker > /dev/null || {
-    echo "containers: no Docker on this AMI"
+  if [[ ! -x "${FM_ROOT}${DOCKER}" ]] && ! install_docker; then
+    echo "containers: Docker could not be installed; the exporters that run in containers" \
+      "wait for it" >&2
     return 0
-  }
+  fi
   mkdir -p "$(dirname "$daemon")" "${FM_ROOT}${disk}/docker/data-root"
   [[ -f "$daemon" ]] && before="$(cat "$daemon")"
   python3 - "$daemon" "${disk}/docker/data-root" <<'PY'
