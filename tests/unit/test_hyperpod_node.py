@@ -483,7 +483,7 @@ def test_includes_come_back_when_hyperpod_writes_slurm_conf_anew(tmp_path: Path)
     sim = created(tmp_path, "controller")
     # slurmctld checks the includes before every start, and systemd runs the guard whenever
     # the agent rewrites slurm.conf.
-    assert "ExecStartPre=/usr/local/sbin/fm-slurm-includes" in sim.file(
+    assert "ExecStartPre=-/usr/local/sbin/fm-slurm-includes" in sim.file(
         "etc/systemd/system/slurmctld.service.d/fm-includes.conf"
     )
     assert "PathChanged=/opt/slurm/etc/slurm.conf" in sim.file(

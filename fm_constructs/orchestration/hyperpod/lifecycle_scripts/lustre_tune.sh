@@ -33,13 +33,14 @@ case "$STEP" in
     fi
     ;;
   mounted)
-    settings=(llite.*.statahead_max=512 llite.*.statahead_agl=1)
+    # Quoted: the patterns are lctl's, not file names for the shell to expand.
+    settings=('llite.*.statahead_max=512' 'llite.*.statahead_agl=1')
     if ((MEMORY_GIB > 64)); then
-      settings+=(ldlm.namespaces.*.lru_max_age=600000 "ldlm.namespaces.*.lru_size=$((100 * CPUS))")
+      settings+=('ldlm.namespaces.*.lru_max_age=600000' "ldlm.namespaces.*.lru_size=$((100 * CPUS))")
     fi
     if ((CPUS > 64)); then
-      settings+=(osc.*OST*.max_rpcs_in_flight=32 mdc.*.max_rpcs_in_flight=64
-        mdc.*.max_mod_rpcs_in_flight=50)
+      settings+=('osc.*OST*.max_rpcs_in_flight=32' 'mdc.*.max_rpcs_in_flight=64'
+        'mdc.*.max_mod_rpcs_in_flight=50')
     fi
     lctl set_param "${settings[@]}" > /dev/null
     if lctl get_param 'llite.*.statahead_xattr' > /dev/null 2>&1; then

@@ -75,7 +75,8 @@ INCLUDES_SCRIPT=/usr/local/sbin/fm-slurm-includes
 
 keep_includes() {
   # Install the include guard, run it, and have systemd run it again before slurmctld starts
-  # and each time slurm.conf changes.
+  # (a failure there is logged and never keeps slurmctld down: ExecStartPre=-) and each time
+  # slurm.conf changes.
   local changed=""
   mkdir -p "${FM_ROOT}$(dirname "$INCLUDES_SCRIPT")"
   install -m 0755 "${SCRIPT_DIR}/slurm_includes.sh" "${FM_ROOT}${INCLUDES_SCRIPT}"
@@ -95,7 +96,7 @@ Unit=fm-slurm-includes.service
 [Install]
 WantedBy=multi-user.target")"
   changed+="$(install_unit slurmctld.service.d/fm-includes.conf "[Service]
-ExecStartPre=${INCLUDES_SCRIPT}")"
+ExecStartPre=-${INCLUDES_SCRIPT}")"
   [[ -z "$changed" ]] || systemctl daemon-reload
   bash "${FM_ROOT}${INCLUDES_SCRIPT}"
   systemctl enable --now fm-slurm-includes.path
