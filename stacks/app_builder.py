@@ -19,7 +19,7 @@ from fm_constructs.config.options import (
     DeploymentOptions,
     deployment_options,
 )
-from fm_constructs.config.rules import check_scale
+from fm_constructs.config.rules import check_scale, fsx_efa_clients
 from fm_constructs.errors import FmValidationError
 from fm_constructs.rules import platform as platform_rules
 from stacks.cluster_stack import ClusterAddonsStack, ClusterMonitoringStack, ClusterStack
@@ -205,6 +205,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
                 if cluster_stack is not None and workload.orchestrator is Orchestrator.HYPERPOD_EKS
                 else None,
                 defer_associations=on_eks,
+                file_system_efa_clients=fsx_efa_clients(profile, workload),
                 env=env,
             )
         if on_eks:

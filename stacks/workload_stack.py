@@ -76,10 +76,13 @@ class WorkloadStack(Stack):
         shared_file_system: LustreFileSystem | None = None,
         eks_cluster: GpuEksCluster | None = None,
         defer_associations: bool = False,
+        file_system_efa_clients: int | None = None,
         **kwargs: Any,
     ) -> None:
         """``defer_associations``: leave the file system's data repository associations to the
-        workload's compute stack (EKS), which creates them while its nodes start."""
+        workload's compute stack (EKS), which creates them while its nodes start.
+        ``file_system_efa_clients``: the HyperPod Slurm nodes of every workload that mounts the
+        file system over EFA (LNet on each node keeps to its share of the EFA connections)."""
         super().__init__(
             scope,
             construct_id,
@@ -110,7 +113,7 @@ class WorkloadStack(Stack):
         self.compute: HyperPodAcceleratedWorkload | None = None
         if workload.orchestrator is not Orchestrator.EKS:
             self.compute = self._hyperpod(
-                workload, platform, vpc, subnet, observability, eks_cluster
+                workload, platform, vpc, subnet, observability, eks_cluster, file_system_efa_clients
             )
         if fs is not None:
             CfnOutput(self, "FileSystemId", value=fs.file_system_id)
@@ -129,6 +132,7 @@ class WorkloadStack(Stack):
         subnet: ec2.ISubnet,
         observability: ObservabilityPlatform | None,
         eks_cluster: GpuEksCluster | None,
+        file_system_efa_clients: int | None,
     ) -> HyperPodAcceleratedWorkload:
         capacity = CapacitySource.from_config(
             workload.capacity,
@@ -158,6 +162,7 @@ class WorkloadStack(Stack):
             training=workload.name != "inference",
             efa_layout=workload.efa_layout,
             users=workload.users if isinstance(workload, TrainingWorkloadConfig) else (),
+            file_system_efa_clients=file_system_efa_clients,
         )
         if compute.eks_cluster is not None and eks_cluster is None:
             CfnOutput(self, "EksClusterName", value=compute.eks_cluster.cluster_name)

@@ -35,6 +35,9 @@ HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
 _GOOD_RESERVATION_STATES = {"active", "scheduled"}
 _WAITING_RESERVATION_STATES = {"pending", "payment-pending", "assessing", "delayed"}
 _GOOD_PLAN_STATES = {"Active", "Scheduled"}
+#: Reserved-capacity segments of a plan that hold no instances any more (botocore
+#: ``ReservedCapacityStatus``).
+_ENDED_CAPACITY_STATES = {"Expired", "Failed"}
 
 
 class Status(StrEnum):
@@ -574,7 +577,9 @@ class Preflight:
         in_zone = sum(
             int(s.get("TotalInstanceCount", 0))
             for s in summaries
-            if s.get("AvailabilityZone") == self.zone and s.get("InstanceType") == hyperpod_name
+            if s.get("AvailabilityZone") == self.zone
+            and s.get("InstanceType") == hyperpod_name
+            and s.get("Status") not in _ENDED_CAPACITY_STATES
         )
         types = {s.get("InstanceType") for s in summaries}
         if (

@@ -436,38 +436,48 @@ def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
     return out
 
 
-def _fsx_efa_nodes(profile: Profile, w: WorkloadConfig) -> int:
-    """HyperPod Slurm nodes that would use LNet over EFA to ``w``'s file system: its own EFA
-    nodes, plus those of a HyperPod Slurm post-training workload that reuses pretraining's."""
-    if w.orchestrator is not Orchestrator.HYPERPOD_SLURM or not w.storage.enabled:
+def _efa_count(instance_type: str, count: int) -> int:
+    try:
+        spec = get_instance_type(instance_type)
+    except FmValidationError:  # an unknown type: reported by FM301
         return 0
-    if not w.storage.efa_enabled or getattr(w.storage, "reuse_pretraining", False):
+    return count if spec.efa_supported else 0
+
+
+def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
+    """EFA-capable nodes of ``w``'s HyperPod Slurm cluster (its rollout group included), the
+    nodes that mount an EFA-enabled file system over EFA; 0 for other orchestrators."""
+    if not w.enabled or w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
         return 0
+    total = _efa_count(w.instance_type, w.instance_count)
+    rollout = getattr(w, "rollout_group", None)
+    if rollout is not None:
+        total += _efa_count(rollout.instance_type, rollout.instance_count)
+    return total
 
-    def efa_nodes(workload: WorkloadConfig) -> int:
-        try:
-            spec = get_instance_type(workload.instance_type)
-        except FmValidationError:  # an unknown type: reported by FM301
-            return 0
-        return workload.instance_count if spec.efa_supported else 0
 
-    total = efa_nodes(w)
+def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
+    """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
+    the workload that owns it and of a post-training workload reusing it. None when ``w``'s
+    file system has no EFA or ``w`` is not on HyperPod Slurm."""
+    owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
+    if not owner.storage.enabled or not owner.storage.efa_enabled:
+        return None
+    if w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
+        return None
+    total = hyperpod_slurm_efa_nodes(owner)
     post = profile.post_training
-    if (
-        w is profile.pretraining
-        and post.enabled
-        and post.orchestrator is Orchestrator.HYPERPOD_SLURM
-        and post.storage.reuse_pretraining
-    ):
-        total += efa_nodes(post)
+    if owner is profile.pretraining and post.reuses_pretraining_storage:
+        total += hyperpod_slurm_efa_nodes(post)
     return total
 
 
 def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     out: list[Finding] = _check_instance_type(w)
-    out += workload_rules.fsx_efa_connections(
-        _fsx_efa_nodes(profile, w), key=f"{w.name}.instance_count"
-    )
+    if not w.reuses_pretraining_storage:  # once, for the workload that owns the file system
+        out += workload_rules.fsx_efa_connections(
+            fsx_efa_clients(profile, w) or 0, key=f"{w.name}.instance_count"
+        )
     cap = w.capacity
     prefix = f"{w.name}.capacity"
     if isinstance(w, InferenceConfig) and w.orchestrator is not Orchestrator.EKS:

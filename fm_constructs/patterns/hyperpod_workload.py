@@ -40,6 +40,8 @@ class HyperPodAcceleratedWorkload(Construct):
     interfaces of the accelerated group (efa-only by default, as the IP budget counts them).
     ``extra_instance_groups`` (e.g. an RL rollout group) join the same cluster. ``users``
     (Slurm, with ``file_system``): accounts on every node with homes and SSH keys on FSx.
+    ``file_system_efa_clients``: the EFA nodes of every cluster mounting ``file_system`` when
+    another cluster shares it (:class:`HyperPodCluster` ``lustre_efa_clients``).
 
     ``eks_cluster`` (EKS only): an existing cluster to orchestrate the HyperPod nodes, such as
     the platform's shared cluster, whose own scraper then collects the metrics. Without it a
@@ -73,6 +75,7 @@ class HyperPodAcceleratedWorkload(Construct):
         name: str = "post_training",
         training: bool = True,
         users: Sequence[ClusterUser] = (),
+        file_system_efa_clients: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.eks_cluster: GpuEksCluster | None = None
@@ -122,6 +125,7 @@ class HyperPodAcceleratedWorkload(Construct):
             lustre=file_system,
             prometheus=workspace if orchestrator is Orchestrator.SLURM else None,
             users=users,
+            lustre_efa_clients=file_system_efa_clients,
         )
         # EKS orchestration: the workload's namespace, FSx claim, Kueue queues and EFA-aware
         # Trainer runtimes on the cluster (shared or its own).

@@ -91,3 +91,37 @@ def test_rollout_group_is_a_second_labelled_node_group(templates: dict[str, Temp
             "ScalingConfig": {"DesiredSize": 3, "MinSize": 3, "MaxSize": 3},
         },
     )
+
+
+def test_two_slurm_clusters_on_one_efa_file_system_share_its_efa_connections() -> None:
+    """Pre-training and a post-training cluster reusing its EFA-enabled file system: LNet on
+    each node keeps to a share of the 1,024 EFA connections counted over both clusters."""
+    profile = {
+        **PROFILE,
+        "platform": {**PROFILE["platform"], "name": "pts"},
+        "pretraining": {
+            **PROFILE["pretraining"],
+            "orchestrator": "hyperpod-slurm",
+            "instance_count": 200,
+            "storage": {
+                "storage_capacity_gib": 4800,
+                "throughput_mb_s_per_tib": 1000,
+                "efa_enabled": True,
+            },
+        },
+        "post_training": {
+            **PROFILE["post_training"],
+            "orchestrator": "hyperpod-slurm",
+            "instance_count": 100,
+            "rollout": {"enabled": False},
+        },
+    }
+    app = create_app(context=cdk_json_context())
+    stacks = build_stacks(app, parse_profile(profile))
+    interfaces = {}
+    for name, stack in stacks.workloads.items():
+        assert stack.compute is not None
+        (workers,) = stack.compute.cluster.lifecycle.parameters["worker_groups"]
+        interfaces[name] = workers["lnet_efa_interfaces"]
+    # 300 EFA nodes in all: 1024 // 300 = 3 interfaces each (8 each would need 2,400).
+    assert interfaces == {"pretraining": 3, "post_training": 3}

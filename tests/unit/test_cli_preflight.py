@@ -492,12 +492,14 @@ def test_hyperpod_training_plan_and_quota(stubs: Stubs, tmp_path: Path) -> None:
     stubs.assert_done()
 
 
-def _summary(zone: str, count: int = 2, instance_type: str = "ml.p5.48xlarge") -> dict[str, Any]:
+def _summary(
+    zone: str, count: int = 2, instance_type: str = "ml.p5.48xlarge", status: str = "Scheduled"
+) -> dict[str, Any]:
     return {
         "ReservedCapacityArn": f"arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/{zone}",
         "InstanceType": instance_type,
         "TotalInstanceCount": count,
-        "Status": "Scheduled",
+        "Status": status,
         "AvailabilityZone": zone,
     }
 
@@ -542,8 +544,27 @@ def _plan(**overrides: Any) -> dict[str, Any]:
             "it reserves ml.p4d.24xlarge, not ml.p5.48xlarge",
         ),
         ({"EndTime": datetime.now(UTC) - timedelta(hours=1)}, "fail", "it has ended"),
+        (
+            {
+                "ReservedCapacitySummaries": [
+                    _summary("us-east-1a", 1),
+                    _summary("us-east-1a", 1, status="Expired"),
+                ]
+            },
+            "fail",
+            "it reserves 1 ml.p5.48xlarge in us-east-1a (of 2 in all)",
+        ),
     ],
-    ids=["matches", "other-zone", "in-use", "not-started", "split-zones", "other-type", "ended"],
+    ids=[
+        "matches",
+        "other-zone",
+        "in-use",
+        "not-started",
+        "split-zones",
+        "other-type",
+        "ended",
+        "expired-segment",
+    ],
 )
 def test_training_plan_is_compared_with_the_profile(
     stubs: Stubs, tmp_path: Path, overrides: dict[str, Any], status: str, text: str

@@ -97,6 +97,8 @@ def test_provisioning_parameters_describe_groups_from_the_catalog() -> None:
         "partition_name": "workers",
         "gpus": 8,
         "efa": True,
+        # The FSx guide's 8 LNet interfaces for p5en (an EFA-enabled file system).
+        "lnet_efa_interfaces": 8,
     }
     assert params["exporter_ports"] == {"node": 9100, "dcgm": 9400, "efa": 9109, "slurm": 9341}
     assert params["slurm_exporter_version"] == pins.binary("slurm_exporter").version
@@ -153,6 +155,15 @@ def test_gres_report_says_whether_the_agents_node_lines_declare_gpus() -> None:
     report = slurm_config.gres_report(without)
     assert report.startswith("HyperPod's slurm.conf: 0 of 1 node lines carry Gres=gpu")
     assert "sets no GresTypes" in report and "with --exclusive" in report
+    # GPUs declared once for the lines that follow a NodeName=DEFAULT line.
+    defaults = (
+        "NodeName=DEFAULT Gres=gpu:8\n"
+        "NodeName=ip-10-1-4-20 NodeAddr=10.1.4.20\n"
+        "NodeName=ip-10-1-0-9 NodeAddr=10.1.0.9 Gres=\n"
+    )
+    assert "1 of 2 node lines carry Gres=gpu" in slurm_config.gres_report(defaults)
+    empty = slurm_config.gres_report("ClusterName=fm\n")
+    assert "0 of 0 node lines" in empty and "no node is listed yet" in empty
 
 
 def test_gres_conf_only_when_a_worker_group_has_gpus_and_slurm_has_nvml(tmp_path: Path) -> None:

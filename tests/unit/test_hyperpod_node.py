@@ -21,7 +21,10 @@ from fm_constructs.orchestration.hyperpod import (
     provisioning_parameters,
     slurm_instance_groups,
 )
-from fm_constructs.orchestration.hyperpod.lifecycle import efa_interfaces_per_node
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    efa_interface_cap,
+    lnet_efa_interfaces,
+)
 from tests.hyperpod_node import SimulatedNode
 
 CONTROLLER_IP, LOGIN_IP, WORKER_IP = "10.1.0.10", "10.1.0.11", "10.1.4.20"
@@ -148,7 +151,7 @@ def test_worker_mounts_fsx_over_efa_and_runs_containers_and_slurmd(tmp_path: Pat
     assert "fm-lnet-efa.service" in sim.enabled
     lnet_unit = sim.file("etc/systemd/system/fm-lnet-efa.service")
     assert "Before=remote-fs-pre.target" in lnet_unit
-    assert "ExecStart=/usr/local/sbin/fm-lnet-efa ml.p5.48xlarge 1024" in lnet_unit
+    assert "ExecStart=/usr/local/sbin/fm-lnet-efa ml.p5.48xlarge 8" in lnet_unit
     assert sim.exists("usr/local/sbin/fm-lnet-efa")
     # Containers: Docker, enroot and pyxis with their data on the NVMe.
     assert '"data-root": "/opt/dlami/nvme/docker/data-root"' in sim.file("etc/docker/daemon.json")
@@ -296,41 +299,52 @@ def test_route_lookup_decides_when_another_listed_address_is_in_the_cluster(
 
 
 @pytest.mark.parametrize(
-    ("instance_type", "devices", "cap", "expected"),
+    ("instance_type", "devices", "wanted", "expected"),
     [
-        # The FSx for Lustre guide's table ("Configuring EFA clients", Step 4): 8 interfaces on
-        # p5, p5e, p5en, p6-b200 and p6e-gb200, 16 on p6-b300, 2 on other multi-card types, 1
-        # on a single card; spread evenly over the node's devices.
-        ("ml.p5.48xlarge", 32, 0, [0, 4, 8, 12, 16, 20, 24, 28]),
-        ("ml.p5en.48xlarge", 16, 0, [0, 2, 4, 6, 8, 10, 12, 14]),
-        ("ml.p6-b200.48xlarge", 8, 0, [0, 1, 2, 3, 4, 5, 6, 7]),
-        ("ml.p6-b300.48xlarge", 16, 0, list(range(16))),
-        ("ml.g6e.48xlarge", 4, 0, [0, 3]),
-        ("ml.g5.48xlarge", 1, 0, [0]),
-        # The node's share of the file system's 1024 EFA connections lowers the count.
-        ("ml.p5.48xlarge", 32, 2, [0, 31]),
-        ("ml.p5.48xlarge", 32, 1, [0]),
-        ("ml.p5en.48xlarge", 16, 4, [0, 4, 8, 12]),
+        # The count the provisioning parameters give (the FSx guide's table, capped), spread
+        # evenly over the node's devices; the first and last for 2.
+        ("ml.p5.48xlarge", 32, "8", [0, 4, 8, 12, 16, 20, 24, 28]),
+        ("ml.p5en.48xlarge", 16, "8", [0, 2, 4, 6, 8, 10, 12, 14]),
+        ("ml.p6-b200.48xlarge", 8, "8", [0, 1, 2, 3, 4, 5, 6, 7]),
+        ("ml.p6-b300.48xlarge", 17, "16", list(range(16))),
+        ("ml.g6e.48xlarge", 4, "2", [0, 3]),
+        ("ml.g5.48xlarge", 1, "1", [0]),
+        ("ml.g6e.48xlarge", 4, "", [0, 3]),  # no count: the guide's default for other types
+        ("ml.p5.48xlarge", 32, "3", [0, 10, 21]),
+        ("ml.p5.48xlarge", 32, "1", [0]),
     ],
 )
-def test_lnet_uses_the_efa_interfaces_the_fsx_guide_gives_the_type(
-    tmp_path: Path, instance_type: str, devices: int, cap: int, expected: list[int]
+def test_lnet_uses_the_efa_interfaces_it_is_given_spread_over_the_devices(
+    tmp_path: Path, instance_type: str, devices: int, wanted: str, expected: list[int]
 ) -> None:
     sim = node(tmp_path, "worker", efa_devices=devices)
-    run = sim.run("lnet_efa.sh", instance_type, str(cap))
+    run = sim.run("lnet_efa.sh", instance_type, wanted)
     assert run.returncode == 0, run.output
     added = [c.split("--if ")[1].split()[0] for c in run.calls if "net add --net efa" in c]
     assert added == [f"rdmap{index:02d}s0" for index in expected]
 
 
+def test_lnet_takes_efa_devices_in_numeric_order(tmp_path: Path) -> None:
+    """p5 names its devices rdmap79s0 ... rdmap113s0: in name order, not the shell's."""
+    sim = node(tmp_path, "worker", efa_devices=0)
+    names = [f"rdmap{n}s0" for n in (79, 80, 96, 97, 112, 113)]
+    for name in names:
+        (sim.root / "sys" / "class" / "infiniband" / name).mkdir(parents=True)
+    run = sim.run("lnet_efa.sh", "ml.p5.48xlarge", "3")
+    assert run.returncode == 0, run.output
+    added = [c.split("--if ")[1].split()[0] for c in run.calls if "net add --net efa" in c]
+    assert added == ["rdmap79s0", "rdmap96s0", "rdmap112s0"]
+
+
 def test_lustre_client_is_tuned_as_the_fsx_guide_recommends_for_its_size(tmp_path: Path) -> None:
     sim = created(tmp_path, "worker")
     unit = sim.file("etc/systemd/system/fm-lustre-tune.service")
-    assert (
-        "RequiresMountsFor=/fsx" in unit
-        and "ExecStart=/usr/local/sbin/fm-lustre-tune mounted" in unit
-    )
+    # /fsx mounts on demand: the tuning runs each time fsx.mount comes up and never pulls it in.
+    assert "After=fsx.mount" in unit and "WantedBy=fsx.mount" in unit
+    assert "RequiresMountsFor" not in unit and "RemainAfterExit" not in unit
+    assert "ExecStart=/usr/local/sbin/fm-lustre-tune mounted" in unit
     assert "fm-lustre-tune.service" in sim.enabled
+    assert_units_verify(sim)
     script = str(sim.root / "usr/local/sbin/fm-lustre-tune")
     # A p5.48xlarge (192 vCPUs, 2 TiB): the module options and every client setting.
     big = {"FM_CPUS": "192", "FM_MEMORY_GIB": "2048"}
@@ -351,6 +365,14 @@ def test_lustre_client_is_tuned_as_the_fsx_guide_recommends_for_its_size(tmp_pat
     ):
         assert setting in settings.split()
     assert "lctl set_param llite.*.statahead_xattr=1" in run.calls
+    # The settings are lctl's patterns: a file in the working directory that matches one is
+    # not substituted for it.
+    (sim.scripts / "llite.x.statahead_max=512").touch()
+    run = sim.run(script, "mounted", env=big)
+    assert (
+        "llite.*.statahead_max=512"
+        in next(c for c in run.calls if c.startswith("lctl set_param")).split()
+    )
     # A small controller (8 vCPUs, 32 GiB): statahead only, and no module options.
     small = {"FM_CPUS": "8", "FM_MEMORY_GIB": "32"}
     assert sim.run(script, "modules", env=small).returncode == 0
@@ -362,21 +384,33 @@ def test_lustre_client_is_tuned_as_the_fsx_guide_recommends_for_its_size(tmp_pat
     ]
 
 
-def test_efa_interfaces_per_node_keeps_the_cluster_within_the_fsx_connection_limit() -> None:
-    def groups(count: int) -> list[InstanceGroup]:
-        return slurm_instance_groups(worker_instance_type="p5.48xlarge", worker_count=count)
+def test_lnet_interfaces_follow_the_fsx_table_within_the_connection_limit() -> None:
+    def groups(count: int, instance_type: str = "p5.48xlarge") -> list[InstanceGroup]:
+        return slurm_instance_groups(worker_instance_type=instance_type, worker_count=count)
 
-    assert efa_interfaces_per_node(groups(2)) == 512
-    assert efa_interfaces_per_node(groups(128)) == 8
-    assert efa_interfaces_per_node(groups(300)) == 3
-    assert efa_interfaces_per_node(groups(1024)) == 1
-    cpu_only = slurm_instance_groups(worker_instance_type="m5.2xlarge", worker_count=4)
-    assert efa_interfaces_per_node(cpu_only) is None
-    params = slurm_params()
-    assert params["fsx"]["efa_interfaces_per_node"] == 1024
-    # The boot unit carries the cap, so LNet comes back with the same interfaces.
+    assert efa_interface_cap(groups(2)) == 512
+    assert efa_interface_cap(groups(128)) == 8
+    assert efa_interface_cap(groups(300)) == 3
+    assert efa_interface_cap(groups(1024)) == 1
+    # Another cluster on the same file system counts too; never fewer than this one's nodes.
+    assert efa_interface_cap(groups(100), efa_clients=200) == 5
+    assert efa_interface_cap(groups(100), efa_clients=10) == 10
+    assert efa_interface_cap(groups(4, "m5.2xlarge")) is None
+
+    def interfaces(instance_type: str, cap: int | None = None) -> int:
+        (worker,) = [g for g in groups(1, instance_type) if g.name == "workers"]
+        return lnet_efa_interfaces(worker, cap)
+
+    assert interfaces("p5.48xlarge") == 8 and interfaces("p5en.48xlarge") == 8
+    assert interfaces("p6-b300.48xlarge") == 16 and interfaces("p6-b200.48xlarge") == 8
+    assert interfaces("g6e.48xlarge") == 2  # several network cards
+    assert interfaces("g5.48xlarge") == 1  # one
+    assert interfaces("p5.48xlarge", cap=3) == 3 and interfaces("m5.2xlarge") == 0
+    (workers,) = slurm_params()["worker_groups"]
+    assert workers["lnet_efa_interfaces"] == 8
+    # The boot unit carries the count, so LNet comes back with the same interfaces.
     sim = created(Path(tempfile.mkdtemp()), "worker")
-    assert "ExecStart=/usr/local/sbin/fm-lnet-efa ml.p5.48xlarge 1024" in sim.file(
+    assert "ExecStart=/usr/local/sbin/fm-lnet-efa ml.p5.48xlarge 8" in sim.file(
         "etc/systemd/system/fm-lnet-efa.service"
     )
 
@@ -441,6 +475,7 @@ def test_controller_sets_up_accounting_gres_job_hooks_and_slurmctld(tmp_path: Pa
     assert sim.file("opt/slurm/etc/gres.conf") == "AutoDetect=nvml\n"
     # What HyperPod's node lines say about GPUs is in the log (this simulated agent lists none).
     assert "HyperPod's slurm.conf: 0 of 0 node lines carry Gres=gpu" in run.output
+    assert "no node is listed yet" in run.output
     assert {"slurmdbd", "slurmctld"} <= sim.active
     assert any(c.startswith("systemctl restart slurmctld") for c in run.calls)
     # No enroot or pyxis build on the controller; it serves plugstack.conf.
@@ -477,6 +512,10 @@ def test_controller_opens_the_data_repository_directories_to_every_user(tmp_path
     assert not worker.exists("fsx/checkpoints")
     assert sim.run().returncode == 0
     assert (sim.root / "fsx/checkpoints").stat().st_mode & 0o7777 == 0o1777
+    # A mode an administrator sets later is kept by the next run.
+    (sim.root / "fsx/checkpoints").chmod(0o1770)
+    assert sim.run().returncode == 0
+    assert (sim.root / "fsx/checkpoints").stat().st_mode & 0o7777 == 0o1770
 
 
 def test_includes_come_back_when_hyperpod_writes_slurm_conf_anew(tmp_path: Path) -> None:
@@ -501,10 +540,13 @@ def test_includes_come_back_when_hyperpod_writes_slurm_conf_anew(tmp_path: Path)
         "include /opt/slurm/etc/accounting.conf",
         "include /opt/slurm/etc/fm-hooks.conf",
     ]
-    assert "scontrol reconfigure" in run.calls
-    # Nothing missing: nothing written, no reconfigure.
+    assert "systemctl restart slurmctld" in run.calls
+    # Nothing missing: nothing written, no restart; an include with a comment counts.
+    conf = sim.root / "opt/slurm/etc/slurm.conf"
+    conf.write_text(conf.read_text().replace("fm-hooks.conf", "fm-hooks.conf  # job hooks"))
+    lines = sim.file("opt/slurm/etc/slurm.conf").splitlines()
     again = sim.run(str(sim.root / "usr/local/sbin/fm-slurm-includes"), "--reconfigure")
-    assert again.returncode == 0 and "scontrol reconfigure" not in again.calls
+    assert again.returncode == 0 and "systemctl restart slurmctld" not in again.calls
     assert sim.file("opt/slurm/etc/slurm.conf").splitlines() == lines
     assert_units_verify(sim)
 

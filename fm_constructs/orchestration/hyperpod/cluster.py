@@ -88,6 +88,9 @@ class HyperPodCluster(Construct):
     - ``users``: Slurm only, with ``lustre``: accounts created alike on every node, each with
       its home at ``<lustre_mount_point>/home/<name>`` and an SSH key pair there (the image's
       ``ubuntu`` user gets the same), so ``srun`` and MPI over ssh work for each of them.
+    - ``lustre_efa_clients``: the EFA nodes of every cluster that mounts ``lustre`` over EFA,
+      when other clusters share it (default: this cluster's own). LNet on each node uses at
+      most its share of the file system's 1,024 EFA connections.
     - ``removal_policy``: DESTROY by default. A HyperPod cluster holds no data of its own
       (datasets and checkpoints live on FSx and S3), and a retained one keeps billing
       accelerator hours and holds network interfaces in the VPC.
@@ -120,6 +123,7 @@ class HyperPodCluster(Construct):
         task_governance: bool = False,
         removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
         users: Sequence[ClusterUser] = (),
+        lustre_efa_clients: int | None = None,
         security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -214,6 +218,7 @@ class HyperPodCluster(Construct):
             fsx=fsx,
             prometheus_remote_write_url=prometheus.remote_write_url if prometheus else None,
             users=users,
+            efa_clients=lustre_efa_clients,
         )
         self.lifecycle = LifecycleScripts(
             self, "Lifecycle", parameters=parameters, bucket=lifecycle_bucket

@@ -146,21 +146,50 @@ def worker_group_parameters(group: InstanceGroup) -> dict[str, Any]:
 #: EFA connections one FSx for Lustre file system accepts across all its clients; each EFA
 #: interface LNet uses on a client is one ("Configuring EFA clients", Step 4: EFA interfaces).
 FSX_EFA_CONNECTION_LIMIT = 1024
+#: The FSx for Lustre guide's table of EFA interfaces AWS's client setup gives LNet by type
+#: (same page); other types get 2 with several network cards, else 1.
+LNET_EFA_INTERFACES = {
+    "p6-b300.48xlarge": 16,
+    "p6e-gb200.36xlarge": 8,
+    "p6-b200.48xlarge": 8,
+    "p5en.48xlarge": 8,
+    "p5e.48xlarge": 8,
+    "p5.48xlarge": 8,
+}
 
 
-def efa_interfaces_per_node(instance_groups: Sequence[InstanceGroup]) -> int | None:
-    """The most EFA interfaces each EFA-capable node may give LNet so that the cluster stays
-    within :data:`FSX_EFA_CONNECTION_LIMIT` (at least one); None when a group's size is only
-    known at deploy time. Nodes use the FSx guide's per-type default when it is lower."""
+def efa_interface_cap(
+    instance_groups: Sequence[InstanceGroup], efa_clients: int | None = None
+) -> int | None:
+    """The most EFA interfaces each node may give LNet so that all the clients of the file
+    system stay within :data:`FSX_EFA_CONNECTION_LIMIT` (at least one each).
+
+    ``efa_clients``: the EFA nodes of every cluster that mounts the file system over EFA,
+    this one's included (default, and at least: this cluster's own). None when the count is
+    only known at deploy time."""
     counts = [
         group.instance_count
         for group in instance_groups
         if group.spec is not None and group.spec.efa_supported
     ]
     if any(Token.is_unresolved(count) for count in counts):
-        return None
-    clients = sum(counts)
+        if efa_clients is None:
+            return None
+        own = 0
+    else:
+        own = sum(counts)
+    clients = max(own, efa_clients or 0)
     return max(1, FSX_EFA_CONNECTION_LIMIT // clients) if clients else None
+
+
+def lnet_efa_interfaces(group: InstanceGroup, cap: int | None) -> int:
+    """EFA interfaces LNet uses on a node of ``group``: the FSx guide's figure for its type
+    (:data:`LNET_EFA_INTERFACES`), at most ``cap``; 0 for a type without EFA."""
+    spec = group.spec
+    if spec is None or not spec.efa_supported:
+        return 0
+    default = LNET_EFA_INTERFACES.get(spec.name, 2 if len(spec.network_cards) > 1 else 1)
+    return min(default, cap) if cap else default
 
 
 def provisioning_parameters(
@@ -172,6 +201,7 @@ def provisioning_parameters(
     fsx: dict[str, Any] | None = None,
     prometheus_remote_write_url: str | None = None,
     users: Sequence[ClusterUser] = (),
+    efa_clients: int | None = None,
 ) -> dict[str, Any]:
     """The ``provisioning_parameters.json`` HyperPod's agent and the lifecycle scripts read
     (values may be CDK tokens; BucketDeployment substitutes them at deploy time). The agent
@@ -180,9 +210,10 @@ def provisioning_parameters(
     Keys: ``version``, ``workload_manager`` (slurm|eks), ``cluster_name``, ``region``,
     ``controller_group``, ``login_group``, ``worker_groups`` (see
     :func:`worker_group_parameters`), ``fsx`` (``dns_name``, ``mount_name``,
-    ``mount_point``, ``efa_enabled``, ``shared_directories`` (the data repository
-    directories every user may write) and, for an EFA file system, ``efa_interfaces_per_node``
-    from :func:`efa_interfaces_per_node`, 0 for no cap) or null, ``prometheus``
+    ``mount_point``, ``efa_enabled``, ``shared_directories``: the data repository
+    directories every user may write) or null; for an EFA file system each worker group also
+    gets ``lnet_efa_interfaces`` (:func:`lnet_efa_interfaces`, capped by
+    :func:`efa_interface_cap` over ``efa_clients``); ``prometheus``
     (``remote_write_url``) or null,
     ``users`` (see :meth:`ClusterUser.parameters`; created on every Slurm node, homes under
     ``<mount_point>/home``),
@@ -197,8 +228,12 @@ def provisioning_parameters(
         return names[0] if names else None
 
     slurm = orchestrator is Orchestrator.SLURM
+    workers = [g for g in instance_groups if g.slurm_node_type is SlurmNodeType.WORKER]
+    worker_groups = [worker_group_parameters(g) for g in workers]
     if fsx is not None and fsx.get("efa_enabled"):
-        fsx = {**fsx, "efa_interfaces_per_node": efa_interfaces_per_node(instance_groups) or 0}
+        cap = efa_interface_cap(instance_groups, efa_clients)
+        for entry, group in zip(worker_groups, workers, strict=True):
+            entry["lnet_efa_interfaces"] = lnet_efa_interfaces(group, cap)
     return {
         "version": PARAMETERS_VERSION,
         "workload_manager": "slurm" if slurm else "eks",
@@ -206,11 +241,7 @@ def provisioning_parameters(
         "region": region,
         "controller_group": first(SlurmNodeType.CONTROLLER) if slurm else None,
         "login_group": first(SlurmNodeType.LOGIN) if slurm else None,
-        "worker_groups": [
-            worker_group_parameters(g)
-            for g in instance_groups
-            if g.slurm_node_type is SlurmNodeType.WORKER
-        ],
+        "worker_groups": worker_groups,
         "fsx": fsx,
         "prometheus": (
             {"remote_write_url": prometheus_remote_write_url}

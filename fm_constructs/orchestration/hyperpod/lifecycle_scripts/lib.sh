@@ -4,6 +4,9 @@
 # FM_ROOT prefixes every path the scripts read or write on the node. It is empty on a real node;
 # the tests set it to a temporary directory so the real scripts run in a simulated node.
 export FM_ROOT="${FM_ROOT:-}"
+# Package installs never ask: no terminal is attached (debconf's questions, needrestart's
+# service list on Ubuntu 22.04).
+export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a
 
 log() {
   # log <message...>: one line on stderr, named after the running script.

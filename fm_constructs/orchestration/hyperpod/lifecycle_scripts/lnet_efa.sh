@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# LNet over EFA for FSx for Lustre: lnet_efa.sh <instance-type> [<max-interfaces>]
+# LNet over EFA for FSx for Lustre: lnet_efa.sh <instance-type> [<interfaces>]
 #
 # Installed as /usr/local/sbin/fm-lnet-efa and run by fm-lnet-efa.service at every boot (before
 # remote file systems mount) and once by mount_fsx.sh. Follows the FSx for Lustre guide's EFA
 # client configuration (https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html):
 # EFA LND bound to the primary interface, a tcp network on that interface, an efa network on
-# as many devices as the guide's table gives the instance type (16 on p6-b300; 8 on p5, p5e,
-# p5en, p6-b200 and p6e-gb200, spread evenly over the node's devices; 2, the first and the
-# last, on other types with several; else 1), discovery on, EFA preferred by UDSP.
-# <max-interfaces> (0 or absent: none) lowers that count, so that the cluster's nodes together
-# stay within the file system's 1024 EFA connections, one per interface per client.
-# Idempotent: an efa network that is already configured is left as it is.
+# <interfaces> EFA devices, discovery on, EFA preferred by UDSP. The count comes from the
+# provisioning parameters (the guide's table for the instance type, within the node's share of
+# the file system's 1024 EFA connections); without it, the guide's default for other types: the
+# first and the last device, or the only one. Devices are taken in name order (rdmap79s0
+# before rdmap113s0) and spread evenly: every fourth of the 32 on p5 for 8.
+# Idempotent: an efa network that is already configured is left as it is (a new count takes
+# effect at the next boot).
 set -euo pipefail
 
 FM_ROOT="${FM_ROOT:-}"
 INSTANCE_TYPE="${1:-unknown}"
-MAX_INTERFACES="${2:-0}"
+WANTED="${2:-0}"
 
 if lnetctl net show --net efa 2> /dev/null | grep -q '@efa'; then
   echo "fm-lnet-efa: LNet already has an efa network"
   exit 0
 fi
 devices=()
-for device in "${FM_ROOT}"/sys/class/infiniband/*; do
-  [[ -e "$device" ]] && devices+=("$(basename "$device")")
-done
+while read -r device; do
+  [[ -n "$device" ]] && devices+=("$device")
+done < <(for path in "${FM_ROOT}"/sys/class/infiniband/*; do
+  [[ -e "$path" ]] && basename "$path"
+done | sort -V)
 if [[ ${#devices[@]} -eq 0 ]]; then
   echo "fm-lnet-efa: no EFA device" >&2
   exit 1
@@ -34,21 +37,16 @@ if [[ -z "$primary" ]]; then
   echo "fm-lnet-efa: no default route, so no primary interface" >&2
   exit 1
 fi
-case "${INSTANCE_TYPE#ml.}" in
-  p6-b300.*) wanted=16 ;;
-  p5.* | p5e.* | p5en.* | p6-b200.* | p6e-gb200.*) wanted=8 ;;
-  *) wanted=2 ;;
-esac
-((MAX_INTERFACES > 0 && MAX_INTERFACES < wanted)) && wanted="$MAX_INTERFACES"
-((wanted > ${#devices[@]})) && wanted="${#devices[@]}"
+count=${#devices[@]}
+wanted="$WANTED"
+((wanted > 0)) || wanted=2
+((wanted > count)) && wanted="$count"
 selected=()
 if ((wanted == 2)); then
-  selected=("${devices[0]}" "${devices[${#devices[@]} - 1]}")
+  selected=("${devices[0]}" "${devices[count - 1]}")
 else
-  # Every (devices / wanted)-th device: every fourth of the 32 on p5, every second of 16.
-  stride=$((${#devices[@]} / wanted))
-  for ((index = 0; ${#selected[@]} < wanted; index += stride)); do
-    selected+=("${devices[index]}")
+  for ((i = 0; i < wanted; i++)); do
+    selected+=("${devices[i * count / wanted]}")
   done
 fi
 modprobe lnet

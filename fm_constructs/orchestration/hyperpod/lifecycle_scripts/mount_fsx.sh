@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Mount FSx for Lustre:
 #   mount_fsx.sh <dns-name> <mount-name> <mount-point> <efa-enabled> [<instance-type>
-#                [<max-efa-interfaces>]]
+#                [<efa-interfaces>]]
 #
 # - With an EFA-enabled file system and an EFA node, LNet is configured as the FSx for Lustre
 #   guide's EFA client procedure does (configure-efa-clients.html): the EFA LND bound to the
 #   primary interface, a tcp network on it (the mount names the TCP NID), then an efa network
-#   on as many EFA devices as the guide gives the instance type (8 of the 32 on p5, for one;
-#   see lnet_efa.sh), at most <max-efa-interfaces> (the node's share of the file system's EFA
-#   connections), discovery on and EFA preferred. The same
+#   on <efa-interfaces> EFA devices (the guide's figure for the instance type, within the
+#   node's share of the file system's EFA connections; see lnet_efa.sh), discovery on and EFA
+#   preferred. The same
 #   configuration is installed as fm-lnet-efa (a script and a oneshot unit ordered before
 #   remote file systems), so LNet comes back over EFA after a reboot instead of silently
 #   falling back to TCP.
 # - The Lustre client is tuned as the FSx guide recommends for the node's size (lustre_tune.sh:
 #   module options before the modules load, `lctl set_param` once mounted and, through
-#   fm-lustre-tune.service, again at every boot).
+#   fm-lustre-tune.service, again every time the file system is mounted).
 # - The mount is retried and verified by writing and removing a file on it.
 # - /etc/fstab gets one entry, mounted on demand (x-systemd.automount) once the network is
 #   online (and, with EFA, once fm-lnet-efa has run).
@@ -29,7 +29,7 @@ MOUNT_NAME="$2"
 MOUNT_POINT="${3:-/fsx}"
 EFA_ENABLED="${4:-false}"
 INSTANCE_TYPE="${5:-}"
-MAX_EFA_INTERFACES="${6:-0}"
+EFA_INTERFACES="${6:-0}"
 MOUNT_ATTEMPTS="${MOUNT_ATTEMPTS:-5}"
 LNET_SCRIPT=/usr/local/sbin/fm-lnet-efa
 LNET_UNIT=fm-lnet-efa.service
@@ -67,33 +67,44 @@ Wants=remote-fs-pre.target
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=${LNET_SCRIPT} ${INSTANCE_TYPE:-unknown} ${MAX_EFA_INTERFACES}
+ExecStart=${LNET_SCRIPT} ${INSTANCE_TYPE:-unknown} ${EFA_INTERFACES}
 
 [Install]
 WantedBy=remote-fs.target")"
   [[ -z "$changed" ]] || systemctl daemon-reload
   systemctl enable "$LNET_UNIT"
-  bash "${FM_ROOT}${LNET_SCRIPT}" "${INSTANCE_TYPE:-unknown}" "$MAX_EFA_INTERFACES"
+  bash "${FM_ROOT}${LNET_SCRIPT}" "${INSTANCE_TYPE:-unknown}" "$EFA_INTERFACES"
+}
+
+mount_unit() {
+  # The systemd mount unit of a path (systemd-escape --path --suffix=mount, for the characters
+  # a mount point here may hold: letters, digits, '_', '.', '-' and '/').
+  local path="${1#/}"
+  path="${path%/}"
+  path="${path//-/\\x2d}"
+  printf '%s.mount\n' "${path//\//-}"
 }
 
 install_tuning() {
-  # The tuning script, its module options now (before LNet or Lustre load), and the boot unit
-  # that sets the client parameters once the file system is mounted.
-  local changed
+  # The tuning script, its module options now (before LNet or Lustre load), and the unit that
+  # sets the client parameters each time the file system is mounted: /fsx is mounted on demand
+  # (x-systemd.automount), so the unit hangs off the mount unit rather than pulling it in.
+  local changed unit
+  unit="$(mount_unit "$MOUNT_POINT")"
   mkdir -p "${FM_ROOT}$(dirname "$TUNE_SCRIPT")"
   install -m 0755 "${SCRIPT_DIR}/lustre_tune.sh" "${FM_ROOT}${TUNE_SCRIPT}"
   bash "${FM_ROOT}${TUNE_SCRIPT}" modules
   changed="$(install_unit "$TUNE_UNIT" "[Unit]
 Description=FSx for Lustre client tuning at ${MOUNT_POINT} (fm-constructs)
-RequiresMountsFor=${MOUNT_POINT}
+After=${unit}
 
 [Service]
+# Inactive once it has run, so the next mount of the file system starts it again.
 Type=oneshot
-RemainAfterExit=yes
 ExecStart=${TUNE_SCRIPT} mounted
 
 [Install]
-WantedBy=multi-user.target")"
+WantedBy=${unit}")"
   [[ -z "$changed" ]] || systemctl daemon-reload
   systemctl enable "$TUNE_UNIT"
 }

@@ -109,7 +109,7 @@ FSX_DNS="$(param fsx.dns_name)"
 if [[ -n "$FSX_DNS" ]]; then
   bash "${SCRIPT_DIR}/mount_fsx.sh" "$FSX_DNS" "$(param fsx.mount_name)" \
     "$(param fsx.mount_point)" "$(param fsx.efa_enabled)" "$(group_param "$GROUP" instance_type)" \
-    "$(param fsx.efa_interfaces_per_node)"
+    "$(group_param "$GROUP" lnet_efa_interfaces)"
   # Steps that need the shared file system (users and their homes, job templates).
   for step in "${SCRIPT_DIR}"/after_fsx.d/*.sh; do
     [[ -e "$step" ]] || continue

@@ -7,8 +7,8 @@
 # renders nodes or partitions. The controller waits until the agent's slurm.conf names a
 # controller address, then:
 # - sets up accounting (slurmdbd with MariaDB on the controller, accounting.sh) and, when a
-#   worker group has GPUs, GresTypes=gpu, both in accounting.conf (which the agent's slurm.conf
-#   includes; the include is added when missing);
+#   worker group has GPUs, GresTypes=gpu, both in accounting.conf (which slurm.conf includes;
+#   see slurm_includes.sh below);
 # - writes gres.conf with AutoDetect=nvml, only when the AMI's Slurm has the NVML GPU plugin
 #   (a Slurm built without it cannot start slurmd with that setting);
 # - the job hooks (GPU health check before a job, /dev/shm cleanup after it) and Slurm log

@@ -121,26 +121,39 @@ def gres_conf(params: dict[str, Any], slurm_lib: str | None = None) -> str:
     return "AutoDetect=nvml\n"
 
 
+def _declares_gpus(fields: list[str]) -> bool:
+    return any(f.lower().startswith("gres=") and "gpu" in f.lower() for f in fields)
+
+
 def gres_report(slurm_conf: str) -> str:
     """One line on how the agent's ``slurm.conf`` declares GPUs: how many of its node lines
-    carry ``Gres=gpu`` (so ``--gres=gpu:N`` and ``--gpus-per-node`` can be scheduled) and
-    whether it sets ``GresTypes`` itself. The library never writes node lines, so this is what
-    the controller logs for the person who submits GPU jobs."""
+    carry ``Gres=gpu`` themselves or from a ``NodeName=DEFAULT`` line before them (so
+    ``--gres=gpu:N`` and ``--gpus-per-node`` can be scheduled) and whether it sets
+    ``GresTypes`` itself. The library never writes node lines, so this is what the controller
+    logs for the person who submits GPU jobs."""
     nodes = with_gpus = 0
-    types = False
+    types = default_gpus = False
     for line in slurm_conf.splitlines():
         fields = line.split("#", 1)[0].split()
         if not fields:
             continue
-        key = fields[0].split("=", 1)[0].lower()
+        key, _, value = fields[0].partition("=")
+        key = key.lower()
         if key == "grestypes":
             types = True
-        elif key == "nodename" and fields[0].split("=", 1)[-1].upper() != "DEFAULT":
+        elif key == "nodename" and value.upper() == "DEFAULT":
+            default_gpus = _declares_gpus(fields[1:]) or (
+                default_gpus and not any(f.lower().startswith("gres=") for f in fields[1:])
+            )
+        elif key == "nodename":
             nodes += 1
-            if any(f.lower().startswith("gres=") and "gpu" in f.lower() for f in fields[1:]):
+            own = [f for f in fields[1:] if f.lower().startswith("gres=")]
+            if _declares_gpus(own) or (default_gpus and not own):
                 with_gpus += 1
     where = "sets GresTypes" if types else "sets no GresTypes (accounting.conf adds gpu)"
-    if nodes and with_gpus == 0:
+    if nodes == 0:
+        advice = "no node is listed yet (nodes join as HyperPod adds them)"
+    elif with_gpus == 0:
         advice = "GPU jobs get whole nodes with --exclusive; --gres=gpu:N is not schedulable"
     else:
         advice = "--gres=gpu:N and --gpus-per-node work on those nodes"

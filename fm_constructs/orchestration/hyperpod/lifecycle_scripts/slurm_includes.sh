@@ -7,8 +7,9 @@
 # Installed as /usr/local/sbin/fm-slurm-includes, this appends an `include` line for each of
 # accounting.conf and fm-hooks.conf that exists and is not included yet. It runs from
 # setup_slurm.sh, before every slurmctld start (ExecStartPre of a drop-in) and whenever
-# slurm.conf changes (fm-slurm-includes.path); with --reconfigure and a line added while
-# slurmctld runs, `scontrol reconfigure` makes the daemons read it.
+# slurm.conf changes (fm-slurm-includes.path), one run at a time (a lock); with --reconfigure
+# and a line added while slurmctld runs, slurmctld is restarted, since accounting settings are
+# read only at its start (its state is saved, running jobs go on).
 set -euo pipefail
 
 FM_ROOT="${FM_ROOT:-}"
@@ -20,11 +21,15 @@ if [[ ! -f "$CONF" ]]; then
   echo "fm-slurm-includes: no ${CONF} yet"
   exit 0
 fi
+mkdir -p "${FM_ROOT}/run/lock"
+exec 9> "${FM_ROOT}/run/lock/fm-slurm-includes.lock"
+flock 9
 added=0
 for name in accounting.conf fm-hooks.conf; do
   [[ -f "${SLURM_ETC}/${name}" ]] || continue
-  if ! grep -Eqi "^[[:space:]]*include[[:space:]]+([^[:space:]]*/)?${name//./\\.}[[:space:]]*$" \
-    "$CONF"; then
+  if ! grep -Eqi \
+    "^[[:space:]]*include[[:space:]]+([^[:space:]]*/)?${name//./\\.}[[:space:]]*(#.*)?$" "$CONF"
+  then
     # A file without a final newline would glue the include to its last line.
     [[ -z "$(tail -c 1 "$CONF")" ]] || echo >> "$CONF"
     echo "include ${SLURM_PREFIX}/etc/${name}" >> "$CONF"
@@ -33,6 +38,6 @@ for name in accounting.conf fm-hooks.conf; do
   fi
 done
 if ((added)) && [[ "${1:-}" == "--reconfigure" ]] && systemctl is-active --quiet slurmctld; then
-  "${FM_ROOT}${SLURM_PREFIX}/bin/scontrol" reconfigure
-  echo "fm-slurm-includes: slurmctld reconfigured"
+  systemctl restart slurmctld
+  echo "fm-slurm-includes: slurmctld restarted to read them"
 fi
