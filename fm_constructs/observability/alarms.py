@@ -400,68 +400,67 @@ class HyperPodHealthEvents(Construct):
         cluster_arn: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        resources = [cluster_arn] if cluster_arn is not None else None
-        # The rules are named, so their ARNs are known without a reference to this stack:
-        # the topic usually lives in another stack, which must not depend on this one.
-        rule_names = {
-            suffix: _rule_name(self, suffix)
-            for suffix in ("NodeHealth", "ClusterState", "ClusterErrors")
-        }
-        self.node_health = events.Rule(
-            self,
+        self._resources = [cluster_arn] if cluster_arn is not None else None
+        self._alert_topic = alert_topic
+        self.node_health = self._rule(
             "NodeHealth",
-            rule_name=rule_names["NodeHealth"],
-            description="SageMaker HyperPod node health events to the alert topic",
-            event_pattern=events.EventPattern(
-                source=["aws.sagemaker"],
-                detail_type=[HYPERPOD_NODE_HEALTH_DETAIL_TYPE],
-                resources=resources,
-            ),
+            "SageMaker HyperPod node health events to the alert topic",
+            HYPERPOD_NODE_HEALTH_DETAIL_TYPE,
         )
-        self.cluster_state = events.Rule(
-            self,
+        self.cluster_state = self._rule(
             "ClusterState",
-            rule_name=rule_names["ClusterState"],
-            description="SageMaker HyperPod clusters or instance groups that failed or degraded",
-            event_pattern=events.EventPattern(
-                source=["aws.sagemaker"],
-                detail_type=[HYPERPOD_CLUSTER_STATE_DETAIL_TYPE],
-                resources=resources,
-                detail={
-                    "$or": [
-                        {"ClusterStatus": list(HYPERPOD_FAILED_CLUSTER_STATUSES)},
-                        # A field inside an array of objects matches when any element's
-                        # field does, as Security Hub rules filter ``detail.findings[]``.
-                        {"InstanceGroups": {"Status": list(HYPERPOD_FAILED_GROUP_STATUSES)}},
-                    ]
-                },
-            ),
+            "SageMaker HyperPod clusters or instance groups that failed or degraded",
+            HYPERPOD_CLUSTER_STATE_DETAIL_TYPE,
+            {
+                "$or": [
+                    {"ClusterStatus": list(HYPERPOD_FAILED_CLUSTER_STATUSES)},
+                    # A field inside an array of objects matches when any element's field
+                    # does, as Security Hub rules filter ``detail.findings[]``.
+                    {"InstanceGroups": {"Status": list(HYPERPOD_FAILED_GROUP_STATUSES)}},
+                ]
+            },
         )
-        self.cluster_errors = events.Rule(
-            self,
+        self.cluster_errors = self._rule(
             "ClusterErrors",
-            rule_name=rule_names["ClusterErrors"],
-            description="SageMaker HyperPod error-level cluster events to the alert topic",
+            "SageMaker HyperPod error-level cluster events to the alert topic",
+            HYPERPOD_CLUSTER_EVENT_DETAIL_TYPE,
+            {"EventDetails": {"EventLevel": ["Error"]}},
+        )
+
+    def _rule(
+        self,
+        suffix: str,
+        description: str,
+        detail_type: str,
+        detail: dict[str, object] | None = None,
+    ) -> events.Rule:
+        """One named rule on ``aws.sagemaker`` events of ``detail_type`` to the alert topic.
+
+        The rule is named, so its ARN is known without a reference to this stack: the topic
+        usually lives in another stack, which must not depend on this one. EventBridge delivers
+        to SNS through the topic's resource policy, not a role: AWS warns that a RoleArn on an
+        SNS target may make delivery fail, "particularly for ... Amazon SNS targets with AWS
+        KMS encryption enabled" (EventBridge user guide, "Using resource-based policies for
+        Amazon EventBridge"). The rule is allowed by its own ARN, so no other rule, of this
+        account or another, can publish."""
+        name = _rule_name(self, suffix)
+        rule = events.Rule(
+            self,
+            suffix,
+            rule_name=name,
+            description=description,
             event_pattern=events.EventPattern(
                 source=["aws.sagemaker"],
-                detail_type=[HYPERPOD_CLUSTER_EVENT_DETAIL_TYPE],
-                resources=resources,
-                detail={"EventDetails": {"EventLevel": ["Error"]}},
+                detail_type=[detail_type],
+                resources=self._resources,
+                detail=detail,
             ),
         )
-        # EventBridge delivers to SNS through the topic's resource policy, not a role: AWS
-        # warns that a RoleArn on an SNS target may make delivery fail, "particularly for ...
-        # Amazon SNS targets with AWS KMS encryption enabled" (EventBridge user guide, "Using
-        # resource-based policies for Amazon EventBridge"). Each rule is allowed by its own ARN,
-        # so no other rule, of this account or another, can publish.
-        stack = Stack.of(self)
-        for rule, name in zip(
-            (self.node_health, self.cluster_state, self.cluster_errors),
-            rule_names.values(),
-            strict=True,
-        ):
-            rule.add_target(_TopicTarget(alert_topic.topic.topic_arn))
-            alert_topic.allow_service(
-                EVENTS_PRINCIPAL,
-                source_arn=stack.format_arn(service="events", resource="rule", resource_name=name),
-            )
+        rule.add_target(_TopicTarget(self._alert_topic.topic.topic_arn))
+        self._alert_topic.allow_service(
+            EVENTS_PRINCIPAL,
+            source_arn=Stack.of(self).format_arn(
+                service="events", resource="rule", resource_name=name
+            ),
+        )
+        return rule
