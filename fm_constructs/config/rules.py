@@ -9,6 +9,7 @@ the constructs and the CLI.
 from __future__ import annotations
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
+from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.model import (
     CapacityKind,
@@ -437,11 +438,8 @@ def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
 
 
 def _efa_count(instance_type: str, count: int) -> int:
-    try:
-        spec = get_instance_type(instance_type)
-    except FmValidationError:  # an unknown type: reported by FM301
-        return 0
-    return count if spec.efa_supported else 0
+    spec = find_instance_type(instance_type)  # None for an unknown type (reported by FM301)
+    return count if spec is not None and spec.efa_supported else 0
 
 
 def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
@@ -450,7 +448,7 @@ def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
     if not w.enabled or w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
         return 0
     total = _efa_count(w.instance_type, w.instance_count)
-    rollout = getattr(w, "rollout_group", None)
+    rollout = w.rollout_group
     if rollout is not None:
         total += _efa_count(rollout.instance_type, rollout.instance_count)
     return total

@@ -61,6 +61,9 @@ METADATA_IOPS: tuple[int, ...] = (1500, 3000, 6000, *range(12000, 192000 + 1, 12
 
 #: EFA-enabled file systems grow in these capacity quanta (GiB) per per-unit throughput tier.
 EFA_CAPACITY_STEP_GIB: dict[int, int] = {125: 38400, 250: 19200, 500: 9600, 1000: 4800}
+#: EFA connections an EFA-enabled file system accepts across all its clients, one per EFA
+#: interface a client's LNet uses (user guide, "Configuring EFA clients", Step 4).
+EFA_CONNECTIONS = 1024
 
 #: Per-unit throughput used when none is given, per deployment type (None: not applicable).
 DEFAULT_PER_UNIT_THROUGHPUT: dict[LustreDeploymentType, int | None] = {

@@ -12,6 +12,7 @@ from functools import cache
 
 from fm_constructs.catalog import InstanceSpec, all_instance_types, efa_instance_types
 from fm_constructs.catalog.lookup import find_instance_type
+from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.rules.findings import Finding, Severity, define, rule
 
 
@@ -137,11 +138,6 @@ def training_plan_matches(
     return out
 
 
-#: EFA connections one FSx for Lustre file system accepts across all its clients, one per EFA
-#: interface a client's LNet uses (FSx for Lustre guide, "Configuring EFA clients", Step 4).
-FSX_EFA_CONNECTIONS = 1024
-
-
 @rule(
     "FM316",
     "More nodes would use LNet over EFA to one FSx for Lustre file system than it has EFA "
@@ -152,7 +148,7 @@ FSX_EFA_CONNECTIONS = 1024
 def fsx_efa_connections(
     efa_nodes: int, *, key: str = "instance_count", value: object = None
 ) -> list[Finding]:
-    if efa_nodes <= FSX_EFA_CONNECTIONS:
+    if efa_nodes <= EFA_CONNECTIONS:
         return []
     return [
         Finding(
@@ -161,7 +157,7 @@ def fsx_efa_connections(
             key,
             efa_nodes if value is None else value,
             f"more HyperPod nodes would mount the EFA-enabled file system over EFA (at least "
-            f"one connection each) than its {FSX_EFA_CONNECTIONS} EFA connections across all "
+            f"one connection each) than its {EFA_CONNECTIONS} EFA connections across all "
             f"clients",
             "split the nodes over two file systems, or set storage.efa_enabled = false",
         )

@@ -31,6 +31,7 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
     SlurmNodeType,
 )
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam, flatten_reference
+from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
 
@@ -143,9 +144,6 @@ def worker_group_parameters(group: InstanceGroup) -> dict[str, Any]:
     }
 
 
-#: EFA connections one FSx for Lustre file system accepts across all its clients; each EFA
-#: interface LNet uses on a client is one ("Configuring EFA clients", Step 4: EFA interfaces).
-FSX_EFA_CONNECTION_LIMIT = 1024
 #: The FSx for Lustre guide's table of EFA interfaces AWS's client setup gives LNet by type
 #: (same page); other types get 2 with several network cards, else 1.
 LNET_EFA_INTERFACES = {
@@ -162,7 +160,7 @@ def efa_interface_cap(
     instance_groups: Sequence[InstanceGroup], efa_clients: int | None = None
 ) -> int | None:
     """The most EFA interfaces each node may give LNet so that all the clients of the file
-    system stay within :data:`FSX_EFA_CONNECTION_LIMIT` (at least one each).
+    system stay within :data:`EFA_CONNECTIONS` (at least one each).
 
     ``efa_clients``: the EFA nodes of every cluster that mounts the file system over EFA,
     this one's included (default, and at least: this cluster's own). None when the count is
@@ -179,7 +177,7 @@ def efa_interface_cap(
     else:
         own = sum(counts)
     clients = max(own, efa_clients or 0)
-    return max(1, FSX_EFA_CONNECTION_LIMIT // clients) if clients else None
+    return max(1, EFA_CONNECTIONS // clients) if clients else None
 
 
 def lnet_efa_interfaces(group: InstanceGroup, cap: int | None) -> int:
