@@ -54,8 +54,7 @@ install_lnet_efa() {
     echo "mount_fsx: this Lustre client has no EFA LND (kefalnd); Lustre stays on TCP"
     return 1
   fi
-  mkdir -p "${FM_ROOT}$(dirname "$LNET_SCRIPT")"
-  install -m 0755 "${SCRIPT_DIR}/lnet_efa.sh" "${FM_ROOT}${LNET_SCRIPT}"
+  install -D -m 0755 "${SCRIPT_DIR}/lnet_efa.sh" "${FM_ROOT}${LNET_SCRIPT}"
   local changed
   changed="$(install_unit "$LNET_UNIT" "[Unit]
 Description=fm-constructs: LNet over EFA for FSx for Lustre
@@ -91,8 +90,7 @@ install_tuning() {
   # (x-systemd.automount), so the unit hangs off the mount unit rather than pulling it in.
   local changed unit
   unit="$(mount_unit "$MOUNT_POINT")"
-  mkdir -p "${FM_ROOT}$(dirname "$TUNE_SCRIPT")"
-  install -m 0755 "${SCRIPT_DIR}/lustre_tune.sh" "${FM_ROOT}${TUNE_SCRIPT}"
+  install -D -m 0755 "${SCRIPT_DIR}/lustre_tune.sh" "${FM_ROOT}${TUNE_SCRIPT}"
   bash "${FM_ROOT}${TUNE_SCRIPT}" modules
   changed="$(install_unit "$TUNE_UNIT" "[Unit]
 Description=FSx for Lustre client tuning at ${MOUNT_POINT} (fm-constructs)
@@ -144,7 +142,8 @@ fi
 modprobe lustre
 mkdir -p "${FM_ROOT}${MOUNT_POINT}"
 retry "$MOUNT_ATTEMPTS" 5 mount_and_check
-bash "${FM_ROOT}${TUNE_SCRIPT}" mounted || echo "mount_fsx: client tuning failed; ${TUNE_UNIT} retries at boot" >&2
+bash "${FM_ROOT}${TUNE_SCRIPT}" mounted \
+  || echo "mount_fsx: client tuning failed; ${TUNE_UNIT} runs it again at the next mount" >&2
 write_fstab "$TRANSPORT"
 systemctl daemon-reload
 echo "mount_fsx: ${MOUNT_NAME} mounted at ${MOUNT_POINT} (LNet over ${TRANSPORT})"

@@ -78,8 +78,7 @@ keep_includes() {
   # (a failure there is logged and never keeps slurmctld down: ExecStartPre=-) and each time
   # slurm.conf changes.
   local changed=""
-  mkdir -p "${FM_ROOT}$(dirname "$INCLUDES_SCRIPT")"
-  install -m 0755 "${SCRIPT_DIR}/slurm_includes.sh" "${FM_ROOT}${INCLUDES_SCRIPT}"
+  install -D -m 0755 "${SCRIPT_DIR}/slurm_includes.sh" "${FM_ROOT}${INCLUDES_SCRIPT}"
   changed+="$(install_unit fm-slurm-includes.service "[Unit]
 Description=Keep slurm.conf including the fm-constructs Slurm settings
 

@@ -6,9 +6,9 @@
 # outside the lifecycle download directory so they survive a reboot, plus fm-node.env with the
 # number of GPUs the node must show; slurmctld checks the scripts exist and slurmd runs them.
 # The controller points Slurm at them in fm-hooks.conf, which slurm.conf includes
-# (slurm_includes.sh keeps the include line there), unless HyperPod's slurm.conf already names a Prolog or Epilog of its
-# own, which is then kept. Slurm's logs are rotated at 100 MB, four kept (logrotate.d/fm-slurm);
-# the daemons reopen them on SIGUSR2.
+# (slurm_includes.sh keeps the include line there), unless HyperPod's slurm.conf already names
+# a Prolog or Epilog of its own, which is then kept. Slurm's logs are rotated at 100 MB, four
+# kept (logrotate.d/fm-slurm); the daemons reopen them on SIGUSR2.
 set -euo pipefail
 
 ROLE="$1"
