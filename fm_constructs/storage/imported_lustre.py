@@ -15,8 +15,8 @@ from constructs import Construct
 from fm_constructs.errors import Problems
 from fm_constructs.rules import constructs as codes
 from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS
-from fm_constructs.storage.lustre import LustreConnections
 from fm_constructs.storage.lustre_client import LustreClientAccess
+from fm_constructs.storage.lustre_connections import LustreConnections
 
 
 @runtime_checkable
