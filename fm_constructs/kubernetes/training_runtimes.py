@@ -26,7 +26,7 @@ from fm_constructs.domain.topology import (
     PREFERRED_TOPOLOGY_ANNOTATION,
     has_instance_topology,
 )
-from fm_constructs.kubernetes import images
+from fm_constructs.kubernetes import images, mpi_ssh
 from fm_constructs.kubernetes.node_shape import (
     WorkloadTarget,
     nccl_env,
@@ -43,8 +43,11 @@ JAX_RUNTIME = "fm-jax-distributed"
 MPI_RUNTIME = "fm-mpi"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
-#: Where Trainer mounts the MPI SSH keys (root's home: the nccl-tests image runs as root).
-SSH_AUTH_PATH = "/root/.ssh"
+#: Where Trainer mounts the MPI SSH keys; both pods copy them to a private 0600 copy at start
+#: (see ``kubernetes.mpi_ssh``: as root, OpenSSH refuses the 0640 key Trainer mounts).
+SSH_AUTH_PATH = mpi_ssh.MOUNT_PATH
+#: The MPI pods run as root (sshd on port 22, the nccl-tests image's user); stated, not assumed.
+ROOT_SECURITY_CONTEXT: dict[str, Any] = {"runAsUser": 0, "runAsGroup": 0}
 
 
 def _metadata(target: WorkloadTarget, name: str, framework: str) -> dict[str, Any]:
@@ -153,15 +156,17 @@ def jax_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str
 
 
 def mpi_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
-    """OpenMPI launcher + sshd nodes; the launcher is a small pod on any node (it only runs
-    mpirun), the nodes own their accelerated nodes."""
+    """OpenMPI launcher + sshd nodes. The nodes own their accelerated nodes; the launcher only
+    runs mpirun and asks for one CPU, but Kueue gives it the flavor's node labels and
+    tolerations like every pod set, so it shares a node of the same pool."""
     image = image or images.NCCL_TESTS.reference
     node = node_pod_spec(
         target,
         image=image,
         debug="INFO",
         extra_container={
-            "command": ["/usr/sbin/sshd", "-De"],
+            "command": ["/bin/bash", "-c", mpi_ssh.node_start()],
+            "securityContext": dict(ROOT_SECURITY_CONTEXT),
             "readinessProbe": {"tcpSocket": {"port": 22}, "initialDelaySeconds": 5},
         },
     )
@@ -174,6 +179,7 @@ def mpi_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str
                 "image": image,
                 "env": nccl_env(debug="INFO"),
                 "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+                "securityContext": dict(ROOT_SECURITY_CONTEXT),
             }
         ],
     }
