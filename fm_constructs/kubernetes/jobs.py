@@ -108,11 +108,12 @@ def nccl_tests_command(
         "-n",
         "20",
     ]
+    wait = mpi_ssh.wait_for_nodes("$hostfile", seconds=SSH_WAIT_SECONDS, private_dir=private_dir)
     return (
         "set -eu; "
         'hostfile="${OMPI_MCA_orte_default_hostfile:?the MPI hostfile Trainer mounts}"; '
         f"{mpi_ssh.launcher_setup(mount_path, private_dir, port)}; "
-        f"{mpi_ssh.wait_for_nodes('$hostfile', seconds=SSH_WAIT_SECONDS, private_dir=private_dir)}; "
+        f"{wait}; "
         f"exec {shlex.join(mpirun)}"
     )
 

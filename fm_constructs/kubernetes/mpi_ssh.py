@@ -114,10 +114,11 @@ def node_start(
         "PidFile none",
     ]
     q = shlex.quote
+    keys = f"{q(mount_path + '/authorized_keys')} {q(private_dir + '/authorized_keys')}"
     return (
         "set -eu; umask 077; "
         f"install -d -m 0700 {q(private_dir)}; "
-        f"install -m 0600 {q(mount_path + '/authorized_keys')} {q(private_dir + '/authorized_keys')}; "
+        f"install -m 0600 {keys}; "
         f"[ -s {q(host_key)} ] || ssh-keygen -q -t ed25519 -N '' -f {q(host_key)}; "
         f"install -d -m 0755 {PRIVSEP_DIR}; "
         f"{_write_lines(private_dir + '/sshd_config', config)}; "

@@ -173,7 +173,7 @@ def test_launcher_reaches_node_with_real_openssh(trainer_mount: Path) -> None:
             "esac; done\n"
             "while read -r host _; do\n"
             "  # shellcheck disable=SC2086\n"
-            '  ssh $rsh -n "$host" "test -x $prefix/bin/mpirun && echo orted-on-$host-uid-$(id -u)"\n'
+            '  ssh $rsh -n "$host" "test -x $prefix/bin/mpirun && echo orted-$host-$(id -u)"\n'
             'done < "$OMPI_MCA_orte_default_hostfile"\n'
         )
         mpirun.chmod(0o755)
@@ -190,7 +190,7 @@ def test_launcher_reaches_node_with_real_openssh(trainer_mount: Path) -> None:
         result = _bash(command, env={**os.environ, "OMPI_MCA_orte_default_hostfile": str(hostfile)})
         assert result.returncode == 0, result.stderr
         # Remote command ran as root on the node: ssh from launcher to node works.
-        assert result.stdout.strip() == "orted-on-127.0.0.1-uid-0"
+        assert result.stdout.strip() == "orted-127.0.0.1-0"
         key_mode = stat.S_IMODE(os.stat(f"{launcher_dir}/id_rsa").st_mode)
         assert key_mode == 0o600
     finally:
