@@ -26,7 +26,7 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
-from fm_constructs.domain.topology import KUEUE_TOPOLOGY, has_instance_topology
+from fm_constructs.domain.topology import flavor_topology
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.kubernetes.node_shape import WorkloadTarget
 from fm_constructs.kubernetes.training_runtimes import training_runtimes
@@ -418,9 +418,7 @@ class EksWorkload(Construct):
                     name=flavor_name,
                     node_labels=((names.NODE_POOL_LABEL, flavor_name),),
                     taints=group.taints,
-                    topology_name=(
-                        KUEUE_TOPOLOGY if has_instance_topology(group.instance_spec) else None
-                    ),
+                    topology_name=flavor_topology(group.instance_spec),
                 ),
                 owner=self.name,
                 quota=pool_quota(pool),
