@@ -29,7 +29,7 @@ from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.topology import flavor_topology
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.kubernetes.node_shape import WorkloadTarget
-from fm_constructs.kubernetes.training_runtimes import training_runtimes
+from fm_constructs.kubernetes.training_runtimes import training_pod_budget, training_runtimes
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
@@ -366,7 +366,10 @@ class EksWorkload(Construct):
             self,
             "TrainingRuntimes",
             cluster=self.cluster.icluster,
-            manifest=training_runtimes(self.training_target),
+            manifest=[
+                *training_runtimes(self.training_target),
+                training_pod_budget(self.training_target),
+            ],
             overwrite=True,
         )
         self.training_runtimes.node.add_dependency(self.namespace_manifest)

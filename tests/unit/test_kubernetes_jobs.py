@@ -284,4 +284,26 @@ def test_training_pods_follow_the_job_metrics_contract() -> None:
             assert "annotations" not in metadata  # nccl-tests serve no metrics
             continue
         assert job_metrics.pod_annotations().items() <= metadata["annotations"].items()
-        assert metadata["labels"] == job_metrics.pod_labels("pretraining")
+        assert job_metrics.pod_labels("pretraining").items() <= metadata["labels"].items()
+
+
+def test_training_pods_are_covered_by_a_budget_that_allows_no_eviction() -> None:
+    """Every pod a runtime starts carries the label the workload's PodDisruptionBudget selects;
+    the budget allows no voluntary eviction of a Ready training pod."""
+    from fm_constructs.kubernetes.training_runtimes import (
+        TRAINING_POD_LABEL,
+        training_pod_budget,
+    )
+
+    budget = training_pod_budget(P5)
+    assert budget["metadata"]["namespace"] == names.workload_namespace("pretraining")
+    assert budget["spec"]["maxUnavailable"] == 0
+    assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    selector = budget["spec"]["selector"]["matchLabels"]
+    for runtime in training_runtimes(P5):
+        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+            labels = job["template"]["spec"]["template"]["metadata"]["labels"]
+            assert selector.items() <= labels.items(), (runtime["metadata"]["name"], job["name"])
+    assert selector == {TRAINING_POD_LABEL: "true"}
+    for version in sorted(SUPPORTED_VERSIONS):
+        assert_valid([budget], kubernetes_version=version)
