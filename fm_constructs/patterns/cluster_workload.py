@@ -55,7 +55,8 @@ class NodePool:
     label ``fm-constructs/node-pool=<namespace>-<name>``, which is also the name of its Kueue
     ResourceFlavor. ``min_node_count``/``max_node_count`` default to ``node_count`` (fixed
     size); a pool that can grow gets the Cluster Autoscaler. ``labels`` and ``taints`` come on
-    top of the accelerator label and taint.
+    top of the accelerator label and taint. ``launch_template_version`` pins the version of
+    the pool's launch templates its nodes run (None: the newest; see :class:`EfaNodeGroup`).
     """
 
     name: str
@@ -66,6 +67,7 @@ class NodePool:
     capacity: CapacitySource | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: Mapping[str, str] = field(default_factory=dict)
+    launch_template_version: int | None = None
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -351,6 +353,7 @@ class EksWorkload(Construct):
             labels=labels or None,
             taints=dict(pool.taints) or None,
             node_pool=names.resource_flavor_name(self.name, pool.name),
+            launch_template_version=pool.launch_template_version,
             # A group that grows later must not be pinned to a cluster placement group.
             create_placement_group=False if high > low else None,
         )
