@@ -234,9 +234,7 @@ def test_the_launch_template_version_follows_the_newest_unless_pinned(synth: Syn
     """Unpinned, any change to the launch template rolls the group; pinned, the nodes stay on
     the given version until it is moved."""
     latest = _one(synth.raw["CapacityBlock"], "AWS::EKS::Nodegroup")["LaunchTemplate"]
-    assert latest["Version"] == {
-        "Fn::GetAtt": [latest["Id"]["Ref"], "LatestVersionNumber"]
-    }
+    assert latest["Version"] == {"Fn::GetAtt": [latest["Id"]["Ref"], "LatestVersionNumber"]}
     pinned = _one(synth.raw["GivenGroup"], "AWS::EKS::Nodegroup")["LaunchTemplate"]
     assert pinned["Version"] == "3" and "Ref" in pinned["Id"]
 
