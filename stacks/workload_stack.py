@@ -263,6 +263,7 @@ class WorkloadComputeStack(Stack):
             "efa_layout": efa_layout_of(workload),
             "root_volume_size_gib": workload.root_volume_size_gib,
             "max_pods_per_node": max_pods_per_node,
+            "launch_template_version": workload.launch_template_version,
             "node_group_subnets": node_group_subnets,
         }
         self.workload: PretrainingWorkload | PostTrainingWorkload | InferenceWorkload
@@ -276,6 +277,7 @@ class WorkloadComputeStack(Stack):
                 file_system=file_system,
                 rollout_instance_type=rollout.instance_type if rollout.enabled else None,
                 rollout_node_count=rollout.instance_count,
+                rollout_launch_template_version=rollout.launch_template_version,
                 **common,
             )
         else:

@@ -281,26 +281,34 @@ def _dashboards() -> str:
 
 
 def _nccl_expectations() -> str:
-    """Expected all_reduce_perf bus bandwidth on 2 nodes of each EFA GPU type the profiles use:
-    the sourced figure, else the EFA line rate (what ``fmc validate`` compares with)."""
+    """Expected all_reduce_perf bus bandwidth of each EFA GPU type the profiles use, at 2 to 32
+    nodes: the sourced figure, else the stated model (what ``fmc validate`` compares with)."""
     from fm_constructs.planning import nccl_bandwidth as bw
 
     rows = [
         "| instance type | nodes | expected busbw | pass at | from |",
         "|---|---|---|---|---|",
     ]
-    for name in ("p4de.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"):
-        expectation = bw.expectation_for(name, 2, 16 << 30)
-        origin = (
-            f"[measured]({expectation.reference.source.split(' ')[0]}) at "
-            f"{expectation.reference.message_bytes >> 30} GiB"
-            if expectation.reference
-            else "no reference figure: EFA line rate"
-        )
-        rows.append(
-            f"| {name} | 2 | {expectation.busbw_gb_s:.1f} GB/s | "
-            f"{expectation.threshold_gb_s:.1f} GB/s | {origin} |"
-        )
+    types = (
+        "p4de.24xlarge",
+        "p5.48xlarge",
+        "p5en.48xlarge",
+        "p6-b200.48xlarge",
+        "p6-b300.48xlarge",
+    )
+    for name in types:
+        for nodes in (2, 4, 8, 16, 32):
+            expectation = bw.expectation_for(name, nodes, 16 << 30)
+            origin = (
+                f"[measured]({expectation.reference.source.split(' ')[0]}) at "
+                f"{expectation.reference.message_bytes >> 30} GiB"
+                if expectation.reference
+                else f"model: {bw.ring_efficiency(nodes):.0%} of the EFA line rate"
+            )
+            rows.append(
+                f"| {name} | {nodes} | {expectation.busbw_gb_s:.1f} GB/s | "
+                f"{expectation.threshold_gb_s:.1f} GB/s | {origin} |"
+            )
     return "\n".join(rows)
 
 

@@ -386,15 +386,17 @@ Prove that the cluster reaches its EFA bandwidth with nccl-tests all_reduce_perf
    With --submit on EKS: apply it with the current kubectl context, wait, collect the
    launcher's log (saved as nccl-tests-<namespace>.log) and judge it.
 
-2. --from-log FILE --instance-type TYPE --nodes N
+2. --from-log FILE [--instance-type TYPE] [--nodes N]
    Judge a saved all_reduce_perf log (mpirun or srun output, with or without NCCL INFO
-   lines and rank prefixes).
+   lines and rank prefixes). The node count and the GPU type are read from the log's
+   device list when not given; a log that contradicts what is given is refused.
 
 A run passes when the out-of-place bus bandwidth at the largest message size reaches 90% of
 the expected figure and no row reports #wrong. The expected figure is a published
 measurement for the instance type and node count when one exists (its source is printed);
-otherwise "no reference figure" is stated and the node's EFA line rate is used. A log that
-ends before the summary line fails as truncated.
+otherwise "no reference figure" is stated and a model is used: 89% of the node's EFA line
+rate up to 16 nodes, 9 points less per doubling beyond. A log that ends before the summary
+line fails as truncated.
 """
 
 

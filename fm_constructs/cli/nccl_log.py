@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fm_constructs.catalog import get_instance_type
+from fm_constructs.catalog import InstanceSpec, all_instance_types, get_instance_type
 from fm_constructs.planning.nccl_bandwidth import Expectation, expectation_for
 
 # Rank/host prefixes added by launchers: mpirun --tag-output "[1,0]<stdout>:", srun -l "0: ",
@@ -36,7 +36,10 @@ _ROW = re.compile(
 )
 _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(?P<value>[\d.]+)")
 _OUT_OF_BOUNDS = re.compile(r"#\s*Out of bounds values\s*:\s*(?P<count>\d+)\s+(?P<state>\w+)")
-_DEVICE = re.compile(r"#\s+Rank\s+(?P<rank>\d+)\b.*?\bon\s+(?P<host>\S+)\s+device\s+(?P<dev>\d+)")
+_DEVICE = re.compile(
+    r"#\s+Rank\s+(?P<rank>\d+)\b.*?\bon\s+(?P<host>\S+)\s+device\s+(?P<dev>\d+)"
+    r"(?:\s+\[[^\]]*\]\s+(?P<gpu>.+?))?\s*$"
+)
 _NICS = re.compile(r"NET/OFI\s+Selected [Pp]rovider is (?P<provider>[\w-]+).*?found (?P<n>\d+) nic")
 _SOCKET = re.compile(r"NCCL INFO (?:Using network Socket|NET/Socket\b)")
 _OFI = re.compile(r"NCCL INFO (?:Using network (?:AWS )?Libfabric|NET/OFI\b)")
@@ -70,6 +73,7 @@ class ParsedLog:
     out_of_bounds: int | None = None
     out_of_bounds_failed: bool = False
     hosts: dict[str, int] = field(default_factory=dict)
+    gpu_names: set[str] = field(default_factory=set)
     info_lines: int = 0
     socket_transport: bool = False
     ofi_transport: bool = False
@@ -118,6 +122,8 @@ def parse_log(text: str) -> ParsedLog:
         if device:
             host = device.group("host")
             log.hosts[host] = log.hosts.get(host, 0) + 1
+            if device.group("gpu"):
+                log.gpu_names.add(device.group("gpu").strip())
             continue
         row = _ROW.match(line)
         if row:
@@ -141,6 +147,64 @@ def parse_log(text: str) -> ParsedLog:
             log.out_of_bounds = int(bounds.group("count"))
             log.out_of_bounds_failed = bounds.group("state").upper() != "OK"
     return log
+
+
+def _gpu_matches(spec: InstanceSpec, gpu_name: str) -> bool:
+    """Whether ``gpu_name`` as nccl-tests prints it ("NVIDIA H100 80GB HBM3",
+    "NVIDIA A100-SXM4-40GB") is the accelerator of ``spec``: its name as a word, and its memory
+    when the name states one."""
+    if not re.search(
+        rf"(?<![A-Za-z0-9]){re.escape(spec.accelerator_name)}(?![A-Za-z0-9])", gpu_name
+    ):
+        return False
+    memory = re.search(r"(\d+)\s*GB", gpu_name)
+    return memory is None or abs(int(memory.group(1)) - spec.accelerator_memory_gib) <= (
+        0.15 * spec.accelerator_memory_gib
+    )
+
+
+def ranks_per_host(log: ParsedLog) -> int | None:
+    counts = set(log.hosts.values())
+    return counts.pop() if len(counts) == 1 else None
+
+
+def instance_types_in_log(log: ParsedLog) -> tuple[str, ...]:
+    """The multi-node EFA types whose GPUs the log names, with as many GPUs per node as the
+    log has ranks per host."""
+    if len(log.gpu_names) != 1:
+        return ()
+    (gpu,) = log.gpu_names
+    per_host = ranks_per_host(log)
+    return tuple(
+        spec.name
+        for spec in all_instance_types()
+        if spec.efa_supported
+        and _gpu_matches(spec, gpu)
+        and (per_host is None or spec.accelerator_count == per_host)
+    )
+
+
+def contradictions(log: ParsedLog, instance_type: str, nodes: int) -> tuple[str, ...]:
+    """What the log says against the shape a judgement was asked for: another host count,
+    another GPU, or not every GPU of each node."""
+    spec = get_instance_type(instance_type)
+    found: list[str] = []
+    if log.hosts and len(log.hosts) != nodes:
+        found.append(
+            f"the log lists ranks on {len(log.hosts)} host(s), not {nodes} "
+            f"({', '.join(sorted(log.hosts)[:4])}{', ...' if len(log.hosts) > 4 else ''})"
+        )
+    for gpu in sorted(log.gpu_names):
+        if not _gpu_matches(spec, gpu):
+            found.append(f"the log's GPUs are {gpu!r}, a {spec.name} has {spec.accelerator_name}")
+    per_host = ranks_per_host(log)
+    if log.hosts and per_host != spec.accelerator_count:
+        shown = per_host if per_host is not None else sorted(set(log.hosts.values()))
+        found.append(
+            f"the log has {shown} rank(s) per host, a {spec.name} has "
+            f"{spec.accelerator_count} GPUs: the expected figures are for every GPU of each node"
+        )
+    return tuple(found)
 
 
 @dataclass(frozen=True)

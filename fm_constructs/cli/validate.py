@@ -6,8 +6,10 @@ Two modes:
   workload: on EKS (and HyperPod on EKS) the MPI TrainingRuntime and the TrainJob as YAML, which
   ``--submit`` applies with the user's current kubectl context, waits for, reads the launcher's
   log from and judges; on HyperPod Slurm the exact ``sbatch`` command for the login node.
-* ``--from-log FILE --instance-type TYPE --nodes N`` judges a saved ``all_reduce_perf`` log
-  (see :mod:`fm_constructs.cli.nccl_log` for the rules).
+* ``--from-log FILE [--instance-type TYPE] [--nodes N]`` judges a saved ``all_reduce_perf``
+  log (see :mod:`fm_constructs.cli.nccl_log` for the rules); the node count and the GPU type
+  are read from the log's device list when not given, and a log that contradicts what is
+  given is refused.
 
 kubectl is run as a subprocess (found on PATH), never through a Kubernetes client library, so
 the user's kubeconfig, context and credentials plugins apply unchanged.
@@ -27,7 +29,14 @@ from typing import Any
 import yaml
 
 from fm_constructs.cli.exit_codes import CliError, ExitCode
-from fm_constructs.cli.nccl_log import Verdict, judge, parse_log
+from fm_constructs.cli.nccl_log import (
+    ParsedLog,
+    Verdict,
+    contradictions,
+    instance_types_in_log,
+    judge,
+    parse_log,
+)
 from fm_constructs.cli.output import Reporter, render_pairs
 from fm_constructs.config import Orchestrator, Profile, WorkloadConfig
 from fm_constructs.errors import FmValidationError
@@ -68,7 +77,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="--submit: how long to wait for the job (default 30)",
     )
     parser.add_argument("--from-log", metavar="FILE", help="judge a saved all_reduce_perf log")
-    parser.add_argument("--instance-type", help="--from-log: instance type the run used")
+    parser.add_argument(
+        "--instance-type",
+        help="--from-log: instance type the run used (default: from the GPUs the log names)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
@@ -120,21 +132,55 @@ def _bytes(value: int | None) -> str:
     return f"{value} B ({value / (1 << 30):g} GiB)" if value >= 1 << 30 else f"{value} B"
 
 
+def _shape_from_log(
+    log: ParsedLog, instance_type: str | None, nodes: int | None
+) -> tuple[str, int]:
+    """The run's instance type and node count: as given, else as the log's device list shows
+    them (nccl-tests prints one ``#  Rank N ... on HOST device D [BUS] GPU`` line per rank)."""
+    if nodes is None:
+        if not log.hosts:
+            raise CliError(
+                "validate --from-log: the log has no '# Using devices' list to count the nodes "
+                "from; give --nodes N",
+                ExitCode.USAGE,
+            )
+        nodes = len(log.hosts)
+    if instance_type is None:
+        candidates = instance_types_in_log(log)
+        if len(candidates) != 1:
+            shown = ", ".join(sorted(log.gpu_names)) or "no GPU names"
+            which = f"it fits {', '.join(candidates)}" if candidates else "no catalogued type fits"
+            raise CliError(
+                f"validate --from-log: the log shows {shown} ({which}); give --instance-type TYPE",
+                ExitCode.USAGE,
+            )
+        (instance_type,) = candidates
+    return instance_type, nodes
+
+
 def run_from_log(args: argparse.Namespace, reporter: Reporter) -> int:
-    if not args.instance_type or args.nodes is None:
-        raise CliError(
-            "validate --from-log needs --instance-type TYPE and --nodes N (the run's shape)",
-            ExitCode.USAGE,
-        )
-    if args.nodes < 1:
+    if args.nodes is not None and args.nodes < 1:
         raise CliError(f"validate: --nodes must be 1 or more, got {args.nodes}", ExitCode.USAGE)
     path = Path(args.from_log)
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as error:
         raise CliError(f"validate: cannot read {path}: {error.strerror}", ExitCode.USAGE) from None
-    verdict = judge(parse_log(text), args.instance_type, args.nodes)
-    return report_verdict(verdict, reporter, instance_type=args.instance_type, nodes=args.nodes)
+    log = parse_log(text)
+    instance_type, nodes = _shape_from_log(log, args.instance_type, args.nodes)
+    try:
+        against = contradictions(log, instance_type, nodes)
+    except FmValidationError as error:
+        raise CliError(f"validate: {error}", ExitCode.USAGE) from None
+    if against:
+        raise CliError(
+            f"validate --from-log: the log contradicts {nodes} x {instance_type}, so no "
+            f"judgement: {'; '.join(against)} (omit --instance-type/--nodes to take them from "
+            "the log)",
+            ExitCode.USAGE,
+        )
+    verdict = judge(log, instance_type, nodes)
+    return report_verdict(verdict, reporter, instance_type=instance_type, nodes=nodes)
 
 
 # ------------------------------------------------------------------------------ rendering
@@ -326,7 +372,7 @@ def run_validate(
     if not args.config:
         raise CliError(
             "validate: give --config PROFILE --workload NAME (render or --submit the "
-            "nccl-tests job), or --from-log FILE --instance-type TYPE --nodes N",
+            "nccl-tests job), or --from-log FILE [--instance-type TYPE] [--nodes N]",
             ExitCode.USAGE,
         )
     return run_config(args, reporter, load(args.config), run)

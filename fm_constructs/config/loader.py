@@ -249,6 +249,7 @@ def _common(name: str, t: TableReader) -> dict[str, Any]:
         )
         or 0,
         "max_pods_per_node": t.integer("max_pods_per_node", minimum=1, maximum=250),
+        "launch_template_version": t.integer("launch_template_version", minimum=1),
     }
 
 
@@ -401,6 +402,7 @@ def _rollout(t: TableReader) -> RolloutConfig:
             "instance_count", _default(RolloutConfig, "instance_count"), minimum=1, maximum=10_000
         )
         or 1,
+        launch_template_version=t.integer("launch_template_version", minimum=1),
     )
 
 

@@ -316,6 +316,12 @@ class RolloutConfig:
         metadata={"doc": "EC2 instance type of the rollout nodes (EFA-capable, from the catalog)."},
     )
     instance_count: int = field(default=1, metadata={"doc": "Rollout nodes (on demand)."})
+    launch_template_version: int | None = field(
+        default=None,
+        metadata={
+            "doc": "The version of the rollout group's launch template its nodes run (as [post_training] launch_template_version; unset: the newest)."
+        },
+    )
 
 
 #: Key of the platform's shared EKS cluster (every EKS-orchestrated workload without
@@ -365,6 +371,12 @@ class WorkloadConfig:
     )
     storage: StorageConfig = field(
         default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}
+    )
+    launch_template_version: int | None = field(
+        default=None,
+        metadata={
+            "doc": "'eks': the version of the accelerated node groups' launch template their nodes run. Unset: the newest, so any change to the launch template (user data, interfaces, root volume) replaces the nodes on the next deploy. A number pins it: a change then only adds a version, and no node is replaced until you set the new number (pool by pool, when no job needs the nodes; the version numbers are in the EC2 console or 'aws ec2 describe-launch-template-versions')."
+        },
     )
     max_pods_per_node: int | None = field(
         default=None,

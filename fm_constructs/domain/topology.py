@@ -43,3 +43,28 @@ TOPOLOGY_FAMILIES = frozenset(
 def has_instance_topology(spec: InstanceSpec) -> bool:
     """True when EKS labels nodes of ``spec`` with their network layers."""
     return spec.family in TOPOLOGY_FAMILIES
+
+
+#: Topology of pools whose nodes carry no network-layer labels: the host alone. Every pool's
+#: flavor is topology-aware, so no ClusterQueue mixes topology-aware and plain flavors: Kueue
+#: then places every pod set of every queue by topology, with or without an annotation (a queue
+#: is "TAS-only" when all its flavors name a topology, kueue v0.19.2
+#: pkg/cache/scheduler/clusterqueue.go ``isTASOnly``; in a mixed queue a pod set without a
+#: topology annotation is refused by every topology-aware flavor, "supports only
+#: TopologyAwareScheduling", pkg/scheduler/flavorassigner/tas_flavorassigner.go
+#: ``checkPodSetAndFlavorMatchForTAS``).
+HOST_TOPOLOGY = "host"
+#: Levels of each Topology the library renders, by name.
+TOPOLOGIES: dict[str, tuple[str, ...]] = {
+    KUEUE_TOPOLOGY: TOPOLOGY_LEVELS,
+    HOST_TOPOLOGY: (HOSTNAME_LABEL,),
+}
+
+
+def flavor_topology(spec: InstanceSpec, *, network_layers: bool = True) -> str:
+    """The Topology a pool of ``spec`` nodes is placed by: the network layers where EKS labels
+    its nodes with them, else the host alone. ``network_layers=False`` for nodes the library
+    does not know to carry the layer labels (HyperPod)."""
+    if network_layers and has_instance_topology(spec):
+        return KUEUE_TOPOLOGY
+    return HOST_TOPOLOGY

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from fm_constructs.kubernetes import images
+from fm_constructs.kubernetes import images, mpi_ssh
 from fm_constructs.kubernetes.node_shape import (
     WorkloadTarget,
     accelerator_resource,
@@ -29,6 +29,10 @@ FSDP_JOB = "fsdp-first-job"
 NCCL_TESTS_BIN = "/opt/nccl-tests/build/all_reduce_perf"
 #: How long the launcher waits for every node's sshd before giving up.
 SSH_WAIT_SECONDS = 600
+#: Open MPI of the EFA installer in the nccl-tests image. ``mpirun`` is called by this path and
+#: given it as ``--prefix``, so the remote ``orted`` is found over a non-interactive ssh session
+#: whose PATH does not include it.
+MPI_PREFIX = "/opt/amazon/openmpi"
 #: Largest all_reduce message: 16 GiB, or less so that send and receive buffers fit in a
 #: quarter of one GPU's memory each.
 MAX_MESSAGE_BYTES = 16 << 30
@@ -47,12 +51,23 @@ def _size_arg(num_bytes: int) -> str:
     return f"{num_bytes >> 30}G" if num_bytes >= 1 << 30 else f"{num_bytes >> 20}M"
 
 
-def nccl_tests_command(target: WorkloadTarget, nodes: int) -> str:
-    """The launcher's shell command: wait for every node's sshd, then mpirun all_reduce_perf
-    on all GPUs of ``nodes`` nodes (8 B to the largest message, factor 2, checked)."""
+def nccl_tests_command(
+    target: WorkloadTarget,
+    nodes: int,
+    *,
+    mpi_prefix: str = MPI_PREFIX,
+    mount_path: str = mpi_ssh.MOUNT_PATH,
+    private_dir: str = mpi_ssh.PRIVATE_DIR,
+    port: int = mpi_ssh.SSH_PORT,
+) -> str:
+    """The launcher's shell command: take the SSH key to a private copy, wait for every node's
+    sshd, then mpirun all_reduce_perf on all GPUs of ``nodes`` nodes (8 B to the largest
+    message, factor 2, checked). The keyword arguments move paths for tests."""
     ranks = nodes * target.accelerators
     mpirun = [
-        "mpirun",
+        f"{mpi_prefix}/bin/mpirun",
+        "--prefix",
+        mpi_prefix,
         "--allow-run-as-root",
         "--tag-output",
         "-np",
@@ -67,6 +82,9 @@ def nccl_tests_command(target: WorkloadTarget, nodes: int) -> str:
         "LD_LIBRARY_PATH",
         "-x",
         "PATH",
+        "--mca",
+        "plm_rsh_args",
+        mpi_ssh.rsh_args(private_dir),
         "--mca",
         "pml",
         "^ucx",
@@ -90,16 +108,12 @@ def nccl_tests_command(target: WorkloadTarget, nodes: int) -> str:
         "-n",
         "20",
     ]
-    tries = SSH_WAIT_SECONDS // 5
+    wait = mpi_ssh.wait_for_nodes("$hostfile", seconds=SSH_WAIT_SECONDS, private_dir=private_dir)
     return (
         "set -eu; "
         'hostfile="${OMPI_MCA_orte_default_hostfile:?the MPI hostfile Trainer mounts}"; '
-        "while read -r host _; do "
-        "n=0; "
-        'until ssh -n -o ConnectTimeout=2 "$host" true 2>/dev/null; do '
-        f'n=$((n+1)); if [ "$n" -ge {tries} ]; then '
-        'echo "node $host does not accept ssh" >&2; exit 1; fi; sleep 5; '
-        'done; done < "$hostfile"; '
+        f"{mpi_ssh.launcher_setup(mount_path, private_dir, port)}; "
+        f"{wait}; "
         f"exec {shlex.join(mpirun)}"
     )
 

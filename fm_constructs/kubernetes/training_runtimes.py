@@ -26,7 +26,7 @@ from fm_constructs.domain.topology import (
     PREFERRED_TOPOLOGY_ANNOTATION,
     has_instance_topology,
 )
-from fm_constructs.kubernetes import images
+from fm_constructs.kubernetes import images, mpi_ssh
 from fm_constructs.kubernetes.node_shape import (
     WorkloadTarget,
     nccl_env,
@@ -43,8 +43,15 @@ JAX_RUNTIME = "fm-jax-distributed"
 MPI_RUNTIME = "fm-mpi"
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
-#: Where Trainer mounts the MPI SSH keys (root's home: the nccl-tests image runs as root).
-SSH_AUTH_PATH = "/root/.ssh"
+#: Where Trainer mounts the MPI SSH keys; both pods copy them to a private 0600 copy at start
+#: (see ``kubernetes.mpi_ssh``: as root, OpenSSH refuses the 0640 key Trainer mounts).
+SSH_AUTH_PATH = mpi_ssh.MOUNT_PATH
+#: Label on every pod a training runtime starts; the workload's PodDisruptionBudget selects it.
+TRAINING_POD_LABEL = "fm-constructs/training-pod"
+#: Name of that PodDisruptionBudget.
+TRAINING_POD_BUDGET = "fm-training-pods"
+#: The MPI pods run as root (sshd on port 22, the nccl-tests image's user); stated, not assumed.
+ROOT_SECURITY_CONTEXT: dict[str, Any] = {"runAsUser": 0, "runAsGroup": 0}
 
 
 def _metadata(target: WorkloadTarget, name: str, framework: str) -> dict[str, Any]:
@@ -89,9 +96,9 @@ def _replicated_job(
     trainer: bool,
     pod_metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    pod: dict[str, Any] = {"spec": pod_spec}
-    if pod_metadata:
-        pod = {"metadata": pod_metadata, **pod}
+    metadata = dict(pod_metadata or {})
+    metadata["labels"] = {**metadata.get("labels", {}), TRAINING_POD_LABEL: "true"}
+    pod: dict[str, Any] = {"metadata": metadata, "spec": pod_spec}
     job: dict[str, Any] = {"template": {"spec": {"template": pod}}}
     if trainer:
         job["template"]["metadata"] = {"labels": {ANCESTOR_LABEL: "trainer"}}
@@ -153,15 +160,17 @@ def jax_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str
 
 
 def mpi_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
-    """OpenMPI launcher + sshd nodes; the launcher is a small pod on any node (it only runs
-    mpirun), the nodes own their accelerated nodes."""
+    """OpenMPI launcher + sshd nodes. The nodes own their accelerated nodes; the launcher only
+    runs mpirun and asks for one CPU, but Kueue gives it the flavor's node labels and
+    tolerations like every pod set, so it shares a node of the same pool."""
     image = image or images.NCCL_TESTS.reference
     node = node_pod_spec(
         target,
         image=image,
         debug="INFO",
         extra_container={
-            "command": ["/usr/sbin/sshd", "-De"],
+            "command": ["/bin/bash", "-c", mpi_ssh.node_start()],
+            "securityContext": dict(ROOT_SECURITY_CONTEXT),
             "readinessProbe": {"tcpSocket": {"port": 22}, "initialDelaySeconds": 5},
         },
     )
@@ -174,6 +183,7 @@ def mpi_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str
                 "image": image,
                 "env": nccl_env(debug="INFO"),
                 "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+                "securityContext": dict(ROOT_SECURITY_CONTEXT),
             }
         ],
     }
@@ -199,6 +209,32 @@ def mpi_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str
             ],
         },
     )
+
+
+def training_pod_budget(target: WorkloadTarget) -> dict[str, Any]:
+    """A PodDisruptionBudget that allows no voluntary eviction of a running training pod.
+
+    A node group update (or a drain, or the cluster autoscaler) then waits for the jobs on a
+    node instead of killing one rank of a multi-node job, which would fail the whole job: EKS
+    managed node group updates respect it unless ``force_update`` is set (they stop after their
+    drain timeout rather than evict). Pods that are not Ready may still be evicted
+    (``unhealthyPodEvictionPolicy: AlwaysAllow``), so a crashed rank never blocks a drain.
+    Kueue's preemption deletes workloads and is not held back by it.
+    """
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {
+            "name": TRAINING_POD_BUDGET,
+            "namespace": target.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "fm-constructs"},
+        },
+        "spec": {
+            "maxUnavailable": 0,
+            "selector": {"matchLabels": {TRAINING_POD_LABEL: "true"}},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
+    }
 
 
 def training_runtimes(target: WorkloadTarget) -> list[dict[str, Any]]:

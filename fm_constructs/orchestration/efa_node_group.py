@@ -105,6 +105,10 @@ class EfaNodeGroup(Construct):
       ``max_unavailable`` nodes at a time and respect PodDisruptionBudgets unless
       ``force_update`` (a node running a job that a budget protects is not taken away by a
       launch-template or AMI change).
+    - ``launch_template_version``: the version of the group's launch template the nodes run.
+      None follows the newest version, so any change to the template (user data, interfaces,
+      root volume) replaces the group's nodes on the next deploy. A number pins it: a change
+      then only adds a version, and no node is replaced until the number is moved to it.
     - ``node_pool``: value of the ``fm-constructs/node-pool`` label (the Kueue ResourceFlavor
       that selects this group).
     - ``max_pods``: kubelet maxPods of the nodes (nodeadm NodeConfig in the launch template);
@@ -145,6 +149,7 @@ class EfaNodeGroup(Construct):
         create_placement_group: bool | None = None,
         node_pool: str | None = None,
         force_update: bool = False,
+        launch_template_version: int | None = None,
         max_pods: int | None = None,
         desired_size: int | None = None,
         min_size: int | None = None,
@@ -244,7 +249,11 @@ class EfaNodeGroup(Construct):
             capacity_type=getattr(eks.CapacityType, capacity.eks_capacity_type()),
             launch_template_spec=eks.LaunchTemplateSpec(
                 id=self.launch_template.launch_template_id,
-                version=self.launch_template.latest_version_number,
+                version=(
+                    self.launch_template.latest_version_number
+                    if launch_template_version is None
+                    else str(launch_template_version)
+                ),
             ),
             subnets=ec2.SubnetSelection(subnets=[subnet]),
             min_size=min_nodes,

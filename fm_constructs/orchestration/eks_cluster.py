@@ -505,9 +505,12 @@ class GpuEksCluster(Construct):
     def add_training_runtimes(self, target: WorkloadTarget) -> eks.KubernetesManifest:
         """Install the EFA-aware Kubeflow Trainer runtimes of ``target``'s workload (PyTorch,
         JAX, MPI; :mod:`fm_constructs.kubernetes.training_runtimes`) in its namespace, with the
-        namespace and service account they run as, once the Trainer chart (and its CRDs) is
-        installed."""
-        from fm_constructs.kubernetes.training_runtimes import training_runtimes
+        namespace and service account they run as and the PodDisruptionBudget of their pods,
+        once the Trainer chart (and its CRDs) is installed."""
+        from fm_constructs.kubernetes.training_runtimes import (
+            training_pod_budget,
+            training_runtimes,
+        )
 
         trainer = self.charts.get(charts.KUBEFLOW_TRAINER.release)
         if trainer is None:
@@ -533,6 +536,7 @@ class GpuEksCluster(Construct):
                     "metadata": {"name": target.service_account, "namespace": namespace},
                 },
                 *training_runtimes(target),
+                training_pod_budget(target),
             ],
             overwrite=True,
         )

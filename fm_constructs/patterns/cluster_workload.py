@@ -26,10 +26,10 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
-from fm_constructs.domain.topology import KUEUE_TOPOLOGY, has_instance_topology
+from fm_constructs.domain.topology import flavor_topology
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.kubernetes.node_shape import WorkloadTarget
-from fm_constructs.kubernetes.training_runtimes import training_runtimes
+from fm_constructs.kubernetes.training_runtimes import training_pod_budget, training_runtimes
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
@@ -55,7 +55,8 @@ class NodePool:
     label ``fm-constructs/node-pool=<namespace>-<name>``, which is also the name of its Kueue
     ResourceFlavor. ``min_node_count``/``max_node_count`` default to ``node_count`` (fixed
     size); a pool that can grow gets the Cluster Autoscaler. ``labels`` and ``taints`` come on
-    top of the accelerator label and taint.
+    top of the accelerator label and taint. ``launch_template_version`` pins the version of
+    the pool's launch templates its nodes run (None: the newest; see :class:`EfaNodeGroup`).
     """
 
     name: str
@@ -66,6 +67,7 @@ class NodePool:
     capacity: CapacitySource | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: Mapping[str, str] = field(default_factory=dict)
+    launch_template_version: int | None = None
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -351,6 +353,7 @@ class EksWorkload(Construct):
             labels=labels or None,
             taints=dict(pool.taints) or None,
             node_pool=names.resource_flavor_name(self.name, pool.name),
+            launch_template_version=pool.launch_template_version,
             # A group that grows later must not be pinned to a cluster placement group.
             create_placement_group=False if high > low else None,
         )
@@ -366,7 +369,10 @@ class EksWorkload(Construct):
             self,
             "TrainingRuntimes",
             cluster=self.cluster.icluster,
-            manifest=training_runtimes(self.training_target),
+            manifest=[
+                *training_runtimes(self.training_target),
+                training_pod_budget(self.training_target),
+            ],
             overwrite=True,
         )
         self.training_runtimes.node.add_dependency(self.namespace_manifest)
@@ -418,9 +424,7 @@ class EksWorkload(Construct):
                     name=flavor_name,
                     node_labels=((names.NODE_POOL_LABEL, flavor_name),),
                     taints=group.taints,
-                    topology_name=(
-                        KUEUE_TOPOLOGY if has_instance_topology(group.instance_spec) else None
-                    ),
+                    topology_name=flavor_topology(group.instance_spec),
                 ),
                 owner=self.name,
                 quota=pool_quota(pool),

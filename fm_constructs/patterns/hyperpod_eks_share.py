@@ -16,8 +16,9 @@ from constructs import Construct
 from fm_constructs import kubernetes as k8s
 from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
+from fm_constructs.domain.topology import flavor_topology
 from fm_constructs.kubernetes.node_shape import INSTANCE_TYPE_LABEL, WorkloadTarget
-from fm_constructs.kubernetes.training_runtimes import training_runtimes
+from fm_constructs.kubernetes.training_runtimes import training_pod_budget, training_runtimes
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.patterns.kueue_queues import KueueFlavors
@@ -83,7 +84,7 @@ class HyperPodEksShare(Construct):
                 self,
                 "TrainingRuntimes",
                 cluster=cluster.icluster,
-                manifest=training_runtimes(self.target),
+                manifest=[*training_runtimes(self.target), training_pod_budget(self.target)],
                 overwrite=True,
             )
             self.training_runtimes.node.add_dependency(self.namespace_manifest)
@@ -99,6 +100,9 @@ class HyperPodEksShare(Construct):
                 name=flavor,
                 node_labels=((INSTANCE_TYPE_LABEL, self.target.node_type_label),),
                 taints=(),
+                # The host alone: every flavor of the cohort names a topology (see
+                # domain.topology.HOST_TOPOLOGY).
+                topology_name=flavor_topology(self.target.spec, network_layers=False),
             ),
             owner=name,
             quota=capacity_quota(instance_type, node_count),

@@ -8,8 +8,9 @@ Layout rules (:func:`plan_layout`):
 
 * A replica needs ``tensor_parallel_size x pipeline_parallel_size`` GPUs. When they fit on one
   node it is a ``Deployment`` pod; otherwise it is a ``LeaderWorkerSet`` group of whole nodes
-  (vLLM's multi-node recipe: Ray head on the leader, Ray workers on the others, pipeline
-  stages across nodes over EFA).
+  running vLLM's native multi-node mode (no Ray: every pod runs ``vllm serve`` with
+  ``--nnodes``, its ``--node-rank`` and the leader as ``--master-addr``; the workers run
+  ``--headless``), pipeline stages across nodes.
 * Tensor parallelism stays inside a node: a tensor-parallel size larger than the GPUs
   of one node is rejected with the pipeline-parallel split that fixes it.
 * Weights are copied from S3 by an init container into an ``emptyDir``. EKS nodes built by
@@ -49,8 +50,15 @@ AWS_CLI_IMAGE = pins.image("aws-cli").reference
 DEFAULT_PORT = 8080
 #: Where the weights live inside the pods.
 MODEL_MOUNT_PATH = "/models"
-#: Script shipped in the vLLM image that forms the Ray cluster of a multi-node replica.
-MULTI_NODE_SCRIPT = "/vllm-workspace/examples/online_serving/multi-node-serving.sh"
+#: Port of the leader's torch.distributed store in vLLM's native multi-node mode (the default of
+#: ``ParallelConfig.master_port``, vllm/config/parallel.py).
+MASTER_PORT = 29501
+#: Environment the LeaderWorkerSet controller sets in every pod of a group (the kubelet expands
+#: ``$(NAME)`` in a container's command from it): group size, the pod's index (0 on the
+#: leader) and the leader's address.
+LWS_GROUP_SIZE = "$(LWS_GROUP_SIZE)"
+LWS_WORKER_INDEX = "$(LWS_WORKER_INDEX)"
+LWS_LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
 #: Share of a node a model server may request (defined with the serving layout).
 NODE_SHARE = serving_layout.NODE_SHARE
 #: Shared memory for NCCL and vLLM's worker processes.
@@ -211,6 +219,11 @@ _MANAGED_FLAGS = frozenset(
         "--gpu-memory-utilization",
         "--max-model-len",
         "--distributed-executor-backend",
+        "--nnodes",
+        "--node-rank",
+        "--master-addr",
+        "--master-port",
+        "--headless",
     }
 )
 
@@ -319,7 +332,20 @@ def _serve_args(spec: ModelServerSpec, layout: ServingLayout) -> list[str]:
     if spec.max_model_len is not None:
         args += ["--max-model-len", str(spec.max_model_len)]
     if layout.multi_node:
-        args += ["--distributed-executor-backend", "ray"]
+        # vLLM's own multiprocessing executor across nodes (``mp`` needs ``--nnodes``): no Ray
+        # in the image, no Ray cluster to form.
+        args += [
+            "--distributed-executor-backend",
+            "mp",
+            "--nnodes",
+            LWS_GROUP_SIZE,
+            "--node-rank",
+            LWS_WORKER_INDEX,
+            "--master-addr",
+            LWS_LEADER_ADDRESS,
+            "--master-port",
+            str(MASTER_PORT),
+        ]
     return args + list(spec.extra_args)
 
 
@@ -457,27 +483,20 @@ def leader_worker_set_manifest(
 ) -> dict[str, Any]:
     """Multi-node replicas: a LeaderWorkerSet group of ``nodes_per_replica`` pods, one per node.
 
-    The leader starts the Ray head, waits for the group, then runs ``vllm serve`` over Ray; the
-    workers join the head (vLLM's documented LWS recipe). Every pod copies the weights to its
-    own instance store, since each pipeline stage loads its layers locally. A failed pod
-    recreates the whole group (``RecreateGroupOnPodRestart``): a Ray group missing a member
-    cannot serve.
+    Every pod runs ``vllm serve`` in vLLM's native multi-node mode: the leader (rank 0) serves
+    the API, the workers (``--headless``) run their ranks and reach the leader's store at
+    ``--master-addr``; no Ray runtime is needed in the image. Every pod copies the weights to
+    its own instance store, since each pipeline stage loads its layers locally. A failed pod
+    recreates the whole group (``RecreateGroupOnPodRestart``): a group missing a member cannot
+    serve.
     """
     if not layout.multi_node:
         raise ValueError("leader_worker_set_manifest renders multi-node layouts only")
-    serve = " ".join(["vllm", "serve", *(_quote(a) for a in _serve_args(spec, layout))])
+    serve = ["vllm", "serve", *_serve_args(spec, layout)]
     leader = _server_container(spec, layout, name="vllm-leader", serving=True)
-    leader["command"] = [
-        "/bin/bash",
-        "-c",
-        f"bash {MULTI_NODE_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE) && exec {serve}",
-    ]
+    leader["command"] = serve
     worker = _server_container(spec, layout, name="vllm-worker", serving=False)
-    worker["command"] = [
-        "/bin/bash",
-        "-c",
-        f"bash {MULTI_NODE_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS)",
-    ]
+    worker["command"] = [*serve, "--headless"]
     base = labels(spec)
     leader_labels = {**base, ROLE_LABEL: "leader"}
     worker_labels = {**base, ROLE_LABEL: "worker"}
@@ -502,13 +521,6 @@ def leader_worker_set_manifest(
             },
         },
     }
-
-
-def _quote(arg: str) -> str:
-    """Single-quote ``arg`` for bash when it holds anything but safe characters."""
-    if re.fullmatch(r"[A-Za-z0-9._/:=,+-]+", arg):
-        return arg
-    return "'" + arg.replace("'", "'\"'\"'") + "'"
 
 
 #: Annotations of a Service whose Network Load Balancer the AWS Load Balancer Controller makes

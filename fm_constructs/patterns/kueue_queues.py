@@ -20,7 +20,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
-from fm_constructs.domain.topology import TOPOLOGY_LEVELS
+from fm_constructs.domain.topology import TOPOLOGIES
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 
@@ -89,13 +89,14 @@ class KueueFlavors(Construct):
         return manifest
 
     def _topology(self, name: str) -> eks.KubernetesManifest:
-        """The cluster's Kueue Topology over the EC2 network layers (once per cluster)."""
+        """One of the cluster's Kueue Topologies (``domain.topology.TOPOLOGIES``), once per
+        cluster."""
         if name not in self.topologies:
             manifest = eks.KubernetesManifest(
                 self,
                 f"Topology-{name}",
                 cluster=self._cluster.icluster,
-                manifest=[k8s.topology(name, TOPOLOGY_LEVELS)],
+                manifest=[k8s.topology(name, TOPOLOGIES[name])],
             )
             kueue = self._cluster.charts.get(charts.KUEUE.release)
             if kueue is not None:

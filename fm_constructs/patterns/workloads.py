@@ -103,13 +103,22 @@ class PretrainingWorkload(_EksPattern):
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
+        launch_template_version: int | None = None,
         node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._build(
             cluster,
             WorkloadOperators(kueue=True, kubeflow_trainer=True),
-            [NodePool(MAIN_POOL, instance_type, node_count, capacity=capacity)],
+            [
+                NodePool(
+                    MAIN_POOL,
+                    instance_type,
+                    node_count,
+                    capacity=capacity,
+                    launch_template_version=launch_template_version,
+                )
+            ],
             name=name,
             subnet=subnet,
             data_bucket=data_bucket,
@@ -141,6 +150,7 @@ class PostTrainingWorkload(_EksPattern):
         capacity: CapacitySource | None = None,
         rollout_instance_type: str | None = None,
         rollout_node_count: int = 1,
+        rollout_launch_template_version: int | None = None,
         data_bucket: IDataBucket | None = None,
         file_system: LustreFileSystem | None = None,
         name: str = "post_training",
@@ -148,10 +158,19 @@ class PostTrainingWorkload(_EksPattern):
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
+        launch_template_version: int | None = None,
         node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        pools = [NodePool(MAIN_POOL, instance_type, node_count, capacity=capacity)]
+        pools = [
+            NodePool(
+                MAIN_POOL,
+                instance_type,
+                node_count,
+                capacity=capacity,
+                launch_template_version=launch_template_version,
+            )
+        ]
         if rollout_instance_type is not None:
             role = {ROLE_LABEL: ROLLOUT_POOL}
             pools.append(
@@ -161,6 +180,7 @@ class PostTrainingWorkload(_EksPattern):
                     rollout_node_count,
                     labels=role,
                     taints=role,
+                    launch_template_version=rollout_launch_template_version,
                 )
             )
         self._build(
@@ -208,6 +228,7 @@ class InferenceWorkload(_EksPattern):
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         max_pods_per_node: int | None = None,
+        launch_template_version: int | None = None,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
         node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
     ) -> None:
@@ -222,6 +243,7 @@ class InferenceWorkload(_EksPattern):
                     node_count,
                     max_node_count=max_node_count,
                     capacity=capacity,
+                    launch_template_version=launch_template_version,
                 )
             ],
             name=name,

@@ -116,6 +116,7 @@ def synth() -> Iterator[Synth]:
         node_count=1,
         efa_security_group=efa,
         auto_repair=False,
+        launch_template_version=3,
     )
 
     enable_nag(app)
@@ -227,6 +228,15 @@ def test_given_efa_group_and_repair_off(synth: Synth) -> None:
         for g in node_group.connections.security_groups
     }
     assert '"sg-0c000000000000001"' in ids and len(ids) == 2
+
+
+def test_the_launch_template_version_follows_the_newest_unless_pinned(synth: Synth) -> None:
+    """Unpinned, any change to the launch template rolls the group; pinned, the nodes stay on
+    the given version until it is moved."""
+    latest = _one(synth.raw["CapacityBlock"], "AWS::EKS::Nodegroup")["LaunchTemplate"]
+    assert latest["Version"] == {"Fn::GetAtt": [latest["Id"]["Ref"], "LatestVersionNumber"]}
+    pinned = _one(synth.raw["GivenGroup"], "AWS::EKS::Nodegroup")["LaunchTemplate"]
+    assert pinned["Version"] == "3" and "Ref" in pinned["Id"]
 
 
 def test_connections_cover_efa_and_cluster_groups(synth: Synth) -> None:

@@ -32,7 +32,7 @@ def test_help_documents_both_modes(capsys: pytest.CaptureFixture[str]) -> None:
     result = run("validate", "--help")
     assert result.code == 0
     shown = capsys.readouterr().out
-    for text in ("--from-log FILE --instance-type TYPE --nodes N", "--submit", "90%"):
+    for text in ("--from-log FILE [--instance-type TYPE] [--nodes N]", "--submit", "90%"):
         assert text in shown
 
 
@@ -70,10 +70,37 @@ def test_from_log_json(tmp_path: Path) -> None:
 
 
 def test_from_log_without_a_reference_figure_states_the_rule(tmp_path: Path) -> None:
-    path = _write(tmp_path, nccl_log(busbw=busbw_curve(410.0)))
+    path = _write(tmp_path, nccl_log(gpu_name="NVIDIA H200", busbw=busbw_curve(410.0)))
     result = run("validate", "--from-log", path, "--instance-type", "p5en.48xlarge", "--nodes", "2")
     assert result.code == 0
     assert "no reference figure" in result.out and "line rate" in result.out
+
+
+def test_from_log_reads_the_node_count_and_gpu_type_from_the_log(tmp_path: Path) -> None:
+    hosts = tuple(f"ip-10-1-0-{n}" for n in range(11, 15))
+    path = _write(tmp_path, nccl_log(hosts=hosts, info=efa_info(hosts[0], 32)))
+    result = run("validate", "--from-log", path, "--json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert (doc["instance_type"], doc["nodes"]) == ("p5.48xlarge", 4)
+
+
+def test_from_log_refuses_a_judgement_the_log_contradicts(tmp_path: Path) -> None:
+    path = _write(tmp_path, nccl_log(info=efa_info("ip-10-1-0-11", 32)))
+    result = run("validate", "--from-log", path, "--instance-type", "p5.48xlarge", "--nodes", "4")
+    assert result.code == 2
+    assert "contradicts 4 x p5.48xlarge" in result.err and "on 2 host(s), not 4" in result.err
+    other = run("validate", "--from-log", path, "--instance-type", "p6-b200.48xlarge")
+    assert other.code == 2 and "a p6-b200.48xlarge has B200" in other.err
+
+
+def test_from_log_without_a_device_list_needs_the_shape(tmp_path: Path) -> None:
+    text = "".join(line + "\n" for line in nccl_log().splitlines() if "Rank" not in line)
+    path = _write(tmp_path, text)
+    result = run("validate", "--from-log", path)
+    assert result.code == 2 and "give --nodes N" in result.err
+    typed = run("validate", "--from-log", path, "--nodes", "2")
+    assert typed.code == 2 and "give --instance-type TYPE" in typed.err
 
 
 @pytest.mark.parametrize(
@@ -83,7 +110,6 @@ def test_from_log_without_a_reference_figure_states_the_rule(tmp_path: Path) -> 
             ["--from-log", "/nonexistent.log", "--instance-type", "p5.48xlarge", "--nodes", "2"],
             "cannot read",
         ),
-        (["--from-log", "x.log"], "needs --instance-type"),
         (["--from-log", "x.log", "--config", DEFAULT_PROFILE], "takes no --config"),
         ([], "give --config PROFILE --workload NAME"),
         (["--config", DEFAULT_PROFILE, "--workload", "training"], "must name a training"),

@@ -515,3 +515,12 @@ def test_backups_are_refused_on_s3_linked_file_systems() -> None:
     (problem,) = problems_of(profile_with(**{"pretraining.storage.backup_retention_days": 7}))
     assert problem.startswith("pretraining.storage.backup_retention_days: FSx does not back up")
     assert parse_profile(BASE).pretraining.storage.backup_retention_days == 0
+
+
+def test_launch_template_versions_are_optional_pins() -> None:
+    assert parse_profile(BASE).pretraining.launch_template_version is None
+    profile = parse_profile(profile_with(**{"pretraining.launch_template_version": 4}))
+    assert profile.pretraining.launch_template_version == 4
+    assert problems_of(profile_with(**{"pretraining.launch_template_version": 0})) == (
+        "pretraining.launch_template_version: must be >= 1, got 0",
+    )

@@ -260,21 +260,28 @@ def test_leader_worker_set_groups_whole_nodes(leader_worker_set: dict[str, Any])
     assert leader_worker_set["spec"]["replicas"] == 1
 
 
-def test_leader_forms_the_ray_group_then_serves(leader_worker_set: dict[str, Any]) -> None:
+def test_the_group_serves_in_vllms_native_multi_node_mode_without_ray(
+    leader_worker_set: dict[str, Any],
+) -> None:
+    """vllm/config/parallel.py (ParallelConfig): with the ``mp`` executor a multi-node replica
+    sets ``nnodes``, ``node_rank``, ``master_addr`` and ``master_port``; the workers run
+    ``vllm serve --headless``. Recent vLLM images carry no Ray, so nothing here may need it."""
     template = leader_worker_set["spec"]["leaderWorkerTemplate"]
     leader = _container(template["leaderTemplate"]["spec"])
-    command = leader["command"][-1]
-    assert command.startswith(
-        f"bash {render.MULTI_NODE_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE) && exec "
-        "vllm serve /models/llama-405b"
-    )
-    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in command
-    assert "--distributed-executor-backend ray" in command
-    assert leader["readinessProbe"]["httpGet"]["path"] == "/health"
     worker = _container(template["workerTemplate"]["spec"])
-    assert worker["command"][-1] == (
-        f"bash {render.MULTI_NODE_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS)"
-    )
+    command = leader["command"]
+    assert command[:3] == ["vllm", "serve", "/models/llama-405b"]
+    joined = " ".join(command)
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in joined
+    assert (
+        "--distributed-executor-backend mp --nnodes $(LWS_GROUP_SIZE) "
+        "--node-rank $(LWS_WORKER_INDEX) --master-addr $(LWS_LEADER_ADDRESS) "
+        "--master-port 29501"
+    ) in joined
+    assert "--headless" not in command
+    assert worker["command"] == [*command, "--headless"]
+    assert not any("ray" in arg.lower() for arg in [*command, *worker["command"]])
+    assert leader["readinessProbe"]["httpGet"]["path"] == "/health"
     assert "readinessProbe" not in worker
     assert "ports" not in worker
 
@@ -302,12 +309,22 @@ def test_renderers_refuse_the_other_layout() -> None:
         render.leader_worker_set_manifest(SMALL, single, CTX)
 
 
-def test_extra_args_are_quoted_for_the_leader_shell() -> None:
+def test_extra_args_reach_every_group_member_verbatim() -> None:
     spec = dataclasses.replace(LARGE, extra_args=("--chat-template", "it's {x}"))
     layout = render.plan_layout(spec, get_instance_type("p5.48xlarge"))
     manifest = render.leader_worker_set_manifest(spec, layout, CTX)
-    leader = manifest["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
-    assert "--chat-template 'it'\"'\"'s {x}'" in _container(leader)["command"][-1]
+    template = manifest["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        command = _container(template[role]["spec"])["command"]
+        assert command[command.index("--chat-template") + 1] == "it's {x}"
+
+
+@pytest.mark.parametrize("flag", ["--nnodes", "--node-rank", "--master-addr", "--headless"])
+def test_the_multi_node_flags_are_managed(flag: str) -> None:
+    with pytest.raises(FmValidationError, match=flag):
+        render.plan_layout(
+            dataclasses.replace(LARGE, extra_args=(flag, "1")), get_instance_type("p5.48xlarge")
+        )
 
 
 # ----------------------------------------------------------------------------------- service

@@ -163,13 +163,20 @@ def _fake(bin_dir: Path, name: str, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
-def test_launcher_script_is_shellcheck_clean(tmp_path: Path) -> None:
-    script = tmp_path / "launcher.sh"
-    script.write_text("#!/usr/bin/env bash\n" + jobs.nccl_tests_command(P5, 2) + "\n")
-    result = subprocess.run(
-        ["shellcheck", str(script)], capture_output=True, text=True, check=False
+def _launcher(tmp_path: Path, nodes: int) -> str:
+    """The launcher command with the key mount, private copy and Open MPI under ``tmp_path``
+    (the real SSH path is tested with OpenSSH in test_mpi_ssh.py)."""
+    mount = tmp_path / "mount"
+    mount.mkdir(exist_ok=True)
+    (mount / "id_rsa").write_text("key\n")
+    (tmp_path / "openmpi" / "bin").mkdir(parents=True, exist_ok=True)
+    return jobs.nccl_tests_command(
+        P5,
+        nodes,
+        mpi_prefix=str(tmp_path / "openmpi"),
+        mount_path=str(mount),
+        private_dir=str(tmp_path / "ssh"),
     )
-    assert result.returncode == 0, result.stdout
 
 
 def test_launcher_waits_for_every_node_then_runs_mpirun(tmp_path: Path) -> None:
@@ -181,6 +188,7 @@ def test_launcher_waits_for_every_node_then_runs_mpirun(tmp_path: Path) -> None:
     hostfile.write_text(
         "nccl-tests-node-0-0.nccl-tests slots=8\nnccl-tests-node-0-1.nccl-tests slots=8\n"
     )
+    command = _launcher(tmp_path, 2)
     state = tmp_path / "ssh-state"
     state.mkdir()
     _fake(
@@ -191,7 +199,7 @@ def test_launcher_waits_for_every_node_then_runs_mpirun(tmp_path: Path) -> None:
         'touch "$f"; exit 255\n',
     )
     _fake(bin_dir, "sleep", "exit 0\n")
-    _fake(bin_dir, "mpirun", f'echo "$@" > "{tmp_path / "mpirun.args"}"\n')
+    _fake(tmp_path / "openmpi" / "bin", "mpirun", f'echo "$@" > "{tmp_path / "mpirun.args"}"\n')
     env = {
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "OMPI_MCA_orte_default_hostfile": str(hostfile),
@@ -199,7 +207,7 @@ def test_launcher_waits_for_every_node_then_runs_mpirun(tmp_path: Path) -> None:
     bash = shutil.which("bash")
     assert bash is not None
     result = subprocess.run(
-        [bash, "-c", jobs.nccl_tests_command(P5, 2)],
+        [bash, "-c", command],
         env=env,
         capture_output=True,
         text=True,
@@ -212,6 +220,13 @@ def test_launcher_waits_for_every_node_then_runs_mpirun(tmp_path: Path) -> None:
     ]
     args = (tmp_path / "mpirun.args").read_text()
     assert "-np 16" in args and "/opt/nccl-tests/build/all_reduce_perf" in args
+    assert f"--prefix {tmp_path / 'openmpi'} " in args
+    assert f"plm_rsh_args -F {tmp_path / 'ssh'}/ssh_config -o ConnectionAttempts=10" in args
+
+
+def test_mpirun_is_called_by_the_images_absolute_path_with_its_prefix() -> None:
+    command = jobs.nccl_tests_command(P5, 2)
+    assert "exec /opt/amazon/openmpi/bin/mpirun --prefix /opt/amazon/openmpi " in command
 
 
 def test_launcher_gives_up_on_a_node_that_never_accepts_ssh(tmp_path: Path) -> None:
@@ -219,11 +234,16 @@ def test_launcher_gives_up_on_a_node_that_never_accepts_ssh(tmp_path: Path) -> N
     bin_dir.mkdir()
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("dead-node slots=8\n")
-    _fake(bin_dir, "ssh", "exit 255\n")
+    _fake(
+        bin_dir,
+        "ssh",
+        'echo "ssh: connect to host dead-node port 22: No route to host" >&2; exit 255\n',
+    )
     _fake(bin_dir, "sleep", "exit 0\n")
-    _fake(bin_dir, "mpirun", "exit 0\n")
+    command = _launcher(tmp_path, 1)
+    _fake(tmp_path / "openmpi" / "bin", "mpirun", "exit 0\n")
     result = subprocess.run(
-        ["bash", "-c", jobs.nccl_tests_command(P5, 1)],
+        ["bash", "-c", command],
         env={
             "PATH": f"{bin_dir}:{os.environ['PATH']}",
             "OMPI_MCA_orte_default_hostfile": str(hostfile),
@@ -233,7 +253,10 @@ def test_launcher_gives_up_on_a_node_that_never_accepts_ssh(tmp_path: Path) -> N
         check=False,
     )
     assert result.returncode == 1
-    assert "dead-node does not accept ssh" in result.stderr
+    assert "node dead-node does not accept ssh after 600 s: ssh: connect to host dead-node" in (
+        result.stderr
+    )
+    assert "No route to host" in result.stderr
 
 
 def test_every_resource_a_training_pod_requests_is_covered_by_the_kueue_queues() -> None:
@@ -261,4 +284,26 @@ def test_training_pods_follow_the_job_metrics_contract() -> None:
             assert "annotations" not in metadata  # nccl-tests serve no metrics
             continue
         assert job_metrics.pod_annotations().items() <= metadata["annotations"].items()
-        assert metadata["labels"] == job_metrics.pod_labels("pretraining")
+        assert job_metrics.pod_labels("pretraining").items() <= metadata["labels"].items()
+
+
+def test_training_pods_are_covered_by_a_budget_that_allows_no_eviction() -> None:
+    """Every pod a runtime starts carries the label the workload's PodDisruptionBudget selects;
+    the budget allows no voluntary eviction of a Ready training pod."""
+    from fm_constructs.kubernetes.training_runtimes import (
+        TRAINING_POD_LABEL,
+        training_pod_budget,
+    )
+
+    budget = training_pod_budget(P5)
+    assert budget["metadata"]["namespace"] == names.workload_namespace("pretraining")
+    assert budget["spec"]["maxUnavailable"] == 0
+    assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    selector = budget["spec"]["selector"]["matchLabels"]
+    for runtime in training_runtimes(P5):
+        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+            labels = job["template"]["spec"]["template"]["metadata"]["labels"]
+            assert selector.items() <= labels.items(), (runtime["metadata"]["name"], job["name"])
+    assert selector == {TRAINING_POD_LABEL: "true"}
+    for version in sorted(SUPPORTED_VERSIONS):
+        assert_valid([budget], kubernetes_version=version)
