@@ -189,7 +189,7 @@ def sources() -> tuple[MetricSource, ...]:
                     "fm_lustre_client_operation_seconds_total",
                 }
             ),
-            {EKS: "node_counters.sh (llite stats, where the client publishes them)"},
+            {EKS: "node_counters.sh (llite stats in debugfs, Lustre 2.15 client)"},
             "orchestration/metrics_scripts/node_counters.sh",
         ),
         MetricSource(
