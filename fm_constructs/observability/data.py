@@ -35,12 +35,13 @@ DEFAULT_RULE_THRESHOLDS: Mapping[str, float] = {
     # 10 % of a 2.4 TiB file system is a few checkpoints: time to clean up or to grow it (a
     # storage capacity increase takes hours and can only add 2400 GiB steps).
     "fsx_free_capacity_min_ratio": 0.1,
-    # TrainingStalled: minutes without a single optimizer step before the page. A hung NCCL
-    # collective blocks every rank, and each minute of it idles the whole job, so the page
-    # comes 10 minutes after the last step. A job whose synchronous checkpoint or evaluation
-    # pass takes longer (a 70B model with optimizer state, about 1 TiB, takes about 17 minutes
-    # to FSx at 1 GB/s) either saves asynchronously or raises this.
-    "training_stall_minutes": 10,
+    # TrainingStalled: minutes without a single optimizer step before the alert fires. A hung
+    # NCCL collective blocks every rank, and each minute of it idles the whole job: with 8, the
+    # notification arrives within 10 minutes of the last step (one evaluation, at most a
+    # minute, and the 30-second group wait follow). A job whose synchronous checkpoint or
+    # evaluation pass takes longer (a 70B model with optimizer state, about 1 TiB, takes about
+    # 17 minutes to FSx at 1 GB/s) either saves asynchronously or raises this.
+    "training_stall_minutes": 8,
     # TrainingStepTimeSlow: mean step time over 5 minutes above this multiple of the run's own
     # median over the last 6 hours (for 15 minutes). 1.5 is beyond the step-to-step noise of a
     # synchronous job and well inside what one throttled GPU or a degraded link costs.

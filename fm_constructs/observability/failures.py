@@ -48,9 +48,7 @@ class Failure:
 
 
 def _cw(alert: str, minutes: float, after: str, runbook: str, series: str, test: str) -> Detection:
-    return Detection(
-        alert, minutes, after, runbook, cloudwatch=True, series=(series,), test=test
-    )
+    return Detection(alert, minutes, after, runbook, cloudwatch=True, series=(series,), test=test)
 
 
 _FSX_TEST = "tests/constructs/test_observability.py::test_fsx_alarms_and_hyperpod_rules"
@@ -197,8 +195,8 @@ FAILURES: tuple[Failure, ...] = (
         (
             Detection(
                 "TrainingStalled",
-                11.5,
-                "training_stall_minutes (10) after the last step",
+                9.5,
+                "training_stall_minutes (8) after the last step",
                 "alerts on the job's nodes, py-spy dump a rank, restart without the bad node",
             ),
         ),

@@ -239,7 +239,10 @@ def sources() -> tuple[MetricSource, ...]:
             "Prometheus scrape",
             "every job",
             frozenset({"up"}),
-            {EKS: "managed scraper", SLURM: f"Prometheus agent {pins.binary('prometheus').version}"},
+            {
+                EKS: "managed scraper",
+                SLURM: f"Prometheus agent {pins.binary('prometheus').version}",
+            },
             "the health series every scrape records",
         ),
     )

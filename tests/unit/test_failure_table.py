@@ -55,7 +55,7 @@ def _minutes(duration: str) -> float:
 def test_every_required_failure_has_a_row_with_detections() -> None:
     names = [f.name for f in failures.FAILURES]
     assert len(names) == len(set(names))
-    assert REQUIRED <= set(names), REQUIRED - set(names)
+    assert set(names) >= REQUIRED, REQUIRED - set(names)
     assert all(f.detections for f in failures.FAILURES)
 
 
@@ -98,11 +98,12 @@ def test_time_to_page_is_no_shorter_than_the_rules_own_delay() -> None:
         assert detection.page_minutes >= 5, detection
 
 
-def test_the_hung_job_pages_within_the_stall_window_plus_one_evaluation() -> None:
+def test_the_hung_job_pages_within_10_minutes_of_its_last_step() -> None:
     (stalled,) = [d for d in PROMETHEUS if d.alert == "TrainingStalled"]
     stall = data.DEFAULT_RULE_THRESHOLDS["training_stall_minutes"]
-    assert stall == 10
-    assert stalled.page_minutes <= stall + 1.5
+    # The window, one evaluation interval and the alert manager's group wait.
+    assert stalled.page_minutes == stall + 1.5
+    assert stalled.page_minutes <= 10
 
 
 def test_the_rendered_table_names_every_detection_with_series_and_versions() -> None:
@@ -117,7 +118,9 @@ def test_the_rendered_table_names_every_detection_with_series_and_versions() -> 
     # Exporter versions come from the pins, so a bump changes the table.
     by_alert = {line.split(" | ")[1].strip(): line for line in lines}
     slurm = by_alert["`SlurmCommandsFailing`"]
-    assert f"Slurm exporter (HyperPod Slurm: binary {pins.binary('slurm_exporter').version}" in slurm
+    assert (
+        f"Slurm exporter (HyperPod Slurm: binary {pins.binary('slurm_exporter').version}" in slurm
+    )
     xid = by_alert["`GpuXidError`"]
     assert f"chart {pins.chart('dcgm-exporter').version}" in xid
     assert f"image {pins.image('dcgm-exporter').tag}" in xid
