@@ -419,8 +419,7 @@ def _alert_rules() -> dict[str, tuple[str, dict[str, Any]]]:
 
 def alert_series(expr: str) -> list[str]:
     """Exporter series an alert expression reads (through recording rules), sorted."""
-    recorded = inventory._recorded(inventory.shipped_rule_documents())
-    return sorted(inventory.raw_metrics(expr, recorded))
+    return sorted(inventory.raw_metrics(expr, inventory.recorded_expressions()))
 
 
 def exporters(series: list[str]) -> list[str]:

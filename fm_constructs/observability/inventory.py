@@ -266,6 +266,11 @@ def _recorded(documents: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     }
 
 
+def recorded_expressions() -> dict[str, str]:
+    """Recording rule name -> expression over the shipped rule files."""
+    return _recorded(shipped_rule_documents())
+
+
 def raw_metrics(
     expr: str, recorded: Mapping[str, str], seen: frozenset[str] = frozenset()
 ) -> set[str]:
