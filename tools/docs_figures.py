@@ -238,13 +238,14 @@ def _options(spec: str) -> Callable[[], str]:
 
 
 def _alerts() -> str:
-    """Every shipped alert: file, name, severity and runbook, from the rule files."""
-    import yaml
+    """Every shipped alert: file, name, severity and runbook, from the rule files (thresholds
+    rendered with their defaults)."""
+    from fm_constructs.observability import data
 
     rows = ["| rule file | alert | severity | for | what to do |", "|---|---|---|---|---|"]
-    rules_dir = ROOT / "fm_constructs" / "observability" / "rules"
-    for path in sorted(rules_dir.glob("*.yaml")):
-        for group in yaml.safe_load(path.read_text())["groups"]:
+    values = data.rule_thresholds(None)
+    for path in data.shipped_rule_files():
+        for group in data.load_rule_file(path, values)[1]["groups"]:
             for rule in group["rules"]:
                 if "alert" not in rule:
                     continue
@@ -255,6 +256,14 @@ def _alerts() -> str:
                     f"{rule.get('for', '0m')} | {runbook} |"
                 )
     return "\n".join(rows)
+
+
+def _failures() -> str:
+    """The failure table: every failure, the alerts and alarms that catch it, their series,
+    exporter versions, severity and time to page (fm_constructs.observability.failures)."""
+    from fm_constructs.observability import failures
+
+    return failures.markdown_table()
 
 
 def _metric_sources() -> str:
@@ -351,6 +360,7 @@ def _first_job_slurm() -> str:
 
 FIGURES: dict[str, Callable[[], str]] = {
     "alerts": _alerts,
+    "failures": _failures,
     "first-job-slurm": _first_job_slurm,
     "first-job-dcgm": _first_job("dcgm"),
     "first-job-fsdp": _first_job("fsdp"),

@@ -12,9 +12,10 @@ on EKS, ``torchrun.sbatch`` on Slurm); it resumes from the newest checkpoint in
 The token file is a flat array of uint16 token ids (``numpy.ndarray.tofile``).
 
 Progress follows the library's job-metrics contract (``fm_constructs.domain.job_metrics``):
-local rank 0 of every node serves ``fm_training_*`` metrics in Prometheus text format on port
-9464 at ``/metrics``, which the cluster's scraper collects for the training dashboard and the
-stall alert.
+local rank 0 of every node (one process per pod: the ranks share its network namespace)
+serves ``fm_training_*`` metrics in Prometheus text format on port 9464 at ``/metrics``,
+counting the tokens of every local rank, which the cluster's scraper collects for the
+training dashboard and the stall alert.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def main() -> None:
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     local_rank = int(os.environ["LOCAL_RANK"])
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     torch.cuda.set_device(local_rank)
     progress = Progress()
     if local_rank == 0:
@@ -132,7 +134,8 @@ def main() -> None:
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        progress.step(window[:, :-1].numel(), loss.item(), time.time() - began)
+        # Tokens of every rank of this node: all take the same batch shape.
+        progress.step(window[:, :-1].numel() * local_world, loss.item(), time.time() - began)
         if step % 10 == 0 and rank == 0:
             rate = 10 * args.batch_size * args.seq_len * world / (time.time() - tick)
             print(f"step {step} loss {loss.item():.3f} tokens/s {rate:,.0f}", flush=True)

@@ -4,9 +4,12 @@ A job that follows this contract is found by the cluster's managed scraper (EKS)
 Prometheus agent (HyperPod Slurm) without further configuration, and feeds the training
 dashboard and the ``TrainingStalled`` alert:
 
-* serve Prometheus text format on :data:`METRICS_PORT` at :data:`METRICS_PATH` from every rank
-  that owns a GPU (rank 0 alone is enough for loss and tokens; the step counter of every rank
-  lets a stall on one rank show);
+* serve Prometheus text format on :data:`METRICS_PORT` at :data:`METRICS_PATH` from **one
+  process per pod** (per node on Slurm): local rank 0 (``LOCAL_RANK=0``), or a sidecar the
+  ranks report to. The other ranks bind nothing: the ranks of a pod share its network
+  namespace (on Slurm, the node's), so a second listener on the port fails with
+  ``EADDRINUSE``. One process is enough: in a synchronous job every rank takes the same
+  steps, so a hung collective or a dead rank stops the server's step counter too;
 * on Kubernetes, carry the pod annotations of :func:`pod_annotations` and the pod label
   :data:`WORKLOAD_LABEL` (the library workload, e.g. ``pretraining``) plus, when the run is not
   named by its controller, :data:`RUN_LABEL`;
@@ -62,13 +65,17 @@ class JobMetric:
 
 
 STEPS = JobMetric(
-    "fm_training_steps_total", "counter", "steps", "Optimizer steps completed by this rank."
+    "fm_training_steps_total",
+    "counter",
+    "steps",
+    "Optimizer steps completed by the serving process (every rank of a synchronous job "
+    "takes the same steps).",
 )
 TOKENS = JobMetric(
     "fm_training_tokens_total",
     "counter",
     "tokens",
-    "Tokens processed by this rank (sum over ranks is the job's throughput).",
+    "Tokens processed by all ranks of the pod (sum over pods is the job's throughput).",
 )
 STEP_DURATION = JobMetric(
     "fm_training_step_duration_seconds",

@@ -35,10 +35,26 @@ DEFAULT_RULE_THRESHOLDS: Mapping[str, float] = {
     # 10 % of a 2.4 TiB file system is a few checkpoints: time to clean up or to grow it (a
     # storage capacity increase takes hours and can only add 2400 GiB steps).
     "fsx_free_capacity_min_ratio": 0.1,
-    # TrainingStalled: window without a single optimizer step, in minutes. A synchronous
-    # checkpoint of a 70B-parameter model (about 1 TiB with optimizer state) to FSx at 1 GB/s
-    # takes about 17 minutes; 30 leaves room for it and for an evaluation pass.
-    "training_stall_minutes": 30,
+    # TrainingStalled: minutes without a single optimizer step before the alert fires. A hung
+    # NCCL collective blocks every rank, and each minute of it idles the whole job: with 8, the
+    # notification arrives within 10 minutes of the last step (one evaluation, at most a
+    # minute, and the 30-second group wait follow). A job whose synchronous checkpoint or
+    # evaluation pass takes longer (a 70B model with optimizer state, about 1 TiB, takes about
+    # 17 minutes to FSx at 1 GB/s) either saves asynchronously or raises this.
+    "training_stall_minutes": 8,
+    # TrainingStepTimeSlow: mean step time over 5 minutes above this multiple of the run's own
+    # median over the last 6 hours (for 15 minutes). 1.5 is beyond the step-to-step noise of a
+    # synchronous job and well inside what one throttled GPU or a degraded link costs.
+    "step_time_slowdown_ratio": 1.5,
+    # GpuTemperatureHigh, degrees Celsius (for 10 minutes). nvidia-smi -q lists a GPU's
+    # "Max Operating Temp" (85 on A100, 87 on H100) and "Memory Max Operating Temp" (95 for
+    # the HBM of both); the alert warns at or just below them, before the GPU throttles.
+    "gpu_temperature_max_celsius": 85,
+    "hbm_temperature_max_celsius": 90,
+    # NodeStoppedReporting and SlurmNodesDown wait this many minutes: the time HyperPod takes
+    # to replace a node (a new instance plus its lifecycle scripts), so a replacement that
+    # completes raises nothing and a node left down still warns.
+    "node_replacement_minutes": 30,
     # GpuXidErrorsRepeated: 5-minute windows with an XID, out of the last twelve. One event
     # shows in one window (exporter counting window, 5 minutes), so 3 means repeated events.
     "xid_repeat_windows_per_hour": 3,

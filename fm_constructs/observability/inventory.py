@@ -64,6 +64,20 @@ EFA_NAMES = frozenset(
     )
 )
 
+#: SRD counters of Nitro v4 and later EFA devices (hw_counters files of the EFA driver's port
+#: statistics): the EKS counters script publishes every hw_counters file, the HyperPod EFA
+#: exporter's amazonefa collector does not read these.
+EFA_SRD_NAMES = frozenset(
+    f"node_amazonefa_{n}"
+    for n in (
+        "retrans_bytes",
+        "retrans_pkts",
+        "retrans_timeout_events",
+        "unresponsive_remote_events",
+        "impaired_remote_conn_events",
+    )
+)
+
 VLLM_NAMES = frozenset(
     f"vllm:{n}"
     for n in (
@@ -102,6 +116,7 @@ SLURM_NAMES = frozenset(
         "slurm_scheduler_dbd_queue_size",
         "slurm_scheduler_last_cycle",
         "slurm_exporter_collector_success",
+        "slurm_exporter_command_errors_total",
     }
 )
 
@@ -157,6 +172,13 @@ def sources() -> tuple[MetricSource, ...]:
             "EFA driver hw_counters, as the amazonefa collector names them",
         ),
         MetricSource(
+            "EFA SRD counters",
+            "efa-exporter",
+            EFA_SRD_NAMES,
+            {EKS: f"node-exporter image {pins.image('node-exporter').tag} + node_counters.sh"},
+            "EFA driver hw_counters (port statistics of Nitro v4 and later devices)",
+        ),
+        MetricSource(
             "Lustre client counters",
             "efa-exporter",
             frozenset(
@@ -167,7 +189,7 @@ def sources() -> tuple[MetricSource, ...]:
                     "fm_lustre_client_operation_seconds_total",
                 }
             ),
-            {EKS: "node_counters.sh (llite stats, where the client publishes them)"},
+            {EKS: "node_counters.sh (llite stats in debugfs, Lustre 2.15 client)"},
             "orchestration/metrics_scripts/node_counters.sh",
         ),
         MetricSource(
@@ -182,10 +204,12 @@ def sources() -> tuple[MetricSource, ...]:
                     "kube_node_spec_unschedulable",
                     "kube_pod_status_phase",
                     "kube_pod_container_status_restarts_total",
+                    "kube_deployment_status_replicas_available",
+                    "kube_deployment_spec_replicas",
                 }
             ),
             {EKS: f"chart {ksm_chart.version}"},
-            "kubernetes/kube-state-metrics docs/metrics (node and pod metrics)",
+            "kubernetes/kube-state-metrics docs/metrics (node, pod and deployment metrics)",
         ),
         MetricSource(
             "Slurm exporter",
@@ -215,7 +239,10 @@ def sources() -> tuple[MetricSource, ...]:
             "Prometheus scrape",
             "every job",
             frozenset({"up"}),
-            {EKS: "managed scraper", SLURM: "Prometheus agent"},
+            {
+                EKS: "managed scraper",
+                SLURM: f"Prometheus agent {pins.binary('prometheus').version}",
+            },
             "the health series every scrape records",
         ),
     )
@@ -237,6 +264,11 @@ def _recorded(documents: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         for rule in group.get("rules", [])
         if "record" in rule
     }
+
+
+def recorded_expressions() -> dict[str, str]:
+    """Recording rule name -> expression over the shipped rule files."""
+    return _recorded(shipped_rule_documents())
 
 
 def raw_metrics(

@@ -9,7 +9,20 @@
   9109: the pinned node-exporter image with only its textfile collector, fed by
   ``metrics_scripts/node_counters.sh``, which turns each EFA device's ``hw_counters`` into the
   ``node_amazonefa_*`` series the HyperPod EFA exporter publishes, and the Lustre client's llite
-  statistics (where the client offers them) into ``fm_lustre_client_*``.
+  statistics into ``fm_lustre_client_*``.
+
+Privilege of the counters container: the FSx client (Lustre 2.15) keeps the llite statistics
+in debugfs only (lustre-release v2_15_8 ``lustre/llite/lproc_llite.c``,
+``ll_debugfs_register_super``: ``debugfs_create_file("stats", 0644, ...)`` under
+``<debugfs>/lustre/llite/<fs>-<sb>/``), and the kernel mounts debugfs with mode 0700, owner root
+(``fs/debugfs/inode.c``, ``DEBUGFS_DEFAULT_MODE``). Reading it takes uid 0 and nothing more: the
+owner's permission bits admit root without any capability. So the container runs as uid 0 with
+every capability dropped, no privilege escalation and a read-only root file system, and sees
+only what it reads, read-only: ``/sys/class`` and ``/sys/devices`` (the EFA ``hw_counters``,
+world-readable, reached through ``/sys/class/infiniband`` symlinks) and ``/sys/kernel/debug``
+(recursively read-only where the runtime supports it, so tracefs below it stays read-only too).
+The exporter container stays uid 65534. ``/proc/fs/lustre`` (older clients) is not
+per-namespace, so the container's own ``/proc`` shows it.
 
 The DCGM exporter is installed with the NVIDIA device plugin by the cluster itself (its values
 put it on the host network at 9400, with the library's counters list). Ports and discovery are
@@ -39,6 +52,14 @@ EFA_EXPORTER_NAME = "efa-exporter"
 #: Where the counters script writes and the textfile collector reads.
 TEXTFILE_DIRECTORY = "/run/fm-metrics"
 COUNTERS_SCRIPT = "node_counters.sh"
+#: Where the counters container sees the host's sysfs, and the host paths it mounts there
+#: (volume name, host path): EFA hw_counters and their device directories, and debugfs.
+HOST_SYSFS = "/host/sys"
+HOST_PATHS: tuple[tuple[str, str], ...] = (
+    ("sys-class", "/sys/class"),
+    ("sys-devices", "/sys/devices"),
+    ("debugfs", "/sys/kernel/debug"),
+)
 
 NODE_EXPORTER = charts.pinned_chart("prometheus-node-exporter", namespace=NAMESPACE)
 KUBE_STATE_METRICS = charts.pinned_chart("kube-state-metrics", namespace=NAMESPACE)
@@ -92,7 +113,11 @@ def efa_exporter_manifests() -> list[dict[str, Any]]:
         ],
         "ports": [{"name": "metrics", "containerPort": EFA_EXPORTER_PORT, "protocol": "TCP"}],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": {**read_only, "allowPrivilegeEscalation": False},
+        "securityContext": {
+            **read_only,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
         "volumeMounts": [{"name": "textfile", "mountPath": TEXTFILE_DIRECTORY}],
     }
     counters = {
@@ -100,18 +125,33 @@ def efa_exporter_manifests() -> list[dict[str, Any]]:
         "image": image,
         "command": ["/bin/sh", f"/opt/fm/{COUNTERS_SCRIPT}"],
         "env": [
-            {"name": "SYSFS", "value": "/host/sys"},
-            {"name": "PROCFS", "value": "/host/proc"},
+            {"name": "SYSFS", "value": HOST_SYSFS},
+            {"name": "PROCFS", "value": "/proc"},
             {"name": "OUT", "value": TEXTFILE_DIRECTORY},
             {"name": "INTERVAL", "value": "15"},
         ],
         "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
-        "securityContext": {**read_only, "allowPrivilegeEscalation": False},
+        # uid 0 without capabilities: the debugfs root is 0700 root (module docstring).
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsNonRoot": False,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
         "volumeMounts": [
             {"name": "textfile", "mountPath": TEXTFILE_DIRECTORY},
             {"name": "script", "mountPath": "/opt/fm", "readOnly": True},
-            {"name": "sys", "mountPath": "/host/sys", "readOnly": True},
-            {"name": "proc", "mountPath": "/host/proc", "readOnly": True},
+            *(
+                {
+                    "name": volume,
+                    "mountPath": f"{HOST_SYSFS}{path.removeprefix('/sys')}",
+                    "readOnly": True,
+                    **({"recursiveReadOnly": "IfPossible"} if volume == "debugfs" else {}),
+                }
+                for volume, path in HOST_PATHS
+            ),
         ],
     }
     return [
@@ -145,8 +185,10 @@ def efa_exporter_manifests() -> list[dict[str, Any]]:
                                 "name": "script",
                                 "configMap": {"name": f"{EFA_EXPORTER_NAME}-script"},
                             },
-                            {"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}},
-                            {"name": "proc", "hostPath": {"path": "/proc", "type": "Directory"}},
+                            *(
+                                {"name": volume, "hostPath": {"path": path, "type": "Directory"}}
+                                for volume, path in HOST_PATHS
+                            ),
                         ],
                     },
                 },

@@ -180,3 +180,89 @@ def test_promtool_rule_cases_can_fail(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode != 0 and "FAILED" in result.stdout + result.stderr
+
+
+# Healthy change: every scenario in rule_tests/healthy/ runs against every shipped rule file,
+# and no warning or critical alert may fire at any of its quiet_at times. Each scenario also
+# names an unhealthy twin (the same series with the failure in them) that must fail, so a
+# scenario cannot pass because its series are simply not what the rules read.
+HEALTHY_DIR = CASES_DIR / "healthy"
+HEALTHY = sorted(HEALTHY_DIR.glob("*.yaml"))
+PAGING = sorted(a for a, r in ALERTS.items() if r["labels"]["severity"] in ("warning", "critical"))
+
+
+def _scenario_case(scenario: dict[str, Any], series: list[dict[str, str]]) -> dict[str, Any]:
+    return {
+        "rule_files": sorted(RULES),
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "name": scenario["description"],
+                "interval": scenario["interval"],
+                "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": t, "alertname": alert, "exp_alerts": []}
+                    for t in scenario["quiet_at"]
+                    for alert in PAGING
+                ],
+            }
+        ],
+    }
+
+
+def _unhealthy_series(scenario: dict[str, Any]) -> list[dict[str, str]]:
+    twin = scenario["unhealthy"]
+    series = []
+    for item in scenario["input_series"]:
+        if any(part in item["series"] for part in twin.get("drop", [])):
+            continue
+        values = item["values"]
+        for part, replacement in twin.get("replace", {}).items():
+            if part in item["series"]:
+                values = replacement
+        series.append({"series": item["series"], "values": values})
+    assert series != scenario["input_series"], "the unhealthy twin changes nothing"
+    return series
+
+
+def _promtool(directory: Path, case: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    _write_rules(directory, annotations=False)
+    (directory / "case.test.yaml").write_text(yaml.safe_dump(case, sort_keys=False))
+    return subprocess.run(
+        [str(PROMTOOL), "test", "rules", "case.test.yaml"],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_healthy_scenarios_exist_and_name_an_unhealthy_twin_alert() -> None:
+    assert {p.stem for p in HEALTHY} >= {
+        "finished-trainjob",
+        "hyperpod-node-replaced",
+        "capacity-block-ends",
+        "model-rollout",
+    }
+    for path in HEALTHY:
+        scenario = _load(path)
+        assert scenario["unhealthy"]["alert"] in PAGING, path.name
+        assert scenario["quiet_at"], path.name
+
+
+@NEEDS_PROMTOOL
+@pytest.mark.parametrize("scenario_file", [p.name for p in HEALTHY])
+def test_healthy_change_raises_nothing_above_info(scenario_file: str, tmp_path: Path) -> None:
+    scenario = _load(HEALTHY_DIR / scenario_file)
+    result = _promtool(tmp_path, _scenario_case(scenario, scenario["input_series"]))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@NEEDS_PROMTOOL
+@pytest.mark.parametrize("scenario_file", [p.name for p in HEALTHY])
+def test_the_unhealthy_twin_of_each_scenario_pages(scenario_file: str, tmp_path: Path) -> None:
+    scenario = _load(HEALTHY_DIR / scenario_file)
+    result = _promtool(tmp_path, _scenario_case(scenario, _unhealthy_series(scenario)))
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert f"alertname: {scenario['unhealthy']['alert']}" in output, output

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,83 @@ def test_counters_output_parses_as_prometheus_text(tmp_path: Path) -> None:
         if line.strip() and 'counter metrics should have "_total" suffix' not in line
     ]
     assert problems == []
+
+
+def test_counters_container_runs_as_root_without_capabilities_on_read_only_host_paths() -> None:
+    """uid 0 (the debugfs root is 0700 root), every capability dropped, nothing else."""
+    pod = _daemon_set()["spec"]["template"]["spec"]
+    for key in ("hostPID", "hostIPC"):
+        assert not pod.get(key), key
+    containers = {c["name"]: c for c in pod["containers"]}
+    counters = containers["counters"]["securityContext"]
+    assert counters["runAsUser"] == 0
+    assert counters["capabilities"] == {"drop": ["ALL"]}
+    assert counters["allowPrivilegeEscalation"] is False
+    assert counters["privileged"] is False
+    assert counters["readOnlyRootFilesystem"] is True
+    exporter = containers["node-exporter"]["securityContext"]
+    assert exporter["runAsUser"] == 65534 and exporter["runAsNonRoot"] is True
+    assert exporter["capabilities"] == {"drop": ["ALL"]}
+    host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    assert host == dict(sources.HOST_PATHS)
+    for container in containers.values():
+        for mount in container["volumeMounts"]:
+            if mount["name"] in host:
+                assert container["name"] == "counters"
+                assert mount["readOnly"] is True
+                # The script's SYSFS prefix maps each host path to the same place below it.
+                assert mount["mountPath"] == sources.HOST_SYSFS + host[mount["name"]][4:]
+    (debugfs,) = [m for m in containers["counters"]["volumeMounts"] if m["name"] == "debugfs"]
+    assert debugfs["recursiveReadOnly"] == "IfPossible"
+    env = {e["name"]: e["value"] for e in containers["counters"]["env"]}
+    assert env["SYSFS"] == sources.HOST_SYSFS
+    # Everything the script reads below SYSFS is under a mounted host path.
+    script = SCRIPT.read_text()
+    read = set(re.findall(r'"\$SYSFS"/([a-z]+/[a-z]+)', script))
+    assert read == {"class/infiniband", "kernel/debug"}, read
+    assert all(any(f"/sys/{r}".startswith(p) for _, p in sources.HOST_PATHS) for r in read)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv (util-linux) to run the script as uid 0 without capabilities "
+    "and as uid 65534",
+)
+def test_lustre_stats_in_a_root_only_debugfs_need_uid_0_and_no_capability() -> None:
+    """The simulated node's debugfs is 0700 root like the kernel's: uid 0 with an empty
+    capability set reads the llite stats, uid 65534 (the old securityContext) reads none."""
+    # Below /tmp itself: the other user must reach the simulated node.
+    root = Path(tempfile.mkdtemp(prefix="fm-counters-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        env = _simulated_node(root, lustre="debugfs")
+        (root / "sys/kernel/debug").chmod(0o700)
+        script = root / "node_counters.sh"
+        shutil.copy(SCRIPT, script)
+        Path(env["OUT"]).mkdir(mode=0o777)
+        Path(env["OUT"]).chmod(0o777)
+        no_caps = [
+            "setpriv",
+            "--securebits=+noroot,+noroot_locked,+no_setuid_fixup",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+        ]
+        status = subprocess.run(
+            [*no_caps, "grep", "^CapEff", "/proc/self/status"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert status.split()[1] == "0000000000000000", status
+        for who, expect_lustre in (
+            (no_caps, True),
+            (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], False),
+        ):
+            subprocess.run([*who, "sh", str(script)], env=env, check=True, capture_output=True)
+            text = (Path(env["OUT"]) / "node_counters.prom").read_text()
+            assert ('fm_lustre_client_read_bytes_total{fs="abcdefgh"} 5000000' in text) is (
+                expect_lustre
+            ), who
+            assert 'node_amazonefa_tx_bytes{device="rdmap16s27",port="1"} 1000' in text
+    finally:
+        shutil.rmtree(root)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fm_constructs.errors import FmValidationError
-from fm_constructs.observability import data, promql
+from fm_constructs.observability import data, inventory, promql
 from fm_constructs.orchestration.hyperpod.lifecycle_scripts import (
     dcgm_counters,
     prometheus_agent_config,
@@ -330,7 +330,8 @@ def test_every_dcgm_metric_read_is_in_the_exported_counters() -> None:
 
 def test_efa_metrics_read_are_published_by_the_amazonefa_collector() -> None:
     """The EFA exporter's amazonefa collector publishes these hw_counters only (no SRD
-    retransmit statistics); the EKS keep-list and every rule and panel stay within them."""
+    retransmit statistics); every rule and panel stays within them, except the SRD counters
+    that only the EKS counters script publishes (it writes every hw_counters file)."""
     published = {
         f"node_amazonefa_{name}"
         for name in (
@@ -353,14 +354,15 @@ def test_efa_metrics_read_are_published_by_the_amazonefa_collector() -> None:
         )
     }
     read = {name for name in _read_metrics() if name.startswith("node_amazonefa_")}
-    assert read and read <= published
+    assert read and read <= published | inventory.EFA_SRD_NAMES
+    assert not published & inventory.EFA_SRD_NAMES
     (efa_job,) = [job for job in SCRAPE["scrape_configs"] if job["job_name"] == "efa-exporter"]
     (keep,) = [r["regex"] for r in efa_job["metric_relabel_configs"] if r["action"] == "keep"]
     keep, lustre = keep.split("|fm_lustre_client_")
     assert lustre == ".+"  # the EKS counters script's Lustre client series
     assert keep.startswith("node_amazonefa_(") and keep.endswith(")")
     kept = {f"node_amazonefa_{name}" for name in keep[len("node_amazonefa_(") : -1].split("|")}
-    assert kept <= published
+    assert kept <= published | inventory.EFA_SRD_NAMES
 
 
 def test_slurm_agent_keeps_the_same_metrics_under_the_same_job_names_as_eks() -> None:

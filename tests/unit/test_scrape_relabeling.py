@@ -62,9 +62,28 @@ def _node(name: str, ip: str, **labels: str) -> dict[str, str]:
 
 
 def _pod(**meta: str) -> dict[str, str]:
-    target = {"__address__": "10.0.3.7:8080", "__meta_kubernetes_namespace": "pretraining"}
+    """A pod target as Prometheus pod discovery gives it (discovery/kubernetes/pod.go at v3.5.0:
+    __meta_kubernetes_pod_phase is the pod's status.phase, __meta_kubernetes_pod_ready its
+    Ready condition, "true"/"false"/"unknown"); Running and Ready unless said otherwise."""
+    target = {
+        "__address__": "10.0.3.7:8080",
+        "__meta_kubernetes_namespace": "pretraining",
+        "__meta_kubernetes_pod_phase": "Running",
+        "__meta_kubernetes_pod_ready": "true",
+    }
     target.update({f"__meta_kubernetes_pod_{k}": v for k, v in meta.items()})
     return target
+
+
+def test_only_running_and_ready_workload_pods_are_scraped() -> None:
+    """A finished run (Succeeded/Failed), a pod still Pending and a model server loading its
+    weights (Running, not Ready) are not targets, so their failed scrapes page nobody."""
+    base = {"annotation_prometheus_io_scrape": "true", "annotation_prometheus_io_port": "9464"}
+    assert relabel("workload-pods", _pod(**base)) is not None
+    for phase in ("Pending", "Succeeded", "Failed", "Unknown"):
+        assert relabel("workload-pods", _pod(phase=phase, **base)) is None, phase
+    for ready in ("false", "unknown"):
+        assert relabel("workload-pods", _pod(ready=ready, **base)) is None, ready
 
 
 def test_gpu_nodes_get_a_dcgm_target_with_their_workload_and_others_none() -> None:

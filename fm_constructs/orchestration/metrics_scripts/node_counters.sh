@@ -4,8 +4,8 @@
 # EFA: every file in /sys/class/infiniband/<device>/ports/<port>/hw_counters becomes
 # node_amazonefa_<file>{device,port}, the names and labels of the amazonefa collector that the
 # HyperPod EFA exporter runs, so one dashboard and one rule set serve EKS and HyperPod.
-# Lustre client (FSx for Lustre mounts), where the client publishes llite stats (procfs on
-# older clients, debugfs on newer ones): bytes read and written, and operation counts and
+# Lustre client (FSx for Lustre mounts): llite stats (debugfs on the 2.15 client, which needs
+# uid 0 to enter; procfs on older clients): bytes read and written, and operation counts and
 # their summed latency, per file system.
 #
 # POSIX sh (busybox in the exporter image). Environment: SYSFS (default /sys), PROCFS

@@ -47,12 +47,15 @@ KEEP: dict[str, str] = {
     "|DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL|DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"
     "|DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
     EFA_JOB: "node_amazonefa_(tx_bytes|rx_bytes|tx_pkts|rx_pkts|rx_drops|rdma_read_bytes"
-    "|rdma_write_bytes|rdma_read_wr_err|rdma_write_wr_err)|fm_lustre_client_.+",
+    "|rdma_write_bytes|rdma_read_wr_err|rdma_write_wr_err|retrans_bytes|retrans_pkts"
+    "|retrans_timeout_events|unresponsive_remote_events|impaired_remote_conn_events)"
+    "|fm_lustre_client_.+",
     JOB_METRICS_JOB: "fm_training_.+",
     SLURM_JOB: "slurm_nodes_(alloc|comp|down|drain|fail|idle|mix|planned|total)|slurm_node_status"
     "|slurm_jobs_(pending|running|failed|node_fail|timeout|cancelled|completed)"
     "|slurm_gpus_(alloc|idle|other|total)|slurm_partition_jobs_(pending|running)"
-    "|slurm_scheduler_(queue_size|dbd_queue_size|last_cycle)|slurm_exporter_collector_success",
+    "|slurm_scheduler_(queue_size|dbd_queue_size|last_cycle)|slurm_exporter_collector_success"
+    "|slurm_exporter_command_errors_total",
 }
 
 
