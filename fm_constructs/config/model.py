@@ -488,7 +488,7 @@ class PlatformConfig:
         metadata={"doc": "Zones of the VPC (at least two, including availability_zone)."}
     )
     account: str | None = field(
-        default=None, metadata={"doc": "AWS account id; synthesis works without it."}
+        default=None, metadata={"doc": "AWS account id of the stacks' environment; synthesis works with or without it and never calls AWS (the zones are `availability_zones`, no lookup)."}
     )
     vpc_cidr: str = field(
         default="10.0.0.0/16",
