@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,29 @@ ZONE_FILTERS = [
 ]
 
 
-def _identity(s: Stubs, arn: str = ROLE_SESSION) -> None:
+def _identity(s: Stubs, arn: str = ROLE_SESSION, role_path: str = "/") -> None:
+    """GetCallerIdentity, and for an assumed-role session the GetRole that names the role."""
     s["sts"].add_response(
         "get_caller_identity", {"Account": ACCOUNT, "Arn": arn, "UserId": "AROAEXAMPLE:alice"}, {}
+    )
+    if ":assumed-role/" in arn:
+        role = arn.split("/")[1]
+        _get_role(s, role, f"arn:aws:iam::{ACCOUNT}:role{role_path}{role}", role_path)
+
+
+def _get_role(s: Stubs, name: str, arn: str, path: str) -> None:
+    s["iam"].add_response(
+        "get_role",
+        {
+            "Role": {
+                "Path": path,
+                "RoleName": name,
+                "RoleId": "AROAEXAMPLEEXAMPLE123",
+                "Arn": arn,
+                "CreateDate": datetime(2026, 1, 1, tzinfo=UTC),
+            }
+        },
+        {"RoleName": name},
     )
 
 
