@@ -75,12 +75,10 @@ def test_a_profile_with_an_account_synthesizes_with_no_credentials_and_no_lookup
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest.get("missing") is None  # nothing the CLI would have to look up
     assert not (tmp_path / "cdk.context.json").exists()  # nor write down
-    stacks = [
-        a for a in manifest["artifacts"].values() if a["type"] == "aws:cloudformation:stack"
+    stacks = [a for a in manifest["artifacts"].values() if a["type"] == "aws:cloudformation:stack"]
+    assert stacks and all(a["environment"] == f"aws://{ACCOUNT}/us-west-2" for a in stacks), [
+        a["environment"] for a in stacks
     ]
-    assert stacks and all(
-        a["environment"] == f"aws://{ACCOUNT}/us-west-2" for a in stacks
-    ), [a["environment"] for a in stacks]
     platform = json.loads((tmp_path / "out" / "fm-serve-platform.template.json").read_text())
     zones = {
         r["Properties"]["AvailabilityZone"]
