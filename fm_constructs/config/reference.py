@@ -133,7 +133,8 @@ def render_reference() -> str:
         "",
         "A profile is a TOML file, named on every CDK command with `-c config=<file>` (there "
         "is no default). The shipped profiles are in `config/`; keep your own in `profiles/` "
-        "(`fmc init profiles/<name>.toml`), which the tests do not sweep. Unknown keys are errors. Defaults marked *required* must be given (an enabled "
+        "(`fmc init profiles/<name>.toml`), which the tests do not sweep. Unknown keys are "
+        "errors. Defaults marked *required* must be given (an enabled "
         "workload requires `instance_type`).",
         "",
     ]
