@@ -357,6 +357,9 @@ def _model(t: TableReader) -> ModelConfig:
         replicas=t.integer("replicas", 1, minimum=1, maximum=1000) or 1,
         max_replicas=t.integer("max_replicas", minimum=1, maximum=1000),
         max_model_len=t.integer("max_model_len", minimum=1),
+        model_parameters_billion=t.number("model_parameters_billion"),
+        weight_bytes_per_parameter=t.number("weight_bytes_per_parameter")
+        or _default(ModelConfig, "weight_bytes_per_parameter"),
         gpu_memory_utilization=utilization
         if utilization is not None
         else _default(ModelConfig, "gpu_memory_utilization"),

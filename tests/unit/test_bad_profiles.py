@@ -223,6 +223,21 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "FM102",
         "not a zone ID",
     ),
+    (
+        "issue-33",  # 70B on one 48 GB L40S: the weights alone need 130 GiB
+        {
+            **ONLY_INFERENCE,
+            "inference.instance_type": "g6e.2xlarge",
+            "inference.instance_count": 1,
+            "inference.max_instance_count": 1,
+            "inference.model.tensor_parallel_size": 1,
+            "inference.model.replicas": 1,
+            "inference.model.max_replicas": 1,
+        },
+        "inference.model.tensor_parallel_size",
+        "FM511",
+        "use an instance type with 4 GPUs (g6e.12xlarge) and set tensor_parallel_size = 4",
+    ),
 ]
 
 
