@@ -6,6 +6,9 @@ Subcommands:
   fmc preflight   read-only AWS checks that would otherwise fail an hour into a deploy
   fmc capacity    search and purchase EC2 Capacity Blocks for ML
   fmc validate    nccl-tests across nodes: render or submit the job, or judge a saved log
+  fmc status      each stack of the profile: status and outputs
+  fmc connect     kubectl to the private EKS endpoint through Session Manager
+  fmc teardown    what a teardown keeps and every command, in order (--dry-run)
   fmc completion  print a bash completion script
 
 Conventions shared with eksctl and pcluster: ``--version``; every command has a description
@@ -19,7 +22,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from fm_constructs import __version__
 from fm_constructs.cli.exit_codes import EPILOG, CliError, ExitCode
@@ -34,6 +37,9 @@ from fm_constructs.domain.names import WORKLOAD_KINDS
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.ip_budget import DEFAULT_POD_COUNT
 from fm_constructs.rules import workloads as workload_rules
+
+if TYPE_CHECKING:
+    from fm_constructs.cli.aws import AwsSession
 
 WORKLOADS = WORKLOAD_KINDS
 #: Exit status of a command whose output pipe closed early (``fmc plan | head``): 128 + SIGPIPE.
@@ -247,6 +253,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_validate_arguments(validate)
 
+    status = commands.add_parser(
+        "status",
+        help="each stack of the profile: CloudFormation status and outputs (read-only)",
+        description="What of the profile is deployed: every stack the profile builds, its "
+        "CloudFormation status and its outputs (cluster names, bucket, endpoints). Exit 1 when "
+        "a stack failed or rolled back. Read-only (cloudformation:DescribeStacks).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(status, aws=True)
+
+    connect = commands.add_parser(
+        "connect",
+        help="kubectl to a private EKS endpoint through a Session Manager port forward",
+        description="Resolve the Session Manager port forward to the cluster's private API "
+        "endpoint (its host from eks:DescribeCluster, a running node from "
+        "ec2:DescribeInstances) and print the tunnel and kubeconfig commands; with --start, "
+        "set the kubeconfig and run the tunnel in the foreground. Needs the AWS CLI v2 and "
+        "its Session Manager plugin (docs/operations/cluster-access.md).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(connect, aws=True)
+    connect.add_argument("--workload", help="the workload whose cluster (default: the first)")
+    connect.add_argument(
+        "--start", action="store_true", help="run the commands instead of printing them"
+    )
+
+    teardown = commands.add_parser(
+        "teardown",
+        help="what a teardown keeps and every command, in order (--dry-run; deletes nothing)",
+        description="The teardown of the deployment, filled in from CloudFormation: what is "
+        "retained (buckets, keys, file systems, workspaces, log groups, by id) and each command "
+        "in order: workload stacks, file systems and their security groups, termination "
+        "protection, the platform stack. Only --dry-run is offered: fmc prints, you run.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(teardown, aws=True)
+    teardown.add_argument(
+        "--dry-run", action="store_true", help="print the plan (required: nothing is deleted)"
+    )
+
     completion = commands.add_parser(
         "completion",
         help="print a shell completion script (bash)",
@@ -312,6 +361,43 @@ def _run_init(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     from fm_constructs.cli.init_args import init_request
 
     return run_init(init_request(args), reporter=reporter)
+
+
+def _deployment_session(args: argparse.Namespace) -> tuple[Profile, AwsSession]:
+    from fm_constructs.cli.aws import AwsSession
+
+    profile = _load(args.config)
+    session = AwsSession(
+        region=args.region or profile.platform.region, profile_name=args.aws_profile
+    )
+    return profile, session
+
+
+def _run_status(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.deployment import run_status
+
+    profile, session = _deployment_session(args)
+    return run_status(profile, session, reporter)
+
+
+def _run_connect(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.deployment import run_connect
+
+    profile, session = _deployment_session(args)
+    return run_connect(profile, session, reporter, workload=args.workload, start=args.start)
+
+
+def _run_teardown(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.deployment import run_teardown
+
+    if not args.dry_run:
+        raise CliError(
+            "teardown: only --dry-run is offered: it prints the retained resources and each "
+            "command in order, for you to run; fmc deletes nothing itself",
+            ExitCode.USAGE,
+        )
+    profile, session = _deployment_session(args)
+    return run_teardown(profile, session, reporter, dry_run=True)
 
 
 def _run_completion(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
@@ -440,6 +526,9 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Reporter], ExitCode]] = {
     "preflight": _run_preflight,
     "capacity": _run_capacity,
     "validate": _run_validate,
+    "status": _run_status,
+    "connect": _run_connect,
+    "teardown": _run_teardown,
     "completion": _run_completion,
 }
 

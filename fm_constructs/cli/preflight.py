@@ -910,7 +910,6 @@ class Preflight:
             )
         return Check(name, None, Status.FAIL, detail, "choose a supported Kubernetes version")
 
-
     def check_admin_role(self, arn: str) -> list[Check]:
         """The role of one ``platform.admin_role_arns`` entry exists, under exactly that ARN
         (iam:GetRole: a role created with a path, such as IAM Identity Center's
