@@ -9,6 +9,7 @@ Subcommands:
   fmc status      each stack of the profile: status and outputs
   fmc connect     kubectl to the private EKS endpoint through Session Manager
   fmc teardown    what a teardown keeps and every command, in order (--dry-run)
+  fmc health      the DCGM diagnostics job for a workload's GPU nodes
   fmc completion  print a bash completion script
 
 Conventions shared with eksctl and pcluster: ``--version``; every command has a description
@@ -296,6 +297,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="print the plan (required: nothing is deleted)"
     )
 
+    health = commands.add_parser(
+        "health",
+        help="the DCGM diagnostics job for a workload's GPU nodes (offline)",
+        description="Render the DCGM diagnostics (level 2) Kubernetes Job for the GPU nodes of "
+        "a workload of the profile: its instance type, GPUs per node, node count, namespace "
+        "and queue. Apply it with kubectl (docs/first-job/eks.md). EKS and HyperPod EKS.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(health, aws=False)
+    health.add_argument("--workload", help="workload whose nodes (default: the first enabled)")
+    health.add_argument(
+        "--nodes", type=_positive_int, help="nodes to check (default: the workload's count)"
+    )
+
     completion = commands.add_parser(
         "completion",
         help="print a shell completion script (bash)",
@@ -398,6 +414,12 @@ def _run_teardown(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
         )
     profile, session = _deployment_session(args)
     return run_teardown(profile, session, reporter, dry_run=True)
+
+
+def _run_health(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.health import run_health
+
+    return run_health(_load(args.config), reporter, workload=args.workload, nodes=args.nodes)
 
 
 def _run_completion(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
@@ -529,6 +551,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Reporter], ExitCode]] = {
     "status": _run_status,
     "connect": _run_connect,
     "teardown": _run_teardown,
+    "health": _run_health,
     "completion": _run_completion,
 }
 

@@ -79,6 +79,7 @@ def test_json_is_json_for_every_offline_command(tmp_path: Path) -> None:
     """The commands that offer --json and need no AWS: each prints one JSON document."""
     cases = [
         ("plan", "--config", DEFAULT_PROFILE),
+        ("health", "--config", DEFAULT_PROFILE),
         ("validate", "--config", DEFAULT_PROFILE, "--workload", "pretraining", "--nodes", "2"),
         (
             "init",
