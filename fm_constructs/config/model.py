@@ -528,6 +528,12 @@ class PlatformConfig:
             "doc": "IAM role ARNs given cluster-admin on every EKS cluster (access entries)."
         },
     )
+    accepted_warnings: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "Warnings accepted for this deployment, not shown again: profile warnings by code ('FM203'; fmc plan, preflight), construct warnings of cdk synth by id ('fm:no-cluster-admins'). An error cannot be accepted."
+        },
+    )
     public_access_cidrs: tuple[str, ...] = field(
         default=(),
         metadata={

@@ -418,6 +418,7 @@ def _check_platform(profile: Profile) -> list[Finding]:
         out += platform_rules.admin_placeholders(platform.admin_role_arns)
         out += platform_rules.kubectl_layer_installed(platform.kubernetes_version)
     out += platform_rules.admin_principals(platform.admin_role_arns)
+    out += platform_rules.accepted_warnings(platform.accepted_warnings)
     out += platform_rules.admin_accounts(platform.admin_role_arns, platform.account)
     out += platform_rules.public_access_cidrs(platform.public_access_cidrs)
     return [f.under("platform.") for f in out]

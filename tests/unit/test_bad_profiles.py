@@ -368,13 +368,16 @@ def test_warnings_load_and_are_shown_by_plan(
 
 
 def test_a_single_node_model_on_a_gpu_without_efa_is_valid(tmp_path: Path) -> None:
-    """Row 46 (U2): g6e.2xlarge (one L40S, no EFA) serves a TP-1 model; plan shows no EFA."""
+    """Row 46 (U2): g6e.2xlarge (one L40S, no EFA) serves a TP-1 model that fits one GPU (an
+    8B model; the default profile's 70B does not fit, FM511); plan shows no EFA."""
     path = _profile(
         tmp_path,
         {
             **ONLY_INFERENCE,
             "inference.instance_type": "g6e.2xlarge",
             "inference.model.tensor_parallel_size": 1,
+            "inference.model.model_s3_prefix": "models/llama-3.1-8b-instruct/",
+            "inference.model.served_model_name": "llama-3.1-8b-instruct",
         },
     )
     profile = load_profile(path)
