@@ -356,12 +356,13 @@ def _drop_foreign_capacity(draft: _Draft, base: Profile, region: str, account: s
             draft.text = _remove_key(draft.text, table, key)
             if key in ("reservation_id", "resource_group_arn", "training_plan_arn"):
                 draft.warnings.append(
-                    f"{table}.{key} {value} of {request_region_note(base, region)} was dropped; "
+                    f"{table}.{key} {value} of {_foreign_note(base, region)} was dropped; "
                     f"give yours with --{key.replace('_', '-')} (or --capacity-kind on-demand)"
                 )
 
 
-def request_region_note(base: Profile, region: str) -> str:
+def _foreign_note(base: Profile, region: str) -> str:
+    """Why a template's identifier is foreign: its region, else its account."""
     return (
         f"the template's region {base.platform.region}"
         if base.platform.region != region
@@ -460,6 +461,18 @@ def _admin_role(
     return arn, f"the role you are signed in with ({caller}), by iam:GetRole"
 
 
+def _session(region: str, aws_profile: str | None) -> AwsSession:
+    """The AWS session of an online init; without credentials, the offline way is named."""
+    try:
+        return AwsSession(region=region, profile_name=aws_profile)
+    except CliError as error:
+        raise CliError(
+            f"init: {error.message}; or write the profile with no AWS call: fmc init ... "
+            "--offline (account, roles and zones from flags)",
+            error.exit_code,
+        ) from None
+
+
 def run_init(request: InitRequest, *, reporter: Reporter) -> ExitCode:
     """Choose, print, validate and write; see the module docstring."""
     target = Path(request.output)
@@ -482,9 +495,7 @@ def run_init(request: InitRequest, *, reporter: Reporter) -> ExitCode:
         region, region_reason = configured, "from the AWS configuration"
     else:
         region, region_reason = base.platform.region, f"from {template}"
-    session = (
-        None if request.offline else AwsSession(region=region, profile_name=request.aws_profile)
-    )
+    session = None if request.offline else _session(region, request.aws_profile)
 
     account = request.account
     caller: str | None = None

@@ -450,3 +450,18 @@ def test_no_input_never_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     result = run("init", str(tmp_path / "x.toml"), "--offline", "--no-input")
     assert result.code == 0, result.err
     assert result.err == ""
+
+
+def test_without_credentials_online_init_names_the_offline_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in list(__import__("os").environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    result = run("init", str(tmp_path / "x.toml"), "--no-input", "--region", "us-east-1")
+    assert result.code == 3
+    assert "no AWS credentials found" in result.err and "--offline" in result.err
+    assert not (tmp_path / "x.toml").exists()
