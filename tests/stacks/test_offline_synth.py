@@ -25,7 +25,9 @@ from tests.stacks.profiles import ROOT, cdk_json_context
 ACCOUNT = "123456789012"
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 
-pytestmark = pytest.mark.skipif(not CDK.exists(), reason="the CDK CLI is not installed")
+needs_cdk = pytest.mark.skipif(
+    not CDK.exists(), reason="the CDK CLI is not installed (make setup runs npm ci)"
+)
 
 
 def _no_aws_environment() -> dict[str, str]:
@@ -66,6 +68,7 @@ def _with_account(folder: Path) -> Path:
     return profile
 
 
+@needs_cdk
 def test_a_profile_with_an_account_synthesizes_with_no_credentials_and_no_lookup(
     tmp_path: Path,
 ) -> None:
@@ -91,6 +94,7 @@ def test_a_profile_with_an_account_synthesizes_with_no_credentials_and_no_lookup
     assert f"account {ACCOUNT}" in result.stderr
 
 
+@needs_cdk
 def test_without_a_named_profile_nothing_is_synthesized(tmp_path: Path) -> None:
     result = _cdk(tmp_path, "synth", "--quiet", "-o", "out")
     assert result.returncode != 0
@@ -116,3 +120,25 @@ def test_user_profiles_are_not_swept_by_the_profile_tests(tmp_path: Path) -> Non
         ["git", "check-ignore", "-q", "profiles/mine.toml"], cwd=ROOT, check=False
     )
     assert ignored.returncode == 0
+
+
+def test_app_py_without_a_profile_stops_and_lists_the_shipped_ones(tmp_path: Path) -> None:
+    """app.py as the CDK CLI starts it (no config context): exit 1, nothing synthesized."""
+    env = {
+        **_no_aws_environment(),
+        "CDK_CONTEXT_JSON": json.dumps(cdk_json_context()),
+        "CDK_OUTDIR": str(tmp_path / "out"),
+    }
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "app.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode == 1
+    assert "error: no profile named" in result.stderr
+    assert "config/default.toml" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "manifest.json").exists()
