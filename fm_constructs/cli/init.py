@@ -283,6 +283,13 @@ def _interactive(request: InitRequest, base: Profile, reporter: Reporter) -> Ini
         default = ",".join(w.name for w in base.enabled_workloads)
         answer = _ask(reporter, f"workloads ({', '.join(WORKLOAD_KINDS)})", default)
         workloads = tuple(n.strip().replace("-", "_") for n in answer.split(",") if n.strip())
+        unknown = [n for n in workloads if n not in WORKLOAD_KINDS]
+        if unknown or not workloads:
+            raise CliError(
+                f"init: workloads must be a comma-separated list of {', '.join(WORKLOAD_KINDS)}, "
+                f"got {answer!r}",
+                ExitCode.USAGE,
+            )
         changes["workloads"] = workloads
     counts = dict(request.instance_counts)
     if "*" not in counts:
@@ -303,12 +310,13 @@ def _interactive(request: InitRequest, base: Profile, reporter: Reporter) -> Ini
         default = current.capacity.kind.value if current is not None else "on-demand"
         kinds = ", ".join(k.value for k in CapacityKind)
         kind = _ask(reporter, f"{target}: capacity ({kinds})", default)
-        changes["capacity_kind"] = kind
-        needs = {"odcr": "reservation_id", "capacity-block": "reservation_id"}
-        if kind in needs and request.reservation_id is None and request.resource_group_arn is None:
-            changes["reservation_id"] = _ask(reporter, f"{target}: reservation id (cr-...)", "")
-        if kind == "training-plan" and request.training_plan_arn is None:
-            changes["training_plan_arn"] = _ask(reporter, f"{target}: training plan ARN", "")
+        if kind != default:  # the template's kind keeps the template's identifiers
+            changes["capacity_kind"] = kind
+            reserved = kind in ("odcr", "capacity-block")
+            if reserved and request.reservation_id is None and request.resource_group_arn is None:
+                changes["reservation_id"] = _ask(reporter, f"{target}: reservation id (cr-...)", "")
+            if kind == "training-plan" and request.training_plan_arn is None:
+                changes["training_plan_arn"] = _ask(reporter, f"{target}: training plan ARN", "")
     return dataclasses.replace(request, **changes)
 
 

@@ -465,3 +465,25 @@ def test_without_credentials_online_init_names_the_offline_way(
     assert result.code == 3
     assert "no AWS credentials found" in result.err and "--offline" in result.err
     assert not (tmp_path / "x.toml").exists()
+
+
+def test_at_a_terminal_empty_answers_keep_the_templates_choices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Enter at every question: the template's workloads, counts and Capacity Block stay."""
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    template = REPO / "config" / "pretraining-capacity-block.toml"
+    monkeypatch.setattr(sys, "stdin", Terminal("\n\n\n\n"))
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    output = tmp_path / "kept.toml"
+    result = run("init", str(output), "--offline", "--from", str(template))
+    assert result.code == 0, result.err
+    written, shipped = load_profile(output), load_profile(template)
+    assert written.pretraining.capacity == shipped.pretraining.capacity
+    assert written.pretraining.instance_count == shipped.pretraining.instance_count
