@@ -91,22 +91,61 @@ def stable_template(source: cdk.Stack | Template | Mapping[str, Any]) -> dict[st
     return masked
 
 
+#: Longest value shown in a difference line; longer ones end in "...".
+_SHOWN = 80
+#: Difference lines an assertion message holds at most (the rest are counted).
+_MAX_LINES = 40
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _differences(old: Any, new: Any, path: str) -> list[str]:
+    """One line per changed leaf: its property path, the snapshot's value and the new one."""
+    if old == new:
+        return []
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        lines: list[str] = []
+        for key in sorted(set(old) | set(new), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in old:
+                lines.append(f"  {where}: added {_shown(new[key])}")
+            elif key not in new:
+                lines.append(f"  {where}: removed (was {_shown(old[key])})")
+            else:
+                lines += _differences(old[key], new[key], where)
+        return lines
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [
+            line
+            for index, (a, b) in enumerate(zip(old, new, strict=True))
+            for line in _differences(a, b, f"{path}[{index}]")
+        ]
+    return [f"  {path}: {_shown(old)} -> {_shown(new)}"]
+
+
 def _summary(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
-    """Which top-level sections and resources differ, by logical ID (a readable diff)."""
+    """Which sections and resources differ, by logical ID, and under each changed one every
+    changed property by its path (``Resources.<id>.Properties.<key>...``) with the snapshot's
+    value and the new one."""
     lines: list[str] = []
     for section in sorted(set(expected) | set(actual)):
         old, new = expected.get(section), actual.get(section)
         if old == new:
             continue
         if isinstance(old, Mapping) and isinstance(new, Mapping):
-            added = sorted(set(new) - set(old))
-            removed = sorted(set(old) - set(new))
-            changed = sorted(k for k in set(old) & set(new) if old[k] != new[k])
-            lines += [f"  {section}: added {k}" for k in added]
-            lines += [f"  {section}: removed {k}" for k in removed]
-            lines += [f"  {section}: changed {k}" for k in changed]
+            lines += [f"  {section}: added {k}" for k in sorted(set(new) - set(old))]
+            lines += [f"  {section}: removed {k}" for k in sorted(set(old) - set(new))]
+            for key in sorted(k for k in set(old) & set(new) if old[k] != new[k]):
+                lines.append(f"  {section}: changed {key}")
+                lines += [f"  {d}" for d in _differences(old[key], new[key], f"{section}.{key}")]
         else:
             lines.append(f"  {section}: changed")
+            lines += [f"  {d}" for d in _differences(old, new, section)]
+    if len(lines) > _MAX_LINES:
+        lines = [*lines[:_MAX_LINES], f"  ... and {len(lines) - _MAX_LINES} more lines"]
     return lines
 
 
@@ -132,7 +171,7 @@ def assert_matches_snapshot(
         )
     expected = json.loads(snapshot.read_text(encoding="utf-8"))
     if expected != template:
-        details = "\n".join(_summary(expected, template)[:40])
+        details = "\n".join(_summary(expected, template))
         raise AssertionError(
             f"template differs from the snapshot {snapshot}:\n{details}\n"
             f"if the change is intended, rerun with {UPDATE_ENV}=1 and commit the snapshot"

@@ -243,7 +243,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
         profile.platform.name,
         exclude_resource_types=["AWS::EC2::LaunchTemplate"],
     )
-    return DeploymentStacks(
+    deployment = DeploymentStacks(
         platform=platform,
         grafana=grafana,
         clusters=clusters,
@@ -253,3 +253,17 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
         computes=computes,
         options=options,
     )
+    _accept_warnings(deployment, profile)
+    return deployment
+
+
+def _accept_warnings(deployment: DeploymentStacks, profile: Profile) -> None:
+    """Acknowledge the construct warnings the profile accepts (``platform.accepted_warnings``,
+    the ``fm:...`` ids) in every stack: an acknowledgement removes the warnings already added
+    under its scope (aws-cdk-lib does not look at the app's own scope for them)."""
+    accepted = [w for w in profile.platform.accepted_warnings if w.startswith("fm:")]
+    for stack in deployment.all:
+        for warning in accepted:
+            cdk.Annotations.of(stack).acknowledge_warning(
+                warning, f"accepted in {profile.source} (platform.accepted_warnings)"
+            )

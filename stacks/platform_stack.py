@@ -28,7 +28,18 @@ class GrafanaStack(Stack):
 
 
 class PlatformStack(Stack):
-    """Long-lived, shared resources; workload stacks reference them and deploy side by side."""
+    """Long-lived, shared resources; workload stacks reference them and deploy side by side.
+
+    The stack's zones are the profile's ``platform.availability_zones``: with an account in
+    its environment, aws-cdk-lib would otherwise look the region's zones up (AWS credentials,
+    a ``cdk.context.json`` entry) only to check the VPC's zones against them, a check the
+    profile loader already makes offline.
+    """
+
+    @property
+    def availability_zones(self) -> list[str]:
+        """The profile's zones, so that no synthesis asks AWS for the region's."""
+        return list(self._zones)
 
     def __init__(
         self,
@@ -44,6 +55,7 @@ class PlatformStack(Stack):
         """``grafana``: the stack that holds the Grafana workspace and dashboards (nothing
         waits for it); without it they are created here. ``node_subnet_cidrs``: secondary
         blocks of the GPU zone's extra node subnets (the IP budget's node_subnets)."""
+        self._zones = list(platform.availability_zones)  # read by availability_zones
         super().__init__(
             scope,
             construct_id,

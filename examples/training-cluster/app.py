@@ -4,8 +4,9 @@ Two p5.48xlarge nodes on EKS with every EFA interface wired, FSx for Lustre link
 encrypted data bucket (datasets in, checkpoints out), and the cluster scraped into a managed
 Prometheus workspace whose alerts go to an SNS topic. cdk-nag (AwsSolutions) checks the result.
 
-Steps (docs/patterns/consumer-example.md): ``pip install -r requirements.txt``, ``npm ci``,
-``npx cdk synth``; its tests: ``pip install -r requirements-dev.txt`` and ``pytest``.
+Steps (docs/patterns/consumer-example.md), in a folder of its own: ``pip install
+"$FM_CONSTRUCTS" -r requirements.txt`` (a clone's path or a git URL), ``npm ci``, ``npx cdk
+synth``; its tests: ``pip install -r requirements-dev.txt`` and ``pytest``.
 """
 
 from __future__ import annotations

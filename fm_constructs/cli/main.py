@@ -1,23 +1,36 @@
 """``fmc``: argument parsing, dispatch, and the one place errors become exit codes.
 
 Subcommands:
-  fmc init        write a profile for your account: zone offering the instance types, your role
+  fmc init        write a profile: offline from flags, or for your account (zone, role)
   fmc plan        what the profile builds and costs (offline)
   fmc preflight   read-only AWS checks that would otherwise fail an hour into a deploy
   fmc capacity    search and purchase EC2 Capacity Blocks for ML
   fmc validate    nccl-tests across nodes: render or submit the job, or judge a saved log
+  fmc status      each stack of the profile: status and outputs
+  fmc connect     kubectl to the private EKS endpoint through Session Manager
+  fmc teardown    what a teardown keeps and every command, in order (--dry-run)
+  fmc health      the DCGM diagnostics job for a workload's GPU nodes
+  fmc completion  print a bash completion script
+
+Conventions shared with eksctl and pcluster: ``--version``; every command has a description
+and ``--json`` where it says so; one ``fmc: error:`` prefix; output piped into ``head`` ends
+quietly (exit 141, as for SIGPIPE).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from fm_constructs import __version__
 from fm_constructs.cli.exit_codes import EPILOG, CliError, ExitCode
 from fm_constructs.cli.goal import TrainingGoal, parse_goal_quantity
+from fm_constructs.cli.init_args import INIT_DESCRIPTION, INIT_EPILOG, add_init_arguments
 from fm_constructs.cli.output import Reporter
+from fm_constructs.cli.profiles import default_profile, describe_default
 from fm_constructs.cli.validate import add_arguments as add_validate_arguments
 from fm_constructs.config import Profile, TrainingWorkloadConfig, load_profile
 from fm_constructs.domain.defaults import TARGET_MFU
@@ -26,8 +39,12 @@ from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.ip_budget import DEFAULT_POD_COUNT
 from fm_constructs.rules import workloads as workload_rules
 
-DEFAULT_CONFIG = "config/default.toml"
+if TYPE_CHECKING:
+    from fm_constructs.cli.aws import AwsSession
+
 WORKLOADS = WORKLOAD_KINDS
+#: Exit status of a command whose output pipe closed early (``fmc plan | head``): 128 + SIGPIPE.
+BROKEN_PIPE = 141
 
 
 def _goal_quantity(what: str) -> Callable[[str], float]:
@@ -71,15 +88,18 @@ class _Parser(argparse.ArgumentParser):
     """Raises instead of exiting, so ``main`` returns the exit code (testable in-process)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise CliError(f"{self.prog}: {message}", ExitCode.USAGE)
+        # "fmc: error: plan: ..." (the reporter adds "fmc: error:"), never "fmc ... fmc plan:".
+        command = self.prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        raise CliError(f"{where}{message} (see {self.prog} --help)", ExitCode.USAGE)
 
 
 def _common(parser: argparse.ArgumentParser, *, aws: bool) -> None:
     parser.add_argument(
         "--config",
         "-c",
-        default=DEFAULT_CONFIG,
-        help=f"profile TOML file (default: {DEFAULT_CONFIG})",
+        default=None,
+        help=f"profile TOML file (default: {describe_default()})",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     if aws:
@@ -97,34 +117,17 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"fmc {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     init = commands.add_parser(
         "init",
-        help="write a profile for your account (read-only AWS calls: STS, EC2 offerings)",
-        description="Write a profile from a shipped one, for the caller's account: account and "
-        "admin role from STS, the region, a GPU zone that offers the workloads' instance types "
-        "(ec2:DescribeInstanceTypeOfferings) and a second VPC zone. Prints each choice and why; "
-        "never overwrites a file without --force.",
-        epilog=EPILOG,
+        help="write a profile: offline from flags, or for your account (read-only AWS calls)",
+        description=INIT_DESCRIPTION,
+        epilog=INIT_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    init.add_argument("output", help="profile to write, e.g. config/mine.toml")
-    init.add_argument(
-        "--from",
-        dest="template",
-        default=DEFAULT_CONFIG,
-        help=f"shipped profile to start from (default: {DEFAULT_CONFIG})",
-    )
-    init.add_argument(
-        "--region", help="AWS region (default: the AWS configuration's, else the template's)"
-    )
-    init.add_argument(
-        "--instance-type",
-        help="instance type the GPU zone must offer first (default: the template's workloads')",
-    )
-    init.add_argument("--aws-profile", help="named AWS profile (default: AWS_PROFILE / default)")
-    init.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    add_init_arguments(init)
 
     plan = commands.add_parser(
         "plan",
@@ -188,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     capacity = commands.add_parser(
         "capacity",
         help="search and purchase EC2 Capacity Blocks for ML",
+        description="Search EC2 Capacity Block offerings for a workload of the profile, and buy "
+        "one (paid up front, no refund). The purchase prints the [<workload>.capacity] table "
+        "to put into the profile.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -197,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     search = capacity_commands.add_parser(
         "search",
         help="list Capacity Block offerings with their price",
+        description="List the Capacity Block offerings (ec2:DescribeCapacityBlockOfferings) for "
+        "the instance type and count of a workload, with the upfront price. Read-only.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -220,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     purchase = capacity_commands.add_parser(
         "purchase",
         help="buy one Capacity Block offering (needs --yes)",
+        description="Buy the Capacity Block offering --offering-id from fmc capacity search "
+        "(ec2:PurchaseCapacityBlock), and print the profile table that uses it. Refused "
+        "without --yes: the block is paid up front and cannot be cancelled.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -242,11 +253,88 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_validate_arguments(validate)
+
+    status = commands.add_parser(
+        "status",
+        help="each stack of the profile: CloudFormation status and outputs (read-only)",
+        description="What of the profile is deployed: every stack the profile builds, its "
+        "CloudFormation status and its outputs (cluster names, bucket, endpoints). Exit 1 when "
+        "a stack failed or rolled back. Read-only (cloudformation:DescribeStacks).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(status, aws=True)
+
+    connect = commands.add_parser(
+        "connect",
+        help="kubectl to a private EKS endpoint through a Session Manager port forward",
+        description="Resolve the Session Manager port forward to the cluster's private API "
+        "endpoint (its host from eks:DescribeCluster, a running node from "
+        "ec2:DescribeInstances) and print the tunnel and kubeconfig commands; with --start, "
+        "set the kubeconfig and run the tunnel in the foreground. Needs the AWS CLI v2 and "
+        "its Session Manager plugin (docs/operations/cluster-access.md).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(connect, aws=True)
+    connect.add_argument("--workload", help="the workload whose cluster (default: the first)")
+    connect.add_argument(
+        "--start", action="store_true", help="run the commands instead of printing them"
+    )
+
+    teardown = commands.add_parser(
+        "teardown",
+        help="what a teardown keeps and every command, in order (--dry-run; deletes nothing)",
+        description="The teardown of the deployment, filled in from CloudFormation: what is "
+        "retained (buckets, keys, file systems, workspaces, log groups, by id) and each command "
+        "in order: workload stacks, file systems and their security groups, termination "
+        "protection, the platform stack. Only --dry-run is offered: fmc prints, you run.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(teardown, aws=True)
+    teardown.add_argument(
+        "--dry-run", action="store_true", help="print the plan (required: nothing is deleted)"
+    )
+
+    health = commands.add_parser(
+        "health",
+        help="the DCGM diagnostics job for a workload's GPU nodes (offline)",
+        description="Render the DCGM diagnostics (level 2) Kubernetes Job for the GPU nodes of "
+        "a workload of the profile: its instance type, GPUs per node, node count, namespace "
+        "and queue. Apply it with kubectl (docs/first-job/eks.md). EKS and HyperPod EKS.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(health, aws=False)
+    health.add_argument("--workload", help="workload whose nodes (default: the first enabled)")
+    health.add_argument(
+        "--nodes", type=_positive_int, help="nodes to check (default: the workload's count)"
+    )
+
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script (bash)",
+        description="Print a bash completion script for fmc, generated from its own options: "
+        "source <(fmc completion bash), or save it under "
+        "~/.local/share/bash-completion/completions/fmc.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    completion.add_argument("shell", choices=["bash"], help="the shell (bash)")
     return parser
 
 
-def _load(path: str) -> Profile:
-    return load_profile(path)
+def _load(path: str | None) -> Profile:
+    """The profile at ``path``, else the default one (:mod:`fm_constructs.cli.profiles`)."""
+    chosen = path or default_profile()
+    if chosen is None:
+        raise CliError(
+            "no profile given: pass --config FILE (or set FMC_CONFIG); "
+            "fmc init profiles/mine.toml --offline writes one",
+            ExitCode.USAGE,
+        )
+    return load_profile(chosen)
 
 
 def _profile_goal(
@@ -286,16 +374,59 @@ def _profile_mfu(profile: Profile, goal_workload: str) -> float:
 
 def _run_init(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     from fm_constructs.cli.init import run_init
+    from fm_constructs.cli.init_args import init_request
 
-    return run_init(
-        template=args.template,
-        output=args.output,
-        force=args.force,
-        region=args.region,
-        instance_type=args.instance_type,
-        aws_profile=args.aws_profile,
-        reporter=reporter,
+    return run_init(init_request(args), reporter=reporter)
+
+
+def _deployment_session(args: argparse.Namespace) -> tuple[Profile, AwsSession]:
+    from fm_constructs.cli.aws import AwsSession
+
+    profile = _load(args.config)
+    session = AwsSession(
+        region=args.region or profile.platform.region, profile_name=args.aws_profile
     )
+    return profile, session
+
+
+def _run_status(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.deployment import run_status
+
+    profile, session = _deployment_session(args)
+    return run_status(profile, session, reporter)
+
+
+def _run_connect(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.deployment import run_connect
+
+    profile, session = _deployment_session(args)
+    return run_connect(profile, session, reporter, workload=args.workload, start=args.start)
+
+
+def _run_teardown(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.deployment import run_teardown
+
+    if not args.dry_run:
+        raise CliError(
+            "teardown: only --dry-run is offered: it prints the retained resources and each "
+            "command in order, for you to run; fmc deletes nothing itself",
+            ExitCode.USAGE,
+        )
+    profile, session = _deployment_session(args)
+    return run_teardown(profile, session, reporter, dry_run=True)
+
+
+def _run_health(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.health import run_health
+
+    return run_health(_load(args.config), reporter, workload=args.workload, nodes=args.nodes)
+
+
+def _run_completion(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli.completion import bash_script
+
+    reporter.print(bash_script(build_parser()).rstrip("\n"))
+    return ExitCode.OK
 
 
 def _run_plan(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
@@ -419,6 +550,11 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Reporter], ExitCode]] = {
     "preflight": _run_preflight,
     "capacity": _run_capacity,
     "validate": _run_validate,
+    "status": _run_status,
+    "connect": _run_connect,
+    "teardown": _run_teardown,
+    "health": _run_health,
+    "completion": _run_completion,
 }
 
 
@@ -433,13 +569,18 @@ def main(
     try:
         try:
             args = parser.parse_args(argv)
-        except SystemExit as exit_:  # --help prints and exits 0
+        except SystemExit as exit_:  # --help and --version print and exit 0
             return int(exit_.code or 0)
         if args.command is None:
             parser.print_help(file=err)
             return ExitCode.USAGE
         reporter.json_mode = bool(getattr(args, "json", False))
-        return int(_COMMANDS[args.command](args, reporter))
+        code = int(_COMMANDS[args.command](args, reporter))
+        out.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except BrokenPipeError:
+        _silence_stdout(out)
+        return BROKEN_PIPE
     except CliError as error:
         reporter.error(error.message)
         return int(error.exit_code)
@@ -449,6 +590,19 @@ def main(
     except KeyboardInterrupt:
         reporter.error("interrupted")
         return 130
+
+
+def _silence_stdout(out: TextIO) -> None:
+    """After the reader of ``out`` went away (``fmc plan | head``): point the process's stdout
+    at /dev/null, so the interpreter's last flush at exit raises no second BrokenPipeError
+    (the recipe of the Python ``signal`` documentation)."""
+    if out is not sys.stdout:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

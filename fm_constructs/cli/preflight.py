@@ -7,6 +7,7 @@ error does not stop the others, so a single run shows everything that is wrong.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -112,7 +113,16 @@ CHECK_CODES: dict[str, str] = {
         "Choose a version EKS supports (platform.kubernetes_version).",
         severity=None,
     ),
+    "admin roles": info(
+        "FM710",
+        "An IAM role of platform.admin_role_arns does not exist in the account, or exists "
+        "under another ARN (its path differs), so no one gets cluster-admin access through it.",
+        "Write each role's ARN as iam get-role prints it (Role.Arn, path included).",
+        severity=None,
+    ),
 }
+
+_ROLE_ARN = re.compile(r"^arn:[^:]+:iam::(?P<account>\d{12}):role/(?:.*/)?(?P<name>[^/]+)$")
 
 
 @dataclass(frozen=True)
@@ -226,6 +236,8 @@ class Preflight:
             self._guard("FSx for Lustre storage quota", None, lambda: [self.check_fsx_quota()])
         if any(w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS) for w in workloads):
             self._guard("EKS version", None, lambda: [self.check_eks_version()])
+        for arn in self.profile.platform.admin_role_arns:
+            self._guard("admin roles", None, partial(self.check_admin_role, arn))
         return self.checks
 
     # ---------------------------------------------------------------- checks
@@ -897,6 +909,49 @@ class Preflight:
                 "standard support",
             )
         return Check(name, None, Status.FAIL, detail, "choose a supported Kubernetes version")
+
+    def check_admin_role(self, arn: str) -> list[Check]:
+        """The role of one ``platform.admin_role_arns`` entry exists, under exactly that ARN
+        (iam:GetRole: a role created with a path, such as IAM Identity Center's
+        ``aws-reserved/sso.amazonaws.com/...``, is another principal without it)."""
+        name = "admin roles"
+        match = _ROLE_ARN.match(arn)
+        if match is None:  # the loader accepts only role ARNs; a guard for profiles in code
+            return [Check(name, None, Status.FAIL, f"{arn} is not an IAM role ARN", _ROLE_FIX)]
+        answer = call(
+            self.client("iam"),
+            "get_role",
+            "iam:GetRole",
+            missing_codes=frozenset({"NoSuchEntity"}),
+            RoleName=match["name"],
+        )
+        if answer is None:
+            return [
+                Check(
+                    name,
+                    None,
+                    Status.FAIL,
+                    f"{arn}: no role {match['name']} in account {match['account']}",
+                    _ROLE_FIX,
+                )
+            ]
+        actual = str(answer["Role"]["Arn"])
+        if actual != arn:
+            return [
+                Check(
+                    name,
+                    None,
+                    Status.FAIL,
+                    f"{arn}: the role {match['name']} is {actual}",
+                    f"write {actual} in platform.admin_role_arns",
+                )
+            ]
+        return [Check(name, None, Status.PASS, f"{arn} exists")]
+
+
+_ROLE_FIX = (
+    "list roles that exist, by the ARN aws iam get-role --role-name NAME --query Role.Arn prints"
+)
 
 
 def _is_lustre_persistent2_capacity(quota_name: str) -> bool:

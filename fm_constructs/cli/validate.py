@@ -59,7 +59,13 @@ Runner = Callable[[Sequence[str], str | None], subprocess.CompletedProcess[str]]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``validate`` options (both modes)."""
-    parser.add_argument("--config", "-c", help="profile TOML file (render/submit mode)")
+    from fm_constructs.cli.profiles import describe_default
+
+    parser.add_argument(
+        "--config",
+        "-c",
+        help=f"profile TOML file (render/submit mode; default: {describe_default()})",
+    )
     parser.add_argument("--workload", help="workload of the profile: pretraining, post_training")
     parser.add_argument(
         "--nodes", type=int, help="nodes to test across (default: the workload's instance_count)"
@@ -263,6 +269,9 @@ def run_config(args: argparse.Namespace, reporter: Reporter, profile: Profile, r
     except (ValueError, FmValidationError) as error:
         raise CliError(f"validate: {error}", ExitCode.USAGE) from None
     manifest = yaml.safe_dump_all(objects, sort_keys=False)
+    if not args.submit and reporter.json_mode:
+        reporter.emit_json({"schema": SCHEMA, "orchestrator": "eks", "objects": objects})
+        return int(ExitCode.OK)
     if not args.submit:
         reporter.print(manifest.rstrip())
         return int(ExitCode.OK)
@@ -369,7 +378,7 @@ def run_validate(
                 ExitCode.USAGE,
             )
         return run_from_log(args, reporter)
-    if not args.config:
+    if not args.config and not args.workload:
         raise CliError(
             "validate: give --config PROFILE --workload NAME (render or --submit the "
             "nccl-tests job), or --from-log FILE [--instance-type TYPE] [--nodes N]",

@@ -111,7 +111,11 @@ def parse_profile(data: Mapping[str, Any], *, source: str = "<memory>") -> Profi
         # The addresses and limits of the largest deployment, once every key is valid.
         problems.extend(check_scale(profile))
     problems.raise_if_any()
-    return dataclasses.replace(profile, warnings=tuple(f for f in findings if not f.is_error))
+    accepted = set(profile.platform.accepted_warnings)
+    return dataclasses.replace(
+        profile,
+        warnings=tuple(f for f in findings if not f.is_error and f.code not in accepted),
+    )
 
 
 def _platform(t: TableReader) -> PlatformConfig:
@@ -162,6 +166,7 @@ def _platform(t: TableReader) -> PlatformConfig:
         ),
         kubernetes_version=_kubernetes_version(t),
         admin_role_arns=t.string_list("admin_role_arns"),
+        accepted_warnings=t.string_list("accepted_warnings"),
         public_access_cidrs=t.string_list("public_access_cidrs"),
         pod_networking=t.choice(
             "pod_networking", PodNetworking, _default(PlatformConfig, "pod_networking")
@@ -358,6 +363,9 @@ def _model(t: TableReader) -> ModelConfig:
         replicas=t.integer("replicas", 1, minimum=1, maximum=1000) or 1,
         max_replicas=t.integer("max_replicas", minimum=1, maximum=1000),
         max_model_len=t.integer("max_model_len", minimum=1),
+        model_parameters_billion=t.number("model_parameters_billion"),
+        weight_bytes_per_parameter=t.number("weight_bytes_per_parameter")
+        or _default(ModelConfig, "weight_bytes_per_parameter"),
         gpu_memory_utilization=utilization
         if utilization is not None
         else _default(ModelConfig, "gpu_memory_utilization"),

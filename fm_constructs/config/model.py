@@ -284,6 +284,18 @@ class ModelConfig:
         default=None,
         metadata={"doc": "vLLM OpenAI server image pinned by tag; the library's pin when absent."},
     )
+    model_parameters_billion: float | None = field(
+        default=None,
+        metadata={
+            "doc": "Parameters of the served model, in billions: its weights must fit the GPU memory of one replica (an error at load otherwise). When absent, a size in served_model_name or model_s3_prefix ('llama-3.1-70b-instruct': 70) is used."
+        },
+    )
+    weight_bytes_per_parameter: float = field(
+        default=2.0,
+        metadata={
+            "doc": "Bytes per weight as served: 2 for BF16/FP16, 1 for FP8/INT8, 0.5 for 4-bit."
+        },
+    )
 
     @property
     def enabled(self) -> bool:
@@ -500,7 +512,10 @@ class PlatformConfig:
         metadata={"doc": "Zones of the VPC (at least two, including availability_zone)."}
     )
     account: str | None = field(
-        default=None, metadata={"doc": "AWS account id; synthesis works without it."}
+        default=None,
+        metadata={
+            "doc": "AWS account id of the stacks' environment; synthesis works with or without it and never calls AWS (the zones are `availability_zones`, no lookup)."
+        },
     )
     vpc_cidr: str = field(
         default="10.0.0.0/16",
@@ -523,6 +538,12 @@ class PlatformConfig:
         default=(),
         metadata={
             "doc": "IAM role ARNs given cluster-admin on every EKS cluster (access entries)."
+        },
+    )
+    accepted_warnings: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "Warnings accepted for this deployment, not shown again: profile warnings by code ('FM203'; fmc plan, preflight), construct warnings of cdk synth by id ('fm:no-cluster-admins'). An error cannot be accepted."
         },
     )
     public_access_cidrs: tuple[str, ...] = field(

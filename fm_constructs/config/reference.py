@@ -131,8 +131,10 @@ def render_reference() -> str:
         "",
         "<!-- Generated from fm_constructs/config/model.py by `make docs-config`. -->",
         "",
-        "A profile is a TOML file in `config/`, chosen with `cdk synth -c config=<file>`. "
-        "Unknown keys are errors. Defaults marked *required* must be given (an enabled "
+        "A profile is a TOML file, named on every CDK command with `-c config=<file>` (there "
+        "is no default). The shipped profiles are in `config/`; keep your own in `profiles/` "
+        "(`fmc init profiles/<name>.toml`), which the tests do not sweep. Unknown keys are "
+        "errors. Defaults marked *required* must be given (an enabled "
         "workload requires `instance_type`).",
         "",
     ]

@@ -14,6 +14,7 @@ from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.model import (
     CapacityKind,
     InferenceConfig,
+    ModelConfig,
     Orchestrator,
     PostTrainingConfig,
     Profile,
@@ -281,6 +282,7 @@ def _check_inference(w: InferenceConfig) -> list[Finding]:
             f.under("inference.")
             for f in inference_rules.efa_where_replicas_span_nodes(tp, pp, spec)
         ]
+        out += [f.under("inference.model.") for f in _weights_fit(model, spec)]
         try:
             layout = plan_layout(spec, tensor_parallel_size=tp, pipeline_parallel_size=pp)
         except FmValidationError as error:
@@ -294,6 +296,27 @@ def _check_inference(w: InferenceConfig) -> list[Finding]:
                 )
             ]
     return out
+
+
+def _weights_fit(model: ModelConfig, spec: InstanceSpec) -> list[Finding]:
+    """FM511 with the model's size from model_parameters_billion, else from its names."""
+    if model.model_parameters_billion is not None:
+        size, source = model.model_parameters_billion, "model_parameters_billion"
+    else:
+        found = inference_rules.parameters_in_name(model.served_model_name, model.model_s3_prefix)
+        if found is None:
+            return []
+        size, name = found
+        source = f"read from {name!r}; set model_parameters_billion to state it"
+    return inference_rules.weights_fit_gpus(
+        size,
+        model.weight_bytes_per_parameter,
+        model.tensor_parallel_size,
+        model.pipeline_parallel_size,
+        spec,
+        model.gpu_memory_utilization,
+        source=source,
+    )
 
 
 def _spec(instance_type: str) -> InstanceSpec | None:
@@ -395,6 +418,7 @@ def _check_platform(profile: Profile) -> list[Finding]:
         out += platform_rules.admin_placeholders(platform.admin_role_arns)
         out += platform_rules.kubectl_layer_installed(platform.kubernetes_version)
     out += platform_rules.admin_principals(platform.admin_role_arns)
+    out += platform_rules.accepted_warnings(platform.accepted_warnings)
     out += platform_rules.admin_accounts(platform.admin_role_arns, platform.account)
     out += platform_rules.public_access_cidrs(platform.public_access_cidrs)
     return [f.under("platform.") for f in out]

@@ -8,6 +8,7 @@ Keys are the profile's names inside ``[inference.model]`` (``tensor_parallel_siz
 from __future__ import annotations
 
 import math
+import re
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.planning.serving_layout import (
@@ -283,3 +284,100 @@ def max_replicas_cover_replicas(
     if max_replicas is None or max_replicas >= replicas:
         return []
     return [REPLICA_RANGE.finding(key, max_replicas, f"must be >= replicas ({replicas})")]
+
+
+WEIGHTS_FIT = define(
+    "FM511",
+    "The model's weights do not fit the GPU memory one replica has (tensor_parallel_size x "
+    "pipeline_parallel_size GPUs, at gpu_memory_utilization): vLLM would fail to load them.",
+    "Give a replica more GPUs (tensor_parallel_size, on a type with that many), serve "
+    "quantized weights (weight_bytes_per_parameter), or serve a smaller model.",
+)
+
+#: A size in a model's name: "llama-3.1-70b-instruct", "Qwen3-32B", "phi-3.5-mini-3.8b" (not
+#: the "7B" of "8x7B", whose parameters are not 7 billion).
+_SIZE_IN_NAME = re.compile(r"(?<![\w.])(?P<size>\d+(?:\.\d+)?)b(?![a-z0-9])", re.IGNORECASE)
+
+
+def parameters_in_name(*names: str | None) -> tuple[float, str] | None:
+    """(billions of parameters, the name it was read from) for the first name stating a size."""
+    for name in names:
+        if not name:
+            continue
+        for part in re.split(r"[/_-]", name):
+            match = _SIZE_IN_NAME.fullmatch(part)
+            if match:
+                return float(match["size"]), name
+    return None
+
+
+def _smallest_type_with(instance: InstanceSpec, gpus: int) -> str | None:
+    """The type with the fewest ``instance``-like GPUs, at least ``gpus`` of them."""
+    from fm_constructs.catalog import all_instance_types  # floor 1, loaded on demand
+
+    same = [
+        spec
+        for spec in all_instance_types()
+        if spec.accelerator_name == instance.accelerator_name
+        and spec.accelerator_memory_gib == instance.accelerator_memory_gib
+        and spec.accelerator_count >= gpus
+    ]
+    if not same:
+        return None
+    return min(same, key=lambda s: (s.accelerator_count, s.vcpus, s.name)).name
+
+
+def weights_fit_gpus(
+    parameters_billion: float,
+    bytes_per_parameter: float,
+    tensor_parallel_size: int,
+    pipeline_parallel_size: int,
+    instance: InstanceSpec,
+    gpu_memory_utilization: float,
+    *,
+    source: str = "model_parameters_billion",
+    key: str = "tensor_parallel_size",
+) -> list[Finding]:
+    """The weights of one replica fit the memory vLLM may use on its GPUs.
+
+    The weights alone must fit: the KV cache and activations need room besides, so a model
+    that passes can still run short of context length, never the other way round."""
+    weights_gib = parameters_billion * 1e9 * bytes_per_parameter / 2**30
+    gpus = tensor_parallel_size * pipeline_parallel_size
+    per_gpu = instance.accelerator_memory_gib * gpu_memory_utilization
+    if weights_gib <= gpus * per_gpu:
+        return []
+    needed = math.ceil(weights_gib / per_gpu)
+    tensor_parallel = 1 << (needed - 1).bit_length()  # vLLM shards heads by a power of two
+    if tensor_parallel <= instance.accelerator_count:
+        fix = (
+            f"set tensor_parallel_size = {tensor_parallel} ({instance.name} has "
+            f"{instance.accelerator_count} GPUs)"
+        )
+    else:
+        bigger = _smallest_type_with(instance, tensor_parallel)
+        if bigger is not None:
+            fix = (
+                f"use an instance type with {tensor_parallel} GPUs ({bigger}) and set "
+                f"tensor_parallel_size = {tensor_parallel}"
+            )
+        else:  # no node has that many: whole nodes per stage, stages across nodes
+            per_node = instance.accelerator_count
+            fix = (
+                f"span nodes: tensor_parallel_size = {per_node} and pipeline_parallel_size = "
+                f"{math.ceil(tensor_parallel / per_node)}"
+            )
+    fix += ", serve quantized weights (weight_bytes_per_parameter = 1 for FP8), or a smaller model"
+    return [
+        WEIGHTS_FIT.finding(
+            key,
+            tensor_parallel_size,
+            f"must hold the model's weights: one replica has {gpus} x "
+            f"{instance.accelerator_memory_gib:.0f} GiB "
+            f"{instance.accelerator_name} ({gpus * per_gpu:.0f} GiB at "
+            f"gpu_memory_utilization {gpu_memory_utilization:g}); the weights of a "
+            f"{parameters_billion:g}B-parameter model ({source}) at {bytes_per_parameter:g} "
+            f"bytes each take {weights_gib:.0f} GiB",
+            fix,
+        )
+    ]

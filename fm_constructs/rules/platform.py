@@ -18,7 +18,7 @@ from fm_constructs.planning.kubernetes_versions import (
     supported_versions_text,
 )
 from fm_constructs.rules import regions
-from fm_constructs.rules.findings import Finding, Severity, rule
+from fm_constructs.rules.findings import RULES, Finding, Severity, define, rule
 
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 #: The account number AWS documentation uses in examples; a real profile never holds it.
@@ -359,3 +359,40 @@ def vpc_cidr(cidr: str, *, key: str = "vpc_cidr") -> list[Finding]:
             Finding("FM105", Severity.ERROR, key, cidr, "must have a prefix between /16 and /24")
         ]
     return []
+
+
+ACCEPTED_WARNINGS = define(
+    "FM208",
+    "platform.accepted_warnings names something that is not a warning: an unknown code, an "
+    "error's code (errors cannot be accepted), or a construct warning id without its 'fm:' "
+    "prefix.",
+    "List warning codes as fmc plan prints them ('FM203') and construct warning ids as cdk "
+    "synth prints them in brackets ('fm:no-cluster-admins').",
+)
+_WARNING_ID = re.compile(r"fm:[a-z0-9][a-z0-9-]*")
+
+
+def accepted_warnings(codes: Sequence[str], *, key: str = "accepted_warnings") -> list[Finding]:
+    """Each accepted warning is a profile warning's code or a construct warning's id."""
+    out: list[Finding] = []
+    for index, code in enumerate(codes):
+        where = f"{key}[{index}]"
+        if _WARNING_ID.fullmatch(code):
+            continue
+        known = RULES.get(code)
+        if known is None:
+            out.append(
+                ACCEPTED_WARNINGS.finding(
+                    where, code, "must be a warning code (FM...) or a construct warning id (fm:...)"
+                )
+            )
+        elif known.severity is Severity.ERROR:
+            out.append(
+                ACCEPTED_WARNINGS.finding(
+                    where,
+                    code,
+                    f"must be a warning; {code} is an error: {known.summary}",
+                    known.fix,
+                )
+            )
+    return out

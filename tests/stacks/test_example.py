@@ -1,10 +1,11 @@
 """docs/patterns/consumer-example.md, followed literally.
 
 The page's step blocks (the ``bash`` fences after a ``consumer-steps`` comment) run as written
-with ``bash -e``, in a fresh copy of the repository's files (what a clone has) and with a PATH
-that holds neither the repository's ``.venv`` nor its ``node_modules``: a new virtual
-environment, the library installed from the repository as ``requirements.txt`` says, the CDK
-CLI from the example's own lock file, ``npx cdk synth``, and the example's own pytest tests.
+with ``bash -e``, from the root of a fresh copy of the repository's files (what a clone has) and
+with a PATH that holds neither the repository's ``.venv`` nor its ``node_modules``: the app is
+copied to a folder outside the clone, a new virtual environment, the library installed from the
+clone's path as the page says, the CDK CLI from the example's own lock file, ``npx cdk synth``,
+and the example's own pytest tests.
 Any failing step fails the test. Then every template goes through cfn-lint.
 
 Speed without changing a step, through the environment only: pip reads the wheels ``make
@@ -115,7 +116,7 @@ def test_update_the_example_snapshot(request: pytest.FixtureRequest) -> None:
 @pytest.fixture(scope="module")
 def followed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """Copy the repository, run the page's steps there; the example folder and the output."""
-    clone = tmp_path_factory.mktemp("clone")
+    clone = tmp_path_factory.mktemp("consumer") / "fm-constructs"  # ../ is a folder of its own
     for name in _repository_files():
         target = clone / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -131,7 +132,9 @@ def followed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         timeout=600,
     )
     assert result.returncode == 0, f"a step of {PAGE.name} failed:\n{result.stdout[-6000:]}"
-    return clone / "examples" / "training-cluster", result.stdout
+    app = clone.parent / "my-training-app"
+    assert not app.is_relative_to(clone)
+    return app, result.stdout
 
 
 def _templates(outdir: Path) -> dict[str, Path]:
@@ -146,9 +149,13 @@ def _templates(outdir: Path) -> dict[str, Path]:
 
 def test_page_steps_cover_install_cli_synth_and_tests() -> None:
     steps = page_steps()
-    assert steps[0] == "cd examples/training-cluster"
+    assert steps[:3] == [
+        'FM_CONSTRUCTS="$PWD"',
+        "cp -r examples/training-cluster ../my-training-app",
+        "cd ../my-training-app",
+    ]  # the app builds outside the repository
     for expected in (
-        "pip install -r requirements.txt",
+        'pip install "$FM_CONSTRUCTS" -r requirements.txt',
         "npm ci",
         "npx cdk synth",
         "pytest",

@@ -223,6 +223,21 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "FM102",
         "not a zone ID",
     ),
+    (
+        "issue-33",  # 70B on one 48 GB L40S: the weights alone need 130 GiB
+        {
+            **ONLY_INFERENCE,
+            "inference.instance_type": "g6e.2xlarge",
+            "inference.instance_count": 1,
+            "inference.max_instance_count": 1,
+            "inference.model.tensor_parallel_size": 1,
+            "inference.model.replicas": 1,
+            "inference.model.max_replicas": 1,
+        },
+        "inference.model.tensor_parallel_size",
+        "FM511",
+        "use an instance type with 4 GPUs (g6e.12xlarge) and set tensor_parallel_size = 4",
+    ),
 ]
 
 
@@ -353,13 +368,16 @@ def test_warnings_load_and_are_shown_by_plan(
 
 
 def test_a_single_node_model_on_a_gpu_without_efa_is_valid(tmp_path: Path) -> None:
-    """Row 46 (U2): g6e.2xlarge (one L40S, no EFA) serves a TP-1 model; plan shows no EFA."""
+    """Row 46 (U2): g6e.2xlarge (one L40S, no EFA) serves a TP-1 model that fits one GPU (an
+    8B model; the default profile's 70B does not fit, FM511); plan shows no EFA."""
     path = _profile(
         tmp_path,
         {
             **ONLY_INFERENCE,
             "inference.instance_type": "g6e.2xlarge",
             "inference.model.tensor_parallel_size": 1,
+            "inference.model.model_s3_prefix": "models/llama-3.1-8b-instruct/",
+            "inference.model.served_model_name": "llama-3.1-8b-instruct",
         },
     )
     profile = load_profile(path)

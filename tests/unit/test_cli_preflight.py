@@ -619,3 +619,58 @@ def test_no_credentials_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
     result = run("preflight", "--config", DEFAULT_PROFILE)
     assert result.code == 3
     assert "no AWS credentials found" in result.err
+
+
+def _get_role(stubs: Stubs, name: str, arn: str) -> None:
+    stubs["iam"].add_response(
+        "get_role",
+        {
+            "Role": {
+                "Path": arn.split(":role", 1)[1].rsplit("/", 1)[0] + "/",
+                "RoleName": name,
+                "RoleId": "AROAEXAMPLEEXAMPLE123",
+                "Arn": arn,
+                "CreateDate": datetime(2026, 1, 1, tzinfo=UTC),
+            }
+        },
+        {"RoleName": name},
+    )
+
+
+def test_every_admin_role_is_checked_to_exist_under_its_arn(stubs: Stubs, tmp_path: Path) -> None:
+    """FM710: a role that does not exist, or exists only with a path the profile leaves out
+    (an IAM Identity Center role), gives no one access: preflight fails and names the ARN."""
+    account = "444455556666"
+    sso = "AWSReservedSSO_MlAdmin_0123456789abcdef"
+    sso_arn = f"arn:aws:iam::{account}:role/aws-reserved/sso.amazonaws.com/eu-west-2/{sso}"
+    roles = [
+        f"arn:aws:iam::{account}:role/Ops",  # exists
+        f"arn:aws:iam::{account}:role/{sso}",  # exists, but with a path
+        f"arn:aws:iam::{account}:role/Gone",  # does not exist
+    ]
+    text = (
+        Path(DEFAULT_PROFILE)
+        .read_text()
+        .replace(
+            "admin_role_arns = []", "admin_role_arns = [" + ", ".join(f'"{r}"' for r in roles) + "]"
+        )
+    )
+    path = write_profile(tmp_path, text)
+    _queue_default_profile(stubs)
+    _get_role(stubs, "Ops", roles[0])
+    _get_role(stubs, sso, sso_arn)
+    stubs["iam"].add_client_error(
+        "get_role",
+        "NoSuchEntity",
+        "The role with name Gone cannot be found.",
+        expected_params={"RoleName": "Gone"},
+    )
+    result = run("preflight", "--config", path, "--json")
+    assert result.code == 1, result.err
+    stubs.assert_done()
+    checks = [c for c in json.loads(result.out)["checks"] if c["name"] == "admin roles"]
+    assert [c["status"] for c in checks] == ["pass", "fail", "fail"]
+    assert checks[1]["code"] == "FM710" and checks[1]["fix"] == (
+        f"write {sso_arn} in platform.admin_role_arns"
+    )
+    assert f"no role Gone in account {account}" in checks[2]["detail"]

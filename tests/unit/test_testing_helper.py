@@ -98,8 +98,8 @@ def test_update_is_read_from_the_environment(
 
 
 def test_feature_flags_are_the_ones_the_repository_synthesizes_with() -> None:
+    # cdk.json holds the flags and nothing else: no default profile (cdk commands name one).
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
-    context.pop("config")
     assert context == feature_flags()
 
 
@@ -108,3 +108,53 @@ def test_feature_flags_module_prints_a_cdk_json_block(capsys: pytest.CaptureFixt
 
     module.main()
     assert json.loads(capsys.readouterr().out) == {"context": feature_flags()}
+
+
+def test_a_difference_names_the_property_path_and_both_values(tmp_path: Path) -> None:
+    """Issue 33: a failing snapshot says which property changed, not only which resource."""
+    path = tmp_path / "stack.json"
+    before = {
+        "Resources": {
+            "Nodes": {
+                "Type": "AWS::EKS::Nodegroup",
+                "Properties": {
+                    "ScalingConfig": {"DesiredSize": 2, "MaxSize": 2},
+                    "Labels": {"a": "1"},
+                    "Subnets": [{"Ref": "SubnetA"}, {"Ref": "SubnetB"}],
+                },
+            }
+        }
+    }
+    assert_matches_snapshot(before, path, update=True)
+    after = json.loads(json.dumps(before))
+    properties = after["Resources"]["Nodes"]["Properties"]
+    properties["ScalingConfig"]["DesiredSize"] = 3
+    del properties["Labels"]["a"]
+    properties["Subnets"][1] = {"Ref": "SubnetC"}
+    properties["Taints"] = [{"Key": "gpu"}]
+    with pytest.raises(AssertionError) as failure:
+        assert_matches_snapshot(after, path, update=False)
+    lines = str(failure.value).splitlines()
+    for expected in (
+        "  Resources: changed Nodes",
+        "    Resources.Nodes.Properties.ScalingConfig.DesiredSize: 2 -> 3",
+        '    Resources.Nodes.Properties.Labels.a: removed (was "1")',
+        '    Resources.Nodes.Properties.Subnets[1].Ref: "SubnetB" -> "SubnetC"',
+        '    Resources.Nodes.Properties.Taints: added [{"Key": "gpu"}]',
+    ):
+        assert expected in lines, str(failure.value)
+    assert "Resources.Nodes.Properties.ScalingConfig.MaxSize" not in str(failure.value)
+
+
+def test_long_values_and_many_differences_are_cut(tmp_path: Path) -> None:
+    path = tmp_path / "stack.json"
+    before = {"Resources": {f"R{i:03}": {"Type": "T", "Properties": {"V": i}} for i in range(60)}}
+    assert_matches_snapshot(before, path, update=True)
+    after = json.loads(json.dumps(before))
+    for i in range(60):
+        after["Resources"][f"R{i:03}"]["Properties"]["V"] = "x" * 200
+    with pytest.raises(AssertionError) as failure:
+        assert_matches_snapshot(after, path, update=False)
+    text = str(failure.value)
+    assert "more lines" in text
+    assert max(len(line) for line in text.splitlines()[1:-2]) < 200
