@@ -13,7 +13,8 @@ from fm_constructs.storage.associations import (
     default_associations,
 )
 from fm_constructs.storage.data_bucket import DataBucket, IDataBucket
-from fm_constructs.storage.lustre import LustreConnections, LustreFileSystem, LustreLogLevel
+from fm_constructs.storage.lustre import LustreFileSystem, LustreLogLevel
+from fm_constructs.storage.lustre_connections import LustreConnections
 
 __all__ = [
     "ALL_EVENTS",
