@@ -28,6 +28,12 @@ from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.node_updates import (
+    EKS_MAX_PARALLEL_NODES,
+    UpdatePolicy,
+    UpdateStrategy,
+    update_policy,
+)
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
 
@@ -101,10 +107,14 @@ class EfaNodeGroup(Construct):
     - Taint ``nvidia.com/gpu=true:NoSchedule`` (``aws.amazon.com/neuron`` for Trainium) keeps
       other pods off; labels from :func:`node_labels` plus ``labels``.
     - Node auto repair on (with the ``eks-node-monitoring-agent`` add-on of the cluster),
-      at most ``max_parallel_repairs`` nodes replaced at once; updates replace
-      ``max_unavailable`` nodes at a time and respect PodDisruptionBudgets unless
-      ``force_update`` (a node running a job that a budget protects is not taken away by a
-      launch-template or AMI change).
+      at most ``max_parallel_repairs`` nodes replaced at once. Updates (a launch-template or
+      AMI change) follow :func:`~fm_constructs.planning.node_updates.update_policy`: on any
+      reservation the ``MINIMAL`` strategy (old nodes terminate before new ones launch: a
+      fully used reservation has no spare instance to launch first) with 20 % of the group
+      at once; on-demand the EKS default (new node first), one at a time.
+      ``update_strategy``, ``max_unavailable`` or ``max_unavailable_percentage`` override it
+      (give one of the last two). Updates respect PodDisruptionBudgets unless
+      ``force_update`` (a node running a job that a budget protects is not taken away).
     - ``node_pool``: value of the ``fm-constructs/node-pool`` label (the Kueue ResourceFlavor
       that selects this group).
     - ``max_pods``: kubelet maxPods of the nodes (nodeadm NodeConfig in the launch template);
@@ -137,7 +147,9 @@ class EfaNodeGroup(Construct):
         nvme_raid0: bool = True,
         auto_repair: bool = True,
         max_parallel_repairs: int = 1,
-        max_unavailable: int = 1,
+        max_unavailable: int | None = None,
+        max_unavailable_percentage: int | None = None,
+        update_strategy: UpdateStrategy | None = None,
         nodegroup_name: str | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
@@ -175,8 +187,9 @@ class EfaNodeGroup(Construct):
             min_size = 0
             Annotations.of(self).add_info(
                 "Capacity Block node group: minimum size 0, so EKS can scale it to zero before "
-                "the block ends. Before changing its launch template or AMI, set its desired "
-                "size to 0 (an update needs instances the block does not have)."
+                "the block ends. Updates terminate old nodes before launching new ones (the "
+                "block has no spare instance), so a launch-template or AMI change stops the "
+                "nodes it replaces: checkpoint first."
             )
         min_nodes = desired_size if min_size is None else min_size
         max_nodes = desired_size if max_size is None else max_size
@@ -189,9 +202,17 @@ class EfaNodeGroup(Construct):
             sizes=(min_nodes, desired_size, max_nodes),
             labels=labels or {},
             max_parallel_repairs=max_parallel_repairs,
+        )
+        policy = self._update_policy(
+            problems,
+            capacity=capacity,
+            update_strategy=update_strategy,
             max_unavailable=max_unavailable,
+            max_unavailable_percentage=max_unavailable_percentage,
         )
         problems.raise_if_any()
+        #: How the group replaces its nodes on a launch-template or AMI change.
+        self.update_policy = policy
         assert spec is not None
         self.instance_spec = spec
         self.capacity = capacity
@@ -261,12 +282,15 @@ class EfaNodeGroup(Construct):
                 ),
             ],
             enable_node_auto_repair=auto_repair,
-            max_unavailable=max_unavailable,
+            max_unavailable=policy.max_unavailable,
+            max_unavailable_percentage=policy.max_unavailable_percentage,
             force_update=force_update,
         )
         resource = self.nodegroup.node.default_child
         assert isinstance(resource, eks.CfnNodegroup)
         self.resource = resource
+        if update_strategy is not None or policy.strategy is UpdateStrategy.MINIMAL:
+            resource.add_property_override("UpdateConfig.UpdateStrategy", policy.strategy.value)
         if auto_repair:
             resource.add_property_override(
                 "NodeRepairConfig.MaxParallelNodesRepairedCount", max_parallel_repairs
@@ -381,7 +405,6 @@ class EfaNodeGroup(Construct):
         sizes: tuple[int, int, int],
         labels: Mapping[str, str],
         max_parallel_repairs: int,
-        max_unavailable: int,
     ) -> None:
         zone = _known_zone(subnet)
         gpu_zone = cluster.gpu_availability_zone if isinstance(cluster, GpuEksCluster) else None
@@ -448,8 +471,52 @@ class EfaNodeGroup(Construct):
                 )
         if max_parallel_repairs < 1:
             problems.add("max_parallel_repairs", max_parallel_repairs, "must be 1 or more")
-        if max_unavailable < 1:
-            problems.add("max_unavailable", max_unavailable, "must be 1 or more")
+
+    def _update_policy(
+        self,
+        problems: Problems,
+        *,
+        capacity: CapacitySource,
+        update_strategy: UpdateStrategy | None,
+        max_unavailable: int | None,
+        max_unavailable_percentage: int | None,
+    ) -> UpdatePolicy:
+        """The capacity's update policy with the options given on top of it."""
+        default = update_policy(reserved=capacity.is_reserved)
+        if max_unavailable is not None and max_unavailable_percentage is not None:
+            problems.add(
+                "max_unavailable / max_unavailable_percentage",
+                (max_unavailable, max_unavailable_percentage),
+                "give one of them (EKS takes a node count or a percentage)",
+            )
+        if max_unavailable is not None and not 1 <= max_unavailable <= EKS_MAX_PARALLEL_NODES:
+            problems.add(
+                "max_unavailable",
+                max_unavailable,
+                f"must be 1 to {EKS_MAX_PARALLEL_NODES} (EKS replaces at most "
+                f"{EKS_MAX_PARALLEL_NODES} nodes at once)",
+            )
+        if max_unavailable_percentage is not None and not 1 <= max_unavailable_percentage <= 100:
+            problems.add(
+                "max_unavailable_percentage", max_unavailable_percentage, "must be 1 to 100"
+            )
+        strategy = UpdateStrategy(update_strategy) if update_strategy else default.strategy
+        if (
+            strategy is UpdateStrategy.DEFAULT
+            and capacity.is_reserved
+            and not capacity.fall_back_to_on_demand
+        ):
+            Annotations.of(self).add_warning_v2(
+                "fm-constructs:EfaNodeGroup.update_strategy",
+                f"update_strategy DEFAULT launches new nodes before terminating old ones; the "
+                f"{capacity.kind.value} reservation has no spare instance when it is fully "
+                "used, so a launch-template or AMI change fails. Use UpdateStrategy.MINIMAL.",
+            )
+        if max_unavailable is None and max_unavailable_percentage is None:
+            return UpdatePolicy(
+                strategy, default.max_unavailable, default.max_unavailable_percentage
+            )
+        return UpdatePolicy(strategy, max_unavailable, max_unavailable_percentage)
 
 
 def _cluster_security_group(cluster: eks.ICluster) -> ec2.ISecurityGroup:

@@ -216,6 +216,86 @@ def test_capacity_block(synth: Synth) -> None:
     synth.templates["CapacityBlock"].resource_count_is("AWS::EC2::PlacementGroup", 0)
 
 
+def test_reserved_groups_terminate_first_a_fifth_at_once(synth: Synth) -> None:
+    """A fully used reservation has no spare instance: EKS's MINIMAL strategy terminates old
+    nodes first (EKS API NodegroupUpdateConfig), 20 % of the group at once."""
+    group = _one(synth.raw["CapacityBlock"], "AWS::EKS::Nodegroup")
+    assert group["UpdateConfig"] == {"MaxUnavailablePercentage": 20, "UpdateStrategy": "MINIMAL"}
+    policy = synth.groups["CapacityBlock"].update_policy
+    assert policy.parallel_nodes(8) == 1 and policy.parallel_nodes(342) == 68
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_on_demand_groups_keep_the_eks_default_update(synth: Synth, name: str) -> None:
+    group = _one(synth.raw[name], "AWS::EKS::Nodegroup")
+    assert group["UpdateConfig"] == {"MaxUnavailable": 1}
+
+
+def test_an_odcr_group_takes_given_parallelism_and_warns_on_default(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
+) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    from fm_constructs.planning.node_updates import UpdateStrategy
+
+    stack, cluster, vpc = bad
+    EfaNodeGroup(
+        stack,
+        "Odcr",
+        cluster=cluster,
+        instance_type="p5en.48xlarge",
+        subnet=vpc.private_subnets[0],
+        node_count=300,
+        capacity=CapacitySource.odcr(CR, instance_count=300),
+        max_unavailable=50,
+    )
+    EfaNodeGroup(
+        stack,
+        "OdcrDefault",
+        cluster=cluster,
+        instance_type="p5en.48xlarge",
+        subnet=vpc.private_subnets[0],
+        node_count=2,
+        capacity=CapacitySource.odcr(CR, instance_count=2),
+        update_strategy=UpdateStrategy.DEFAULT,
+    )
+    groups = Template.from_stack(stack).find_resources("AWS::EKS::Nodegroup")
+    configs = sorted(
+        json.dumps(g["Properties"]["UpdateConfig"], sort_keys=True) for g in groups.values()
+    )
+    assert configs == [
+        '{"MaxUnavailable": 50, "UpdateStrategy": "MINIMAL"}',
+        '{"MaxUnavailablePercentage": 20, "UpdateStrategy": "DEFAULT"}',
+    ]
+    Annotations.from_stack(stack).has_warning(
+        "/Bad/OdcrDefault", Match.string_like_regexp("launches new nodes before terminating")
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_unavailable": 2, "max_unavailable_percentage": 10}, "give one of them"),
+        ({"max_unavailable": 101}, r"max_unavailable: must be 1 to 100"),
+        ({"max_unavailable_percentage": 0}, r"max_unavailable_percentage: must be 1 to 100"),
+    ],
+)
+def test_bad_update_parallelism_is_refused(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc], options: dict[str, int], message: str
+) -> None:
+    stack, cluster, vpc = bad
+    with pytest.raises(FmValidationError, match=message):
+        EfaNodeGroup(
+            stack,
+            "Parallel",
+            cluster=cluster,
+            instance_type="p5.48xlarge",
+            subnet=vpc.private_subnets[0],
+            node_count=4,
+            **options,  # type: ignore[arg-type]
+        )
+
+
 def test_given_efa_group_and_repair_off(synth: Synth) -> None:
     raw = synth.raw["GivenGroup"]
     synth.templates["GivenGroup"].resource_count_is("AWS::EC2::SecurityGroup", 1)
