@@ -217,6 +217,26 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "must be 1200, 2400, or a multiple of 2400 GiB",
     ),
     (
+        # A 10/8 VPC cannot take a block from another RFC 1918 range (Amazon VPC User Guide,
+        # IPv4 CIDR block association restrictions): refused at load, not at deploy.
+        "n-cs-5",
+        {
+            "platform.vpc_cidr": "10.0.0.0/16",
+            "platform.pod_networking": "custom-networking",
+            "platform.pod_cidr": "192.168.0.0/16",
+        },
+        "platform.pod_cidr",
+        "FM601",
+        "must lie in 10.0.0.0/8 or 100.64.0.0/10",
+    ),
+    (
+        "n-cs-5b",
+        {"platform.vpc_cidr": "10.1.0.0/16", "platform.pod_cidr": "10.0.0.0/16"},
+        "platform.pod_cidr",
+        "FM601",
+        "primary block is in 10.0.0.0/15",
+    ),
+    (
         "31c",
         {"platform.availability_zones": ["use1-az1", "use1-az2"]},
         "platform.availability_zones",

@@ -267,3 +267,34 @@ def test_prefix_delegation_gives_every_admitted_pod_an_address() -> None:
     options = deployment_options(dataclasses.replace(profile, platform=platform))
     assert options.prefix_delegation and not options.custom_networking
     assert options.workloads["pretraining"].max_pods_per_node == 32
+
+
+@pytest.mark.parametrize(
+    ("block", "vpc_cidr", "fragment"),
+    [
+        # Amazon VPC User Guide, "IPv4 CIDR block association restrictions".
+        ("192.168.0.0/16", "10.0.0.0/16", "another RFC 1918 range (192.168.0.0/16)"),
+        ("172.16.0.0/16", "10.0.0.0/16", "another RFC 1918 range (172.16.0.0/12)"),
+        ("10.1.0.0/16", "172.16.0.0/16", "another RFC 1918 range (10.0.0.0/8)"),
+        ("10.1.0.0/16", "100.64.0.0/16", "in no RFC 1918 range"),
+        ("10.0.0.0/16", "10.1.0.0/16", "10.0.0.0/15"),
+        ("198.19.0.0/16", "10.0.0.0/16", "198.19.0.0/16"),
+        ("100.64.0.0/16", "10.0.0.0/16", None),
+        ("10.5.0.0/16", "10.0.0.0/16", None),
+        ("172.20.0.0/16", "172.16.0.0/16", None),
+        ("192.168.16.0/20", "192.168.0.0/20", None),
+    ],
+)
+def test_secondary_block_restrictions(block: str, vpc_cidr: str, fragment: str | None) -> None:
+    """One rule for the pod CIDR and the node blocks; node_cidr_blocks never picks a block
+    the rule refuses."""
+    from fm_constructs.planning.vpc_layout import node_cidr_blocks, secondary_block_problems
+
+    problems = secondary_block_problems(block, vpc_cidr)
+    assert pod_cidr_problems(block, vpc_cidr) == problems
+    if fragment is None:
+        assert problems == []
+    else:
+        assert any(fragment in p for p in problems), problems
+    for chosen in node_cidr_blocks(vpc_cidr, 4):
+        assert secondary_block_problems(chosen, vpc_cidr) == []
