@@ -99,7 +99,10 @@ def secondary_block_problems(block: str, vpc_cidr: str) -> list[str]:
             "(Amazon VPC User Guide, IPv4 CIDR block association restrictions)"
         )
     elif not any(network.subnet_of(r) for r in allowed):
-        out.append(f"must lie in {names} (the secondary ranges AWS accepts and the library uses beside this primary)")
+        out.append(
+            f"must lie in {names} (the secondary ranges AWS accepts and the library uses "
+            "beside this primary)"
+        )
     elif (
         primary is not None
         and primary.subnet_of(_TEN_0_15)
