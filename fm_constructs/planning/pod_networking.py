@@ -67,6 +67,17 @@ DEFAULT_ACCELERATED_MAX_PODS = 32
 WARM_PREFIX_TARGET = 1
 #: Addresses in one delegated /28 prefix.
 PREFIX_ADDRESSES = 16
+#: /28 blocks of a subnet that cannot hold a prefix: the first and the last hold addresses
+#: AWS reserves (the first four and the last of every subnet).
+RESERVED_PREFIX_BLOCKS = 2
+
+
+def prefix_blocks(prefix: int) -> int:
+    """Whole /28 blocks of a /``prefix`` subnet free to hold a delegated prefix (a prefix needs
+    a free, aligned /28: EC2 User Guide, "Assign prefixes to network interfaces")."""
+    if prefix > 28:
+        return 0
+    return max(0, 2 ** (28 - prefix) - RESERVED_PREFIX_BLOCKS)
 #: Node label naming the ENIConfig of a node: its zone, so one ENIConfig per zone serves every
 #: node group (EKS User Guide, custom networking, ``ENI_CONFIG_LABEL_DEF``).
 ENI_CONFIG_LABEL = "topology.kubernetes.io/zone"
@@ -129,6 +140,14 @@ class PodSubnetAddressing:
     def fits_node(self) -> bool:
         """False when the node cannot hold the pod ENIs or prefixes it needs."""
         return self.pod_enis > 0 and self.attached_enis <= self.pod_enis
+
+    @property
+    def blocks(self) -> int:
+        """Whole /28s of the pod subnet the node may take whatever addresses EC2 picks: one per
+        prefix, and one per pod ENI, whose own (primary) address may land in a /28 of its own
+        and leave it unusable for a prefix (the fragmentation behind the VPC CNI's
+        ``InsufficientCidrBlocks``)."""
+        return self.prefixes + self.attached_enis
 
 
 def pod_subnet_addresses_per_node(

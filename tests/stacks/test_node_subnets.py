@@ -1,6 +1,7 @@
-"""The default profile at 1,024 nodes (``pretraining.instance_count = 1024``, p5.48xlarge) as
-synthesized: the pool's node groups in node subnets of secondary VPC CIDR blocks, each where
-the IP budget put it, with prefix delegation; cfn-lint and cdk-nag clean.
+"""The 1,024 x p5 variant: the default profile at 1,024 nodes (``pretraining.instance_count =
+1024``, p5.48xlarge, ``max_pods_per_node = 16``) as synthesized: the pool's three node groups
+in one node subnet of a secondary VPC CIDR block (an EFA pool is never split across subnets),
+where the IP budget put it, with prefix delegation; cfn-lint and cdk-nag clean.
 
 p5.48xlarge cannot use custom networking (card 0 holds the primary and the efa-only
 interface), so this is how that profile reaches 1,024 nodes. One synthesis for the module."""
@@ -28,7 +29,9 @@ NODES = 1024
 
 def _profile() -> Any:
     profile = load_profile(ROOT / "config" / "default.toml")
-    pretraining = dataclasses.replace(profile.pretraining, instance_count=NODES)
+    pretraining = dataclasses.replace(
+        profile.pretraining, instance_count=NODES, max_pods_per_node=16
+    )
     return dataclasses.replace(profile, pretraining=pretraining)
 
 
@@ -47,10 +50,10 @@ def _template(suffix: str) -> dict[str, Any]:
     return _synth().templates[f"fm-{suffix}"]
 
 
-def test_the_plan_puts_the_pool_in_two_node_subnets() -> None:
+def test_the_plan_puts_the_pool_in_one_node_subnet() -> None:
     demand = subnet_demand(_profile())
     assert demand.fits and demand.networking is PodNetworking.PREFIX_DELEGATION
-    assert [s.cidr for s in demand.node_subnets] == ["10.1.0.0/16", "10.2.0.0/16"]
+    assert [s.cidr for s in demand.node_subnets] == ["10.1.0.0/16"]
 
 
 def test_platform_adds_one_block_and_one_routed_subnet_per_node_subnet() -> None:
@@ -59,7 +62,7 @@ def test_platform_adds_one_block_and_one_routed_subnet_per_node_subnet() -> None
         r["Properties"]["CidrBlock"]: lid
         for lid, r in _resources(platform, "AWS::EC2::VPCCidrBlock")
     }
-    assert set(blocks) == {"10.1.0.0/16", "10.2.0.0/16"}
+    assert set(blocks) == {"10.1.0.0/16"}
     subnets = {
         r["Properties"]["CidrBlock"]: (lid, r)
         for lid, r in _resources(platform, "AWS::EC2::Subnet")
@@ -112,7 +115,15 @@ def test_each_node_group_launches_in_the_subnet_the_plan_gave_it() -> None:
     cidrs = deployment_options(result.profile).node_subnet_cidrs
     ordered = [placed[lid] for lid in sorted(placed, key=lambda x: (len(x), x))]
     assert ordered == [node_subnet[cidrs[i - 1]] for i in expected]
-    assert len(ordered) == 3
+    # every EFA node group of the pool in the same subnet
+    assert len(ordered) == 3 and len(set(ordered)) == 1
+
+
+def test_reserved_style_updates_and_placement_for_the_on_demand_pool() -> None:
+    """On-demand groups keep EKS's launch-first update, one node at a time."""
+    compute = _template("pretraining-compute")
+    for _, group in _resources(compute, "AWS::EKS::Nodegroup"):
+        assert group["Properties"]["UpdateConfig"] == {"MaxUnavailable": 1}
 
 
 def test_the_cluster_turns_on_prefix_delegation() -> None:
