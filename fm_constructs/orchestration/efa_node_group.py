@@ -20,13 +20,17 @@ from constructs import Construct
 
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, get_instance_type, require_efa
 from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
-from fm_constructs.compute.capacity_block_scaling import add_capacity_block_scaling
+from fm_constructs.compute.capacity_block_scaling import (
+    add_capacity_block_scaling,
+    capacity_block_phase,
+)
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.node_updates import (
     EKS_MAX_PARALLEL_NODES,
@@ -270,8 +274,14 @@ class EfaNodeGroup(Construct):
             subnets=ec2.SubnetSelection(subnets=[subnet]),
             min_size=min_nodes,
             # A Capacity Block node group starts empty: created before the block is active
-            # it would launch into a reservation that has no instances yet (EKS guide).
-            desired_size=min_nodes if capacity_block else desired_size,
+            # it would launch into a reservation that has no instances yet (EKS guide). Once
+            # the block has started it starts at its size (a scale-up schedule in the past
+            # would never run).
+            desired_size=(
+                desired_size
+                if not capacity_block or capacity_block_phase(self, capacity) is BlockPhase.RUNNING
+                else min_nodes
+            ),
             max_size=max_nodes,
             labels=self.labels,
             taints=[
