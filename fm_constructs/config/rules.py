@@ -470,11 +470,41 @@ def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
     return total
 
 
+#: Orchestrators whose EFA nodes count against an EFA-enabled file system's connections.
+EFA_CLIENT_ORCHESTRATORS = (Orchestrator.HYPERPOD_SLURM, Orchestrator.EKS)
+
+
+def efa_client_nodes(w: WorkloadConfig) -> int:
+    """EFA-capable nodes of ``w`` (its largest size and its rollout group) that may mount an
+    EFA-enabled file system over EFA: HyperPod Slurm clusters and EKS node groups."""
+    if not w.enabled or w.orchestrator not in EFA_CLIENT_ORCHESTRATORS:
+        return 0
+    size = w.instance_count if w.orchestrator is Orchestrator.HYPERPOD_SLURM else w.largest_size
+    total = _efa_count(w.instance_type, size)
+    rollout = w.rollout_group
+    if rollout is not None:
+        total += _efa_count(rollout.instance_type, rollout.instance_count)
+    return total
+
+
+def fsx_efa_connection_nodes(profile: Profile, w: WorkloadConfig) -> int:
+    """The nodes that may use EFA connections of ``w``'s own EFA-enabled file system (FM316):
+    those of ``w`` and of a post-training workload reusing it, on HyperPod Slurm or EKS; 0
+    when ``w``'s file system has no EFA or ``w`` reuses another's."""
+    if w.reuses_pretraining_storage or not w.storage.enabled or not w.storage.efa_enabled:
+        return 0
+    total = efa_client_nodes(w)
+    post = profile.post_training
+    if w is profile.pretraining and post.enabled and post.reuses_pretraining_storage:
+        total += efa_client_nodes(post)
+    return total
+
+
 def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     out: list[Finding] = _check_instance_type(w)
     if not w.reuses_pretraining_storage:  # once, for the workload that owns the file system
         out += workload_rules.fsx_efa_connections(
-            fsx_efa_clients(profile, w) or 0, key=f"{w.name}.instance_count"
+            fsx_efa_connection_nodes(profile, w), key=f"{w.name}.instance_count"
         )
     cap = w.capacity
     prefix = f"{w.name}.capacity"

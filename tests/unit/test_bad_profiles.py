@@ -359,6 +359,17 @@ def test_a_misspelled_key_gives_one_line_with_the_fix(tmp_path: Path) -> None:
             "pretraining.instance_count",
             "FM316",
         ),
+        (
+            # EKS nodes with an EFA-enabled file system count like HyperPod's (N-CS-7).
+            "fsx-efa-connections-eks",
+            {
+                "pretraining.instance_count": 1100,
+                "pretraining.max_pods_per_node": 16,
+                "pretraining.storage.efa_enabled": True,
+            },
+            "pretraining.instance_count",
+            "FM316",
+        ),
     ],
 )
 def test_warnings_load_and_are_shown_by_plan(
