@@ -527,13 +527,14 @@ def _node_subnets(
 
     A pool (all managed node groups of one workload's node group, the EFA traffic of one job)
     always stays in one subnet: the EC2 User Guide long said EFA OS-bypass traffic "is limited
-    to a single subnet" and no AWS page documents it across subnets, so a pool is never split. The largest pools move first, until the
-    rest fits, and are packed whole (first fit) into /16 subnets of secondary VPC CIDR blocks
-    (:func:`~fm_constructs.planning.vpc_layout.node_cidr_blocks`). A pool larger than one node
-    subnet is a finding naming the fix. Only for a VPC whose primary block is already a /16,
-    the largest there is: a smaller one grows by a larger ``vpc_cidr`` first (the shortfall
-    message says which). Empty when everything fits, or when moving every EKS pool would still
-    not make the private subnet fit."""
+    to a single subnet" and no AWS page documents it across subnets, so a pool is never split.
+    The largest pools move first, until the rest fits, and are packed whole (first fit) into
+    /16 subnets of secondary VPC CIDR blocks
+    (:func:`~fm_constructs.planning.vpc_layout.node_cidr_blocks`). A pool larger than one
+    node subnet is a finding naming the fix. Only for a VPC whose primary block is already a
+    /16, the largest there is: a smaller one grows by a larger ``vpc_cidr`` first (the
+    shortfall message says which). Empty when everything fits, or when moving every EKS pool
+    would still not make the private subnet fit."""
     delegation = networking is PodNetworking.PREFIX_DELEGATION
     prefix, _ = subnet_prefixes(profile.platform.vpc_cidr)
     usable = private_subnet_usable(prefix, delegation=delegation)

@@ -50,6 +50,28 @@ ROW_11B = {
     "inference.enabled": False,
 }
 
+def _reservations(*counts: int, **extra: Any) -> dict[str, Any]:
+    """A 1,024 x p5 pool on one ODCR per managed node group (each in its placement group)."""
+    return {
+        "pretraining.instance_count": 1024,
+        "pretraining.max_pods_per_node": 16,
+        "pretraining.capacity": {
+            "kind": "odcr",
+            "node_groups": [
+                {
+                    "reservation_id": f"cr-0{i}23456789abcdef0",
+                    "placement_group_arn": (
+                        f"arn:aws:ec2:us-east-1:111122223333:placement-group/fm-pg-{i}"
+                    ),
+                    "instance_count": count,
+                }
+                for i, count in enumerate(counts)
+            ],
+            **extra,
+        },
+    }
+
+
 #: (review row, profile changes, expected key path, code, a fragment of the line)
 ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
     (
@@ -235,6 +257,54 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "platform.pod_cidr",
         "FM601",
         "primary block is in 10.0.0.0/15",
+    ),
+    (
+        # one reservation per managed node group: 1,024 nodes are 3 groups (342, 341, 341)
+        "n-cs-2",
+        _reservations(512, 512),
+        "pretraining.capacity.node_groups",
+        "FM310",
+        "must list one reservation per managed node group of the pool: 3 for 1,024 nodes",
+    ),
+    (
+        "n-cs-2b",
+        _reservations(342, 341, 300),
+        "pretraining.capacity.node_groups[2].instance_count",
+        "FM310",
+        "must hold node group 3's 341 nodes",
+    ),
+    (
+        "n-cs-2c",
+        _reservations(342, 341, 341, reservation_id="cr-0123456789abcdef0"),
+        "pretraining.capacity.reservation_id",
+        "FM310",
+        "must be unset with pretraining.capacity.node_groups",
+    ),
+    (
+        "n-cs-2d",
+        _reservations(342, 341, 341, create_placement_group=True),
+        "pretraining.capacity.create_placement_group",
+        "FM310",
+        "cannot be true with a placement_group_arn",
+    ),
+    (
+        "n-cs-2e",
+        {
+            "pretraining.capacity": {
+                "kind": "odcr",
+                "node_groups": [{"reservation_id": "cr-1", "instance_count": 4}],
+            }
+        },
+        "pretraining.capacity.node_groups[0].reservation_id",
+        "FM311",
+        "cr-",
+    ),
+    (
+        "n-cs-2f",
+        {"pretraining.capacity": {"kind": "on-demand", "create_placement_group": True}},
+        "pretraining.capacity.create_placement_group",
+        "FM310",
+        "does not apply to kind 'on-demand'",
     ),
     (
         "31c",
