@@ -77,7 +77,7 @@ def prefix_blocks(prefix: int) -> int:
     a free, aligned /28: EC2 User Guide, "Assign prefixes to network interfaces")."""
     if prefix > 28:
         return 0
-    return max(0, 2 ** (28 - prefix) - RESERVED_PREFIX_BLOCKS)
+    return max(0, int(2 ** (28 - prefix)) - RESERVED_PREFIX_BLOCKS)
 #: Node label naming the ENIConfig of a node: its zone, so one ENIConfig per zone serves every
 #: node group (EKS User Guide, custom networking, ``ENI_CONFIG_LABEL_DEF``).
 ENI_CONFIG_LABEL = "topology.kubernetes.io/zone"
