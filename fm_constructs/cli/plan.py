@@ -650,7 +650,9 @@ def _plan_workload(
         goal=goal_plan,
         notes=tuple(notes),
         node_roll=node_roll(
-            group.part_sizes(), reserved=workload.capacity.kind is not CapacityKind.ON_DEMAND
+            group.part_sizes(),
+            reserved=workload.capacity.kind is not CapacityKind.ON_DEMAND,
+            capacity_block=workload.capacity.kind is CapacityKind.CAPACITY_BLOCK,
         )
         if workload.orchestrator is Orchestrator.EKS
         else None,

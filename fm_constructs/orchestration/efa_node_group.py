@@ -191,9 +191,9 @@ class EfaNodeGroup(Construct):
             min_size = 0
             Annotations.of(self).add_info(
                 "Capacity Block node group: minimum size 0, so EKS can scale it to zero before "
-                "the block ends. Updates terminate old nodes before launching new ones (the "
-                "block has no spare instance), so a launch-template or AMI change stops the "
-                "nodes it replaces: checkpoint first."
+                "the block ends. Before changing its launch template or AMI, set its desired "
+                "size to 0 (the EKS guide asks it of Capacity Block node groups; updates "
+                "terminate old nodes first, the block has no spare instance)."
             )
         min_nodes = desired_size if min_size is None else min_size
         max_nodes = desired_size if max_size is None else max_size

@@ -87,6 +87,8 @@ class NodeRoll:
 
     policy: UpdatePolicy
     group_sizes: tuple[int, ...]
+    #: A Capacity Block pool: the EKS guide asks for desired size 0 before an update.
+    capacity_block: bool = False
 
     @property
     def parallel(self) -> tuple[int, ...]:
@@ -127,10 +129,18 @@ class NodeRoll:
         ) + (
             f", {at_once} at once{share}: {self.batches} batches x "
             f"{ROLL_BATCH_MINUTES:.0f} min = about {hours:.1f} h"
+            + (
+                "; a Capacity Block group is scaled to 0 before an update (EKS guide), then "
+                "back: one launch of the block"
+                if self.capacity_block
+                else ""
+            )
         )
 
 
-def node_roll(group_sizes: Sequence[int], *, reserved: bool) -> NodeRoll:
+def node_roll(
+    group_sizes: Sequence[int], *, reserved: bool, capacity_block: bool = False
+) -> NodeRoll:
     """The roll of a pool split into managed node groups of ``group_sizes`` (reserved or
-    on-demand capacity)."""
-    return NodeRoll(update_policy(reserved=reserved), tuple(group_sizes))
+    on-demand capacity; a Capacity Block's)."""
+    return NodeRoll(update_policy(reserved=reserved), tuple(group_sizes), capacity_block)
