@@ -207,7 +207,7 @@ class EfaNodeGroup(Construct):
             labels=labels or {},
             max_parallel_repairs=max_parallel_repairs,
         )
-        policy = self._update_policy(
+        updates = self._update_policy(
             problems,
             capacity=capacity,
             update_strategy=update_strategy,
@@ -216,7 +216,7 @@ class EfaNodeGroup(Construct):
         )
         problems.raise_if_any()
         #: How the group replaces its nodes on a launch-template or AMI change.
-        self.update_policy = policy
+        self.update_policy = updates
         assert spec is not None
         self.instance_spec = spec
         self.capacity = capacity
@@ -292,15 +292,15 @@ class EfaNodeGroup(Construct):
                 ),
             ],
             enable_node_auto_repair=auto_repair,
-            max_unavailable=policy.max_unavailable,
-            max_unavailable_percentage=policy.max_unavailable_percentage,
+            max_unavailable=updates.max_unavailable,
+            max_unavailable_percentage=updates.max_unavailable_percentage,
             force_update=force_update,
         )
         resource = self.nodegroup.node.default_child
         assert isinstance(resource, eks.CfnNodegroup)
         self.resource = resource
-        if update_strategy is not None or policy.strategy is UpdateStrategy.MINIMAL:
-            resource.add_property_override("UpdateConfig.UpdateStrategy", policy.strategy.value)
+        if update_strategy is not None or updates.strategy is UpdateStrategy.MINIMAL:
+            resource.add_property_override("UpdateConfig.UpdateStrategy", updates.strategy.value)
         if auto_repair:
             resource.add_property_override(
                 "NodeRepairConfig.MaxParallelNodesRepairedCount", max_parallel_repairs

@@ -78,6 +78,8 @@ def prefix_blocks(prefix: int) -> int:
     if prefix > 28:
         return 0
     return max(0, int(2 ** (28 - prefix)) - RESERVED_PREFIX_BLOCKS)
+
+
 #: Node label naming the ENIConfig of a node: its zone, so one ENIConfig per zone serves every
 #: node group (EKS User Guide, custom networking, ``ENI_CONFIG_LABEL_DEF``).
 ENI_CONFIG_LABEL = "topology.kubernetes.io/zone"

@@ -50,6 +50,7 @@ ROW_11B = {
     "inference.enabled": False,
 }
 
+
 def _reservations(*counts: int, **extra: Any) -> dict[str, Any]:
     """A 1,024 x p5 pool on one ODCR per managed node group (each in its placement group)."""
     return {
