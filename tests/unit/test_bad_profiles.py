@@ -260,6 +260,27 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "primary block is in 10.0.0.0/15",
     ),
     (
+        # 1,024 p5en at 32 pods: 4 whole /28s a node in the pod subnet, 4,096 of 4,094
+        "n-cs-3",
+        {
+            "pretraining.instance_type": "p5en.48xlarge",
+            "pretraining.instance_count": 1024,
+            "pretraining.max_pods_per_node": 32,
+            "platform.pod_networking": "custom-networking",
+        },
+        "platform.pod_cidr",
+        "FM604",
+        "short by 34 /28s",
+    ),
+    (
+        # 1,024 p5 at 32 pods cannot share one node subnet, and an EFA pool is never split
+        "n-cs-4",
+        {"pretraining.instance_count": 1024},
+        "pretraining.max_pods_per_node",
+        "FM606",
+        "set pretraining.max_pods_per_node = 16",
+    ),
+    (
         # one reservation per managed node group: 1,024 nodes are 3 groups (342, 341, 341)
         "n-cs-2",
         _reservations(512, 512),
