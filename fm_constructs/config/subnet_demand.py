@@ -614,7 +614,7 @@ def _pool_too_large(
     per_node = group.node_subnet_blocks if delegation else group.addressing.per_node
     what = "whole /28s for prefixes" if delegation else "usable addresses"
     fixes = []
-    for pods in range(group.addressing.kubelet_max_pods - 1, 0, -1):
+    for pods in range(group.addressing.kubelet_max_pods - 1, 0, -1) if delegation else ():
         smaller = _node_group(group.name, workload, instance_type, group.nodes, pods, networking)
         if smaller.worst_case_addresses(smaller.nodes) <= capacity:
             fixes.append(
@@ -627,14 +627,18 @@ def _pool_too_large(
                 + f": {smaller.worst_case_addresses(smaller.nodes) // unit:,} of {room:,})"
             )
             break
+    if not delegation:
+        fixes.append(
+            "give pods /28 prefixes: platform.pod_networking = 'auto' or 'prefix-delegation'"
+        )
     fixes.append(
         f"or lower the pool to {room // max(per_node, 1):,} nodes, or split it over two workloads"
     )
     return Finding(
         NODE_SUBNET_SHORT,
         Severity.ERROR,
-        f"{workload.name}.max_pods_per_node",
-        group.addressing.kubelet_max_pods,
+        f"{workload.name}.max_pods_per_node" if delegation else "platform.pod_networking",
+        group.addressing.kubelet_max_pods if delegation else networking.value,
         f"the {group.nodes:,} {instance_type} nodes of {group.name} are one EFA pool and stay "
         f"in one node subnet (no AWS page documents EFA traffic across subnets); a "
         f"/{NODE_BLOCK_PREFIX} node subnet holds {room:,} {what}, and each node takes up to "
