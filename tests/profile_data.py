@@ -51,6 +51,8 @@ def _toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table (inside an array: an array of tables)
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
     return json.dumps(value) if isinstance(value, str) else repr(value)
 
 

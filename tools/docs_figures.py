@@ -69,7 +69,8 @@ def _plan(profile: str) -> Callable[[], str]:
 
 def _ip_budget_default_1024() -> str:
     """The IP budget and limits of ``fmc plan`` for config/default.toml with
-    ``pretraining.instance_count = 1024`` (the pool in node subnets of secondary blocks)."""
+    ``pretraining.instance_count = 1024`` and ``max_pods_per_node = 16`` (the 1,024 x p5
+    variant on three ODCRs: the pool in one node subnet of a secondary block)."""
     import dataclasses
 
     from fm_constructs.cli.plan import build_plan, render_plan
@@ -78,7 +79,19 @@ def _ip_budget_default_1024() -> str:
 
     with chdir(ROOT):
         profile = load_profile("config/default.toml")
-    pretraining = dataclasses.replace(profile.pretraining, instance_count=1024)
+    from fm_constructs.config.model import CapacityConfig, CapacityKind, ReservationConfig
+
+    # Bought as three ODCRs, one per managed node group (342 + 341 + 341).
+    capacity = CapacityConfig(
+        kind=CapacityKind.ODCR,
+        node_groups=tuple(
+            ReservationConfig(reservation_id=f"cr-0a0000000000000a{i}", instance_count=n)
+            for i, n in enumerate((342, 341, 341), start=1)
+        ),
+    )
+    pretraining = dataclasses.replace(
+        profile.pretraining, instance_count=1024, max_pods_per_node=16, capacity=capacity
+    )
     text = render_plan(
         build_plan(dataclasses.replace(profile, pretraining=pretraining), load_prices())
     )
@@ -90,7 +103,10 @@ def _ip_budget_default_1024() -> str:
     body = "\n".join(lines[start:end]).rstrip()
     return (
         "```text\n$ fmc plan --config config/default.toml   "
-        "# with pretraining.instance_count = 1024\n...\n" + body + "\n...\n```"
+        "# with pretraining.instance_count = 1024, max_pods_per_node = 16,\n"
+        "#   capacity: one ODCR per node group ([[pretraining.capacity.node_groups]])\n...\n"
+        + body
+        + "\n...\n```"
     )
 
 

@@ -53,6 +53,7 @@ from fm_constructs.planning.ip_budget import (
     AWS_RESERVED_ADDRESSES_PER_SUBNET,
     DEFAULT_POD_COUNT,
 )
+from fm_constructs.planning.node_updates import NodeRoll, node_roll
 from fm_constructs.planning.vpc_layout import subnet_prefixes
 from fm_constructs.rules.findings import info
 
@@ -148,6 +149,8 @@ class WorkloadPlan:
     storage: StoragePlan | None
     goal: GoalPlan | None
     notes: tuple[str, ...] = ()
+    #: How a launch-template or AMI change replaces the nodes (EKS node groups; else None).
+    node_roll: NodeRoll | None = None
 
 
 @dataclass(frozen=True)
@@ -314,6 +317,20 @@ def _workload_json(w: WorkloadPlan) -> dict[str, Any]:
     doc["storage"] = None if w.storage is None else _storage_json(w.storage)
     doc["training_goal"] = None if w.goal is None else _goal_json(w.goal)
     doc["notes"] = list(w.notes)
+    roll = w.node_roll
+    doc["node_roll"] = (
+        None
+        if roll is None
+        else {
+            "update_strategy": roll.policy.strategy.value,
+            "max_unavailable": roll.policy.max_unavailable,
+            "max_unavailable_percentage": roll.policy.max_unavailable_percentage,
+            "node_groups": list(roll.group_sizes),
+            "nodes_at_once": list(roll.parallel),
+            "batches": roll.batches,
+            "minutes": roll.minutes,
+        }
+    )
     return doc
 
 
@@ -456,6 +473,7 @@ def _pod_subnet_json(demand: SubnetDemand) -> dict[str, Any] | None:
                 "max_pods": g.pod_addressing.max_pods,
                 "prefixes_per_node": g.pod_addressing.prefixes,
                 "addresses_per_node": g.pod_addressing.addresses,
+                "blocks_per_node": g.pod_addressing.blocks,
                 "addresses": g.pod_subnet_addresses,
             }
             for g in pods.node_groups
@@ -631,6 +649,13 @@ def _plan_workload(
         storage=storage,
         goal=goal_plan,
         notes=tuple(notes),
+        node_roll=node_roll(
+            group.part_sizes(),
+            reserved=workload.capacity.kind is not CapacityKind.ON_DEMAND,
+            capacity_block=workload.capacity.kind is CapacityKind.CAPACITY_BLOCK,
+        )
+        if workload.orchestrator is Orchestrator.EKS
+        else None,
     )
 
 
@@ -789,16 +814,30 @@ def _render_pod_subnet(subnet: SubnetPlan) -> list[str]:
     lines = [
         "",
         f"pod networking: VPC CNI custom networking with prefix delegation; pod subnet "
-        f"{pods['cidr']} in {subnet.availability_zone} ({pods['usable']:,} usable) needs "
-        f"{pods['required']:,} - " + ("fits" if pods["fits"] else "DOES NOT FIT"),
+        f"{pods['cidr']} in {subnet.availability_zone} ({pods['usable'] // 16:,} whole /28s "
+        f"free for prefixes) needs {pods['required'] // 16:,} - "
+        + ("fits" if pods["fits"] else "DOES NOT FIT"),
     ]
     for g in pods["node_groups"]:
         lines.append(
-            f"  {g['name']}: {g['nodes']:,} nodes x {g['addresses_per_node']} addresses "
-            f"(maxPods {g['max_pods']}: {g['prefixes_per_node']} /28 prefixes incl. 1 spare, "
-            f"plus the pod ENI's own address) = {g['addresses']:,}"
+            f"  {g['name']}: {g['nodes']:,} nodes x {g['blocks_per_node']} /28s (maxPods "
+            f"{g['max_pods']}: {g['prefixes_per_node']} prefixes incl. 1 spare, and the pod "
+            f"ENI's own address, which may spoil a /28) = {g['addresses'] // 16:,}"
         )
     return lines
+
+
+def _render_node_rolls(workloads: Sequence[WorkloadPlan]) -> list[str]:
+    """How long a launch-template or AMI change takes to replace every node of each pool."""
+    rolls = [(w.name, w.node_roll) for w in workloads if w.node_roll is not None]
+    if not rolls:
+        return []
+    return [
+        "",
+        "node roll (a launch-template or AMI change replaces every node; stop or checkpoint "
+        "jobs first):",
+        *(f"  {name}: {roll.describe()}" for name, roll in rolls if roll is not None),
+    ]
 
 
 def _render_node_subnets(subnet: SubnetPlan) -> list[str]:
@@ -984,6 +1023,7 @@ def render_plan(plan: Plan) -> str:
         )
     lines += _render_pod_subnet(subnet)
     lines += _render_node_subnets(subnet)
+    lines += _render_node_rolls(plan.workloads)
     lines += _render_limits(plan)
     for w in plan.workloads:
         if w.goal is None:

@@ -21,6 +21,7 @@ from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
 from fm_constructs.config.subnet_demand import largest_node_count
+from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.capacity_block import parse_utc
 from fm_constructs.rules.findings import Finding, Severity, info
 
@@ -291,14 +292,19 @@ class Preflight:
             )
         if cap.kind is CapacityKind.TRAINING_PLAN:
             return self._check_training_plan(w)
-        if cap.reservation_id is None:
-            return self._check_reservation_group(w, cap.resource_group_arn or "")
-        return self._check_reservation(w, cap.reservation_id)
+        checks = [
+            self._check_reservation_group(w, target)
+            if target.reservation_id is None
+            else self._check_reservation(w, target)
+            for target in _reservation_targets(w)
+        ]
+        return checks[0] if len(checks) == 1 else _combined(checks)
 
-    def _check_reservation_group(self, w: WorkloadConfig, group_arn: str) -> Check:
+    def _check_reservation_group(self, w: WorkloadConfig, target: _Target) -> Check:
         """The group's reservations that match the nodes (type, zone, Linux/UNIX, usable state)
         hold the largest node group; the launch template never falls back to On-Demand."""
         name = "capacity reservation group"
+        group_arn = target.resource_group_arn or ""
         ids: list[str] = []
         token: str | None = None
         while True:
@@ -318,7 +324,7 @@ class Preflight:
                     w.name,
                     Status.FAIL,
                     f"resource group {group_arn} does not exist in {self.region}",
-                    f"fix {w.name}.capacity.resource_group_arn",
+                    f"fix {target.key}.resource_group_arn",
                 )
             for item in answer.get("Resources", []):
                 identifier = item.get("Identifier", {})
@@ -350,7 +356,7 @@ class Preflight:
             and r.get("State") in _GOOD_RESERVATION_STATES
         ]
         total = sum(int(r.get("TotalInstanceCount", 0)) for r in usable)
-        wanted = largest_node_count(w)
+        wanted = target.wanted
         detail = (
             f"{group_arn}: {len(described)} reservations, {len(usable)} usable for "
             f"{w.instance_type} in {self.zone} holding {total} instances; the profile wants "
@@ -374,9 +380,10 @@ class Preflight:
             end = end.replace(tzinfo=UTC)
         return (end - self.now).total_seconds() / 3600
 
-    def _check_reservation(self, w: WorkloadConfig, reservation_id: str) -> Check:
+    def _check_reservation(self, w: WorkloadConfig, target: _Target) -> Check:
         """The reservation exists, is active or scheduled, and matches type, zone and count."""
         name = "capacity reservation"
+        reservation_id = target.reservation_id or ""
         answer = call(
             self.client("ec2"),
             "describe_capacity_reservations",
@@ -393,7 +400,7 @@ class Preflight:
                 w.name,
                 Status.FAIL,
                 f"{reservation_id} does not exist in {self.region} for this account",
-                f"fix {w.name}.capacity.reservation_id, or the region / account (--region, "
+                f"fix {target.key}.reservation_id, or the region / account (--region, "
                 "--aws-profile)",
             )
         r = found[0]
@@ -425,7 +432,7 @@ class Preflight:
                 )
             )
         total = int(r.get("TotalInstanceCount", 0))
-        wanted = largest_node_count(w)
+        wanted = target.wanted
         if total < wanted:
             failures.append(
                 (
@@ -434,7 +441,7 @@ class Preflight:
                     "reserve more",
                 )
             )
-        failures += self._reservation_details(w, r)
+        failures += self._reservation_details(w, r, target)
         reservation_type = r.get("ReservationType", "default")
         if w.capacity.kind is CapacityKind.CAPACITY_BLOCK and reservation_type != "capacity-block":
             failures.append(
@@ -469,7 +476,9 @@ class Preflight:
         )
         return _verdict(name, w.name, summary, failures, warnings)
 
-    def _reservation_details(self, w: WorkloadConfig, r: dict[str, Any]) -> list[tuple[str, str]]:
+    def _reservation_details(
+        self, w: WorkloadConfig, r: dict[str, Any], target: _Target
+    ) -> list[tuple[str, str]]:
         """Platform, tenancy, placement group and (for a block) start and end against what
         the launch template and the profile expect."""
         out: list[tuple[str, str]] = []
@@ -491,20 +500,21 @@ class Preflight:
             )
         cap = w.capacity
         group = r.get("PlacementGroupArn")
-        if group != cap.placement_group_arn and cap.kind is CapacityKind.ODCR:
+        if group != target.placement_group_arn and cap.kind is CapacityKind.ODCR:
             if group:
                 out.append(
                     (
                         f"it was made in placement group {group}, which the profile does not "
                         "name (instances launched outside it do not use it)",
-                        f"set {w.name}.capacity.placement_group_arn = {group!r}",
+                        f"set {target.key}.placement_group_arn = {group!r}",
                     )
                 )
             else:
                 out.append(
                     (
-                        f"it has no placement group, the profile names {cap.placement_group_arn}",
-                        f"remove {w.name}.capacity.placement_group_arn",
+                        f"it has no placement group, the profile names "
+                        f"{target.placement_group_arn}",
+                        f"remove {target.key}.placement_group_arn",
                     )
                 )
         if cap.kind is CapacityKind.CAPACITY_BLOCK:
@@ -957,6 +967,66 @@ _ROLE_FIX = (
 def _is_lustre_persistent2_capacity(quota_name: str) -> bool:
     text = quota_name.lower().replace("_", " ")
     return "lustre" in text and "persistent 2" in text and "storage capacity" in text
+
+
+@dataclass(frozen=True)
+class _Target:
+    """One reservation target of a workload: the capacity table's own, or one entry of
+    ``capacity.node_groups`` with the nodes of its managed node group; ``key`` is its
+    profile key path."""
+
+    key: str
+    wanted: int
+    reservation_id: str | None
+    resource_group_arn: str | None
+    placement_group_arn: str | None
+
+
+def _reservation_targets(w: WorkloadConfig) -> list[_Target]:
+    """The reservations the workload's node groups launch into, each with the nodes it must
+    hold (one per managed node group when the profile lists ``capacity.node_groups``)."""
+    cap = w.capacity
+    wanted = largest_node_count(w)
+    if not cap.node_groups:
+        return [
+            _Target(
+                f"{w.name}.capacity",
+                wanted,
+                cap.reservation_id,
+                cap.resource_group_arn,
+                cap.placement_group_arn,
+            )
+        ]
+    sizes = [s[2] for s in split_sizes(wanted, wanted, wanted, node_groups_for(wanted))]
+    return [
+        _Target(
+            f"{w.name}.capacity.node_groups[{i}]",
+            sizes[i] if i < len(sizes) else 0,
+            group.reservation_id,
+            group.resource_group_arn,
+            group.placement_group_arn,
+        )
+        for i, group in enumerate(cap.node_groups)
+    ]
+
+
+#: Which status of several checks wins (the first found of this order).
+_STATUS_ORDER = (Status.FAIL, Status.ERROR, Status.WARN, Status.PASS, Status.SKIP)
+
+
+def _combined(checks: list[Check]) -> Check:
+    """One check of several reservations: the worst status, every detail and fix."""
+    status = next(s for s in _STATUS_ORDER if any(c.status is s for c in checks))
+    fixes = [c.fix for c in checks if c.fix and c.status is not Status.PASS]
+    worst = next(c for c in checks if c.status is status)
+    return Check(
+        worst.name,
+        worst.workload,
+        status,
+        "; ".join(c.detail for c in checks),
+        "; ".join(fixes) or None,
+        worst.code if status in (Status.FAIL, Status.WARN) else None,
+    )
 
 
 def _verdict(

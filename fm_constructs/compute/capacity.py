@@ -20,6 +20,7 @@ tokens are not checked.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Fn, Token
@@ -66,6 +67,11 @@ class CapacitySource:
     group launches On-Demand instances that are billed on top of the idle reservation), unless
     ``fall_back_to_on_demand=True``. A Capacity Block cannot fall back (market type
     ``capacity-block``).
+
+    Reserved capacity gets no new cluster placement group (its hosts are already placed)
+    unless ``create_placement_group`` (ODCR only) asks for one. A fleet bought as several
+    ODCRs, each perhaps in its own placement group, is :meth:`odcr_node_groups`: managed node
+    group ``i`` of the pool (``GpuNodes``, ``GpuNodes2``, ...) targets ``node_groups[i]``.
     """
 
     kind: CapacityKind
@@ -81,6 +87,10 @@ class CapacitySource:
     #: Capacity Block only: its start and end (ISO 8601 UTC), for the scheduled scaling.
     start_time: str | None = None
     end_time: str | None = None
+    #: ODCR only: add a new cluster placement group over the reservation (default: none).
+    create_placement_group: bool = False
+    #: ODCR only: the reservation of each managed node group of a split pool, in split order.
+    node_groups: tuple[CapacitySource, ...] = ()
 
     # ---- constructors -----------------------------------------------------------------------
 
@@ -100,12 +110,14 @@ class CapacitySource:
         managed_placement: bool = False,
         placement_group_arn: str | None = None,
         fall_back_to_on_demand: bool = False,
+        create_placement_group: bool = False,
     ) -> CapacitySource:
         """A targeted On-Demand Capacity Reservation: a ``cr-`` id or a resource group ARN.
 
         ``placement_group_arn``: the cluster placement group the reservation was created in.
         ``fall_back_to_on_demand``: let EC2 launch On-Demand instances when the reservation
-        (or group) is full, instead of failing the launch.
+        (or group) is full, instead of failing the launch. ``create_placement_group``: add a
+        new cluster placement group over the reservation (none by default).
         """
         return CapacitySource(
             kind=CapacityKind.ODCR,
@@ -117,7 +129,34 @@ class CapacitySource:
             managed_placement=managed_placement,
             placement_group_arn=placement_group_arn,
             fall_back_to_on_demand=fall_back_to_on_demand,
+            create_placement_group=create_placement_group,
         )
+
+    @staticmethod
+    def odcr_node_groups(
+        node_groups: Sequence[CapacitySource],
+        *,
+        availability_zone: str | None = None,
+        instance_type: str | None = None,
+    ) -> CapacitySource:
+        """A fleet bought as several ODCRs: managed node group ``i`` of the pool targets
+        ``node_groups[i]`` (each an :meth:`odcr`, with its own ``placement_group_arn`` when it
+        was made in one). The pool must have exactly ``len(node_groups)`` node groups."""
+        counts = [g.instance_count for g in node_groups]
+        return CapacitySource(
+            kind=CapacityKind.ODCR,
+            availability_zone=availability_zone,
+            instance_count=sum(c for c in counts if c is not None)
+            if counts and all(c is not None and _known(c) for c in counts)
+            else None,
+            instance_type=instance_type,
+            node_groups=tuple(node_groups),
+        )
+
+    def for_node_group(self, index: int) -> CapacitySource:
+        """The capacity of managed node group ``index`` of a pool: its own entry of
+        :attr:`node_groups`, or this capacity for every group."""
+        return self.node_groups[index] if self.node_groups else self
 
     @staticmethod
     def capacity_block(
@@ -169,6 +208,24 @@ class CapacitySource:
         """The capacity a profile's ``[<workload>.capacity]`` table describes, for nodes of
         ``instance_type`` in ``availability_zone`` (where the reservation must be)."""
         zone, count = availability_zone, config.reserved_instance_count
+        if config.kind is CapacityKind.ODCR and config.node_groups:
+            return CapacitySource.odcr_node_groups(
+                [
+                    CapacitySource.odcr(
+                        group.reservation_id,
+                        resource_group_arn=group.resource_group_arn,
+                        availability_zone=zone,
+                        instance_count=group.instance_count,
+                        instance_type=instance_type,
+                        placement_group_arn=group.placement_group_arn,
+                        fall_back_to_on_demand=config.fall_back_to_on_demand,
+                        create_placement_group=config.create_placement_group,
+                    )
+                    for group in config.node_groups
+                ],
+                availability_zone=zone,
+                instance_type=instance_type,
+            )
         if config.kind is CapacityKind.ODCR:
             return CapacitySource.odcr(
                 config.reservation_id,
@@ -178,6 +235,7 @@ class CapacitySource:
                 instance_type=instance_type,
                 placement_group_arn=config.placement_group_arn,
                 fall_back_to_on_demand=config.fall_back_to_on_demand,
+                create_placement_group=config.create_placement_group,
             )
         if config.kind is CapacityKind.CAPACITY_BLOCK:
             return CapacitySource.capacity_block(
@@ -206,7 +264,9 @@ class CapacitySource:
             for field in ("reservation_id", "resource_group_arn", "training_plan_arn"):
                 if getattr(self, field) is not None:
                     problems.add(field, getattr(self, field), "must be unset for on-demand")
-        if kind is CapacityKind.ODCR and (
+        if kind is CapacityKind.ODCR and self.node_groups:
+            self._check_node_groups(problems)
+        elif kind is CapacityKind.ODCR and (
             (self.reservation_id is None) == (self.resource_group_arn is None)
         ):
             problems.add_message(
@@ -245,9 +305,19 @@ class CapacitySource:
             for field, value, default in (
                 ("placement_group_arn", self.placement_group_arn, None),
                 ("fall_back_to_on_demand", self.fall_back_to_on_demand, False),
+                ("create_placement_group", self.create_placement_group, False),
+                ("node_groups", self.node_groups, ()),
             ):
                 if value != default:
                     problems.add(field, value, "only an ODCR takes one")
+        if self.create_placement_group and (self.placement_group_arn or self.managed_placement):
+            problems.add(
+                "create_placement_group",
+                True,
+                "cannot be True for a reservation with its own placement (placement_group_arn, "
+                "managed_placement): a second cluster placement group fails with insufficient "
+                "capacity",
+            )
         if _known(self.placement_group_arn):
             check_placement_group_arn(problems, str(self.placement_group_arn))
         if _known(self.reservation_id):
@@ -269,6 +339,22 @@ class CapacitySource:
         ):
             problems.add("instance_count", self.instance_count, "must be at least 1")
         problems.raise_if_any()
+
+    def _check_node_groups(self, problems: Problems) -> None:
+        for field in ("reservation_id", "resource_group_arn", "placement_group_arn"):
+            if getattr(self, field) is not None:
+                problems.add(
+                    field,
+                    getattr(self, field),
+                    "must be unset with node_groups: give each node group its own",
+                )
+        for index, group in enumerate(self.node_groups):
+            if group.kind is not CapacityKind.ODCR or group.node_groups:
+                problems.add(
+                    f"node_groups[{index}]",
+                    group.kind.value,
+                    "must be a single ODCR (CapacitySource.odcr(...))",
+                )
 
     def _check_training_plan_arn(self, problems: Problems) -> None:
         arn = self.training_plan_arn
@@ -347,9 +433,11 @@ class CapacitySource:
 
     @property
     def allows_placement_group(self) -> bool:
-        """False for Capacity Blocks and reservations with their own placement: adding a
-        cluster placement group on top fails with insufficient capacity (an ODCR made in a
-        placement group brings that group: :attr:`placement_group_name`)."""
+        """Whether a new cluster placement group may be added at all: False for Capacity
+        Blocks and reservations with their own placement, where one on top fails with
+        insufficient capacity (an ODCR made in a placement group brings that group:
+        :attr:`placement_group_name`). A plain ODCR allows one when asked for, but gets none
+        by default (:class:`~fm_constructs.compute.GpuLaunchTemplate`)."""
         if self.kind is CapacityKind.CAPACITY_BLOCK:
             return False
         return not (self.managed_placement or self.placement_group_arn)
@@ -381,6 +469,14 @@ class CapacitySource:
         """``LaunchTemplateData.CapacityReservationSpecification`` (None for on-demand, which
         keeps EC2's default of using matching open reservations)."""
         self._require_ec2("launch templates")
+        if self.node_groups:
+            raise FmValidationError(
+                [
+                    "capacity: a capacity of several reservations (node_groups) has no single "
+                    "target; give each node group its own with capacity.for_node_group(i)"
+                ],
+                code=codes.CAPACITY_SOURCE,
+            )
         if self.kind is CapacityKind.ON_DEMAND:
             return None
         return ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(

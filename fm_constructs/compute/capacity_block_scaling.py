@@ -19,7 +19,14 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
-from fm_constructs.planning.capacity_block import CapacityBlockSchedule, schedule_expression
+from fm_constructs.planning.capacity_block import (
+    SYNTH_TIME_CONTEXT,
+    BlockPhase,
+    CapacityBlockSchedule,
+    block_phase,
+    schedule_expression,
+    synth_time,
+)
 
 if TYPE_CHECKING:
     from fm_constructs.compute.capacity import CapacitySource
@@ -29,7 +36,9 @@ UPDATE_NODEGROUP_TARGET = "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig
 
 
 class CapacityBlockScaling(Construct):
-    """Two schedules (``ScaleUp``, ``ScaleDown``) and their role (``Role``)."""
+    """Two schedules (``ScaleUp``, ``ScaleDown``) and their role (``Role``); ``ScaleDown``
+    alone when ``scale_up`` is False (the block has started: the group is created at its
+    size)."""
 
     def __init__(
         self,
@@ -43,6 +52,7 @@ class CapacityBlockScaling(Construct):
         schedule: CapacityBlockSchedule,
         min_size: int = 0,
         max_size: int | None = None,
+        scale_up: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.schedule = schedule
@@ -67,6 +77,8 @@ class CapacityBlockScaling(Construct):
             "ScaleUp": (schedule.scale_up_at, node_count, min(min_size, node_count)),
             "ScaleDown": (schedule.scale_down_at, 0, 0),
         }
+        if not scale_up:
+            del sizes["ScaleUp"]
         self.schedules: dict[str, scheduler.CfnSchedule] = {}
         for name, (moment, desired, minimum) in sizes.items():
             self.schedules[name] = scheduler.CfnSchedule(
@@ -97,6 +109,15 @@ class CapacityBlockScaling(Construct):
             )
 
 
+def capacity_block_phase(scope: Construct, capacity: CapacitySource) -> BlockPhase | None:
+    """Where the block of ``capacity`` stands at synthesis (the context key
+    ``fm-constructs:synth-time`` fixes the moment); None when its times are unknown."""
+    schedule = capacity.capacity_block_schedule
+    if schedule is None:
+        return None
+    return block_phase(schedule, synth_time(scope.node.try_get_context(SYNTH_TIME_CONTEXT)))
+
+
 def add_capacity_block_scaling(
     scope: Construct,
     capacity: CapacitySource,
@@ -108,9 +129,10 @@ def add_capacity_block_scaling(
     min_size: int = 0,
     max_size: int | None = None,
 ) -> CapacityBlockScaling | None:
-    """For a node group of a Capacity Block (created at its minimum size, 0 by default): the
-    schedules when the block's times are known, else a warning that says how to scale by
-    hand."""
+    """For a node group of a Capacity Block: the schedules when the block's times are known,
+    else a warning that says how to scale by hand. A block that has started (the group was
+    created at its size, see :func:`capacity_block_phase`) gets the scale-down alone; one past
+    its scale-down gets none."""
     schedule = capacity.capacity_block_schedule
     if schedule is None:
         Annotations.of(scope).add_warning_v2(
@@ -122,12 +144,31 @@ def add_capacity_block_scaling(
             f"minutes before its end: EC2 begins terminating the instances 30 minutes before.",
         )
         return None
-    Annotations.of(scope).add_info(
-        f"Capacity Block node group: 0 nodes until {schedule.scale_up_at:%Y-%m-%d %H:%M} UTC, "
-        f"{node_count} until {schedule.scale_down_at:%Y-%m-%d %H:%M} UTC, then 0 (EC2 "
-        f"terminates at {schedule.ec2_terminates_at:%H:%M}); write the last checkpoint before "
-        f"{schedule.last_checkpoint_by:%Y-%m-%d %H:%M} UTC."
-    )
+    phase = capacity_block_phase(scope, capacity)
+    if phase is BlockPhase.OVER:
+        Annotations.of(scope).add_warning_v2(
+            "fm:capacity-block-over",
+            f"The Capacity Block's scale-down time {schedule.scale_down_at:%Y-%m-%d %H:%M} UTC "
+            f"has passed: the node group is created with 0 nodes and no schedule (EC2 "
+            f"terminates the block's instances from {schedule.ec2_terminates_at:%H:%M} UTC). "
+            f"Give the times of a new block, or remove the workload.",
+        )
+        return None
+    if phase is BlockPhase.RUNNING:
+        Annotations.of(scope).add_warning_v2(
+            "fm:capacity-block-started",
+            f"The Capacity Block started at {schedule.start:%Y-%m-%d %H:%M} UTC, before this "
+            f"synthesis: the node group is created with {node_count} nodes at once and only "
+            f"the scale-down to 0 at {schedule.scale_down_at:%Y-%m-%d %H:%M} UTC is scheduled; "
+            f"write the last checkpoint before then.",
+        )
+    else:
+        Annotations.of(scope).add_info(
+            f"Capacity Block node group: 0 nodes until {schedule.scale_up_at:%Y-%m-%d %H:%M} "
+            f"UTC, {node_count} until {schedule.scale_down_at:%Y-%m-%d %H:%M} UTC, then 0 (EC2 "
+            f"terminates at {schedule.ec2_terminates_at:%H:%M}); write the last checkpoint "
+            f"before {schedule.last_checkpoint_by:%Y-%m-%d %H:%M} UTC."
+        )
     return CapacityBlockScaling(
         scope,
         "CapacityBlockScaling",
@@ -138,4 +179,5 @@ def add_capacity_block_scaling(
         schedule=schedule,
         min_size=min_size,
         max_size=max_size,
+        scale_up=phase is not BlockPhase.RUNNING,
     )

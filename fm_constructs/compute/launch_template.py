@@ -96,8 +96,10 @@ class GpuLaunchTemplate(Construct):
       ``security_groups`` (e.g. the EKS cluster security group) go on the primary interface.
       Groups are set per interface, never at launch-template level.
     * Capacity from ``capacity``: reservation target and ``capacity-block`` market type.
-    * A cluster placement group is created when EFA is on and the capacity allows one; with a
-      Capacity Block or a reservation with its own placement it is skipped with a warning.
+    * A cluster placement group is created for on-demand EFA nodes. Over a reservation none is
+      created unless ``create_placement_group=True`` (its hosts are already placed; an ODCR
+      made in a placement group brings that group); with a Capacity Block or a reservation
+      with its own placement it is never added (a warning says so).
     * IMDSv2 required, hop limit ``imds_hop_limit`` (default 1): a pod outside the host
       network is one hop further away, so it cannot reach the metadata service and take the
       node role's credentials. Every AWS consumer this library installs gets its own role
@@ -416,6 +418,21 @@ class GpuLaunchTemplate(Construct):
                     f"No cluster placement group for {self.instance_spec.name}: the capacity "
                     f"({capacity.kind.value}) already decides placement, and a second "
                     f"placement group fails with insufficient capacity.",
+                )
+            return None
+        if create_placement_group is None and capacity.is_reserved:
+            if capacity.create_placement_group:
+                return ClusterPlacementGroup(self, "PlacementGroup").placement_group
+            if efa:
+                # Reserved hosts are already placed: a new cluster placement group asks them to
+                # share one more locality and can fail with InsufficientInstanceCapacity while
+                # the paid reservation idles (EC2 User Guide, placement groups: reserve the
+                # capacity within the cluster placement group instead).
+                Annotations.of(self).add_info(
+                    f"No new cluster placement group for {self.instance_spec.name}: the "
+                    f"{capacity.kind.value} reservation's instances are already placed. Give "
+                    f"the group the reservation was made in (placement_group_arn), or "
+                    f"create_placement_group=True to ask for a new one."
                 )
             return None
         if create_placement_group is None and not efa:

@@ -23,6 +23,7 @@ from fm_constructs.config.model import (
     PostTrainingStorageConfig,
     PretrainingConfig,
     Profile,
+    ReservationConfig,
     RolloutConfig,
     ServingMetric,
     StorageConfig,
@@ -329,6 +330,37 @@ def _users(t: TableReader) -> tuple[ClusterUser, ...]:
     return tuple(users)
 
 
+def _reservations(t: TableReader) -> tuple[ReservationConfig, ...]:
+    """``[[<workload>.capacity.node_groups]]``: an array of tables, each read with its index
+    in the key path (``pretraining.capacity.node_groups[1].reservation_id``)."""
+    if not t.has("node_groups"):
+        return ()
+    entries = t.data["node_groups"]
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        t.problems.add(
+            t.key_path("node_groups"),
+            entries,
+            "must be an array of tables ([[<workload>.capacity.node_groups]], one per managed "
+            "node group, with reservation_id or resource_group_arn)",
+            code=WRONG_TYPE,
+        )
+        return ()
+    out: list[ReservationConfig] = []
+    for index, entry in enumerate(entries):
+        r = TableReader(
+            entry, f"{t.key_path('node_groups')}[{index}]", t.problems, _keys(ReservationConfig)
+        )
+        out.append(
+            ReservationConfig(
+                reservation_id=r.string("reservation_id"),
+                resource_group_arn=r.string("resource_group_arn"),
+                placement_group_arn=r.string("placement_group_arn"),
+                instance_count=r.integer("instance_count", minimum=1),
+            )
+        )
+    return tuple(out)
+
+
 def _capacity(t: TableReader) -> CapacityConfig:
     return CapacityConfig(
         kind=t.choice("kind", CapacityKind, _default(CapacityConfig, "kind")),
@@ -338,6 +370,8 @@ def _capacity(t: TableReader) -> CapacityConfig:
         reserved_instance_count=t.integer("reserved_instance_count", minimum=1),
         placement_group_arn=t.string("placement_group_arn"),
         fall_back_to_on_demand=bool(t.boolean("fall_back_to_on_demand", False)),
+        create_placement_group=bool(t.boolean("create_placement_group", False)),
+        node_groups=_reservations(t),
         start_time=t.string("start_time"),
         end_time=t.string("end_time"),
     )

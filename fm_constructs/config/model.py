@@ -73,6 +73,34 @@ class NatGateways(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReservationConfig:
+    """``[[<workload>.capacity.node_groups]]``: the ODCR of one managed node group."""
+
+    reservation_id: str | None = field(
+        default=None,
+        metadata={"doc": "Capacity reservation id ('cr-' and 17 hex digits) of this node group."},
+    )
+    resource_group_arn: str | None = field(
+        default=None,
+        metadata={
+            "doc": "ARN of a capacity-reservation resource group, instead of reservation_id."
+        },
+    )
+    placement_group_arn: str | None = field(
+        default=None,
+        metadata={
+            "doc": "The cluster placement group this reservation was created in; the node group launches into it."
+        },
+    )
+    instance_count: int | None = field(
+        default=None,
+        metadata={
+            "doc": "Instances the reservation holds, when known; the node group's nodes may not exceed it."
+        },
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class CapacityConfig:
     """``[<workload>.capacity]``: on-demand, an ODCR, a Capacity Block or a training plan."""
 
@@ -114,6 +142,18 @@ class CapacityConfig:
         default=False,
         metadata={
             "doc": "'odcr': launch On-Demand instances when the reservation is full (default: never, the launch fails instead)."
+        },
+    )
+    create_placement_group: bool = field(
+        default=False,
+        metadata={
+            "doc": "'odcr': add a new cluster placement group over the reservation (default: none; reserved hosts are already placed, and a new group can fail with InsufficientInstanceCapacity)."
+        },
+    )
+    node_groups: tuple[ReservationConfig, ...] = field(
+        default=(),
+        metadata={
+            "doc": "'odcr': a fleet bought as several reservations, one [[<workload>.capacity.node_groups]] table per managed node group of the pool (EKS: 450 nodes a group), in order; instead of reservation_id / resource_group_arn / placement_group_arn."
         },
     )
     start_time: str | None = field(

@@ -15,6 +15,7 @@ from fm_constructs.config.model import (
     PlatformConfig,
     PostTrainingConfig,
     PostTrainingStorageConfig,
+    ReservationConfig,
     RolloutConfig,
     StorageConfig,
     TrainingGoalConfig,
@@ -52,6 +53,13 @@ _TABLES: tuple[tuple[str, type[Any], str, type[Any] | None], ...] = (
         WorkloadConfig,
     ),
     ("[<workload>.capacity]", CapacityConfig, "Where the workload's instances come from.", None),
+    (
+        "[[<workload>.capacity.node_groups]]",
+        ReservationConfig,
+        "`odcr` bought as several reservations: one table per managed node group of the pool, "
+        "in order (the first for `GpuNodes`, the second for `GpuNodes2`, ...).",
+        None,
+    ),
     (
         "[inference.model]",
         ModelConfig,
@@ -105,7 +113,7 @@ def _default(field: dataclasses.Field[Any]) -> str:
         value = field.default
         if isinstance(value, Enum):
             return f"`{value.value!r}`"
-        if value is None:
+        if value is None or value == ():
             return "none"
         if isinstance(value, bool):
             return f"`{str(value).lower()}`"

@@ -12,6 +12,7 @@ from fm_constructs.catalog import InstanceSpec, get_instance_type
 from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.model import (
+    CapacityConfig,
     CapacityKind,
     InferenceConfig,
     ModelConfig,
@@ -26,6 +27,11 @@ from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE
 from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB, ROOT_VOLUME_SIZE_GIB
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.planning.aws_limits import (
+    NODES_PER_MANAGED_NODE_GROUP,
+    node_groups_for,
+    split_sizes,
+)
 from fm_constructs.planning.capacity_block import check_capacity_block_times
 from fm_constructs.planning.capacity_ids import (
     check_placement_group_arn,
@@ -494,11 +500,41 @@ def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
     return total
 
 
+#: Orchestrators whose EFA nodes count against an EFA-enabled file system's connections.
+EFA_CLIENT_ORCHESTRATORS = (Orchestrator.HYPERPOD_SLURM, Orchestrator.EKS)
+
+
+def efa_client_nodes(w: WorkloadConfig) -> int:
+    """EFA-capable nodes of ``w`` (its largest size and its rollout group) that may mount an
+    EFA-enabled file system over EFA: HyperPod Slurm clusters and EKS node groups."""
+    if not w.enabled or w.orchestrator not in EFA_CLIENT_ORCHESTRATORS:
+        return 0
+    size = w.instance_count if w.orchestrator is Orchestrator.HYPERPOD_SLURM else w.largest_size
+    total = _efa_count(w.instance_type, size)
+    rollout = w.rollout_group
+    if rollout is not None:
+        total += _efa_count(rollout.instance_type, rollout.instance_count)
+    return total
+
+
+def fsx_efa_connection_nodes(profile: Profile, w: WorkloadConfig) -> int:
+    """The nodes that may use EFA connections of ``w``'s own EFA-enabled file system (FM316):
+    those of ``w`` and of a post-training workload reusing it, on HyperPod Slurm or EKS; 0
+    when ``w``'s file system has no EFA or ``w`` reuses another's."""
+    if w.reuses_pretraining_storage or not w.storage.enabled or not w.storage.efa_enabled:
+        return 0
+    total = efa_client_nodes(w)
+    post = profile.post_training
+    if w is profile.pretraining and post.enabled and post.reuses_pretraining_storage:
+        total += efa_client_nodes(post)
+    return total
+
+
 def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     out: list[Finding] = _check_instance_type(w)
     if not w.reuses_pretraining_storage:  # once, for the workload that owns the file system
         out += workload_rules.fsx_efa_connections(
-            fsx_efa_clients(profile, w) or 0, key=f"{w.name}.instance_count"
+            fsx_efa_connection_nodes(profile, w), key=f"{w.name}.instance_count"
         )
     cap = w.capacity
     prefix = f"{w.name}.capacity"
@@ -527,8 +563,11 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
                 "from the Capacity Block purchase)",
             )
         )
-    if cap.kind is CapacityKind.ODCR and (cap.reservation_id is None) == (
-        cap.resource_group_arn is None
+    out += reservation_node_groups(cap, w.largest_size, prefix=prefix)
+    if (
+        cap.kind is CapacityKind.ODCR
+        and not cap.node_groups
+        and (cap.reservation_id is None) == (cap.resource_group_arn is None)
     ):
         out.append(
             _text(
@@ -598,6 +637,10 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
         "fall_back_to_on_demand": cap.fall_back_to_on_demand or None
         if cap.kind is not CapacityKind.ODCR
         else None,
+        "create_placement_group": cap.create_placement_group or None
+        if cap.kind is not CapacityKind.ODCR
+        else None,
+        "node_groups": len(cap.node_groups) or None if cap.kind is not CapacityKind.ODCR else None,
         "start_time": cap.start_time if cap.kind is not CapacityKind.CAPACITY_BLOCK else None,
         "end_time": cap.end_time if cap.kind is not CapacityKind.CAPACITY_BLOCK else None,
     }
@@ -621,6 +664,92 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
                 f"({cap.reserved_instance_count})",
             )
         )
+    return out
+
+
+def reservation_node_groups(cap: CapacityConfig, nodes: int, *, prefix: str) -> list[Finding]:
+    """``[[<workload>.capacity.node_groups]]`` of an ODCR pool of ``nodes`` nodes (its largest
+    size): one entry per managed node group of the split (EKS: 450 nodes a group), each one
+    reservation target that holds its group, instead of the table's own target; and no new
+    placement group where a reservation brings its own (``create_placement_group``)."""
+    out: list[Finding] = []
+    own_groups = [cap.placement_group_arn] + [g.placement_group_arn for g in cap.node_groups]
+    if cap.create_placement_group and any(own_groups):
+        out.append(
+            _finding(
+                CAPACITY,
+                f"{prefix}.create_placement_group",
+                True,
+                "cannot be true with a placement_group_arn: a reservation made in a cluster "
+                "placement group launches into it, and a second group fails with insufficient "
+                "capacity",
+                "remove create_placement_group, or the placement_group_arn",
+            )
+        )
+    if not cap.node_groups or cap.kind is not CapacityKind.ODCR:
+        return out
+    key = f"{prefix}.node_groups"
+    for name in ("reservation_id", "resource_group_arn", "placement_group_arn"):
+        if getattr(cap, name) is not None:
+            out.append(
+                _finding(
+                    CAPACITY,
+                    f"{prefix}.{name}",
+                    getattr(cap, name),
+                    f"must be unset with {key}: each node group names its own reservation",
+                    f"move it into the [[{key}]] tables",
+                )
+            )
+    parts = node_groups_for(nodes)
+    sizes = [size[2] for size in split_sizes(nodes, nodes, nodes, parts)]
+    if len(cap.node_groups) != parts:
+        out.append(
+            _finding(
+                CAPACITY,
+                key,
+                len(cap.node_groups),
+                f"must list one reservation per managed node group of the pool: {parts} for "
+                f"{nodes:,} nodes (EKS allows {NODES_PER_MANAGED_NODE_GROUP.value} nodes a "
+                f"group; the groups hold {', '.join(map(str, sizes))} nodes, in this order)",
+                f"give {parts} [[{key}]] tables, or change instance_count",
+            )
+        )
+    for index, group in enumerate(cap.node_groups):
+        entry = f"{key}[{index}]"
+        if (group.reservation_id is None) == (group.resource_group_arn is None):
+            out.append(
+                _finding(
+                    CAPACITY,
+                    entry,
+                    {
+                        "reservation_id": group.reservation_id,
+                        "resource_group_arn": group.resource_group_arn,
+                    },
+                    "needs exactly one of reservation_id ('cr-...') or resource_group_arn",
+                )
+            )
+        entry_ids = Problems(field_prefix=f"{entry}.", code=CAPACITY_ID)
+        if group.reservation_id is not None:
+            check_reservation_id(entry_ids, group.reservation_id)
+        if group.resource_group_arn is not None:
+            check_resource_group_arn(entry_ids, group.resource_group_arn)
+        if group.placement_group_arn is not None:
+            check_placement_group_arn(entry_ids, group.placement_group_arn)
+        out += _recode(CAPACITY_ID, entry_ids)
+        if (
+            index < len(sizes)
+            and group.instance_count is not None
+            and group.instance_count < sizes[index]
+        ):
+            out.append(
+                _finding(
+                    CAPACITY,
+                    f"{entry}.instance_count",
+                    group.instance_count,
+                    f"must hold node group {index + 1}'s {sizes[index]} nodes",
+                    "give the reservation's real size, or lower instance_count",
+                )
+            )
     return out
 
 

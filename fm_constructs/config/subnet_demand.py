@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
@@ -41,6 +42,7 @@ from fm_constructs.planning.pod_networking import (
     pod_cidr_problems,
     pod_enis_with_custom_networking,
     pod_subnet_addresses_per_node,
+    prefix_blocks,
 )
 from fm_constructs.planning.vpc_layout import (
     NODE_BLOCK_PREFIX,
@@ -91,7 +93,20 @@ class NodeGroupDemand:
 
     @property
     def pod_subnet_addresses(self) -> int:
-        return 0 if self.pod_addressing is None else self.nodes * self.pod_addressing.addresses
+        """What the group takes from the pod subnet, in whole /28s (x 16 addresses): a node's
+        prefixes each need a free aligned /28, and each of its pod ENIs' own addresses may
+        spoil one more (:attr:`PodSubnetAddressing.blocks`)."""
+        if self.pod_addressing is None:
+            return 0
+        return self.nodes * self.pod_addressing.blocks * PREFIX_ADDRESSES
+
+    @property
+    def node_subnet_blocks(self) -> int:
+        """Whole /28s one node takes from its own subnet under prefix delegation there: its
+        prefixes, and one for each single address (its own, one per extra ENI); 0 without."""
+        if not self.prefixes:
+            return 0
+        return self.prefixes + self.addressing.per_node - self.prefixes * PREFIX_ADDRESSES
 
     def part_sizes(self) -> tuple[int, ...]:
         """Nodes of each managed node group the pool is built from at its largest size: EKS
@@ -108,8 +123,7 @@ class NodeGroupDemand:
         ``prefixes + single addresses`` whole /28s. Without prefixes: the plain count."""
         if not self.prefixes:
             return nodes * self.addressing.per_node
-        singles = self.addressing.per_node - self.prefixes * PREFIX_ADDRESSES
-        return nodes * (self.prefixes + singles) * PREFIX_ADDRESSES
+        return nodes * self.node_subnet_blocks * PREFIX_ADDRESSES
 
 
 @dataclass(frozen=True)
@@ -163,7 +177,8 @@ class NodeSubnetDemand:
 @dataclass(frozen=True)
 class PodSubnetDemand:
     """What the GPU zone's pod subnet (the whole secondary CIDR) must hold under custom
-    networking."""
+    networking, counted in whole /28 prefixes: ``usable`` is the /28s free to hold a prefix
+    (x 16), ``required`` the /28s the node groups may take whatever addresses EC2 picks."""
 
     cidr: str
     prefix: int
@@ -175,7 +190,12 @@ class PodSubnetDemand:
 
     @property
     def usable(self) -> int:
-        return self.addresses - AWS_RESERVED_ADDRESSES_PER_SUBNET
+        return prefix_blocks(self.prefix) * PREFIX_ADDRESSES
+
+    @property
+    def blocks(self) -> int:
+        """/28s of the subnet that can hold a prefix."""
+        return prefix_blocks(self.prefix)
 
     @property
     def required(self) -> int:
@@ -215,29 +235,44 @@ class SubnetDemand:
         return int(2 ** (32 - self.prefix))
 
     @property
+    def prefix_delegation(self) -> bool:
+        """Pods take /28 prefixes in the node subnets: the private subnet is counted in whole
+        /28s too (:func:`private_subnet_usable`, :func:`private_subnet_required`)."""
+        return self.networking is PodNetworking.PREFIX_DELEGATION
+
+    @property
     def usable(self) -> int:
-        return self.addresses - AWS_RESERVED_ADDRESSES_PER_SUBNET
+        return private_subnet_usable(self.prefix, delegation=self.prefix_delegation)
 
     @property
     def moved(self) -> int:
-        """Addresses of the node groups placed in node subnets instead of the private one."""
-        return sum(p.addresses for subnet in self.node_subnets for p in subnet.parts)
+        """What the node groups placed in node subnets would take in the private one."""
+        return sum(
+            p.worst_case if self.prefix_delegation else p.addresses
+            for subnet in self.node_subnets
+            for p in subnet.parts
+        )
 
     @property
     def required(self) -> int:
         return (
-            sum(g.addresses for g in self.node_groups) + sum(n for _, n in self.fixed) - self.moved
+            private_subnet_required(self.node_groups, self.fixed, delegation=self.prefix_delegation)
+            - self.moved
         )
 
     @property
     def free(self) -> int:
         return self.usable - self.required
 
+    #: EFA pools that cannot have one node subnet of their own (:func:`_node_subnets`).
+    pool_problems: tuple[Finding, ...] = ()
+
     @property
     def fits(self) -> bool:
         return (
             self.free >= 0
             and not self.networking_problems
+            and not self.pool_problems
             and (self.pod_subnet is None or self.pod_subnet.fits)
             and all(subnet.fits for subnet in self.node_subnets)
         )
@@ -253,6 +288,30 @@ class SubnetDemand:
     @property
     def node_subnet_fits(self) -> bool:
         return self.free >= 0
+
+
+def private_subnet_usable(prefix: int, *, delegation: bool) -> int:
+    """Usable addresses of the GPU zone's private subnet: all but the five AWS reserves, or,
+    with prefix delegation, its whole /28s that can hold a prefix (x 16)."""
+    if delegation:
+        return prefix_blocks(prefix) * PREFIX_ADDRESSES
+    return int(2 ** (32 - prefix)) - AWS_RESERVED_ADDRESSES_PER_SUBNET
+
+
+def private_subnet_required(
+    groups: Sequence[NodeGroupDemand],
+    fixed: Sequence[tuple[str, int]],
+    *,
+    delegation: bool,
+) -> int:
+    """What ``groups`` at their largest and the ``fixed`` addresses take from the private
+    subnet: the plain count, or with prefix delegation whole /28s (each node's worst case,
+    and a /28 for each single fixed address, which may spoil one)."""
+    if not delegation:
+        return sum(g.addresses for g in groups) + sum(n for _, n in fixed)
+    return sum(g.worst_case_addresses(g.nodes) for g in groups) + sum(
+        n * PREFIX_ADDRESSES for _, n in fixed
+    )
 
 
 def requested_layout(
@@ -390,7 +449,7 @@ def subnet_demand(
         if custom.fits:
             return custom
         spilled = _demand(profile, pods_per_node, PodNetworking.PREFIX_DELEGATION, spill=True)
-        if spilled.fits:
+        if spilled.fits or (spilled.pool_problems and custom.networking_problems):
             return spilled
         # Custom networking that cannot work at all (no room for pod ENIs, HyperPod) is no
         # answer: the node subnet's own shortfall says more.
@@ -460,51 +519,136 @@ def _node_subnets(
     profile: Profile,
     groups: list[NodeGroupDemand],
     fixed: list[tuple[str, int]],
-    usable: int,
     networking: PodNetworking,
-) -> tuple[NodeSubnetDemand, ...]:
-    """Node subnets for the EKS managed node groups that do not fit the GPU zone's private
-    subnet: the largest groups move first, until the rest fits, and are packed (first fit,
-    whole groups) into /16 subnets of secondary VPC CIDR blocks
-    (:func:`~fm_constructs.planning.vpc_layout.node_cidr_blocks`). Only for a VPC whose
-    primary block is already a /16, the largest there is: a smaller one grows by a larger
-    ``vpc_cidr`` first (the shortfall message says which). Empty when everything fits, or when
-    moving every EKS group would still not make the private subnet fit."""
-    free = usable - sum(n for _, n in fixed) - sum(g.addresses for g in groups)
+    pods_per_node: int | None,
+) -> tuple[tuple[NodeSubnetDemand, ...], tuple[Finding, ...]]:
+    """Node subnets for the EKS node pools that do not fit the GPU zone's private subnet, and
+    the pools that cannot get one.
+
+    A pool (all managed node groups of one workload's node group, the EFA traffic of one job)
+    always stays in one subnet: the EC2 User Guide long said EFA OS-bypass traffic "is limited
+    to a single subnet" and no AWS page documents it across subnets, so a pool is never split.
+    The largest pools move first, until the rest fits, and are packed whole (first fit) into
+    /16 subnets of secondary VPC CIDR blocks
+    (:func:`~fm_constructs.planning.vpc_layout.node_cidr_blocks`). A pool larger than one
+    node subnet is a finding naming the fix. Only for a VPC whose primary block is already a
+    /16, the largest there is: a smaller one grows by a larger ``vpc_cidr`` first (the
+    shortfall message says which). Empty when everything fits, or when moving every EKS pool
+    would still not make the private subnet fit."""
+    delegation = networking is PodNetworking.PREFIX_DELEGATION
+    prefix, _ = subnet_prefixes(profile.platform.vpc_cidr)
+    usable = private_subnet_usable(prefix, delegation=delegation)
+    free = usable - private_subnet_required(groups, fixed, delegation=delegation)
     primary = ipaddress.IPv4Network(profile.platform.vpc_cidr, strict=False)
     if free >= 0 or primary.prefixlen > NODE_BLOCK_PREFIX:
-        return ()
-    parts = [
-        NodeGroupPart(g.name, i, n, n * g.addressing.per_node, g.worst_case_addresses(n))
-        for g in groups
-        if g.orchestrator is Orchestrator.EKS
-        for i, n in enumerate(g.part_sizes())
-    ]
-    moved: list[NodeGroupPart] = []
-    for part in sorted(parts, key=lambda p: -p.addresses):
+        return (), ()
+
+    def cost(group: NodeGroupDemand) -> int:
+        return private_subnet_required([group], [], delegation=delegation)
+
+    capacity = NodeSubnetDemand("", (), delegation).usable
+    moved: list[NodeGroupDemand] = []
+    for group in sorted(
+        (g for g in groups if g.orchestrator is Orchestrator.EKS), key=lambda g: -cost(g)
+    ):
         if free >= 0:
             break
-        moved.append(part)
-        free += part.addresses
+        moved.append(group)
+        free += cost(group)
     if free < 0:
-        return ()
-    delegation = networking is PodNetworking.PREFIX_DELEGATION
-    capacity = NodeSubnetDemand("", (), delegation).usable
-    bins: list[list[NodeGroupPart]] = []
-    for part in moved:
+        return (), ()
+    oversized = [g for g in moved if g.worst_case_addresses(g.nodes) > capacity]
+    if oversized:
+        return (), tuple(
+            _pool_too_large(profile, g, capacity, networking, pods_per_node) for g in oversized
+        )
+    bins: list[list[NodeGroupDemand]] = []
+    for group in moved:
+        need = group.worst_case_addresses(group.nodes)
         room = next(
-            (b for b in bins if sum(p.worst_case for p in b) + part.worst_case <= capacity), None
+            (b for b in bins if sum(g.worst_case_addresses(g.nodes) for g in b) + need <= capacity),
+            None,
         )
         if room is None:
-            bins.append([part])
+            bins.append([group])
         else:
-            room.append(part)
+            room.append(group)
     platform = profile.platform
     blocks = node_cidr_blocks(platform.vpc_cidr, len(bins), avoid=(platform.pod_cidr,))
     if len(blocks) < len(bins):
-        return ()
+        return (), ()
     return tuple(
-        NodeSubnetDemand(cidr, tuple(b), delegation) for cidr, b in zip(blocks, bins, strict=True)
+        NodeSubnetDemand(
+            cidr,
+            tuple(
+                NodeGroupPart(g.name, i, n, n * g.addressing.per_node, g.worst_case_addresses(n))
+                for g in b
+                for i, n in enumerate(g.part_sizes())
+            ),
+            delegation,
+        )
+        for cidr, b in zip(blocks, bins, strict=True)
+    ), ()
+
+
+def _workload_of(profile: Profile, group: str) -> WorkloadConfig:
+    """The workload a node-group demand belongs to (``post_training.rollout``: post_training)."""
+    name = group.split(".", 1)[0]
+    return next(w for w in profile.enabled_workloads if w.name == name)
+
+
+def _pool_too_large(
+    profile: Profile,
+    group: NodeGroupDemand,
+    capacity: int,
+    networking: PodNetworking,
+    pods_per_node: int | None,
+) -> Finding:
+    """Why ``group`` cannot have a node subnet of its own, with the max pods and the node
+    count that would fit one."""
+    workload = _workload_of(profile, group.name)
+    instance_type = group.addressing.instance_type
+    delegation = bool(group.prefixes)
+    unit = PREFIX_ADDRESSES if delegation else 1
+    room = capacity // unit
+    per_node = group.node_subnet_blocks if delegation else group.addressing.per_node
+    what = "whole /28s for prefixes" if delegation else "usable addresses"
+    fixes = []
+    for pods in range(group.addressing.kubelet_max_pods - 1, 0, -1) if delegation else ():
+        smaller = _node_group(group.name, workload, instance_type, group.nodes, pods, networking)
+        if smaller.worst_case_addresses(smaller.nodes) <= capacity:
+            fixes.append(
+                f"set {workload.name}.max_pods_per_node = {pods} ("
+                + (
+                    f"{smaller.prefixes} prefixes and {smaller.node_subnet_blocks} /28s per node"
+                    if delegation
+                    else f"{smaller.addressing.per_node} addresses per node"
+                )
+                + f": {smaller.worst_case_addresses(smaller.nodes) // unit:,} of {room:,})"
+            )
+            break
+    if not delegation:
+        fixes.append(
+            "give pods /28 prefixes: platform.pod_networking = 'auto' or 'prefix-delegation'"
+        )
+    fixes.append(
+        f"or lower the pool to {room // max(per_node, 1):,} nodes, or split it over two workloads"
+    )
+    return Finding(
+        NODE_SUBNET_SHORT,
+        Severity.ERROR,
+        f"{workload.name}.max_pods_per_node" if delegation else "platform.pod_networking",
+        group.addressing.kubelet_max_pods if delegation else networking.value,
+        f"the {group.nodes:,} {instance_type} nodes of {group.name} are one EFA pool and stay "
+        f"in one node subnet (no AWS page documents EFA traffic across subnets); a "
+        f"/{NODE_BLOCK_PREFIX} node subnet holds {room:,} {what}, and each node takes up to "
+        + (
+            f"{per_node} ({group.prefixes} prefixes and its single addresses, prefix delegation)"
+            if delegation
+            else f"{per_node}"
+        )
+        + f": {group.nodes * per_node:,} needed",
+        "; ".join(fixes),
     )
 
 
@@ -561,14 +705,17 @@ def _demand(
             if networking is PodNetworking.PREFIX_DELEGATION and _uses_vpc_cni(profile)
             else PodNetworking.NODE_SUBNET
         )
-        usable = 2 ** (32 - prefix) - AWS_RESERVED_ADDRESSES_PER_SUBNET
+        node_subnets, pool_problems = (
+            _node_subnets(profile, groups, fixed, resolved, pods_per_node) if spill else ((), ())
+        )
         return SubnetDemand(
             platform.availability_zone,
             prefix,
             tuple(groups),
             tuple(fixed),
             networking=resolved,
-            node_subnets=_node_subnets(profile, groups, fixed, usable, resolved) if spill else (),
+            node_subnets=node_subnets,
+            pool_problems=pool_problems,
         )
     problems = _networking_problems(profile, groups)
     # A pod_cidr that is not a valid block holds nothing (its problem is reported).
@@ -651,43 +798,81 @@ def shortfall_finding(demand: SubnetDemand, vpc_cidr: str) -> Finding:
         vpc_cidr,
         f"the private subnet /{demand.prefix} in {demand.availability_zone} must hold "
         f"{demand.required:,} addresses at the largest size of every node group, but has "
-        f"{demand.usable:,} usable ({demand.addresses:,} - {AWS_RESERVED_ADDRESSES_PER_SUBNET} "
-        f"reserved by AWS); short by {-demand.free:,}. Node groups (nodes x addresses per "
+        f"{demand.usable:,} usable ("
+        + (
+            f"{demand.usable // PREFIX_ADDRESSES:,} whole /28s free for prefixes, counted in "
+            "/28s with prefix delegation"
+            if demand.prefix_delegation
+            else f"{demand.addresses:,} - {AWS_RESERVED_ADDRESSES_PER_SUBNET} reserved by AWS"
+        )
+        + f"); short by {-demand.free:,}. Node groups (nodes x addresses per "
         f"node, VPC CNI arithmetic): {groups}. Other: {fixed or 'none'}",
         "; ".join(fixes),
     )
 
 
+def _pod_subnet_blocks_at(groups: Sequence[NodeGroupDemand], max_pods: int) -> int:
+    """/28s the pod-subnet groups take when every node admits ``max_pods`` pods."""
+    total = 0
+    for g in groups:
+        assert g.pod_addressing is not None
+        spec = get_instance_type(g.pod_addressing.instance_type)
+        total += g.nodes * pod_subnet_addresses_per_node(spec, g.layout, max_pods).blocks
+    return total
+
+
 def pod_subnet_shortfall_finding(demand: SubnetDemand) -> Finding:
-    """The numbers and the fixes when the pod subnet of ``demand`` is too small."""
+    """The numbers and the fixes when the pod subnet of ``demand`` is too small, counted in
+    whole /28s (:class:`PodSubnetDemand`)."""
     pods = demand.pod_subnet
     assert pods is not None
+    members = [g for g in pods.node_groups if g.pod_addressing is not None]
     groups = ", ".join(
-        f"{g.name} {g.nodes} x {g.pod_addressing.addresses} "
-        f"({g.pod_addressing.max_pods} pods: {g.pod_addressing.prefixes} /28 prefixes) = "
-        f"{g.pod_subnet_addresses:,}"
-        for g in pods.node_groups
+        f"{g.name} {g.nodes:,} x {g.pod_addressing.blocks} /28s "
+        f"({g.pod_addressing.max_pods} pods: {g.pod_addressing.prefixes} prefixes and "
+        f"{g.pod_addressing.attached_enis} pod ENI address(es)) = "
+        f"{g.pod_subnet_addresses // PREFIX_ADDRESSES:,}"
+        for g in members
         if g.pod_addressing is not None
     )
+    fixes = ["give platform.pod_cidr a larger block (a VPC CIDR block is at most a /16)"]
+    largest = max((g.pod_addressing.max_pods for g in members if g.pod_addressing), default=0)
+    fitting = next(
+        (p for p in range(largest - 1, 0, -1) if _pod_subnet_blocks_at(members, p) <= pods.blocks),
+        None,
+    )
+    if fitting is not None:
+        fixes.append(
+            f"set max_pods_per_node = {fitting} ({_pod_subnet_blocks_at(members, fitting):,} "
+            f"/28s of {pods.blocks:,})"
+        )
+    if len(members) == 1 and members[0].pod_addressing is not None:
+        fixes.append(
+            f"or lower {members[0].name} to "
+            f"{pods.blocks // members[0].pod_addressing.blocks:,} nodes"
+        )
+    else:
+        fixes.append("or lower instance_count / max_instance_count")
     return Finding(
         scale_rules.POD_SUBNET_SHORT,
         Severity.ERROR,
         "platform.pod_cidr",
         pods.cidr,
-        f"the pod subnet {pods.cidr} in {demand.availability_zone} must hold "
-        f"{pods.required:,} addresses at the largest size of every node group, but has "
-        f"{pods.usable:,} usable; short by {-pods.free:,}. Node groups (nodes x pod-subnet "
-        f"addresses per node, prefix delegation with WARM_PREFIX_TARGET=1): {groups}",
-        "give platform.pod_cidr a larger block (a VPC CIDR block is at most a /16), lower "
-        "max_pods_per_node, or lower instance_count / max_instance_count",
+        f"the pod subnet {pods.cidr} in {demand.availability_zone} holds {pods.blocks:,} "
+        f"whole /28s for prefixes (the first and last hold addresses AWS reserves), and the "
+        f"node groups at their largest may take {pods.required // PREFIX_ADDRESSES:,}: each "
+        f"prefix needs a free aligned /28 and each pod ENI's own address may spoil one "
+        f"(prefix delegation, WARM_PREFIX_TARGET=1); short by "
+        f"{-pods.free // PREFIX_ADDRESSES:,} /28s. Node groups: {groups}",
+        ", ".join(fixes[:-1]) + ", " + fixes[-1],
     )
 
 
 def demand_problems(demand: SubnetDemand, vpc_cidr: str) -> list[Finding]:
     """Every reason ``demand`` cannot be built (empty when it fits): the pod networking's own
     problems, the node subnet's shortfall (a quarter of ``vpc_cidr``) and the pod subnet's."""
-    out = list(demand.networking_problems)
-    if not demand.node_subnet_fits:
+    out = list(demand.networking_problems) + list(demand.pool_problems)
+    if not demand.node_subnet_fits and not demand.pool_problems:
         out.append(shortfall_finding(demand, vpc_cidr))
     pods = demand.pod_subnet
     if pods is not None and not demand.networking_problems and pods.free < 0:

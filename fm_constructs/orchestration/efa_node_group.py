@@ -20,14 +20,24 @@ from constructs import Construct
 
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, get_instance_type, require_efa
 from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
-from fm_constructs.compute.capacity_block_scaling import add_capacity_block_scaling
+from fm_constructs.compute.capacity_block_scaling import (
+    add_capacity_block_scaling,
+    capacity_block_phase,
+)
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.node_updates import (
+    EKS_MAX_PARALLEL_NODES,
+    UpdatePolicy,
+    UpdateStrategy,
+    update_policy,
+)
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
 
@@ -101,10 +111,14 @@ class EfaNodeGroup(Construct):
     - Taint ``nvidia.com/gpu=true:NoSchedule`` (``aws.amazon.com/neuron`` for Trainium) keeps
       other pods off; labels from :func:`node_labels` plus ``labels``.
     - Node auto repair on (with the ``eks-node-monitoring-agent`` add-on of the cluster),
-      at most ``max_parallel_repairs`` nodes replaced at once; updates replace
-      ``max_unavailable`` nodes at a time and respect PodDisruptionBudgets unless
-      ``force_update`` (a node running a job that a budget protects is not taken away by a
-      launch-template or AMI change).
+      at most ``max_parallel_repairs`` nodes replaced at once. Updates (a launch-template or
+      AMI change) follow :func:`~fm_constructs.planning.node_updates.update_policy`: on any
+      reservation the ``MINIMAL`` strategy (old nodes terminate before new ones launch: a
+      fully used reservation has no spare instance to launch first) with 20 % of the group
+      at once; on-demand the EKS default (new node first), one at a time.
+      ``update_strategy``, ``max_unavailable`` or ``max_unavailable_percentage`` override it
+      (give one of the last two). Updates respect PodDisruptionBudgets unless
+      ``force_update`` (a node running a job that a budget protects is not taken away).
     - ``launch_template_version``: the version of the group's launch template the nodes run.
       None follows the newest version, so any change to the template (user data, interfaces,
       root volume) replaces the group's nodes on the next deploy. A number pins it: a change
@@ -141,7 +155,9 @@ class EfaNodeGroup(Construct):
         nvme_raid0: bool = True,
         auto_repair: bool = True,
         max_parallel_repairs: int = 1,
-        max_unavailable: int = 1,
+        max_unavailable: int | None = None,
+        max_unavailable_percentage: int | None = None,
+        update_strategy: UpdateStrategy | None = None,
         nodegroup_name: str | None = None,
         placement_group: ec2.IPlacementGroup | None = None,
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
@@ -181,7 +197,8 @@ class EfaNodeGroup(Construct):
             Annotations.of(self).add_info(
                 "Capacity Block node group: minimum size 0, so EKS can scale it to zero before "
                 "the block ends. Before changing its launch template or AMI, set its desired "
-                "size to 0 (an update needs instances the block does not have)."
+                "size to 0 (the EKS guide asks it of Capacity Block node groups; updates "
+                "terminate old nodes first, the block has no spare instance)."
             )
         min_nodes = desired_size if min_size is None else min_size
         max_nodes = desired_size if max_size is None else max_size
@@ -194,9 +211,17 @@ class EfaNodeGroup(Construct):
             sizes=(min_nodes, desired_size, max_nodes),
             labels=labels or {},
             max_parallel_repairs=max_parallel_repairs,
+        )
+        updates = self._update_policy(
+            problems,
+            capacity=capacity,
+            update_strategy=update_strategy,
             max_unavailable=max_unavailable,
+            max_unavailable_percentage=max_unavailable_percentage,
         )
         problems.raise_if_any()
+        #: How the group replaces its nodes on a launch-template or AMI change.
+        self.update_policy = updates
         assert spec is not None
         self.instance_spec = spec
         self.capacity = capacity
@@ -258,8 +283,14 @@ class EfaNodeGroup(Construct):
             subnets=ec2.SubnetSelection(subnets=[subnet]),
             min_size=min_nodes,
             # A Capacity Block node group starts empty: created before the block is active
-            # it would launch into a reservation that has no instances yet (EKS guide).
-            desired_size=min_nodes if capacity_block else desired_size,
+            # it would launch into a reservation that has no instances yet (EKS guide). Once
+            # the block has started it starts at its size (a scale-up schedule in the past
+            # would never run).
+            desired_size=(
+                desired_size
+                if not capacity_block or capacity_block_phase(self, capacity) is BlockPhase.RUNNING
+                else min_nodes
+            ),
             max_size=max_nodes,
             labels=self.labels,
             taints=[
@@ -270,12 +301,15 @@ class EfaNodeGroup(Construct):
                 ),
             ],
             enable_node_auto_repair=auto_repair,
-            max_unavailable=max_unavailable,
+            max_unavailable=updates.max_unavailable,
+            max_unavailable_percentage=updates.max_unavailable_percentage,
             force_update=force_update,
         )
         resource = self.nodegroup.node.default_child
         assert isinstance(resource, eks.CfnNodegroup)
         self.resource = resource
+        if update_strategy is not None or updates.strategy is UpdateStrategy.MINIMAL:
+            resource.add_property_override("UpdateConfig.UpdateStrategy", updates.strategy.value)
         if auto_repair:
             resource.add_property_override(
                 "NodeRepairConfig.MaxParallelNodesRepairedCount", max_parallel_repairs
@@ -390,7 +424,6 @@ class EfaNodeGroup(Construct):
         sizes: tuple[int, int, int],
         labels: Mapping[str, str],
         max_parallel_repairs: int,
-        max_unavailable: int,
     ) -> None:
         zone = _known_zone(subnet)
         gpu_zone = cluster.gpu_availability_zone if isinstance(cluster, GpuEksCluster) else None
@@ -457,8 +490,52 @@ class EfaNodeGroup(Construct):
                 )
         if max_parallel_repairs < 1:
             problems.add("max_parallel_repairs", max_parallel_repairs, "must be 1 or more")
-        if max_unavailable < 1:
-            problems.add("max_unavailable", max_unavailable, "must be 1 or more")
+
+    def _update_policy(
+        self,
+        problems: Problems,
+        *,
+        capacity: CapacitySource,
+        update_strategy: UpdateStrategy | None,
+        max_unavailable: int | None,
+        max_unavailable_percentage: int | None,
+    ) -> UpdatePolicy:
+        """The capacity's update policy with the options given on top of it."""
+        default = update_policy(reserved=capacity.is_reserved)
+        if max_unavailable is not None and max_unavailable_percentage is not None:
+            problems.add(
+                "max_unavailable / max_unavailable_percentage",
+                (max_unavailable, max_unavailable_percentage),
+                "give one of them (EKS takes a node count or a percentage)",
+            )
+        if max_unavailable is not None and not 1 <= max_unavailable <= EKS_MAX_PARALLEL_NODES:
+            problems.add(
+                "max_unavailable",
+                max_unavailable,
+                f"must be 1 to {EKS_MAX_PARALLEL_NODES} (EKS replaces at most "
+                f"{EKS_MAX_PARALLEL_NODES} nodes at once)",
+            )
+        if max_unavailable_percentage is not None and not 1 <= max_unavailable_percentage <= 100:
+            problems.add(
+                "max_unavailable_percentage", max_unavailable_percentage, "must be 1 to 100"
+            )
+        strategy = UpdateStrategy(update_strategy) if update_strategy else default.strategy
+        if (
+            strategy is UpdateStrategy.DEFAULT
+            and capacity.is_reserved
+            and not capacity.fall_back_to_on_demand
+        ):
+            Annotations.of(self).add_warning_v2(
+                "fm-constructs:EfaNodeGroup.update_strategy",
+                f"update_strategy DEFAULT launches new nodes before terminating old ones; the "
+                f"{capacity.kind.value} reservation has no spare instance when it is fully "
+                "used, so a launch-template or AMI change fails. Use UpdateStrategy.MINIMAL.",
+            )
+        if max_unavailable is None and max_unavailable_percentage is None:
+            return UpdatePolicy(
+                strategy, default.max_unavailable, default.max_unavailable_percentage
+            )
+        return UpdatePolicy(strategy, max_unavailable, max_unavailable_percentage)
 
 
 def _cluster_security_group(cluster: eks.ICluster) -> ec2.ISecurityGroup:

@@ -102,6 +102,9 @@ class EksWorkload(Construct):
     - ``node_pools``: the workload's EFA node groups in ``subnet``; one ResourceFlavor each.
       A pool larger than the EKS quota of nodes per managed node group (450) becomes several
       node groups with the same labels, taints and flavor.
+    - A pool's ``capacity`` may list one reservation per managed node group
+      (:meth:`~fm_constructs.compute.CapacitySource.odcr_node_groups`): group ``i`` targets
+      entry ``i``, in its placement group when the entry has one.
     - ``node_group_subnets``: pool name -> the subnet of each of its managed node groups
       (one per group, in split order), for pools that outgrow ``subnet``: the GPU zone's
       extra node subnets (:class:`~fm_constructs.network.GpuClusterVpc` ``node_subnets``).
@@ -170,6 +173,20 @@ class EksWorkload(Construct):
         for name_ in subnets_of:
             if name_ not in {p.name for p in node_pools}:
                 problems.add("node_group_subnets", name_, "must name a node pool")
+        for pool in node_pools:
+            reservations = pool.capacity.node_groups if pool.capacity is not None else ()
+            high = pool.bounds[1]
+            if (
+                reservations
+                and not Token.is_unresolved(high)
+                and len(reservations) != node_groups_for(high)
+            ):
+                problems.add(
+                    f"node_pools[{pool.name!r}].capacity.node_groups",
+                    len(reservations),
+                    f"must list one reservation per managed node group of the pool "
+                    f"({node_groups_for(high)} for up to {high} nodes)",
+                )
         problems.raise_if_any()
         self.cluster = cluster
         self.name = name
@@ -306,7 +323,7 @@ class EksWorkload(Construct):
             return [self._node_group(pool, subnets[0], efa_layout, root_gib, None, "")]
         parts = node_groups_for(high)
         if parts == 1:
-            return [self._node_group(pool, subnets[0], efa_layout, root_gib, None, "")]
+            return [self._node_group(pool, subnets[0], efa_layout, root_gib, None, "", 0)]
         sizes = split_sizes(pool.node_count, low, high, parts)
         return [
             self._node_group(
@@ -316,6 +333,7 @@ class EksWorkload(Construct):
                 root_gib,
                 size,
                 "" if i == 0 else str(i + 1),
+                i,
             )
             for i, size in enumerate(sizes)
         ]
@@ -328,7 +346,10 @@ class EksWorkload(Construct):
         root_gib: int,
         sizes: tuple[int, int, int] | None,
         suffix: str,
+        index: int = 0,
     ) -> EfaNodeGroup:
+        """Managed node group ``index`` of ``pool`` (its own reservation when the pool's
+        capacity lists one per node group)."""
         low, high = pool.bounds
         desired, min_size, max_size = (
             (pool.node_count, pool.min_node_count, pool.max_node_count) if sizes is None else sizes
@@ -346,7 +367,7 @@ class EksWorkload(Construct):
             min_node_count=min_size,
             max_node_count=max_size,
             max_pods=self.max_pods_per_node,
-            capacity=pool.capacity,
+            capacity=pool.capacity.for_node_group(index) if pool.capacity else None,
             efa_security_group=self.efa_security_group,
             efa_layout=efa_layout,
             root_volume_size_gib=root_gib,

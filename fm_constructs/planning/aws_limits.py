@@ -88,7 +88,7 @@ NETWORK_INTERFACES_PER_REGION = _limit(
     True,
     "L-DF5E4CA3",
     VPC_QUOTAS,
-    "every EFA and efa-only interface is a network interface: a p5.48xlarge node holds 33",
+    "every EFA and efa-only interface is a network interface (the count per node is above)",
 )
 IPV4_CIDR_BLOCKS_PER_VPC = _limit(
     "vpc.ipv4_cidr_blocks_per_vpc",

@@ -7,13 +7,17 @@ created with no nodes (the EKS guide: a node group created before the reservatio
 starts at desired size 0), scaled to the block's size at its start, and scaled to zero 40
 minutes before its end, which leaves Kubernetes 10 minutes to drain the nodes before EC2
 reclaims them. Training must have written, and exported to S3, its last checkpoint before the
-scale-down. Floor 1: no aws_cdk import.
+scale-down. A block that has already started when the stack is deployed (bought for "now", or
+a redeploy mid-block) gets its full size at creation and only the scale-down: a one-time
+schedule in the past would never scale it up (:func:`block_phase`). Floor 1: no aws_cdk
+import.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 
 from fm_constructs.errors import Problems
 
@@ -92,6 +96,40 @@ def check_capacity_block_times(
         )
         return None
     return schedule
+
+
+class BlockPhase(StrEnum):
+    """Where a block stands at deploy time: before its start, running (started, before the
+    scale-down), or past the scale-down (its nodes are gone or going)."""
+
+    AHEAD = "ahead"
+    RUNNING = "running"
+    OVER = "over"
+
+
+def block_phase(schedule: CapacityBlockSchedule, now: datetime) -> BlockPhase:
+    """The phase of the block at ``now`` (UTC)."""
+    if now < schedule.scale_up_at:
+        return BlockPhase.AHEAD
+    if now < schedule.scale_down_at:
+        return BlockPhase.RUNNING
+    return BlockPhase.OVER
+
+
+#: CDK context key that fixes the synthesis time (ISO 8601 UTC), so a synthesized template
+#: does not depend on the clock (tests, reproducible builds). Absent: the clock.
+SYNTH_TIME_CONTEXT = "fm-constructs:synth-time"
+
+
+def synth_time(context_value: object = None) -> datetime:
+    """The moment a synthesis takes as now: ``context_value`` (the context key above) when
+    given, else the clock. A malformed value raises ValueError naming the key."""
+    if context_value is None:
+        return datetime.now(UTC)
+    parsed = parse_utc(str(context_value))
+    if parsed is None:
+        raise ValueError(f"context {SYNTH_TIME_CONTEXT}: must be {ISO_FORMAT_HELP}")
+    return parsed
 
 
 def schedule_expression(moment: datetime) -> str:

@@ -39,6 +39,7 @@ from enum import StrEnum
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
+from fm_constructs.planning.vpc_layout import secondary_block_problems
 
 
 class PodNetworking(StrEnum):
@@ -57,14 +58,6 @@ class PodNetworking(StrEnum):
 #: The secondary VPC CIDR of the pod subnets: RFC 6598 shared address space, the range the EKS
 #: custom-networking guide uses (a VPC CIDR block is /16 to /28).
 DEFAULT_POD_CIDR = "100.64.0.0/16"
-#: CIDR ranges a VPC accepts as a secondary IPv4 block besides the primary's own range
-#: (Amazon VPC User Guide, "VPC CIDR blocks": RFC 1918 and 100.64.0.0/10).
-SECONDARY_CIDR_RANGES = (
-    ipaddress.IPv4Network("10.0.0.0/8"),
-    ipaddress.IPv4Network("172.16.0.0/12"),
-    ipaddress.IPv4Network("192.168.0.0/16"),
-    ipaddress.IPv4Network("100.64.0.0/10"),
-)
 #: kubelet maxPods of accelerated nodes under custom networking when the profile sets none: a
 #: training node runs one to eight job pods beside about a dozen DaemonSets (device plugins,
 #: DCGM, node exporter, node monitoring, FSx CSI, the EFA/Lustre counters). The figure bounds
@@ -74,6 +67,19 @@ DEFAULT_ACCELERATED_MAX_PODS = 32
 WARM_PREFIX_TARGET = 1
 #: Addresses in one delegated /28 prefix.
 PREFIX_ADDRESSES = 16
+#: /28 blocks of a subnet that cannot hold a prefix: the first and the last hold addresses
+#: AWS reserves (the first four and the last of every subnet).
+RESERVED_PREFIX_BLOCKS = 2
+
+
+def prefix_blocks(prefix: int) -> int:
+    """Whole /28 blocks of a /``prefix`` subnet free to hold a delegated prefix (a prefix needs
+    a free, aligned /28: EC2 User Guide, "Assign prefixes to network interfaces")."""
+    if prefix > 28:
+        return 0
+    return max(0, int(2 ** (28 - prefix)) - RESERVED_PREFIX_BLOCKS)
+
+
 #: Node label naming the ENIConfig of a node: its zone, so one ENIConfig per zone serves every
 #: node group (EKS User Guide, custom networking, ``ENI_CONFIG_LABEL_DEF``).
 ENI_CONFIG_LABEL = "topology.kubernetes.io/zone"
@@ -136,6 +142,14 @@ class PodSubnetAddressing:
     def fits_node(self) -> bool:
         """False when the node cannot hold the pod ENIs or prefixes it needs."""
         return self.pod_enis > 0 and self.attached_enis <= self.pod_enis
+
+    @property
+    def blocks(self) -> int:
+        """Whole /28s of the pod subnet the node may take whatever addresses EC2 picks: one per
+        prefix, and one per pod ENI, whose own (primary) address may land in a /28 of its own
+        and leave it unusable for a prefix (the fragmentation behind the VPC CNI's
+        ``InsufficientCidrBlocks``)."""
+        return self.prefixes + self.attached_enis
 
 
 def pod_subnet_addresses_per_node(
@@ -209,24 +223,6 @@ class PodSubnetLayout:
 
 def pod_cidr_problems(pod_cidr: str, vpc_cidr: str) -> list[str]:
     """What is wrong with ``pod_cidr`` as the secondary block of a VPC whose primary block is
-    ``vpc_cidr`` (empty when it is fine): a network /16 to /28 inside the ranges a VPC accepts,
-    not overlapping the primary."""
-    try:
-        network = ipaddress.IPv4Network(pod_cidr, strict=True)
-    except ValueError:
-        return ["must be an IPv4 network such as '100.64.0.0/16' (host bits zero)"]
-    out = []
-    if not 16 <= network.prefixlen <= 28:
-        out.append("must have a prefix between /16 and /28 (a VPC CIDR block)")
-    if not any(network.subnet_of(r) for r in SECONDARY_CIDR_RANGES):
-        out.append(
-            "must lie in 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 or 100.64.0.0/10 "
-            "(the secondary ranges a VPC accepts)"
-        )
-    try:
-        primary = ipaddress.IPv4Network(vpc_cidr, strict=False)
-    except ValueError:
-        return out
-    if network.overlaps(primary):
-        out.append(f"must not overlap platform.vpc_cidr {vpc_cidr!r}")
-    return out
+    ``vpc_cidr`` (empty when it is fine): the one rule of every secondary block,
+    :func:`~fm_constructs.planning.vpc_layout.secondary_block_problems`."""
+    return secondary_block_problems(pod_cidr, vpc_cidr)

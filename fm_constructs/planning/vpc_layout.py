@@ -50,6 +50,71 @@ RFC1918_RANGES = (
 SHARED_ADDRESS_SPACE = ipaddress.IPv4Network("100.64.0.0/10")
 #: A VPC with a block in 10.0.0.0/15 cannot take a block from 10.0.0.0/16 (same restrictions).
 _RESTRICTED_WITH_10_0_15 = ipaddress.IPv4Network("10.0.0.0/16")
+_TEN_0_15 = ipaddress.IPv4Network("10.0.0.0/15")
+#: Refused as a secondary block whatever the primary is (same table).
+_RESTRICTED_ALWAYS = ipaddress.IPv4Network("198.19.0.0/16")
+
+
+def _rfc1918_range(network: ipaddress.IPv4Network) -> ipaddress.IPv4Network | None:
+    return next((r for r in RFC1918_RANGES if network.subnet_of(r)), None)
+
+
+def secondary_block_problems(block: str, vpc_cidr: str) -> list[str]:
+    """What is wrong with ``block`` as a secondary IPv4 CIDR block (pod CIDR or node block) of
+    a VPC whose primary block is ``vpc_cidr``; empty when AWS accepts it and the library can
+    use it. One rule for every secondary block the library adds.
+
+    From the Amazon VPC User Guide table "IPv4 CIDR block association restrictions": a VPC
+    whose primary block is in one RFC 1918 range refuses blocks from the other RFC 1918
+    ranges (a 10/8 primary takes no 172.16.0.0/12 or 192.168.0.0/16 block); a primary in
+    10.0.0.0/15 refuses 10.0.0.0/16; a primary outside RFC 1918 (100.64.0.0/10 or publicly
+    routable) refuses every RFC 1918 block; 198.19.0.0/16 is refused. Blocks are /16 to /28
+    ("VPC CIDR blocks"). The library takes blocks from the primary's own RFC 1918 range or
+    from 100.64.0.0/10 only (publicly routable blocks are not private addresses)."""
+    try:
+        network = ipaddress.IPv4Network(block, strict=True)
+    except ValueError:
+        return ["must be an IPv4 network such as '100.64.0.0/16' (host bits zero)"]
+    out = []
+    if not NODE_BLOCK_PREFIX <= network.prefixlen <= 28:
+        out.append("must have a prefix between /16 and /28 (a VPC CIDR block)")
+    try:
+        primary: ipaddress.IPv4Network | None = ipaddress.IPv4Network(vpc_cidr, strict=False)
+    except ValueError:
+        primary = None
+    own = _rfc1918_range(primary) if primary is not None else None
+    allowed = [r for r in (own, SHARED_ADDRESS_SPACE) if r is not None]
+    names = " or ".join(str(r) for r in allowed)
+    theirs = _rfc1918_range(network)
+    if network.overlaps(_RESTRICTED_ALWAYS):
+        out.append(
+            f"must not be in {_RESTRICTED_ALWAYS} (AWS refuses it as a secondary block); use "
+            f"a block in {names}"
+        )
+    elif theirs is not None and primary is not None and theirs != own:
+        primary_range = f"the RFC 1918 range {own}" if own else "no RFC 1918 range"
+        out.append(
+            f"must lie in {names}: platform.vpc_cidr {vpc_cidr!r} is in {primary_range}, and "
+            f"AWS refuses a secondary block from another RFC 1918 range ({theirs}) for it "
+            "(Amazon VPC User Guide, IPv4 CIDR block association restrictions)"
+        )
+    elif not any(network.subnet_of(r) for r in allowed):
+        out.append(
+            f"must lie in {names} (the secondary ranges AWS accepts and the library uses "
+            "beside this primary)"
+        )
+    elif (
+        primary is not None
+        and primary.subnet_of(_TEN_0_15)
+        and network.overlaps(_RESTRICTED_WITH_10_0_15)
+    ):
+        out.append(
+            f"must not be in {_RESTRICTED_WITH_10_0_15}: AWS refuses it for a VPC whose "
+            f"primary block is in {_TEN_0_15} ({vpc_cidr!r})"
+        )
+    if primary is not None and network.overlaps(primary):
+        out.append(f"must not overlap platform.vpc_cidr {vpc_cidr!r}")
+    return out
 
 
 def node_cidr_blocks(vpc_cidr: str, count: int, avoid: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -72,9 +137,7 @@ def node_cidr_blocks(vpc_cidr: str, count: int, avoid: tuple[str, ...] = ()) -> 
                 return tuple(out)
             if any(block.overlaps(t) for t in taken):
                 continue
-            if block == _RESTRICTED_WITH_10_0_15 and primary.subnet_of(
-                ipaddress.IPv4Network("10.0.0.0/15")
-            ):
+            if secondary_block_problems(str(block), vpc_cidr):
                 continue
             out.append(str(block))
     return tuple(out)

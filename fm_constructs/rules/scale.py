@@ -50,9 +50,12 @@ FIXED_LIMIT_EXCEEDED = info(
 
 @rule(
     "FM601",
-    "The pod CIDR is not a VPC CIDR block (/16 to /28) of the secondary ranges a VPC accepts, "
-    "or it overlaps the VPC CIDR.",
-    "Use a block such as '100.64.0.0/16' that does not overlap platform.vpc_cidr.",
+    "A secondary VPC CIDR block (the pod CIDR, a node block) is not a /16 to /28 block that "
+    "AWS accepts beside the primary (IPv4 CIDR block association restrictions: no block from "
+    "another RFC 1918 range than the primary's, no 198.19.0.0/16, no 10.0.0.0/16 beside "
+    "10.0.0.0/15), or it overlaps the VPC CIDR.",
+    "Use a block from 100.64.0.0/10 such as '100.64.0.0/16', or one of the primary's own RFC "
+    "1918 range that does not overlap platform.vpc_cidr.",
 )
 def pod_cidr(value: str, vpc_cidr: str, *, key: str = "pod_cidr") -> list[Finding]:
     return [

@@ -122,6 +122,8 @@ def synth() -> Iterator[Synth]:
             subnet_availability_zone="us-east-2a" if name == "Trn2" else "us-east-1a",
             node_count=4,
             tags={"fm:node-group": name.lower()},
+            # an ODCR that asks for a new cluster placement group gets one
+            create_placement_group=True if name == "P5en" else None,
         )
 
     s = stack("Legacy")
@@ -396,8 +398,9 @@ def test_created_reservation(synth: Synth) -> None:
 # ----------------------------------------------------------------------------- placement
 
 
-@pytest.mark.parametrize("name", ["P4d", "P5en", "P6B300", "G6e", "Legacy"])
+@pytest.mark.parametrize("name", ["P5en", "P6B300", "G6e", "Legacy"])
 def test_placement_group_created(synth: Synth, name: str) -> None:
+    """On-demand EFA nodes, and an ODCR that asks for one (P5en: create_placement_group)."""
     template = synth.templates[name]
     template.resource_properties_count_is("AWS::EC2::PlacementGroup", {"Strategy": "cluster"}, 1)
     (group,) = template.find_resources("AWS::EC2::PlacementGroup")
@@ -412,6 +415,20 @@ def test_placement_group_skipped_with_warning(synth: Synth, name: str) -> None:
     assert any(
         "No cluster placement group" in str(message.entry.data)
         for message in _warnings(synth, name)
+    )
+
+
+def test_no_new_placement_group_over_a_reservation_unless_asked(synth: Synth) -> None:
+    """P4d: a resource-group ODCR. Its hosts are already placed; a new cluster placement group
+    over them can fail with InsufficientInstanceCapacity while the reservation idles."""
+    synth.templates["P4d"].resource_count_is("AWS::EC2::PlacementGroup", 0)
+    assert "Placement" not in _data(synth, "P4d")
+    assert synth.launch_templates["P4d"].placement_group is None
+    messages = synth.assembly.get_stack_by_name("P4d").messages
+    assert any(
+        m.level == cdk.cx_api.SynthesisMessageLevel.INFO
+        and "No new cluster placement group" in str(m.entry.data)
+        for m in messages
     )
 
 

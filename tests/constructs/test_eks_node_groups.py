@@ -21,6 +21,7 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.errors import FmValidationError
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import EfaNodeGroup, node_labels
+from fm_constructs.planning.capacity_block import SYNTH_TIME_CONTEXT
 from fm_constructs.policy import enable_nag
 from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
@@ -63,9 +64,13 @@ class Synth:
     groups: dict[str, EfaNodeGroup]
 
 
+#: The synthesis moment of these tests, before the test block starts (a fixed clock).
+BEFORE_THE_BLOCK = "2026-12-01T00:00:00Z"
+
+
 @pytest.fixture(scope="module")
 def synth() -> Iterator[Synth]:
-    app = cdk.App()
+    app = cdk.App(context={SYNTH_TIME_CONTEXT: BEFORE_THE_BLOCK})
     stacks: dict[str, cdk.Stack] = {}
     groups: dict[str, EfaNodeGroup] = {}
     for name, (instance_type, _) in FAMILIES.items():
@@ -215,6 +220,141 @@ def test_capacity_block(synth: Synth) -> None:
     }
     # A cluster placement group on top of a Capacity Block fails: none is created.
     synth.templates["CapacityBlock"].resource_count_is("AWS::EC2::PlacementGroup", 0)
+
+
+def _block_group(now: str) -> tuple[dict[str, Any], dict[str, Any], cdk.Stack]:
+    app = cdk.App(context={SYNTH_TIME_CONTEXT: now})
+    stack = cdk.Stack(app, "Block", env=TEST_ENV)
+    cluster, vpc = _cluster(stack, "us-east-1a")
+    EfaNodeGroup(
+        stack,
+        "Nodes",
+        cluster=cluster,
+        instance_type="p5en.48xlarge",
+        subnet=vpc.private_subnets[0],
+        node_count=8,
+        capacity=CapacitySource.capacity_block(
+            CR,
+            availability_zone="us-east-1a",
+            instance_count=8,
+            instance_type="p5en.48xlarge",
+            start_time="2027-01-04T11:30:00Z",
+            end_time="2027-01-18T11:30:00Z",
+        ),
+    )
+    template = Template.from_stack(stack)
+    (group,) = template.find_resources("AWS::EKS::Nodegroup").values()
+    return group["Properties"], template.find_resources("AWS::Scheduler::Schedule"), stack
+
+
+def test_a_block_deployed_after_its_start_gets_its_size_and_the_scale_down_only() -> None:
+    """A one-time schedule in the past would never scale the group up: created at the block's
+    size, with the scale-down alone, and a warning."""
+    from aws_cdk.assertions import Annotations, Match
+
+    group, schedules, stack = _block_group("2027-01-10T08:00:00Z")
+    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 8, "MaxSize": 8}
+    ((logical_id, schedule),) = schedules.items()
+    assert "ScaleDown" in logical_id
+    assert schedule["Properties"]["ScheduleExpression"] == "at(2027-01-18T10:50:00)"
+    Annotations.from_stack(stack).has_warning(
+        "/Block/Nodes", Match.string_like_regexp("created with 8 nodes at once")
+    )
+
+
+def test_a_block_past_its_scale_down_is_created_empty_without_schedules() -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    group, schedules, stack = _block_group("2027-01-18T11:00:00Z")
+    assert group["ScalingConfig"]["DesiredSize"] == 0 and schedules == {}
+    Annotations.from_stack(stack).has_warning(
+        "/Block/Nodes", Match.string_like_regexp("scale-down time .* has passed")
+    )
+
+
+def test_a_block_ahead_keeps_both_schedules_and_starts_empty() -> None:
+    group, schedules, _ = _block_group("2027-01-04T11:29:00Z")
+    assert group["ScalingConfig"]["DesiredSize"] == 0 and len(schedules) == 2
+
+
+def test_reserved_groups_terminate_first_a_fifth_at_once(synth: Synth) -> None:
+    """A fully used reservation has no spare instance: EKS's MINIMAL strategy terminates old
+    nodes first (EKS API NodegroupUpdateConfig), 20 % of the group at once."""
+    group = _one(synth.raw["CapacityBlock"], "AWS::EKS::Nodegroup")
+    assert group["UpdateConfig"] == {"MaxUnavailablePercentage": 20, "UpdateStrategy": "MINIMAL"}
+    policy = synth.groups["CapacityBlock"].update_policy
+    assert policy.parallel_nodes(8) == 1 and policy.parallel_nodes(342) == 68
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_on_demand_groups_keep_the_eks_default_update(synth: Synth, name: str) -> None:
+    group = _one(synth.raw[name], "AWS::EKS::Nodegroup")
+    assert group["UpdateConfig"] == {"MaxUnavailable": 1}
+
+
+def test_an_odcr_group_takes_given_parallelism_and_warns_on_default(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
+) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    from fm_constructs.planning.node_updates import UpdateStrategy
+
+    stack, cluster, vpc = bad
+    EfaNodeGroup(
+        stack,
+        "Odcr",
+        cluster=cluster,
+        instance_type="p5en.48xlarge",
+        subnet=vpc.private_subnets[0],
+        node_count=300,
+        capacity=CapacitySource.odcr(CR, instance_count=300),
+        max_unavailable=50,
+    )
+    EfaNodeGroup(
+        stack,
+        "OdcrDefault",
+        cluster=cluster,
+        instance_type="p5en.48xlarge",
+        subnet=vpc.private_subnets[0],
+        node_count=2,
+        capacity=CapacitySource.odcr(CR, instance_count=2),
+        update_strategy=UpdateStrategy.DEFAULT,
+    )
+    groups = Template.from_stack(stack).find_resources("AWS::EKS::Nodegroup")
+    configs = sorted(
+        json.dumps(g["Properties"]["UpdateConfig"], sort_keys=True) for g in groups.values()
+    )
+    assert configs == [
+        '{"MaxUnavailable": 50, "UpdateStrategy": "MINIMAL"}',
+        '{"MaxUnavailablePercentage": 20, "UpdateStrategy": "DEFAULT"}',
+    ]
+    Annotations.from_stack(stack).has_warning(
+        "/Bad/OdcrDefault", Match.string_like_regexp("launches new nodes before terminating")
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_unavailable": 2, "max_unavailable_percentage": 10}, "give one of them"),
+        ({"max_unavailable": 101}, r"max_unavailable: must be 1 to 100"),
+        ({"max_unavailable_percentage": 0}, r"max_unavailable_percentage: must be 1 to 100"),
+    ],
+)
+def test_bad_update_parallelism_is_refused(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc], options: dict[str, int], message: str
+) -> None:
+    stack, cluster, vpc = bad
+    with pytest.raises(FmValidationError, match=message):
+        EfaNodeGroup(
+            stack,
+            "Parallel",
+            cluster=cluster,
+            instance_type="p5.48xlarge",
+            subnet=vpc.private_subnets[0],
+            node_count=4,
+            **options,  # type: ignore[arg-type]
+        )
 
 
 def test_given_efa_group_and_repair_off(synth: Synth) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from fm_constructs.config import Orchestrator, Profile, load_profile
+from fm_constructs.planning.capacity_block import SYNTH_TIME_CONTEXT
 from fm_constructs.policy import enable_nag
 from stacks.app_builder import DeploymentStacks, build_stacks, create_app
 
@@ -32,6 +33,10 @@ class SynthesizedProfile:
     template_paths: dict[str, Path]
 
 
+#: The moment the profile syntheses take as now (before every shipped Capacity Block).
+SYNTH_TIME = "2026-12-01T00:00:00Z"
+
+
 def cdk_json_context() -> dict[str, Any]:
     """The context (feature flags) from cdk.json, so tests synthesize what the CLI does."""
     context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
@@ -48,7 +53,9 @@ def synthesize_profile(name: str, profile: Profile) -> SynthesizedProfile:
     """Synthesize ``profile`` (a shipped one, or one derived from it) like :func:`synthesize`;
     callers cache the result (each synthesis costs seconds)."""
     outdir = Path(tempfile.mkdtemp(prefix=f"fm-synth-{name}-"))
-    app = create_app(outdir=str(outdir), context=cdk_json_context())
+    # A fixed synthesis moment: a Capacity Block's schedules depend on whether it has started.
+    context = {**cdk_json_context(), SYNTH_TIME_CONTEXT: SYNTH_TIME}
+    app = create_app(outdir=str(outdir), context=context)
     stacks = build_stacks(app, profile)
     enable_nag(app)
     assembly = app.synth()

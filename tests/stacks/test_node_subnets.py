@@ -1,6 +1,9 @@
-"""The default profile at 1,024 nodes (``pretraining.instance_count = 1024``, p5.48xlarge) as
-synthesized: the pool's node groups in node subnets of secondary VPC CIDR blocks, each where
-the IP budget put it, with prefix delegation; cfn-lint and cdk-nag clean.
+"""The 1,024 x p5 variant: the default profile at 1,024 nodes (``pretraining.instance_count =
+1024``, p5.48xlarge, ``max_pods_per_node = 16``), bought as three ODCRs each made in its own
+cluster placement group, as synthesized: the pool's three node groups in one node subnet of a
+secondary VPC CIDR block (an EFA pool is never split across subnets), where the IP budget put
+it, with prefix delegation; node group i on reservation i in its placement group, no new
+placement group, terminate-first updates; cfn-lint and cdk-nag clean.
 
 p5.48xlarge cannot use custom networking (card 0 holds the primary and the efa-only
 interface), so this is how that profile reaches 1,024 nodes. One synthesis for the module."""
@@ -16,6 +19,7 @@ from typing import Any
 import pytest
 
 from fm_constructs.config import load_profile
+from fm_constructs.config.model import CapacityConfig, CapacityKind, ReservationConfig
 from fm_constructs.config.options import deployment_options
 from fm_constructs.config.subnet_demand import subnet_demand
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
@@ -26,9 +30,31 @@ pytestmark = pytest.mark.xdist_group("default-1024")
 NODES = 1024
 
 
+#: (reservation id, placement group name, instances) of each managed node group.
+RESERVATIONS = (
+    ("cr-0a0000000000000a1", "fm-p5-a", 342),
+    ("cr-0a0000000000000a2", "fm-p5-b", 341),
+    ("cr-0a0000000000000a3", "fm-p5-c", 341),
+)
+
+
 def _profile() -> Any:
     profile = load_profile(ROOT / "config" / "default.toml")
-    pretraining = dataclasses.replace(profile.pretraining, instance_count=NODES)
+    capacity = CapacityConfig(
+        kind=CapacityKind.ODCR,
+        node_groups=tuple(
+            ReservationConfig(
+                reservation_id=cr,
+                placement_group_arn=f"arn:aws:ec2:us-east-1:111122223333:placement-group/{pg}",
+                instance_count=count,
+            )
+            for cr, pg, count in RESERVATIONS
+        ),
+        reserved_instance_count=NODES,
+    )
+    pretraining = dataclasses.replace(
+        profile.pretraining, instance_count=NODES, max_pods_per_node=16, capacity=capacity
+    )
     return dataclasses.replace(profile, pretraining=pretraining)
 
 
@@ -47,10 +73,10 @@ def _template(suffix: str) -> dict[str, Any]:
     return _synth().templates[f"fm-{suffix}"]
 
 
-def test_the_plan_puts_the_pool_in_two_node_subnets() -> None:
+def test_the_plan_puts_the_pool_in_one_node_subnet() -> None:
     demand = subnet_demand(_profile())
     assert demand.fits and demand.networking is PodNetworking.PREFIX_DELEGATION
-    assert [s.cidr for s in demand.node_subnets] == ["10.1.0.0/16", "10.2.0.0/16"]
+    assert [s.cidr for s in demand.node_subnets] == ["10.1.0.0/16"]
 
 
 def test_platform_adds_one_block_and_one_routed_subnet_per_node_subnet() -> None:
@@ -59,7 +85,7 @@ def test_platform_adds_one_block_and_one_routed_subnet_per_node_subnet() -> None
         r["Properties"]["CidrBlock"]: lid
         for lid, r in _resources(platform, "AWS::EC2::VPCCidrBlock")
     }
-    assert set(blocks) == {"10.1.0.0/16", "10.2.0.0/16"}
+    assert set(blocks) == {"10.1.0.0/16"}
     subnets = {
         r["Properties"]["CidrBlock"]: (lid, r)
         for lid, r in _resources(platform, "AWS::EC2::Subnet")
@@ -112,7 +138,39 @@ def test_each_node_group_launches_in_the_subnet_the_plan_gave_it() -> None:
     cidrs = deployment_options(result.profile).node_subnet_cidrs
     ordered = [placed[lid] for lid in sorted(placed, key=lambda x: (len(x), x))]
     assert ordered == [node_subnet[cidrs[i - 1]] for i in expected]
-    assert len(ordered) == 3
+    # every EFA node group of the pool in the same subnet
+    assert len(ordered) == 3 and len(set(ordered)) == 1
+
+
+def test_each_node_group_on_its_reservation_in_its_placement_group() -> None:
+    """No new cluster placement group over the reserved hosts; group i launches into the
+    placement group reservation i was made in and targets it alone; updates terminate first."""
+    compute = _template("pretraining-compute")
+    assert list(_resources(compute, "AWS::EC2::PlacementGroup")) == []
+    templates = dict(_resources(compute, "AWS::EC2::LaunchTemplate"))
+    seen = []
+    for _, group in sorted(
+        _resources(compute, "AWS::EKS::Nodegroup"), key=lambda x: (len(x[0]), x[0])
+    ):
+        props = group["Properties"]
+        assert props["UpdateConfig"] == {
+            "MaxUnavailablePercentage": 20,
+            "UpdateStrategy": "MINIMAL",
+        }
+        (template_id,) = [
+            t for t in templates if json.dumps({"Ref": t}) in json.dumps(props["LaunchTemplate"])
+        ]
+        data = templates[template_id]["Properties"]["LaunchTemplateData"]
+        target = data["CapacityReservationSpecification"]
+        seen.append(
+            (
+                target["CapacityReservationTarget"]["CapacityReservationId"],
+                data["Placement"]["GroupName"],
+                props["ScalingConfig"]["MaxSize"],
+            )
+        )
+        assert target["CapacityReservationPreference"] == "capacity-reservations-only"
+    assert seen == list(RESERVATIONS)
 
 
 def test_the_cluster_turns_on_prefix_delegation() -> None:

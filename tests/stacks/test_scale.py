@@ -98,7 +98,21 @@ def test_the_pool_is_split_within_the_node_group_quota_behind_one_flavor() -> No
     assert flavors == {names.resource_flavor_name("pretraining", "gpu")}
     for _, template in _resources(compute, "AWS::EC2::LaunchTemplate"):
         user_data = template["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]
-        assert "kubelet:\n    config:\n      maxPods: 32\n" in user_data
+        assert "kubelet:\n    config:\n      maxPods: 16\n" in user_data
+
+
+def test_reserved_groups_terminate_first_in_one_subnet() -> None:
+    """Done when of the frontier-scale work: every ODCR node group updates with EKS's MINIMAL
+    strategy (a fully used reservation has no spare instance) at 20 % a group, every EFA node
+    group of the workload shares one subnet."""
+    compute = _template("pretraining-compute")
+    groups = [r["Properties"] for _, r in _resources(compute, "AWS::EKS::Nodegroup")]
+    for group in groups:
+        assert group["UpdateConfig"] == {
+            "MaxUnavailablePercentage": 20,
+            "UpdateStrategy": "MINIMAL",
+        }
+    assert len({json.dumps(g["Subnets"], sort_keys=True) for g in groups}) == 1
 
 
 def test_every_template_stays_within_cloudformation_limits() -> None:

@@ -50,6 +50,29 @@ ROW_11B = {
     "inference.enabled": False,
 }
 
+
+def _reservations(*counts: int, **extra: Any) -> dict[str, Any]:
+    """A 1,024 x p5 pool on one ODCR per managed node group (each in its placement group)."""
+    return {
+        "pretraining.instance_count": 1024,
+        "pretraining.max_pods_per_node": 16,
+        "pretraining.capacity": {
+            "kind": "odcr",
+            "node_groups": [
+                {
+                    "reservation_id": f"cr-0{i}23456789abcdef0",
+                    "placement_group_arn": (
+                        f"arn:aws:ec2:us-east-1:111122223333:placement-group/fm-pg-{i}"
+                    ),
+                    "instance_count": count,
+                }
+                for i, count in enumerate(counts)
+            ],
+            **extra,
+        },
+    }
+
+
 #: (review row, profile changes, expected key path, code, a fragment of the line)
 ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
     (
@@ -217,6 +240,95 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "must be 1200, 2400, or a multiple of 2400 GiB",
     ),
     (
+        # A 10/8 VPC cannot take a block from another RFC 1918 range (Amazon VPC User Guide,
+        # IPv4 CIDR block association restrictions): refused at load, not at deploy.
+        "n-cs-5",
+        {
+            "platform.vpc_cidr": "10.0.0.0/16",
+            "platform.pod_networking": "custom-networking",
+            "platform.pod_cidr": "192.168.0.0/16",
+        },
+        "platform.pod_cidr",
+        "FM601",
+        "must lie in 10.0.0.0/8 or 100.64.0.0/10",
+    ),
+    (
+        "n-cs-5b",
+        {"platform.vpc_cidr": "10.1.0.0/16", "platform.pod_cidr": "10.0.0.0/16"},
+        "platform.pod_cidr",
+        "FM601",
+        "primary block is in 10.0.0.0/15",
+    ),
+    (
+        # 1,024 p5en at 32 pods: 4 whole /28s a node in the pod subnet, 4,096 of 4,094
+        "n-cs-3",
+        {
+            "pretraining.instance_type": "p5en.48xlarge",
+            "pretraining.instance_count": 1024,
+            "pretraining.max_pods_per_node": 32,
+            "platform.pod_networking": "custom-networking",
+        },
+        "platform.pod_cidr",
+        "FM604",
+        "short by 34 /28s",
+    ),
+    (
+        # 1,024 p5 at 32 pods cannot share one node subnet, and an EFA pool is never split
+        "n-cs-4",
+        {"pretraining.instance_count": 1024},
+        "pretraining.max_pods_per_node",
+        "FM606",
+        "set pretraining.max_pods_per_node = 16",
+    ),
+    (
+        # one reservation per managed node group: 1,024 nodes are 3 groups (342, 341, 341)
+        "n-cs-2",
+        _reservations(512, 512),
+        "pretraining.capacity.node_groups",
+        "FM310",
+        "must list one reservation per managed node group of the pool: 3 for 1,024 nodes",
+    ),
+    (
+        "n-cs-2b",
+        _reservations(342, 341, 300),
+        "pretraining.capacity.node_groups[2].instance_count",
+        "FM310",
+        "must hold node group 3's 341 nodes",
+    ),
+    (
+        "n-cs-2c",
+        _reservations(342, 341, 341, reservation_id="cr-0123456789abcdef0"),
+        "pretraining.capacity.reservation_id",
+        "FM310",
+        "must be unset with pretraining.capacity.node_groups",
+    ),
+    (
+        "n-cs-2d",
+        _reservations(342, 341, 341, create_placement_group=True),
+        "pretraining.capacity.create_placement_group",
+        "FM310",
+        "cannot be true with a placement_group_arn",
+    ),
+    (
+        "n-cs-2e",
+        {
+            "pretraining.capacity": {
+                "kind": "odcr",
+                "node_groups": [{"reservation_id": "cr-1", "instance_count": 4}],
+            }
+        },
+        "pretraining.capacity.node_groups[0].reservation_id",
+        "FM311",
+        "cr-",
+    ),
+    (
+        "n-cs-2f",
+        {"pretraining.capacity": {"kind": "on-demand", "create_placement_group": True}},
+        "pretraining.capacity.create_placement_group",
+        "FM310",
+        "does not apply to kind 'on-demand'",
+    ),
+    (
         "31c",
         {"platform.availability_zones": ["use1-az1", "use1-az2"]},
         "platform.availability_zones",
@@ -349,6 +461,17 @@ def test_a_misspelled_key_gives_one_line_with_the_fix(tmp_path: Path) -> None:
             {
                 "pretraining.orchestrator": "hyperpod-slurm",
                 "pretraining.instance_count": 1100,
+                "pretraining.storage.efa_enabled": True,
+            },
+            "pretraining.instance_count",
+            "FM316",
+        ),
+        (
+            # EKS nodes with an EFA-enabled file system count like HyperPod's (N-CS-7).
+            "fsx-efa-connections-eks",
+            {
+                "pretraining.instance_count": 1100,
+                "pretraining.max_pods_per_node": 16,
                 "pretraining.storage.efa_enabled": True,
             },
             "pretraining.instance_count",

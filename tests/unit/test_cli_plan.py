@@ -446,3 +446,28 @@ def test_plan_shows_the_shared_cluster_and_queues_the_stacks_build(default_json:
         "post-training-gpu",
         "post-training-rollout",
     ]
+
+
+def test_plan_says_how_long_a_node_roll_takes() -> None:
+    """1,024 reserved p5en nodes in three groups, terminate first, 20 % of a group at once:
+    floor(342 x 0.2) = 68 nodes a batch, ceil(342 / 68) = 6 batches of 13 minutes."""
+    config = str(REPO / "config" / "pretraining-1024.toml")
+    result = run("plan", "--config", config)
+    assert result.code == 0, result.err
+    assert (
+        "  pretraining: 3 groups of 342/341 nodes, MINIMAL (terminate first), 68 at once "
+        "(20 %): 6 batches x 13 min = about 1.3 h"
+    ) in result.out
+    (w,) = json.loads(run("plan", "--config", config, "--json").out)["workloads"]
+    assert w["node_roll"] == {
+        "update_strategy": "MINIMAL",
+        "max_unavailable": None,
+        "max_unavailable_percentage": 20,
+        "node_groups": [342, 341, 341],
+        "nodes_at_once": [68, 68, 68],
+        "batches": 6,
+        "minutes": 78.0,
+    }
+    on_demand = json.loads(run("plan", "--config", DEFAULT_PROFILE, "--json").out)
+    roll = on_demand["workloads"][0]["node_roll"]
+    assert (roll["update_strategy"], roll["max_unavailable"], roll["batches"]) == ("DEFAULT", 1, 4)

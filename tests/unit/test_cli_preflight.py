@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.cli_stubs import DEFAULT_PROFILE, PLATFORM, Stubs, run, stubs, write_profile
+from tests.unit.cli_stubs import DEFAULT_PROFILE, PLATFORM, REPO, Stubs, run, stubs, write_profile
 
 __all__ = ["stubs"]  # the fixture
 
@@ -674,3 +674,42 @@ def test_every_admin_role_is_checked_to_exist_under_its_arn(stubs: Stubs, tmp_pa
         f"write {sso_arn} in platform.admin_role_arns"
     )
     assert f"no role Gone in account {account}" in checks[2]["detail"]
+
+
+def test_one_reservation_per_node_group_is_checked_against_its_group() -> None:
+    """With [[<workload>.capacity.node_groups]] preflight checks each entry against the nodes
+    of its managed node group (342 + 341 + 341 for 1,024), under its own key path, and reports
+    the worst of them."""
+    import dataclasses
+
+    from fm_constructs.cli.preflight import Check, Status, _combined, _reservation_targets
+    from fm_constructs.config import load_profile
+    from fm_constructs.config.model import CapacityConfig, CapacityKind, ReservationConfig
+
+    profile = load_profile(REPO / "config" / "default.toml")
+    capacity = CapacityConfig(
+        kind=CapacityKind.ODCR,
+        node_groups=tuple(
+            ReservationConfig(reservation_id=f"cr-0a0000000000000a{i}") for i in range(3)
+        ),
+    )
+    w = dataclasses.replace(profile.pretraining, instance_count=1024, capacity=capacity)
+    targets = _reservation_targets(w)
+    assert [(t.key, t.wanted, t.reservation_id) for t in targets] == [
+        ("pretraining.capacity.node_groups[0]", 342, "cr-0a0000000000000a0"),
+        ("pretraining.capacity.node_groups[1]", 341, "cr-0a0000000000000a1"),
+        ("pretraining.capacity.node_groups[2]", 341, "cr-0a0000000000000a2"),
+    ]
+    name = "capacity reservation"
+    checks = [
+        Check(name, "pretraining", Status.PASS, "cr-a0: active"),
+        Check(name, "pretraining", Status.FAIL, "cr-a1: it holds 300", "reserve more"),
+        Check(name, "pretraining", Status.WARN, "cr-a2: ends in 5 h", "checkpoint"),
+    ]
+    combined = _combined(checks)
+    assert combined.status is Status.FAIL
+    assert combined.detail == "cr-a0: active; cr-a1: it holds 300; cr-a2: ends in 5 h"
+    assert combined.fix == "reserve more; checkpoint"
+    single = dataclasses.replace(profile.pretraining, capacity=CapacityConfig())
+    (target,) = _reservation_targets(single)
+    assert target.key == "pretraining.capacity"

@@ -126,74 +126,102 @@ def test_auto_keeps_the_node_subnet_while_it_fits() -> None:
 
 
 def test_auto_switches_to_custom_networking_when_the_node_subnet_is_too_small() -> None:
-    profile = _default_with(instance_type="p5en.48xlarge", instance_count=1024)
+    profile = _default_with(instance_type="p5en.48xlarge", instance_count=1000)
     plain = subnet_demand(profile, networking=PodNetworking.NODE_SUBNET)
-    # the private subnet alone cannot hold the pool: it would need node subnets of its own
-    assert plain.node_subnets
+    # the private subnet cannot hold the pool, and one node subnet cannot either: an EFA pool
+    # is never split across subnets
+    assert not plain.node_subnets and plain.pool_problems
     demand = subnet_demand(profile)
     assert demand.networking is PodNetworking.CUSTOM_NETWORKING
     assert demand.fits, demand_problems(demand, profile.platform.vpc_cidr)
     assert demand.pod_subnet is not None
     (group,) = (g for g in demand.pod_subnet.node_groups if g.name == "pretraining")
-    assert group.pod_subnet_addresses == 1024 * 49
+    # whole /28s: 3 prefixes and the pod ENI's own address, which may spoil a fourth
+    assert group.pod_subnet_addresses == 1000 * 4 * 16
     options = deployment_options(profile)
     assert options.custom_networking
     assert options.workloads["pretraining"].max_pods_per_node == 32
 
 
 def test_custom_networking_is_refused_where_card_0_is_full() -> None:
-    profile = _default_with(instance_count=1024)  # p5.48xlarge
+    profile = _default_with(instance_count=1024, max_pods_per_node=16)  # p5.48xlarge
     demand = subnet_demand(profile, networking=PodNetworking.CUSTOM_NETWORKING)
     (finding,) = [p for p in demand.networking_problems if "p5.48xlarge" in p.allowed]
     assert (finding.code, finding.key) == ("FM602", "platform.pod_networking")
     problem = finding.line()
     assert "no free interface slot" in problem and "never become ready" in problem
-    # auto does not pick a networking that cannot work: the pool gets node subnets instead
+    # auto does not pick a networking that cannot work: the pool gets a node subnet instead
     auto = subnet_demand(profile)
     assert auto.networking is PodNetworking.PREFIX_DELEGATION and auto.node_subnets
     assert auto.fits, demand_problems(auto, profile.platform.vpc_cidr)
 
 
-def test_the_default_profile_at_1024_nodes_fits_in_node_subnets_of_secondary_blocks() -> None:
-    # The default profile (p5.48xlarge) with pretraining.instance_count = 1024: card 0 has no
-    # room for custom networking, and prefix delegation takes 49 addresses a node.
-    profile = _default_with(instance_count=1024)
+#: The 1,024 x p5 variant: the default profile at 1,024 nodes, one job pod a node.
+P5_1024 = {"instance_count": 1024, "max_pods_per_node": 16}
+
+
+def test_the_1024_p5_pool_keeps_one_node_subnet() -> None:
+    """p5.48xlarge has no room on card 0 for custom networking; with prefix delegation the
+    whole pool (342 + 341 + 341 nodes) moves to one node subnet of a secondary /16, never
+    split across subnets (EFA). At 16 pods a node takes 2 prefixes and its own address: at
+    most 3 whole /28s, 3,072 of the 4,094 a /16 holds."""
+    profile = _default_with(**P5_1024)
     demand = subnet_demand(profile)
     assert demand.networking is PodNetworking.PREFIX_DELEGATION
     assert demand.fits and not demand_problems(demand, profile.platform.vpc_cidr)
-    # The three node groups of the pool (342 + 341 + 341) leave the private subnet; the rest
-    # of the deployment stays there.
-    assert demand.moved == 1024 * 49
-    assert (
-        demand.required
-        == sum(g.addresses for g in demand.node_groups)
-        + sum(n for _, n in demand.fixed)
-        - 1024 * 49
+    (pool,) = [g for g in demand.node_groups if g.name == "pretraining"]
+    assert (pool.prefixes, pool.node_subnet_blocks) == (2, 3)
+    assert demand.moved == 1024 * 3 * 16
+    assert demand.required == (
+        sum(g.worst_case_addresses(g.nodes) for g in demand.node_groups)
+        + sum(n * 16 for _, n in demand.fixed)
+        - 1024 * 3 * 16
     )
     assert demand.free > 0
-    # Worst case per node: 3 prefixes + the node's own address, each in a /28 of its own.
     layout = [
         (s.cidr, [(p.group, p.index, p.nodes, p.worst_case) for p in s.parts])
         for s in demand.node_subnets
     ]
     assert layout == [
-        ("10.1.0.0/16", [("pretraining", 0, 342, 342 * 64), ("pretraining", 1, 341, 341 * 64)]),
-        ("10.2.0.0/16", [("pretraining", 2, 341, 341 * 64)]),
+        (
+            "10.1.0.0/16",
+            [
+                ("pretraining", 0, 342, 342 * 48),
+                ("pretraining", 1, 341, 341 * 48),
+                ("pretraining", 2, 341, 341 * 48),
+            ],
+        )
     ]
-    for subnet in demand.node_subnets:
-        # 4,096 /28s in a /16, less the two holding the addresses AWS reserves
-        assert subnet.usable == (4096 - 2) * 16 and subnet.fits
-    assert [demand.subnet_of("pretraining", i) for i in range(3)] == [1, 1, 2]
+    (subnet,) = demand.node_subnets
+    # 4,096 /28s in a /16, less the two holding the addresses AWS reserves
+    assert subnet.usable == (4096 - 2) * 16 and subnet.fits
+    assert [demand.subnet_of("pretraining", i) for i in range(3)] == [1, 1, 1]
     assert demand.subnet_of("post_training", 0) == 0
     options = deployment_options(profile)
     assert options.prefix_delegation
-    assert options.node_subnet_cidrs == ("10.1.0.0/16", "10.2.0.0/16")
-    assert options.node_group_subnets == {"pretraining": (1, 1, 2)}
-    assert options.workloads["pretraining"].max_pods_per_node == 32
+    assert options.node_subnet_cidrs == ("10.1.0.0/16",)
+    assert options.node_group_subnets == {"pretraining": (1, 1, 1)}
+    assert options.workloads["pretraining"].max_pods_per_node == 16
+
+
+def test_a_pool_larger_than_one_node_subnet_is_an_error_naming_the_fix() -> None:
+    """At 32 pods a p5 node takes up to 4 /28s: 1,024 nodes need 4,096 of 4,094. The pool is
+    not split across subnets; the error names the max pods and the node count that fit."""
+    profile = _default_with(instance_count=1024)
+    demand = subnet_demand(profile)
+    assert not demand.fits and not demand.node_subnets
+    (line,) = [f.line() for f in demand_problems(demand, profile.platform.vpc_cidr)]
+    assert line.startswith("pretraining.max_pods_per_node: the 1,024 p5.48xlarge nodes")
+    assert "4,096 needed" in line and "4,094 whole /28s" in line
+    assert "set pretraining.max_pods_per_node = 16" in line
+    assert "lower the pool to 1,023 nodes" in line and line.endswith("[FM606]")
+    fixed = _default_with(**P5_1024)
+    assert subnet_demand(fixed).fits
 
 
 def test_node_subnets_without_prefixes_count_every_address() -> None:
-    profile = _default_with(instance_count=1024)
+    # 400 x p5 at a plain count (the VPC CNI's ENIs) outgrow the private subnet, not a /16
+    profile = _default_with(instance_count=400)
     demand = subnet_demand(profile, networking=PodNetworking.NODE_SUBNET)
     assert demand.node_subnets and not demand.node_subnets[0].prefix_delegation
     part = demand.node_subnets[0].parts[0]
@@ -267,3 +295,34 @@ def test_prefix_delegation_gives_every_admitted_pod_an_address() -> None:
     options = deployment_options(dataclasses.replace(profile, platform=platform))
     assert options.prefix_delegation and not options.custom_networking
     assert options.workloads["pretraining"].max_pods_per_node == 32
+
+
+@pytest.mark.parametrize(
+    ("block", "vpc_cidr", "fragment"),
+    [
+        # Amazon VPC User Guide, "IPv4 CIDR block association restrictions".
+        ("192.168.0.0/16", "10.0.0.0/16", "another RFC 1918 range (192.168.0.0/16)"),
+        ("172.16.0.0/16", "10.0.0.0/16", "another RFC 1918 range (172.16.0.0/12)"),
+        ("10.1.0.0/16", "172.16.0.0/16", "another RFC 1918 range (10.0.0.0/8)"),
+        ("10.1.0.0/16", "100.64.0.0/16", "in no RFC 1918 range"),
+        ("10.0.0.0/16", "10.1.0.0/16", "10.0.0.0/15"),
+        ("198.19.0.0/16", "10.0.0.0/16", "198.19.0.0/16"),
+        ("100.64.0.0/16", "10.0.0.0/16", None),
+        ("10.5.0.0/16", "10.0.0.0/16", None),
+        ("172.20.0.0/16", "172.16.0.0/16", None),
+        ("192.168.16.0/20", "192.168.0.0/20", None),
+    ],
+)
+def test_secondary_block_restrictions(block: str, vpc_cidr: str, fragment: str | None) -> None:
+    """One rule for the pod CIDR and the node blocks; node_cidr_blocks never picks a block
+    the rule refuses."""
+    from fm_constructs.planning.vpc_layout import node_cidr_blocks, secondary_block_problems
+
+    problems = secondary_block_problems(block, vpc_cidr)
+    assert pod_cidr_problems(block, vpc_cidr) == problems
+    if fragment is None:
+        assert problems == []
+    else:
+        assert any(fragment in p for p in problems), problems
+    for chosen in node_cidr_blocks(vpc_cidr, 4):
+        assert secondary_block_problems(chosen, vpc_cidr) == []
