@@ -173,7 +173,9 @@ class PcsComputeNodeGroup(Construct):
                 launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
                     security_group_ids=[g.security_group_id for g in groups],
                     metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                        http_endpoint="enabled", http_tokens="required"
+                        http_endpoint="enabled",
+                        http_tokens="required",
+                        http_put_response_hop_limit=1,
                     ),
                     block_device_mappings=[
                         ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
