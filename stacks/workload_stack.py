@@ -219,12 +219,13 @@ class WorkloadStack(Stack):
             efa_layout=workload.efa_layout,
         )
         CfnOutput(self, "PcsClusterId", value=compute.cluster.cluster_id)
+        login_group = compute.login.compute_node_group_id
         CfnOutput(
             self,
             "LoginNodeCommand",
             value=(
                 "aws ec2 describe-instances --filters "
-                f"Name=tag:aws:pcs:compute-node-group-id,Values={compute.login.compute_node_group_id} "
+                f"Name=tag:aws:pcs:compute-node-group-id,Values={login_group} "
                 "--query 'Reservations[].Instances[].InstanceId' --output text"
             ),
             description="The login node's instance id; then aws ssm start-session --target <id>",
