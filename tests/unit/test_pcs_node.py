@@ -219,3 +219,21 @@ def test_the_wrapper_is_shellcheck_clean() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout
+
+
+def test_login_node_puts_the_job_scripts_on_fsx(tmp_path: Path) -> None:
+    params = node_parameters(
+        node_groups=[("login", get_instance_type("p5.48xlarge"))],
+        fsx={
+            "dns_name": "fs-1.fsx",
+            "mount_name": "abc",
+            "mount_point": "/fsx",
+            "efa_enabled": False,
+        },
+    )
+    node = _node(tmp_path, params, efa_devices=0)
+    (node.root / "fsx").mkdir(exist_ok=True)
+    result = _boot(tmp_path, node, pcs_user_data("login", "login", SCRIPTS_URI, nvme_disks=0))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert node.exists("fsx/fm-jobs/nccl-tests.sbatch")
+    assert node.exists("fsx/fm-jobs/torchrun.sbatch")

@@ -12,8 +12,9 @@
 #   - the node's instance type and LNet EFA interface count come from its node group's entry
 #     of the parameters, not from a HyperPod resource configuration.
 # In order: the NCCL/EFA environment (nccl_env.sh); FSx for Lustre at its mount point, LNet
-# over EFA where the file system has EFA (mount_fsx.sh); Docker, enroot and pyxis with their
-# data on the instance NVMe (containers.sh). Idempotent, as every step is.
+# over EFA where the file system has EFA (mount_fsx.sh), and on the login node the job scripts
+# on it (jobs/install_jobs.sh); Docker, enroot and pyxis with their data on the instance NVMe
+# (containers.sh). Idempotent, as every step is.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -61,6 +62,11 @@ if [[ -n "$FSX_DNS" ]]; then
   bash "${SCRIPT_DIR}/mount_fsx.sh" "$FSX_DNS" "$(param fsx.mount_name)" \
     "$(param fsx.mount_point)" "$(param fsx.efa_enabled)" "$INSTANCE_TYPE" \
     "$(param "node_groups.${GROUP}.lnet_efa_interfaces")"
+  # The login node puts the Slurm job scripts on the shared file system (<mount>/fm-jobs),
+  # where `fmc validate` and the first-job guide expect them (HyperPod: its controller).
+  if [[ "$ROLE" == "login" ]]; then
+    bash "${SCRIPT_DIR}/jobs/install_jobs.sh" "$(param fsx.mount_point)"
+  fi
 fi
 
 bash "${SCRIPT_DIR}/containers.sh" "$ROLE"
