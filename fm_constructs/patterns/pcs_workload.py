@@ -15,9 +15,9 @@ from fm_constructs.orchestration.pcs import (
     PcsInstanceRole,
     PcsQueue,
 )
-from fm_constructs.orchestration.pcs.node_group import LOGIN_INSTANCE_TYPE
 from fm_constructs.orchestration.pcs.user_data import node_parameters
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE
 from fm_constructs.storage.imported_lustre import ILustreFileSystem
 
 #: The node groups and the queue, by name (the queue is the Slurm partition: sbatch -p).

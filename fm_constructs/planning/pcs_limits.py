@@ -24,6 +24,9 @@ class PcsClusterSize(StrEnum):
 #: Compute nodes and jobs (running and queued) of each tier.
 MAX_NODES = {PcsClusterSize.SMALL: 32, PcsClusterSize.MEDIUM: 512, PcsClusterSize.LARGE: 2048}
 MAX_JOBS = {PcsClusterSize.SMALL: 256, PcsClusterSize.MEDIUM: 8192, PcsClusterSize.LARGE: 16384}
+#: The login node's default instance type (general purpose, 16 vCPUs: builds and job
+#: submission, not training).
+LOGIN_INSTANCE_TYPE = "m7i.4xlarge"
 #: PCS clusters one account may have in Creating per region.
 CLUSTERS_CREATING_PER_REGION = 1
 

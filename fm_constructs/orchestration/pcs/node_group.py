@@ -42,11 +42,9 @@ from fm_constructs.orchestration.pcs.cluster import IPcsCluster
 from fm_constructs.orchestration.pcs.role import IPcsInstanceProfile
 from fm_constructs.orchestration.pcs.user_data import pcs_user_data
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE
 from fm_constructs.rules import constructs as codes
 
-#: The login node's default instance type (general purpose, 16 vCPUs: builds and job
-#: submission, not training).
-LOGIN_INSTANCE_TYPE = "m7i.4xlarge"
 LOGIN_ROOT_VOLUME_GIB = 200
 _AMI = r"ami-[a-z0-9]+"
 
