@@ -118,7 +118,7 @@ class WorkloadStack(Stack):
         self.compute: HyperPodAcceleratedWorkload | None = None
         self.pcs: PcsAcceleratedWorkload | None = None
         if workload.orchestrator is Orchestrator.PCS:
-            self.pcs = self._pcs(workload, platform, vpc, subnet)
+            self.pcs = self._pcs(workload, platform, vpc, subnet, observability)
         elif workload.orchestrator is not Orchestrator.EKS:
             self.compute = self._hyperpod(
                 workload, platform, vpc, subnet, observability, eks_cluster, file_system_efa_clients
@@ -188,6 +188,7 @@ class WorkloadStack(Stack):
         platform: PlatformConfig,
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
+        observability: ObservabilityPlatform | None,
     ) -> PcsAcceleratedWorkload:
         """AWS PCS: the cluster, login and accelerated node groups and the queue. The nodes'
         AMI comes from the ``pcs_ami_id`` context value, else from the stack parameter
@@ -217,6 +218,8 @@ class WorkloadStack(Stack):
             capacity=capacity,
             file_system=self.file_system,
             efa_layout=workload.efa_layout,
+            workspace=observability.prometheus if observability is not None else None,
+            name=workload.name,
         )
         CfnOutput(self, "PcsClusterId", value=compute.cluster.cluster_id)
         login_group = compute.login.compute_node_group_id

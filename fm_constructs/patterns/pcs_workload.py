@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
+from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration.hyperpod import LifecycleScripts
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    EFA_EXPORTER_REPOSITORY,
+    efa_exporter_account,
+)
 from fm_constructs.orchestration.pcs import (
     PcsCluster,
     PcsComputeNodeGroup,
@@ -36,7 +42,9 @@ class PcsAcceleratedWorkload(Construct):
     mounted at ``/fsx`` on every node by the shared node scripts (LNet over EFA where the file
     system has EFA; ``file_system_efa_clients``: the EFA nodes of every cluster mounting it).
     ``ami_id``: an AMI with the PCS agent, the pinned Slurm version, NVIDIA and EFA drivers
-    (Ubuntu; see docs/blocks/pcs.md).
+    (Ubuntu; see docs/blocks/pcs.md). ``workspace``: the nodes remote-write the exporters of
+    HyperPod Slurm (node, DCGM, EFA; Slurm from the login node) to it, labelled with the
+    cluster and the workload ``name``.
     """
 
     def __init__(
@@ -54,6 +62,8 @@ class PcsAcceleratedWorkload(Construct):
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         login_instance_type: str = LOGIN_INSTANCE_TYPE,
         file_system_efa_clients: int | None = None,
+        workspace: IPrometheusWorkspace | None = None,
+        name: str = "pretraining",
     ) -> None:
         super().__init__(scope, construct_id)
         spec = get_instance_type(instance_type)
@@ -79,17 +89,34 @@ class PcsAcceleratedWorkload(Construct):
                 "efa_enabled": bool(getattr(file_system, "efa_enabled", False)),
             }
         login_spec_name = login_instance_type
+        stack = Stack.of(self)
         parameters = node_parameters(
             node_groups=[(ACCELERATED_GROUP, spec)],
             fsx=fsx,
             efa_clients=file_system_efa_clients or node_count,
             slurm_version=self.cluster.slurm_version,
+            cluster_name=self.cluster.cluster_name,
+            region=stack.region,
+            workload=name,
+            prometheus_remote_write_url=workspace.remote_write_url if workspace else None,
         )
         parameters["node_groups"].append(
             {"name": LOGIN_GROUP, "instance_type": login_spec_name, "lnet_efa_interfaces": 0}
         )
         self.scripts = LifecycleScripts(self, "NodeScripts", parameters=parameters)
         self.scripts.grant_read(self.node_role.role)
+        if workspace is not None:
+            workspace.grant_remote_write(self.node_role.role)
+            if spec.efa_supported:
+                # EFA nodes pull the EFA exporter image from the HyperPod ECR registry.
+                self.node_role.allow_image_pull(
+                    stack.format_arn(
+                        service="ecr",
+                        account=efa_exporter_account(stack.region),
+                        resource="repository",
+                        resource_name=EFA_EXPORTER_REPOSITORY,
+                    )
+                )
         common = {
             "cluster": self.cluster,
             "subnet": gpu_subnet,

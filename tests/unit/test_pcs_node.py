@@ -237,3 +237,64 @@ def test_login_node_puts_the_job_scripts_on_fsx(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert node.exists("fsx/fm-jobs/nccl-tests.sbatch")
     assert node.exists("fsx/fm-jobs/torchrun.sbatch")
+
+
+REMOTE_WRITE = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write"
+
+
+def _metrics_params() -> dict[str, Any]:
+    return node_parameters(
+        node_groups=[
+            ("accelerated", get_instance_type("p5.48xlarge")),
+            ("login", get_instance_type("p5.48xlarge")),
+        ],
+        fsx=None,
+        cluster_name="fm-pcs-cluster",
+        region="us-east-1",
+        workload="pretraining",
+        prometheus_remote_write_url=REMOTE_WRITE,
+    )
+
+
+def _run_metrics_installer(node: SimulatedNode, env: dict[str, str]) -> Any:
+    """What fm-metrics-install.service runs (its ExecStart under the node's root), with the
+    environment its drop-ins give it."""
+    unit = node.file("etc/systemd/system/fm-metrics-install.service")
+    exec_start = next(
+        line.split("=", 1)[1] for line in unit.splitlines() if line.startswith("ExecStart=")
+    )
+    _bash, script, *args = exec_start.split()
+    return node.run(
+        str(node.root / script.lstrip("/")),
+        *args[:3],
+        str(node.root / args[3].lstrip("/")),
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(("role", "group"), [("compute", "accelerated"), ("login", "login")])
+def test_nodes_schedule_the_hyperpod_exporters_with_the_pcs_slurm_prefix(
+    tmp_path: Path, role: str, group: str
+) -> None:
+    node = _node(tmp_path, _metrics_params(), efa_devices=0)
+    result = _boot(tmp_path, node, pcs_user_data(role, group, SCRIPTS_URI, nvme_disks=0))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "fm-metrics-install.timer" in node.enabled
+    unit = node.file("etc/systemd/system/fm-metrics-install.service")
+    metrics_role = "worker" if role == "compute" else "controller"
+    assert f"metrics.sh install {metrics_role} {group} " in unit
+    drop_in = node.file("etc/systemd/system/fm-metrics-install.service.d/fm-pcs.conf")
+    assert f"Environment=SLURM_PREFIX={SLURM_PREFIX}" in drop_in
+    # What the timer's service then runs, with the drop-in's environment.
+    installed = _run_metrics_installer(node, {"SLURM_PREFIX": SLURM_PREFIX})
+    assert installed.returncode == 0, installed.output
+    agent = json.loads(node.file("etc/fm-metrics/prometheus-agent.yml"))
+    jobs = {c["job_name"] for c in agent["scrape_configs"]}
+    assert agent["remote_write"][0]["url"] == REMOTE_WRITE
+    assert agent["global"]["external_labels"]["cluster"] == "fm-pcs-cluster"
+    if role == "login":
+        exporter = node.file("etc/systemd/system/fm-slurm-exporter.service")
+        assert f"--slurm.bin-path={SLURM_PREFIX}/bin" in exporter
+        assert jobs == {"node-exporter", "slurm-exporter"}
+    else:
+        assert jobs == {"node-exporter", "dcgm-exporter", "efa-exporter", "job-metrics"}

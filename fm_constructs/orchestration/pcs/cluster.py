@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 import jsii
-from aws_cdk import Token
+from aws_cdk import Names, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
@@ -99,6 +99,10 @@ class PcsCluster(Construct):
             problems.add("scale_down_idle_seconds", scale_down_idle_seconds, "must be 1 or more")
         problems.raise_if_any()
         self.size: PcsClusterSize = chosen or PcsClusterSize.MEDIUM
+        #: The cluster's name (metrics carry it as label ``cluster``).
+        self.cluster_name: str = cluster_name or Names.unique_resource_name(
+            self, max_length=40, separator="-", allowed_special_characters="-"
+        )
         self.slurm_version = slurm_version or pins.pcs().slurm_version
         self.security_group: ec2.ISecurityGroup = security_group or ec2.SecurityGroup(
             self,
@@ -115,7 +119,7 @@ class PcsCluster(Construct):
         self.resource = pcs.CfnCluster(
             self,
             "Resource",
-            name=cluster_name,
+            name=self.cluster_name,
             size=self.size.value,
             scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=self.slurm_version),
             networking=pcs.CfnCluster.NetworkingProperty(

@@ -80,7 +80,21 @@ class PcsInstanceRole(Construct):
             "AwsSolutions-IAM5[Resource::*]",
             "pcs:RegisterComputeNodeGroupInstance names no resource type to scope it to; PCS "
             "finds the node group from the calling instance (PCS user guide, minimal instance "
-            "profile policy).",
+            "profile policy); ecr:GetAuthorizationToken has no resource-level permissions "
+            "(image pulls stay scoped to the exporter repository).",
+        )
+
+    def allow_image_pull(self, repository_arn: str) -> None:
+        """Let the nodes pull images of one ECR repository (the EFA exporter).
+        ``ecr:GetAuthorizationToken`` has no resource-level permissions."""
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                resources=[repository_arn],
+            )
+        )
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
         )
 
     @property

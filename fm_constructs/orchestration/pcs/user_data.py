@@ -32,7 +32,11 @@ from typing import Any
 from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.compute.user_data import mime_multipart, raid0_setup_script
-from fm_constructs.orchestration.hyperpod.lifecycle import LNET_EFA_INTERFACES
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    EXPORTER_PORTS,
+    LNET_EFA_INTERFACES,
+    efa_exporter_image,
+)
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 
 #: Where the scripts land on the node.
@@ -69,14 +73,22 @@ def node_parameters(
     fsx: Mapping[str, Any] | None,
     efa_clients: int | None = None,
     slurm_version: str | None = None,
+    cluster_name: str = "",
+    region: str = "",
+    workload: str = "",
+    prometheus_remote_write_url: str | None = None,
 ) -> dict[str, Any]:
     """The ``provisioning_parameters.json`` of a PCS cluster: ``slurm_version``, ``fsx``
     (``dns_name``, ``mount_name``, ``mount_point``, ``efa_enabled``) or null, ``node_groups``
     (``name``, ``instance_type``, ``lnet_efa_interfaces``: LNet's EFA interfaces where the file
     system has EFA, else 0) and the pinned ``enroot_version`` and ``pyxis_version`` that
-    ``containers.sh`` installs. Values may be tokens."""
+    ``containers.sh`` installs. With ``prometheus_remote_write_url``, also what the shared
+    ``metrics.sh`` reads: ``prometheus``, ``cluster_name``, ``region``, ``workload``,
+    ``worker_groups`` (``instance_group_name``, ``gpus``, ``efa``: which exporters a node of
+    the group runs), ``exporter_ports``, ``efa_exporter_image`` and the pinned exporter
+    versions. Values may be tokens."""
     efa_fs = bool(fsx is not None and fsx.get("efa_enabled"))
-    return {
+    out: dict[str, Any] = {
         "slurm_version": slurm_version or pins.pcs().slurm_version,
         "fsx": dict(fsx) if fsx is not None else None,
         "node_groups": [
@@ -89,7 +101,33 @@ def node_parameters(
         ],
         "enroot_version": pins.binary("enroot").version,
         "pyxis_version": pins.binary("pyxis").version,
+        "prometheus": None,
     }
+    if prometheus_remote_write_url is None:
+        return out
+    out.update(
+        {
+            "prometheus": {"remote_write_url": prometheus_remote_write_url},
+            "cluster_name": cluster_name,
+            "region": region,
+            "workload": workload,
+            "worker_groups": [
+                {
+                    "instance_group_name": name,
+                    "gpus": spec.accelerator_count if spec.accelerator_kind == "gpu" else 0,
+                    "efa": spec.efa_supported,
+                }
+                for name, spec in node_groups
+            ],
+            "exporter_ports": dict(EXPORTER_PORTS),
+            "efa_exporter_image": efa_exporter_image(region),
+            "node_exporter_version": pins.binary("node_exporter").version,
+            "prometheus_version": pins.binary("prometheus").version,
+            "slurm_exporter_version": pins.binary("slurm_exporter").version,
+            "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
+        }
+    )
+    return out
 
 
 def _packed(content: bytes) -> str:

@@ -14,7 +14,8 @@
 # In order: the NCCL/EFA environment (nccl_env.sh); FSx for Lustre at its mount point, LNet
 # over EFA where the file system has EFA (mount_fsx.sh), and on the login node the job scripts
 # on it (jobs/install_jobs.sh); Docker, enroot and pyxis with their data on the instance NVMe
-# (containers.sh). Idempotent, as every step is.
+# (containers.sh); the exporters, remote-written to Managed Prometheus (metrics.sh).
+# Idempotent, as every step is.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -70,4 +71,18 @@ if [[ -n "$FSX_DNS" ]]; then
 fi
 
 bash "${SCRIPT_DIR}/containers.sh" "$ROLE"
+
+# Metrics, off the critical path (metrics.sh installs a retrying timer): the same exporters as
+# HyperPod Slurm, remote-written to the workspace. Accelerated nodes run them as HyperPod
+# workers do (node, DCGM, EFA exporters); the login node, which can reach the PCS controller,
+# runs the Slurm exporter in the controller's place. The installer runs later under systemd,
+# so a drop-in gives it the PCS Slurm prefix.
+if [[ -n "$(param prometheus.remote_write_url)" ]]; then
+  METRICS_ROLE=worker
+  [[ "$ROLE" == "login" ]] && METRICS_ROLE=controller
+  changed="$(install_unit fm-metrics-install.service.d/fm-pcs.conf "[Service]
+Environment=SLURM_PREFIX=${SLURM_PREFIX}")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
+  bash "${SCRIPT_DIR}/metrics.sh" schedule "$METRICS_ROLE" "$GROUP" "$PARAMS"
+fi
 echo "pcs_node: done"
