@@ -118,7 +118,9 @@ class WorkloadStack(Stack):
         self.compute: HyperPodAcceleratedWorkload | None = None
         self.pcs: PcsAcceleratedWorkload | None = None
         if workload.orchestrator is Orchestrator.PCS:
-            self.pcs = self._pcs(workload, platform, vpc, subnet, observability)
+            self.pcs = self._pcs(
+                workload, platform, vpc, subnet, observability, file_system_efa_clients
+            )
         elif workload.orchestrator is not Orchestrator.EKS:
             self.compute = self._hyperpod(
                 workload, platform, vpc, subnet, observability, eks_cluster, file_system_efa_clients
@@ -189,6 +191,7 @@ class WorkloadStack(Stack):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         observability: ObservabilityPlatform | None,
+        file_system_efa_clients: int | None,
     ) -> PcsAcceleratedWorkload:
         """AWS PCS: the cluster, login and accelerated node groups and the queue. The nodes'
         AMI comes from the ``pcs_ami_id`` context value, else from the stack parameter
@@ -220,6 +223,7 @@ class WorkloadStack(Stack):
             efa_layout=workload.efa_layout,
             workspace=observability.prometheus if observability is not None else None,
             name=workload.name,
+            file_system_efa_clients=file_system_efa_clients,
         )
         CfnOutput(self, "PcsClusterId", value=compute.cluster.cluster_id)
         login_group = compute.login.compute_node_group_id

@@ -95,8 +95,9 @@ ROOT_VOLUME = info(
 )
 PCS_KEY = info(
     "FM336",
-    "A key does not apply to AWS PCS (a Kubernetes setting), or PCS needs one more (the size "
-    "of a Capacity Block), or the workload has more nodes than a PCS cluster runs.",
+    "A key does not apply to AWS PCS (a Kubernetes setting, the RL rollout group), or PCS needs "
+    "one more (the size of a Capacity Block), or the workload has more nodes than a PCS "
+    "cluster runs.",
     "Remove the key or add the one the message names; PCS sizes clusters up to 2,048 nodes.",
 )
 NO_WORKLOAD = info(
@@ -449,8 +450,9 @@ def _efa_count(instance_type: str, count: int) -> int:
 
 def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
     """EFA-capable nodes of ``w``'s HyperPod Slurm cluster (its rollout group included), the
-    nodes that mount an EFA-enabled file system over EFA; 0 for other orchestrators."""
-    if not w.enabled or w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
+    nodes that mount an EFA-enabled file system over EFA (on AWS PCS too, which runs the same
+    node scripts); 0 for other orchestrators."""
+    if not w.enabled or not w.orchestrator.is_slurm:
         return 0
     total = _efa_count(w.instance_type, w.instance_count)
     rollout = w.rollout_group
@@ -462,11 +464,11 @@ def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
 def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
     """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
     the workload that owns it and of a post-training workload reusing it. None when ``w``'s
-    file system has no EFA or ``w`` is not on HyperPod Slurm."""
+    file system has no EFA or ``w`` is not on HyperPod Slurm or AWS PCS."""
     owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
     if not owner.storage.enabled or not owner.storage.efa_enabled:
         return None
-    if w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
+    if not w.orchestrator.is_slurm:
         return None
     total = hyperpod_slurm_efa_nodes(owner)
     post = profile.post_training
@@ -621,6 +623,16 @@ def _check_pcs(w: WorkloadConfig) -> list[Finding]:
                 w.max_pods_per_node,
                 "is a Kubernetes (kubelet) setting; 'pcs' runs Slurm and no pods",
                 "remove the key, or use orchestrator 'eks' or 'hyperpod-eks'",
+            )
+        )
+    if w.rollout_group is not None:
+        out.append(
+            _finding(
+                PCS_KEY,
+                f"{w.name}.rollout.enabled",
+                True,
+                "the RL rollout group is not built on 'pcs' yet (a second node group and queue)",
+                "set rollout.enabled = false, or use orchestrator 'eks' or 'hyperpod-slurm'",
             )
         )
     cap = w.capacity

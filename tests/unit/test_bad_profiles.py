@@ -471,6 +471,13 @@ PCS_ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "must support EFA",
     ),
     (
+        "pcs-rollout-group",
+        {"post_training.orchestrator": "pcs"},
+        "post_training.rollout.enabled",
+        "FM336",
+        "not built on 'pcs' yet",
+    ),
+    (
         "pcs-inference",
         {"inference.orchestrator": "pcs"},
         "inference.orchestrator",
