@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
@@ -117,7 +119,7 @@ class PcsAcceleratedWorkload(Construct):
                         resource_name=EFA_EXPORTER_REPOSITORY,
                     )
                 )
-        common = {
+        common: dict[str, Any] = {
             "cluster": self.cluster,
             "subnet": gpu_subnet,
             "instance_profile": self.node_role,

@@ -5,6 +5,7 @@ template with every EFA card), the queue, the node role's naming rule and permis
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
@@ -57,23 +58,23 @@ def _workload(stack: cdk.Stack, capacity: CapacitySource | None = None, **kw: An
 
 
 @pytest.fixture(scope="module")
-def odcr_template() -> dict[str, Any]:
+def odcr_template() -> Mapping[str, Any]:
     capacity = CapacitySource.odcr(
         reservation_id=RESERVATION, availability_zone="us-east-1a", instance_count=4
     )
     return synth_stack(lambda stack: _workload(stack, capacity)).to_json()
 
 
-def _of(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+def _of(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {k: r for k, r in template["Resources"].items() if r["Type"] == kind}
 
 
-def test_cfn_lint_is_clean(odcr_template: dict[str, Any]) -> None:
+def test_cfn_lint_is_clean(odcr_template: Mapping[str, Any]) -> None:
     assert cfn_lint(odcr_template, "us-east-1") == []
 
 
 def test_cluster_runs_the_pinned_slurm_with_accounting_sized_for_its_nodes(
-    odcr_template: dict[str, Any],
+    odcr_template: Mapping[str, Any],
 ) -> None:
     (cluster,) = _of(odcr_template, "AWS::PCS::Cluster").values()
     props = cluster["Properties"]
@@ -91,7 +92,7 @@ def test_size_tiers() -> None:
 
 
 def test_accelerated_group_has_every_efa_card_and_targets_the_reservation(
-    odcr_template: dict[str, Any],
+    odcr_template: Mapping[str, Any],
 ) -> None:
     groups = _of(odcr_template, "AWS::PCS::ComputeNodeGroup")
     accelerated = next(g for g in groups.values() if g["Properties"]["Name"] == "accelerated")
@@ -118,7 +119,7 @@ def test_accelerated_group_has_every_efa_card_and_targets_the_reservation(
     assert "Placement" in data  # ODCR without placement of its own: a cluster placement group
 
 
-def _user_data(template: dict[str, Any], group: str) -> Any:
+def _user_data(template: Mapping[str, Any], group: str) -> Any:
     groups = _of(template, "AWS::PCS::ComputeNodeGroup")
     node_group = next(g for g in groups.values() if g["Properties"]["Name"] == group)
     template_id = node_group["Properties"]["CustomLaunchTemplate"]["TemplateId"]["Ref"]
@@ -126,7 +127,7 @@ def _user_data(template: dict[str, Any], group: str) -> Any:
 
 
 def test_user_data_is_mime_with_cloud_config_before_the_shell_part(
-    odcr_template: dict[str, Any],
+    odcr_template: Mapping[str, Any],
 ) -> None:
     for group in ("accelerated", "login"):
         joined = _user_data(odcr_template, group)["Fn::Base64"]["Fn::Join"][1]
@@ -139,7 +140,7 @@ def test_user_data_is_mime_with_cloud_config_before_the_shell_part(
 
 
 def test_login_group_is_one_on_demand_node_with_the_cluster_group(
-    odcr_template: dict[str, Any],
+    odcr_template: Mapping[str, Any],
 ) -> None:
     groups = _of(odcr_template, "AWS::PCS::ComputeNodeGroup")
     login = next(g for g in groups.values() if g["Properties"]["Name"] == "login")
@@ -150,14 +151,14 @@ def test_login_group_is_one_on_demand_node_with_the_cluster_group(
     assert login["Properties"]["PurchaseOption"] == "ONDEMAND"
 
 
-def test_queue_schedules_onto_the_accelerated_group(odcr_template: dict[str, Any]) -> None:
+def test_queue_schedules_onto_the_accelerated_group(odcr_template: Mapping[str, Any]) -> None:
     (queue,) = _of(odcr_template, "AWS::PCS::Queue").values()
     configs = queue["Properties"]["ComputeNodeGroupConfigurations"]
     assert len(configs) == 1
     assert queue["Properties"]["Name"] == "accelerated"
 
 
-def test_node_role_meets_pcs_naming_rule_and_may_register(odcr_template: dict[str, Any]) -> None:
+def test_node_role_meets_pcs_naming_rule_and_may_register(odcr_template: Mapping[str, Any]) -> None:
     (profile,) = _of(odcr_template, "AWS::IAM::InstanceProfile").values()
     assert profile["Properties"]["Path"] == PCS_ROLE_PATH
     roles = _of(odcr_template, "AWS::IAM::Role")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import email
+import email.message
 import gzip
 import json
 import os
@@ -48,7 +49,13 @@ cp -r "${FAKE_S3}/${source}." "${args[-1]}"
 def _parts(user_data: str) -> list[tuple[str, str]]:
     message = email.message_from_string(user_data)
     assert message.is_multipart()
-    return [(part.get_content_type(), part.get_payload()) for part in message.get_payload()]
+    parts = []
+    for part in message.get_payload():
+        assert isinstance(part, email.message.Message)
+        payload = part.get_payload()
+        assert isinstance(payload, str)
+        parts.append((part.get_content_type(), payload))
+    return parts
 
 
 def _params(efa_fs: bool) -> dict[str, Any]:
