@@ -10,6 +10,7 @@ otherwise), so the stacks never create two PCS clusters side by side.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 
@@ -29,6 +30,20 @@ MAX_JOBS = {PcsClusterSize.SMALL: 256, PcsClusterSize.MEDIUM: 8192, PcsClusterSi
 LOGIN_INSTANCE_TYPE = "m7i.4xlarge"
 #: PCS clusters one account may have in Creating per region.
 CLUSTERS_CREATING_PER_REGION = 1
+
+
+#: Names PCS accepts (API model: ``clusterName`` 3-40 characters, ``computeNodeGroupName`` and
+#: ``queueName`` 3-25; a letter first, then letters, digits and '-'; never ``pcs_...``).
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]+")
+CLUSTER_NAME_MAX = 40
+GROUP_NAME_MAX = 25
+
+
+def name_problem(name: str, most: int) -> str | None:
+    """Why PCS refuses ``name`` (at most ``most`` characters), or None."""
+    if not 3 <= len(name) <= most or not _NAME.fullmatch(name):
+        return f"must be 3 to {most} characters, a letter first, then letters, digits and '-'"
+    return None
 
 
 def cluster_size_for(node_count: int) -> PcsClusterSize | None:

@@ -183,6 +183,10 @@ def test_capacity_block_uses_pcs_purchase_option_and_no_placement_group() -> Non
     assert accelerated["Properties"]["PurchaseOption"] == "CAPACITY_BLOCK"
     template_id = accelerated["Properties"]["CustomLaunchTemplate"]["TemplateId"]["Ref"]
     data = template["Resources"][template_id]["Properties"]["LaunchTemplateData"]
+    assert accelerated["Properties"]["ScalingConfiguration"] == {
+        "MinInstanceCount": 0,
+        "MaxInstanceCount": 4,
+    }
     assert data["InstanceMarketOptions"]["MarketType"] == "capacity-block"
     assert "Placement" not in data
     assert not _of(template, "AWS::EC2::PlacementGroup")
@@ -255,7 +259,7 @@ def test_imports_return_the_interfaces() -> None:
     group = PcsComputeNodeGroup.from_compute_node_group_attributes(
         stack, "G", compute_node_group_id="pcs_group1"
     )
-    queue = PcsQueue(stack, "Q", cluster=cluster, node_groups=[group], queue_name="q")
+    queue = PcsQueue(stack, "Q", cluster=cluster, node_groups=[group], queue_name="queue-1")
     profile = PcsInstanceRole.from_instance_profile_attributes(
         stack,
         "P",
@@ -267,4 +271,6 @@ def test_imports_return_the_interfaces() -> None:
     template = cdk.assertions.Template.from_stack(stack).to_json()
     (resource,) = _of(template, "AWS::PCS::Queue").values()
     assert resource["Properties"]["ClusterId"] == "pcs_abc123"
-    assert queue.queue_name == "q"
+    assert queue.queue_name == "queue-1"
+    with pytest.raises(FmValidationError, match="queue_name"):
+        PcsQueue(stack, "Bad", cluster=cluster, node_groups=[group], queue_name="pcs_queue")

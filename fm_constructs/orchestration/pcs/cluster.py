@@ -19,7 +19,13 @@ from constructs import Construct
 
 from fm_constructs import pins
 from fm_constructs.errors import Problems
-from fm_constructs.planning.pcs_limits import MAX_NODES, PcsClusterSize, cluster_size_for
+from fm_constructs.planning.pcs_limits import (
+    CLUSTER_NAME_MAX,
+    MAX_NODES,
+    PcsClusterSize,
+    cluster_size_for,
+    name_problem,
+)
 from fm_constructs.rules import constructs as codes
 
 #: Seconds an idle dynamic node stays up before PCS scales it down.
@@ -95,13 +101,17 @@ class PcsCluster(Construct):
                     fix=f"use {fitting.value} or leave size unset",
                 )
             chosen = size or fitting
+        if cluster_name is not None and not Token.is_unresolved(cluster_name):
+            why = name_problem(cluster_name, CLUSTER_NAME_MAX)
+            if why:
+                problems.add("cluster_name", cluster_name, why)
         if not Token.is_unresolved(scale_down_idle_seconds) and scale_down_idle_seconds < 1:
             problems.add("scale_down_idle_seconds", scale_down_idle_seconds, "must be 1 or more")
         problems.raise_if_any()
         self.size: PcsClusterSize = chosen or PcsClusterSize.MEDIUM
         #: The cluster's name (metrics carry it as label ``cluster``).
         self.cluster_name: str = cluster_name or Names.unique_resource_name(
-            self, max_length=40, separator="-", allowed_special_characters="-"
+            self, max_length=CLUSTER_NAME_MAX, separator="-", allowed_special_characters="-"
         )
         self.slurm_version = slurm_version or pins.pcs().slurm_version
         self.security_group: ec2.ISecurityGroup = security_group or ec2.SecurityGroup(

@@ -42,7 +42,7 @@ from fm_constructs.orchestration.pcs.cluster import IPcsCluster
 from fm_constructs.orchestration.pcs.role import IPcsInstanceProfile
 from fm_constructs.orchestration.pcs.user_data import pcs_user_data
 from fm_constructs.planning.efa_layout import EfaLayout
-from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE
+from fm_constructs.planning.pcs_limits import GROUP_NAME_MAX, LOGIN_INSTANCE_TYPE, name_problem
 from fm_constructs.rules import constructs as codes
 
 LOGIN_ROOT_VOLUME_GIB = 200
@@ -104,6 +104,9 @@ class PcsComputeNodeGroup(Construct):
             and min_count > max_count
         ):
             problems.add("min_count", min_count, f"must not exceed max_count ({max_count})")
+        why = name_problem(group_name, GROUP_NAME_MAX)
+        if why:
+            problems.add("group_name", group_name, why)
         if not Token.is_unresolved(ami_id) and not _is_ami(ami_id):
             problems.add(
                 "ami_id",
@@ -235,9 +238,15 @@ class PcsComputeNodeGroup(Construct):
         min_count: int | None = None,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
     ) -> PcsComputeNodeGroup:
-        """``node_count`` accelerated nodes of ``instance_type`` (EFA required), static by
-        default (``min_count`` = ``node_count``: reserved capacity is paid for either way)."""
+        """``node_count`` accelerated nodes of ``instance_type`` (EFA required). Static by
+        default (``min_count`` = ``node_count``: On-Demand and ODCR nodes stay up, an ODCR is
+        paid for either way); on a Capacity Block dynamic (``min_count`` 0): Slurm starts the
+        nodes for jobs while the block is active, and none is kept trying to launch before
+        it starts or after it ends."""
         get_instance_type(instance_type)  # an uncatalogued type fails here, with the catalog
+        if min_count is None:
+            block = capacity is not None and capacity.kind is CapacityKind.CAPACITY_BLOCK
+            min_count = 0 if block else node_count
         return cls(
             scope,
             construct_id,
@@ -245,7 +254,7 @@ class PcsComputeNodeGroup(Construct):
             role="compute",
             group_name=group_name,
             instance_type=instance_type,
-            min_count=node_count if min_count is None else min_count,
+            min_count=min_count,
             max_count=node_count,
             subnet=subnet,
             instance_profile=instance_profile,

@@ -11,6 +11,7 @@ from constructs import Construct
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration.pcs.cluster import IPcsCluster
 from fm_constructs.orchestration.pcs.node_group import IPcsComputeNodeGroup
+from fm_constructs.planning.pcs_limits import GROUP_NAME_MAX, name_problem
 
 
 @runtime_checkable
@@ -41,6 +42,9 @@ class PcsQueue(Construct):
         problems = Problems.of(self)
         if not node_groups:
             problems.add("node_groups", [], "must name at least one compute node group")
+        why = name_problem(queue_name, GROUP_NAME_MAX)
+        if why:
+            problems.add("queue_name", queue_name, why)
         problems.raise_if_any()
         self.queue_name = queue_name
         self.resource = pcs.CfnQueue(
