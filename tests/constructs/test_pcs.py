@@ -84,6 +84,26 @@ def test_cluster_runs_the_pinned_slurm_with_accounting_sized_for_its_nodes(
     assert len(props["Networking"]["SubnetIds"]) == 1
 
 
+def test_cluster_level_slurm_settings() -> None:
+    def build(stack: cdk.Stack) -> None:
+        vpc = imported_vpc(stack)
+        PcsCluster(
+            stack,
+            "C",
+            vpc=vpc,
+            subnet=vpc.private_subnets[0],
+            node_count=2,
+            slurm_settings={"Prolog": "/opt/site/prolog.sh"},
+        )
+
+    template = synth_stack(build).to_json()
+    (cluster,) = _of(template, "AWS::PCS::Cluster").values()
+    assert cluster["Properties"]["SlurmConfiguration"]["SlurmCustomSettings"] == [
+        {"ParameterName": "Prolog", "ParameterValue": "/opt/site/prolog.sh"}
+    ]
+    assert cfn_lint(template, "us-east-1") == []
+
+
 def test_size_tiers() -> None:
     assert cluster_size_for(32) is PcsClusterSize.SMALL
     assert cluster_size_for(33) is PcsClusterSize.MEDIUM
@@ -241,6 +261,15 @@ def test_cluster_size_is_checked() -> None:
             subnet=vpc.private_subnets[0],
             node_count=40,
             size=PcsClusterSize.SMALL,
+        )
+    with pytest.raises(FmValidationError, match="PCS takes only"):
+        PcsCluster(
+            stack,
+            "E",
+            vpc=vpc,
+            subnet=vpc.private_subnets[0],
+            node_count=2,
+            slurm_settings={"SlurmctldTimeout": "300"},
         )
     with pytest.raises(FmValidationError, match="at most 2048"):
         PcsCluster(stack, "D", vpc=vpc, subnet=vpc.private_subnets[0], node_count=3000)

@@ -299,6 +299,17 @@ def test_nodes_schedule_the_hyperpod_exporters_with_the_pcs_slurm_prefix(
     jobs = {c["job_name"] for c in agent["scrape_configs"]}
     assert agent["remote_write"][0]["url"] == REMOTE_WRITE
     assert agent["global"]["external_labels"]["cluster"] == "fm-pcs-cluster"
+    # The Slurm dashboard lists clusters by this label, so PCS shows beside HyperPod.
+    assert agent["global"]["external_labels"]["orchestrator"] == "slurm"
+    assert (
+        'label_values(up{orchestrator=\\"slurm\\"}, cluster)'
+        in (
+            Path(scripts_directory()).parents[2]
+            / "observability"
+            / "dashboards"
+            / "slurm-cluster.json"
+        ).read_text()
+    )
     if role == "login":
         exporter = node.file("etc/systemd/system/fm-slurm-exporter.service")
         assert f"--slurm.bin-path={SLURM_PREFIX}/bin" in exporter

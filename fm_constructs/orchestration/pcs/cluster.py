@@ -9,6 +9,7 @@ as the PCS user guide's cluster security group does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 import jsii
@@ -28,6 +29,10 @@ from fm_constructs.planning.pcs_limits import (
 )
 from fm_constructs.rules import constructs as codes
 
+#: The slurm.conf settings PCS takes at cluster level (API reference, SlurmCustomSetting).
+CLUSTER_SLURM_SETTINGS = frozenset(
+    {"Prolog", "Epilog", "SelectTypeParameters", "AccountingStorageEnforce"}
+)
 #: Seconds an idle dynamic node stays up before PCS scales it down.
 SCALE_DOWN_IDLE_SECONDS = 600
 
@@ -59,6 +64,8 @@ class PcsCluster(Construct):
     - ``accounting``: Slurm accounting managed by PCS (``sacct``, limits; Slurm 24.11+).
     - ``security_group``: bring your own (it must allow all traffic within itself); created
       when absent.
+    - ``slurm_settings``: slurm.conf settings PCS takes at cluster level
+      (:data:`CLUSTER_SLURM_SETTINGS`), such as a ``Prolog`` installed on the nodes' AMI.
 
     Children: ``SecurityGroup`` (when created), ``Resource`` (``AWS::PCS::Cluster``).
     """
@@ -77,6 +84,7 @@ class PcsCluster(Construct):
         scale_down_idle_seconds: int = SCALE_DOWN_IDLE_SECONDS,
         security_group: ec2.ISecurityGroup | None = None,
         cluster_name: str | None = None,
+        slurm_settings: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -105,6 +113,12 @@ class PcsCluster(Construct):
             why = name_problem(cluster_name, CLUSTER_NAME_MAX)
             if why:
                 problems.add("cluster_name", cluster_name, why)
+        for setting in sorted(set(slurm_settings or {}) - CLUSTER_SLURM_SETTINGS):
+            problems.add(
+                "slurm_settings",
+                setting,
+                f"PCS takes only {', '.join(sorted(CLUSTER_SLURM_SETTINGS))} at cluster level",
+            )
         if not Token.is_unresolved(scale_down_idle_seconds) and scale_down_idle_seconds < 1:
             problems.add("scale_down_idle_seconds", scale_down_idle_seconds, "must be 1 or more")
         problems.raise_if_any()
@@ -141,6 +155,13 @@ class PcsCluster(Construct):
                     mode="STANDARD" if accounting else "NONE"
                 ),
                 scale_down_idle_time_in_seconds=scale_down_idle_seconds,
+                slurm_custom_settings=[
+                    pcs.CfnCluster.SlurmCustomSettingProperty(
+                        parameter_name=name, parameter_value=value
+                    )
+                    for name, value in sorted((slurm_settings or {}).items())
+                ]
+                or None,
             ),
         )
 
