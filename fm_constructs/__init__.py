@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "EksAcceleratedWorkload": "fm_constructs.patterns",
     "HyperPodAcceleratedWorkload": "fm_constructs.patterns",
     "HyperPodEksShare": "fm_constructs.patterns",
+    "PcsAcceleratedWorkload": "fm_constructs.patterns",
     "InferenceService": "fm_constructs.patterns",
     "ObservabilityPlatform": "fm_constructs.patterns",
     "EksClusterScraping": "fm_constructs.patterns",
@@ -70,6 +71,10 @@ _EXPORTS: dict[str, str] = {
     "IGpuCluster": "fm_constructs.orchestration.cluster_interface",
     "HyperPodCluster": "fm_constructs.orchestration.hyperpod",
     "IHyperPodCluster": "fm_constructs.orchestration.hyperpod.imported",
+    "PcsCluster": "fm_constructs.orchestration.pcs",
+    "PcsComputeNodeGroup": "fm_constructs.orchestration.pcs",
+    "PcsInstanceRole": "fm_constructs.orchestration.pcs",
+    "PcsQueue": "fm_constructs.orchestration.pcs",
     "HyperPodExecutionRole": "fm_constructs.orchestration.hyperpod",
     "HyperPodEksDependencies": "fm_constructs.orchestration.hyperpod",
     "LifecycleScripts": "fm_constructs.orchestration.hyperpod",
@@ -175,6 +180,11 @@ __all__ = [
     "ObservabilityPlatform",
     "OnDemandCapacityReservation",
     "Orchestrator",
+    "PcsAcceleratedWorkload",
+    "PcsCluster",
+    "PcsComputeNodeGroup",
+    "PcsInstanceRole",
+    "PcsQueue",
     "PostTrainingWorkload",
     "PretrainingWorkload",
     "Profile",
@@ -267,6 +277,12 @@ if TYPE_CHECKING:  # what type checkers and editors see
         slurm_instance_groups,
     )
     from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
+    from fm_constructs.orchestration.pcs import (
+        PcsCluster,
+        PcsComputeNodeGroup,
+        PcsInstanceRole,
+        PcsQueue,
+    )
     from fm_constructs.patterns import (
         AutoscalingPolicy,
         EksAcceleratedWorkload,
@@ -282,6 +298,7 @@ if TYPE_CHECKING:  # what type checkers and editors see
         ModelServerSpec,
         NodePool,
         ObservabilityPlatform,
+        PcsAcceleratedWorkload,
         PostTrainingWorkload,
         PretrainingWorkload,
     )

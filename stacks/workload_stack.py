@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, CfnParameter, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from fm_constructs import pins
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config import (
     InferenceConfig,
@@ -45,6 +46,7 @@ from fm_constructs.patterns import (
     PostTrainingWorkload,
     PretrainingWorkload,
 )
+from fm_constructs.patterns.pcs_workload import PcsAcceleratedWorkload
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 
 _TITLES = {
@@ -52,6 +54,9 @@ _TITLES = {
     "post_training": "post-training (SFT, RL)",
     "inference": "inference",
 }
+
+#: Context value (``cdk synth -c pcs_ami_id=ami-...``) naming the AMI of AWS PCS nodes.
+PCS_AMI_CONTEXT = "pcs_ami_id"
 
 HYPERPOD_ORCHESTRATORS = {
     Orchestrator.HYPERPOD_SLURM: HyperPodOrchestrator.SLURM,
@@ -111,7 +116,12 @@ class WorkloadStack(Stack):
                 alert_topic=observability.alert_topic,
             )
         self.compute: HyperPodAcceleratedWorkload | None = None
-        if workload.orchestrator is not Orchestrator.EKS:
+        self.pcs: PcsAcceleratedWorkload | None = None
+        if workload.orchestrator is Orchestrator.PCS:
+            self.pcs = self._pcs(
+                workload, platform, vpc, subnet, observability, file_system_efa_clients
+            )
+        elif workload.orchestrator is not Orchestrator.EKS:
             self.compute = self._hyperpod(
                 workload, platform, vpc, subnet, observability, eks_cluster, file_system_efa_clients
             )
@@ -171,6 +181,67 @@ class WorkloadStack(Stack):
             "HyperPodClusterName",
             value=compute.cluster.cluster_name,
             description="aws sagemaker list-cluster-nodes --cluster-name <this>",
+        )
+        return compute
+
+    def _pcs(
+        self,
+        workload: WorkloadConfig,
+        platform: PlatformConfig,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        observability: ObservabilityPlatform | None,
+        file_system_efa_clients: int | None,
+    ) -> PcsAcceleratedWorkload:
+        """AWS PCS: the cluster, login and accelerated node groups and the queue. The nodes'
+        AMI comes from the ``pcs_ami_id`` context value, else from the stack parameter
+        ``PcsAmiId`` at deploy time (no AMI id is pinned; see docs/blocks/pcs.md)."""
+        ami_id = self.node.try_get_context(PCS_AMI_CONTEXT)
+        if not ami_id:
+            ami_id = CfnParameter(
+                self,
+                "PcsAmiId",
+                type="AWS::EC2::Image::Id",
+                description="AMI of the PCS nodes: Ubuntu with the PCS agent, Slurm "
+                f"{pins.pcs().slurm_version} (PCS installer), NVIDIA and EFA drivers",
+            ).value_as_string
+        capacity = CapacitySource.from_config(
+            workload.capacity,
+            availability_zone=platform.availability_zone,
+            instance_type=workload.instance_type,
+        )
+        compute = PcsAcceleratedWorkload(
+            self,
+            "Pcs",
+            vpc=vpc,
+            gpu_subnet=subnet,
+            instance_type=workload.instance_type,
+            node_count=workload.instance_count,
+            ami_id=str(ami_id),
+            capacity=capacity,
+            file_system=self.file_system,
+            efa_layout=workload.efa_layout,
+            workspace=observability.prometheus if observability is not None else None,
+            name=workload.name,
+            file_system_efa_clients=file_system_efa_clients,
+        )
+        CfnOutput(self, "PcsClusterId", value=compute.cluster.cluster_id)
+        login_group = compute.login.compute_node_group_id
+        CfnOutput(
+            self,
+            "LoginNodeCommand",
+            value=(
+                "aws ec2 describe-instances --filters "
+                f"Name=tag:aws:pcs:compute-node-group-id,Values={login_group} "
+                "--query 'Reservations[].Instances[].InstanceId' --output text"
+            ),
+            description="The login node's instance id; then aws ssm start-session --target <id>",
+        )
+        CfnOutput(
+            self,
+            "Queue",
+            value=compute.queue.queue_name,
+            description="Slurm partition of the accelerated nodes (sbatch -p <this>)",
         )
         return compute
 

@@ -54,6 +54,9 @@ from fm_constructs.planning.ip_budget import (
     DEFAULT_POD_COUNT,
 )
 from fm_constructs.planning.node_updates import NodeRoll, node_roll
+from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE, cluster_size_for
+from fm_constructs.planning.pcs_limits import MAX_JOBS as PCS_MAX_JOBS
+from fm_constructs.planning.pcs_limits import MAX_NODES as PCS_MAX_NODES
 from fm_constructs.planning.vpc_layout import subnet_prefixes
 from fm_constructs.rules.findings import info
 
@@ -578,6 +581,24 @@ def _node_groups(workloads: Sequence[WorkloadConfig]) -> list[WorkloadConfig]:
     return rows
 
 
+def pcs_note(nodes: int) -> str:
+    """What ``fmc plan`` says of an AWS PCS workload: its cluster's size tier (the nodes and
+    the login node; the size cannot change after creation), one cluster creating per region
+    at a time, and what the cost leaves out."""
+    size = cluster_size_for(nodes + 1)
+    tier = (
+        f"PCS cluster size {size.value} (up to {PCS_MAX_NODES[size]} nodes and "
+        f"{PCS_MAX_JOBS[size]:,} jobs; {nodes} accelerated + 1 login)"
+        if size is not None
+        else "more nodes than a LARGE PCS cluster runs"
+    )
+    return (
+        f"{tier}; PCS creates one cluster per account and region at a time, so deploy PCS "
+        f"workloads one after another; the cost leaves out the PCS controller fee of the size "
+        f"and the {LOGIN_INSTANCE_TYPE} login node"
+    )
+
+
 def _cost_basis(workload: WorkloadConfig) -> str:
     if workload.orchestrator in (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM):
         return (
@@ -606,6 +627,8 @@ def _plan_workload(
 ) -> WorkloadPlan:
     nodes = workload.instance_count
     notes: list[str] = []
+    if workload.orchestrator is Orchestrator.PCS:
+        notes.append(pcs_note(nodes))
     efa_interfaces = (
         efa_interface_count(efa_interface_layout(spec, layout)) if layout is not None else 0
     )

@@ -23,6 +23,7 @@ from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadCo
 from fm_constructs.config.subnet_demand import largest_node_count
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.capacity_block import parse_utc
+from fm_constructs.planning.pcs_limits import CLUSTERS_CREATING_PER_REGION
 from fm_constructs.rules.findings import Finding, Severity, info
 
 SCHEMA = "fmc.preflight/v1"
@@ -105,6 +106,13 @@ CHECK_CODES: dict[str, str] = {
         "The account's FSx for Lustre storage quota cannot hold the existing file systems and "
         "the planned ones (or could not be read).",
         "Request a quota increase, or size the file systems down.",
+        severity=None,
+    ),
+    "PCS cluster creation": info(
+        "FM711",
+        "Another AWS PCS cluster is being created in the region: PCS creates one cluster per "
+        "account and region at a time, so this deployment's cluster would fail to create.",
+        "Wait until that cluster is ACTIVE (aws pcs list-clusters), then deploy.",
         severity=None,
     ),
     "EKS version": info(
@@ -235,6 +243,8 @@ class Preflight:
             self._guard("HyperPod quotas", None, self.check_hyperpod_quotas)
         if any(w.storage.enabled for w in workloads):
             self._guard("FSx for Lustre storage quota", None, lambda: [self.check_fsx_quota()])
+        if any(w.orchestrator is Orchestrator.PCS for w in workloads):
+            self._guard("PCS cluster creation", None, lambda: [self.check_pcs_creating()])
         if any(w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS) for w in workloads):
             self._guard("EKS version", None, lambda: [self.check_eks_version()])
         for arn in self.profile.platform.admin_role_arns:
@@ -874,6 +884,37 @@ class Preflight:
             token = answer.get("NextToken")
             if not token:
                 return total
+
+    def check_pcs_creating(self) -> Check:
+        """No other PCS cluster is in ``CREATING`` in the region (pcs:ListClusters): PCS
+        allows one at a time per account and region (``CreateCluster`` fails with
+        ``ServiceQuotaExceededException`` otherwise)."""
+        name = "PCS cluster creation"
+        client = self.client("pcs")
+        creating: list[str] = []
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"nextToken": token} if token else {}
+            answer = call_required(client, "list_clusters", "pcs:ListClusters", **params)
+            creating += [
+                str(c.get("name"))
+                for c in answer.get("clusters", [])
+                if str(c.get("status", "")).upper() == "CREATING"
+            ]
+            token = answer.get("nextToken")
+            if not token:
+                break
+        if creating:
+            return Check(
+                name,
+                None,
+                Status.WARN,
+                f"PCS is creating {', '.join(creating)} in {self.region}; it creates one "
+                f"cluster per account and region at a time (at most "
+                f"{CLUSTERS_CREATING_PER_REGION})",
+                "wait until it is ACTIVE (aws pcs list-clusters), then deploy",
+            )
+        return Check(name, None, Status.PASS, f"no PCS cluster is being created in {self.region}")
 
     def check_eks_version(self) -> Check:
         """The profile's Kubernetes version (``platform.kubernetes_version``) is one EKS offers

@@ -50,6 +50,8 @@ SCHEMA = "fmc.validate/v1"
 SLURM_JOBS_DIR = "/fsx/fm-jobs"
 #: Slurm partition of the accelerated group (``patterns.hyperpod_workload.WORKER_GROUP``).
 SLURM_PARTITION = "accelerated-workers"
+#: The Slurm partition of an AWS PCS workload's accelerated nodes (its queue's name).
+PCS_PARTITION = "accelerated"
 #: Labels JobSet puts on the pods of a replicated job.
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -216,13 +218,15 @@ def kubernetes_objects(target: WorkloadTarget, nodes: int) -> list[dict[str, Any
     return [mpi_runtime(target), nccl_tests_trainjob(target, nodes)]
 
 
-def sbatch_command(workload: WorkloadConfig, nodes: int) -> str:
+def sbatch_command(
+    workload: WorkloadConfig, nodes: int, *, partition: str = SLURM_PARTITION
+) -> str:
     """The nccl-tests command a user runs on the Slurm login node."""
     target = WorkloadTarget(workload.name, workload.instance_type)
     size = max_message_bytes(target) >> 30
     return (
         f"sbatch --nodes={nodes} --ntasks-per-node={target.accelerators} "
-        f"--partition={SLURM_PARTITION} "
+        f"--partition={partition} "
         f"--export=ALL,IMAGE={images.NCCL_TESTS.enroot_reference},MAX_BYTES={size}G "
         f"{SLURM_JOBS_DIR}/nccl-tests.sbatch"
     )
@@ -247,8 +251,11 @@ def run_config(args: argparse.Namespace, reporter: Reporter, profile: Profile, r
             f"warning: --nodes {nodes} exceeds the {workload.instance_count} nodes of "
             f"{workload.name}: the job stays pending until that many nodes are free"
         )
-    if workload.orchestrator is Orchestrator.HYPERPOD_SLURM:
-        command = sbatch_command(workload, nodes)
+    if workload.orchestrator.is_slurm:
+        pcs = workload.orchestrator is Orchestrator.PCS
+        command = sbatch_command(
+            workload, nodes, partition=PCS_PARTITION if pcs else SLURM_PARTITION
+        )
         if reporter.json_mode:
             reporter.emit_json({"schema": SCHEMA, "orchestrator": "slurm", "command": command})
         else:

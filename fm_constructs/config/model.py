@@ -37,6 +37,13 @@ class Orchestrator(StrEnum):
     EKS = "eks"
     HYPERPOD_EKS = "hyperpod-eks"
     HYPERPOD_SLURM = "hyperpod-slurm"
+    #: AWS Parallel Computing Service: managed Slurm on the library's own launch templates.
+    PCS = "pcs"
+
+    @property
+    def is_slurm(self) -> bool:
+        """Slurm schedules the nodes (HyperPod Slurm, PCS): no EKS cluster, no pods."""
+        return self in (Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS)
 
 
 class CapacityKind(StrEnum):
@@ -391,7 +398,9 @@ class WorkloadConfig:
     enabled: bool = field(default=False, metadata={"doc": "Build this workload's stack."})
     orchestrator: Orchestrator = field(
         default=Orchestrator.EKS,
-        metadata={"doc": "'eks', 'hyperpod-eks' or 'hyperpod-slurm' (inference: 'eks')."},
+        metadata={
+            "doc": "'eks', 'hyperpod-eks', 'hyperpod-slurm' or 'pcs' (AWS Parallel Computing Service, managed Slurm; training only) (inference: 'eks')."
+        },
     )
     instance_type: str = field(
         default="",

@@ -42,6 +42,7 @@ from fm_constructs.planning.capacity_ids import (
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import check_lustre_settings
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
+from fm_constructs.planning.pcs_limits import MAX_NODES, PcsClusterSize
 from fm_constructs.planning.serving_layout import plan_layout
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.rules import platform as platform_rules
@@ -99,6 +100,13 @@ ROOT_VOLUME = info(
     "Remove root_volume_size_gib from the HyperPod workload; its nodes keep containers and "
     "data on the instance NVMe and the extra volume at /opt/sagemaker.",
 )
+PCS_KEY = info(
+    "FM336",
+    "A key does not apply to AWS PCS (a Kubernetes setting, the RL rollout group), or PCS needs "
+    "one more (the size of a Capacity Block), or the workload has more nodes than a PCS "
+    "cluster runs.",
+    "Remove the key or add the one the message names; PCS sizes clusters up to 2,048 nodes.",
+)
 NO_WORKLOAD = info(
     "FM106",
     "No workload is enabled: the platform still builds (and bills) NAT gateways, VPC "
@@ -124,9 +132,7 @@ def _recode(code: str, findings: Problems) -> list[Finding]:
 
 def default_pod_ips(workload: WorkloadConfig) -> int:
     """VPC addresses a node of ``workload`` needs for pods on top of its interfaces."""
-    return (
-        0 if workload.orchestrator is Orchestrator.HYPERPOD_SLURM else KUBERNETES_POD_IPS_PER_NODE
-    )
+    return 0 if workload.orchestrator.is_slurm else KUBERNETES_POD_IPS_PER_NODE
 
 
 pod_ips_per_node = default_pod_ips
@@ -420,7 +426,7 @@ def _check_platform(profile: Profile) -> list[Finding]:
         out += known
         if not known:
             out += platform_rules.services_offered(region, _services(profile))
-    if any(w.orchestrator is not Orchestrator.HYPERPOD_SLURM for w in profile.enabled_workloads):
+    if any(not w.orchestrator.is_slurm for w in profile.enabled_workloads):
         out += platform_rules.admin_placeholders(platform.admin_role_arns)
         out += platform_rules.kubectl_layer_installed(platform.kubernetes_version)
     out += platform_rules.admin_principals(platform.admin_role_arns)
@@ -439,7 +445,7 @@ def _services(profile: Profile) -> list[tuple[str, str]]:
     if platform.observability and platform.grafana:
         used.append(("grafana", "platform.grafana"))
     for w in profile.enabled_workloads:
-        if w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
+        if not w.orchestrator.is_slurm:
             used.append(("eks", f"{w.name}.orchestrator"))
         if w.orchestrator in HYPERPOD:
             used.append(("api.sagemaker", f"{w.name}.orchestrator"))
@@ -474,8 +480,9 @@ def _efa_count(instance_type: str, count: int) -> int:
 
 def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
     """EFA-capable nodes of ``w``'s HyperPod Slurm cluster (its rollout group included), the
-    nodes that mount an EFA-enabled file system over EFA; 0 for other orchestrators."""
-    if not w.enabled or w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
+    nodes that mount an EFA-enabled file system over EFA (on AWS PCS too, which runs the same
+    node scripts); 0 for other orchestrators."""
+    if not w.enabled or not w.orchestrator.is_slurm:
         return 0
     total = _efa_count(w.instance_type, w.instance_count)
     rollout = w.rollout_group
@@ -487,11 +494,11 @@ def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
 def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
     """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
     the workload that owns it and of a post-training workload reusing it. None when ``w``'s
-    file system has no EFA or ``w`` is not on HyperPod Slurm."""
+    file system has no EFA or ``w`` is not on HyperPod Slurm or AWS PCS."""
     owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
     if not owner.storage.enabled or not owner.storage.efa_enabled:
         return None
-    if w.orchestrator is not Orchestrator.HYPERPOD_SLURM:
+    if not w.orchestrator.is_slurm:
         return None
     total = hyperpod_slurm_efa_nodes(owner)
     post = profile.post_training
@@ -542,7 +549,7 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
         out.append(
             _finding(ORCHESTRATOR, "inference.orchestrator", w.orchestrator.value, "must be 'eks'")
         )
-    if w.dedicated_cluster and w.orchestrator is Orchestrator.HYPERPOD_SLURM:
+    if w.dedicated_cluster and w.orchestrator.is_slurm:
         out.append(
             _finding(
                 INCONSISTENT,
@@ -550,9 +557,10 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
                 True,
                 "only EKS-orchestrated workloads ('eks', 'hyperpod-eks') share or dedicate an "
                 "EKS cluster",
-                "remove the key for 'hyperpod-slurm'",
+                f"remove the key for {w.orchestrator.value!r}",
             )
         )
+    out += _check_pcs(w)
     if cap.kind is CapacityKind.CAPACITY_BLOCK and cap.reservation_id is None:
         out.append(
             _finding(
@@ -750,6 +758,59 @@ def reservation_node_groups(cap: CapacityConfig, nodes: int, *, prefix: str) -> 
                     "give the reservation's real size, or lower instance_count",
                 )
             )
+    return out
+
+
+def _check_pcs(w: WorkloadConfig) -> list[Finding]:
+    """What AWS PCS cannot take: Kubernetes keys (it runs Slurm, no pods), a Capacity Block
+    of unknown size (PCS caps the node group at the block's size, so the size must be known),
+    more nodes than a PCS cluster runs."""
+    if w.orchestrator is not Orchestrator.PCS:
+        return []
+    out: list[Finding] = []
+    if w.max_pods_per_node is not None:
+        out.append(
+            _finding(
+                PCS_KEY,
+                f"{w.name}.max_pods_per_node",
+                w.max_pods_per_node,
+                "is a Kubernetes (kubelet) setting; 'pcs' runs Slurm and no pods",
+                "remove the key, or use orchestrator 'eks' or 'hyperpod-eks'",
+            )
+        )
+    if w.rollout_group is not None:
+        out.append(
+            _finding(
+                PCS_KEY,
+                f"{w.name}.rollout.enabled",
+                True,
+                "the RL rollout group is not built on 'pcs' yet (a second node group and queue)",
+                "set rollout.enabled = false, or use orchestrator 'eks' or 'hyperpod-slurm'",
+            )
+        )
+    cap = w.capacity
+    if cap.kind is CapacityKind.CAPACITY_BLOCK and cap.reserved_instance_count is None:
+        out.append(
+            _finding(
+                PCS_KEY,
+                f"{w.name}.capacity.reserved_instance_count",
+                None,
+                "PCS caps a Capacity Block's node group at the block's size, so 'pcs' needs it",
+                "set reserved_instance_count to the block's instance count (aws ec2 "
+                "describe-capacity-reservations)",
+            )
+        )
+    most = MAX_NODES[PcsClusterSize.LARGE]
+    if w.instance_count + 1 > most:  # the login node counts
+        out.append(
+            _finding(
+                PCS_KEY,
+                f"{w.name}.instance_count",
+                w.instance_count,
+                f"a PCS cluster runs at most {most} nodes, its login node included",
+                f"use at most {most - 1} nodes, or two workloads",
+            )
+        )
     return out
 
 

@@ -374,7 +374,7 @@ def _node_group(
     """One node group at ``nodes`` under ``networking`` (resolved, never ``auto``)."""
     layout = requested_layout(workload, instance_type)
     spec = get_instance_type(instance_type)
-    vpc_cni = workload.orchestrator is not Orchestrator.HYPERPOD_SLURM
+    vpc_cni = not workload.orchestrator.is_slurm
     if pods is None and workload.max_pods_per_node is not None:
         pods = workload.max_pods_per_node
     if not vpc_cni or networking is PodNetworking.NODE_SUBNET:
@@ -460,7 +460,7 @@ def subnet_demand(
 
 
 def _uses_vpc_cni(profile: Profile) -> bool:
-    return any(w.orchestrator is not Orchestrator.HYPERPOD_SLURM for w in profile.enabled_workloads)
+    return any(not w.orchestrator.is_slurm for w in profile.enabled_workloads)
 
 
 def _networking_problems(profile: Profile, groups: list[NodeGroupDemand]) -> list[Finding]:

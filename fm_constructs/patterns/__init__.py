@@ -9,6 +9,7 @@ from fm_constructs.patterns.inference import InferenceService, KedaAutoscaler
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.patterns.kueue_queues import KueueFlavors
 from fm_constructs.patterns.observability import ObservabilityPlatform
+from fm_constructs.patterns.pcs_workload import PcsAcceleratedWorkload
 from fm_constructs.patterns.workloads import (
     IAcceleratedWorkload,
     InferenceWorkload,
@@ -31,6 +32,7 @@ __all__ = [
     "ModelServerSpec",
     "NodePool",
     "ObservabilityPlatform",
+    "PcsAcceleratedWorkload",
     "PostTrainingWorkload",
     "PretrainingWorkload",
 ]

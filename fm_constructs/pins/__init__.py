@@ -66,6 +66,14 @@ class KubernetesVersionPin:
 
 
 @dataclass(frozen=True)
+class PcsPins:
+    """AWS PCS: the Slurm major version clusters run, and where the choice is documented."""
+
+    slurm_version: str
+    source: str
+
+
+@dataclass(frozen=True)
 class KubernetesPins:
     """The supported Kubernetes versions, the default, and those whose support ends soon."""
 
@@ -86,6 +94,7 @@ class Pins:
     charts: dict[str, ChartPin]
     images: dict[str, ImagePin]
     binaries: dict[str, BinaryPin]
+    pcs: PcsPins
 
 
 def _parse(data: dict[str, Any]) -> Pins:
@@ -120,6 +129,7 @@ def _parse(data: dict[str, Any]) -> Pins:
             for name, entry in data["images"].items()
         },
         binaries={name: BinaryPin(name=name, **entry) for name, entry in data["binaries"].items()},
+        pcs=PcsPins(**data["pcs"]),
     )
 
 
@@ -151,6 +161,11 @@ def image_tag(name: str) -> str:
 def binary(name: str) -> BinaryPin:
     """The pinned release binary ``name`` (the key under ``[binaries]``)."""
     return load().binaries[name]
+
+
+def pcs() -> PcsPins:
+    """The AWS PCS pins (Slurm version)."""
+    return load().pcs
 
 
 def kubernetes() -> KubernetesPins:

@@ -83,6 +83,12 @@ HYPERPOD_CLUSTER = info(
 HYPERPOD_EKS = info(
     "FM842", "A HyperPodEksDependencies argument is invalid (cluster, namespace, roles).", _FIX
 )
+PCS = info(
+    "FM843",
+    "An AWS PCS construct argument is invalid (cluster size, node counts, purchase option, "
+    "AMI, an imported resource's attributes).",
+    _FIX,
+)
 PROMETHEUS = info("FM851", "A PrometheusWorkspace argument is invalid (alias, retention).", _FIX)
 SCRAPER = info("FM852", "A ManagedScraper argument is invalid (cluster, interval, jobs).", _FIX)
 ALERT_RULES = info(
@@ -129,6 +135,9 @@ BY_CLASS: dict[str, str] = {
     "ClusterAutoscaler": AUTOSCALER,
     "HyperPodCluster": HYPERPOD_CLUSTER,
     "HyperPodEksDependencies": HYPERPOD_EKS,
+    "PcsCluster": PCS,
+    "PcsComputeNodeGroup": PCS,
+    "PcsQueue": PCS,
     "PrometheusWorkspace": PROMETHEUS,
     "ManagedScraper": SCRAPER,
     "AlertRules": ALERT_RULES,

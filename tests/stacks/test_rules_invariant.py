@@ -49,6 +49,12 @@ MODEL = {"model_s3_prefix": "models/m/", "served_model_name": "m"}
 ONLY_INFERENCE = {"pretraining.enabled": False}
 HYPERPOD_EKS_VERSION = {"platform.kubernetes_version": "1.34"}
 PLAN_ARN = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-plan/inv"
+PCS_BLOCK = {
+    "kind": "capacity-block",
+    "reservation_id": "cr-0a1b2c3d4e5f60718",
+    "start_time": "2027-01-04T11:30:00Z",
+    "end_time": "2027-01-18T11:30:00Z",
+}
 
 
 def _inference(instance_type: str, tp: int, pp: int, replicas: int, nodes: int) -> dict[str, Any]:
@@ -69,6 +75,28 @@ VARIATIONS: list[tuple[str, str, dict[str, Any], str | None]] = [
     ("base", "p5-eks", {}, None),
     # orchestrator
     ("orchestrator", "hyperpod-slurm", {"pretraining.orchestrator": "hyperpod-slurm"}, None),
+    ("orchestrator", "pcs", {"pretraining.orchestrator": "pcs"}, None),
+    (
+        "orchestrator",
+        "pcs-capacity-block",
+        {
+            "pretraining.orchestrator": "pcs",
+            "pretraining.capacity": {**PCS_BLOCK, "reserved_instance_count": 2},
+        },
+        None,
+    ),
+    (
+        "orchestrator",
+        "pcs-capacity-block-of-unknown-size",
+        {"pretraining.orchestrator": "pcs", "pretraining.capacity": PCS_BLOCK},
+        "FM336",
+    ),
+    (
+        "orchestrator",
+        "pcs-kubelet-max-pods",
+        {"pretraining.orchestrator": "pcs", "pretraining.max_pods_per_node": 50},
+        "FM336",
+    ),
     (
         "orchestrator",
         "hyperpod-eks",

@@ -125,6 +125,9 @@ def test_nodes_reach_their_file_system_on_the_lustre_ports(profile: str) -> None
         clients = {s for s, ports in sources.items() if ports >= LUSTRE_PORTS}
         if orchestrator is Orchestrator.EKS:
             assert any("EfaSecurityGroup" in s for s in clients), (workload, sources)
+        elif orchestrator is Orchestrator.PCS:
+            assert any("PcsEfaSecurityGroup" in s for s in clients), (workload, sources)
+            assert any("PcsCluster" in s for s in clients), (workload, sources)
         else:
             assert any("HyperPod" in s for s in clients), (workload, sources)
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from fm_constructs.config import Orchestrator
 from fm_constructs.domain import names
 from fm_constructs.kubernetes.node_shape import INSTANCE_TYPE_LABEL
 from tests.kubernetes_schemas import assert_valid
@@ -49,8 +48,7 @@ def test_each_namespace_is_created_by_one_manifest(profile: str) -> None:
         if obj["kind"] == "Namespace"
     )
     on_eks = any(
-        w.orchestrator is not Orchestrator.HYPERPOD_SLURM
-        for w in synthesize(profile).profile.enabled_workloads
+        not w.orchestrator.is_slurm for w in synthesize(profile).profile.enabled_workloads
     )
     assert bool(owners) == on_eks
     assert [n for n, count in owners.items() if count > 1] == []

@@ -552,3 +552,114 @@ def test_the_fix_a_line_names_makes_the_profile_load(
 ) -> None:
     """Rows 11, 11b and 12: the value the message suggests is one the loader accepts."""
     assert load_profile(_profile(tmp_path, {**changes, **fix})).enabled_workloads
+
+
+PCS = {"pretraining.orchestrator": "pcs"}
+PCS_BLOCK = {
+    "kind": "capacity-block",
+    "reservation_id": "cr-0a1b2c3d4e5f60718",
+    "start_time": "2027-01-04T11:30:00Z",
+    "end_time": "2027-01-18T11:30:00Z",
+}
+#: The bad inputs of orchestrator 'pcs' (AWS PCS): (case, changes, key path, code, fragment).
+PCS_ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
+    (
+        "pcs-block-smaller-than-group",
+        {**PCS, "pretraining.capacity": {**PCS_BLOCK, "reserved_instance_count": 2}},
+        "pretraining.instance_count",
+        "FM310",
+        "reserved_instance_count (2)",
+    ),
+    (
+        "pcs-block-of-unknown-size",
+        {**PCS, "pretraining.capacity": PCS_BLOCK},
+        "pretraining.capacity.reserved_instance_count",
+        "FM336",
+        "caps a Capacity Block's node group",
+    ),
+    (
+        "pcs-training-plan",
+        {
+            **PCS,
+            "pretraining.capacity": {
+                "kind": "training-plan",
+                "training_plan_arn": "arn:aws:sagemaker:us-east-1:111122223333:training-plan/x",
+            },
+        },
+        "pretraining.capacity.kind",
+        "FM310",
+        "SageMaker HyperPod only",
+    ),
+    (
+        "pcs-kubelet-max-pods",
+        {**PCS, "pretraining.max_pods_per_node": 50},
+        "pretraining.max_pods_per_node",
+        "FM336",
+        "Kubernetes",
+    ),
+    (
+        "pcs-dedicated-eks-cluster",
+        {**PCS, "pretraining.dedicated_cluster": True},
+        "pretraining.dedicated_cluster",
+        "FM011",
+        "remove the key for 'pcs'",
+    ),
+    (
+        "pcs-no-efa",
+        {**PCS, "pretraining.instance_type": "g5.xlarge"},
+        "pretraining.instance_type",
+        "FM302",
+        "must support EFA",
+    ),
+    (
+        "pcs-rollout-group",
+        {"post_training.orchestrator": "pcs"},
+        "post_training.rollout.enabled",
+        "FM336",
+        "not built on 'pcs' yet",
+    ),
+    (
+        "pcs-inference",
+        {"inference.orchestrator": "pcs"},
+        "inference.orchestrator",
+        "FM304",
+        "must be 'eks'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("row", "changes", "key", "code", "fragment"), PCS_ERRORS)
+def test_pcs_bad_inputs_are_caught_at_load(
+    tmp_path: Path, row: str, changes: dict[str, Any], key: str, code: str, fragment: str
+) -> None:
+    test_caught_at_load_with_file_and_key_path(tmp_path, row, changes, key, code, fragment)
+
+
+def test_pcs_refuses_hyperpod_slurm_cluster_users(tmp_path: Path) -> None:
+    """Users with homes on FSx are created by the HyperPod Slurm lifecycle scripts only."""
+    path = tmp_path / "bad.toml"
+    users = '\n[[pretraining.users]]\nname = "alice"\nuid = 2001\n'
+    path.write_text(to_toml(changed(DEFAULT, PCS)) + "\n" + users, encoding="utf-8")
+    with pytest.raises(FmValidationError) as raised:
+        load_profile(path)
+    (finding,) = [f for f in raised.value.findings if f.key == "pretraining.users"]
+    assert finding.code == "FM332" and "this one is 'pcs'" in finding.line()
+
+
+def test_switching_hyperpod_slurm_and_pcs_changes_nothing_else(tmp_path: Path) -> None:
+    """The shipped PCS profile loads unchanged under 'hyperpod-slurm' but for the capacity
+    kind (HyperPod reserves through training plans), and the other way round."""
+    pcs_profile = tomllib.loads((ROOT / "config" / "pcs.toml").read_text(encoding="utf-8"))
+    loaded = load_profile(ROOT / "config" / "pcs.toml")
+    path = tmp_path / "as-hyperpod.toml"
+    as_on_demand = changed(pcs_profile, {"pretraining.capacity": {"kind": "on-demand"}})
+    for orchestrator in ("pcs", "hyperpod-slurm"):
+        path.write_text(
+            to_toml(changed(as_on_demand, {"pretraining.orchestrator": orchestrator})) + "\n",
+            encoding="utf-8",
+        )
+        profile = load_profile(path)
+        assert profile.pretraining.orchestrator.value == orchestrator
+        assert profile.pretraining.instance_type == loaded.pretraining.instance_type
+        assert profile.pretraining.instance_count == loaded.pretraining.instance_count
+        assert profile.pretraining.storage == loaded.pretraining.storage

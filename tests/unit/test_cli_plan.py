@@ -471,3 +471,17 @@ def test_plan_says_how_long_a_node_roll_takes() -> None:
     on_demand = json.loads(run("plan", "--config", DEFAULT_PROFILE, "--json").out)
     roll = on_demand["workloads"][0]["node_roll"]
     assert (roll["update_strategy"], roll["max_unavailable"], roll["batches"]) == ("DEFAULT", 1, 4)
+
+
+def test_pcs_plan_names_the_cluster_size_and_the_one_at_a_time_limit() -> None:
+    from fm_constructs.cli.plan import pcs_note
+
+    profile = str(Path(__file__).resolve().parents[2] / "config" / "pcs.toml")
+    result = run("plan", "--config", profile)
+    assert result.code == 0, result.err
+    assert "PCS cluster size SMALL (up to 32 nodes and 256 jobs; 4 accelerated + 1 login)" in (
+        result.out
+    )
+    assert "one cluster per account and region at a time" in result.out
+    assert "size MEDIUM (up to 512 nodes" in pcs_note(32)  # 32 + the login node
+    assert "more nodes than a LARGE PCS cluster runs" in pcs_note(2048)

@@ -713,3 +713,81 @@ def test_one_reservation_per_node_group_is_checked_against_its_group() -> None:
     single = dataclasses.replace(profile.pretraining, capacity=CapacityConfig())
     (target,) = _reservation_targets(single)
     assert target.key == "pretraining.capacity"
+
+
+PCS_ODCR = "cr-0a1b2c3d4e5f60718"
+
+
+def _queue_pcs_profile(stubs: Stubs, clusters: list[dict[str, Any]], *, paged: bool) -> None:
+    """config/pcs.toml: 4 x p5 from an ODCR, FSx, and the PCS clusters of the region."""
+    ec2 = stubs["ec2"]
+    ec2.add_response(
+        "describe_instance_type_offerings",
+        _offerings("p5.48xlarge", ["us-east-1a"]),
+        _offering_params("p5.48xlarge"),
+    )
+    reservation = _reservation(
+        CapacityReservationId=PCS_ODCR, TotalInstanceCount=4, ReservationType="default"
+    )
+    reservation["CapacityReservations"][0].pop("EndDate")
+    ec2.add_response(
+        "describe_capacity_reservations", reservation, {"CapacityReservationIds": [PCS_ODCR]}
+    )
+    stubs["service-quotas"].add_response(
+        "get_service_quota",
+        _quota("L-417A185B", 768.0),
+        {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"},
+    )
+    stubs["service-quotas"].add_response(
+        "list_service_quotas",
+        {
+            "Quotas": [
+                {
+                    "QuotaCode": "L-FSX1",
+                    "QuotaName": "Lustre Persistent_2 storage capacity",
+                    "Value": 100800.0,
+                }
+            ]
+        },
+        {"ServiceCode": "fsx"},
+    )
+    stubs["fsx"].add_response("describe_file_systems", {"FileSystems": []}, {})
+    pcs = stubs["pcs"]
+    if paged:
+        pcs.add_response("list_clusters", {"clusters": clusters[:1], "nextToken": "t1"}, {})
+        pcs.add_response("list_clusters", {"clusters": clusters[1:]}, {"nextToken": "t1"})
+    else:
+        pcs.add_response("list_clusters", {"clusters": clusters}, {})
+
+
+def _cluster(name: str, status: str) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    return {
+        "name": name,
+        "id": f"pcs_{name}",
+        "arn": f"arn:aws:pcs:us-east-1:111122223333:cluster/pcs_{name}",
+        "createdAt": now,
+        "modifiedAt": now,
+        "status": status,
+    }
+
+
+def test_pcs_profile_checks_the_reservation_and_clusters_being_created(stubs: Stubs) -> None:
+    profile = str(Path(__file__).resolve().parents[2] / "config" / "pcs.toml")
+    _queue_pcs_profile(stubs, [_cluster("other", "ACTIVE")], paged=False)
+    result = run("preflight", "--config", profile)
+    assert result.code == 0, result.out + result.err
+    assert f"{PCS_ODCR}: active, 4 x p5.48xlarge in us-east-1a" in result.out
+    assert "no PCS cluster is being created in us-east-1" in result.out
+    stubs.assert_done()
+
+
+def test_a_pcs_cluster_being_created_warns(stubs: Stubs) -> None:
+    profile = str(Path(__file__).resolve().parents[2] / "config" / "pcs.toml")
+    clusters = [_cluster("ready", "ACTIVE"), _cluster("busy", "CREATING")]
+    _queue_pcs_profile(stubs, clusters, paged=True)
+    result = run("preflight", "--config", profile, "--json")
+    (check,) = [c for c in json.loads(result.out)["checks"] if c["name"] == "PCS cluster creation"]
+    assert check["status"] == "warn" and check["code"] == "FM711"
+    assert "PCS is creating busy" in check["detail"]
+    stubs.assert_done()

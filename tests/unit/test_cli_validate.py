@@ -257,3 +257,18 @@ def test_submit_times_out_and_still_judges_the_log(
     result = _submit("--timeout-minutes", "0")
     assert result.code == 1
     assert "did not finish within 0 minutes" in result.err  # type: ignore[attr-defined]
+
+
+def test_pcs_prints_the_sbatch_command_for_its_queue() -> None:
+    from fm_constructs.cli.validate import PCS_PARTITION
+    from fm_constructs.patterns.pcs_workload import QUEUE_NAME
+
+    assert PCS_PARTITION == QUEUE_NAME
+    profile = str(REPO / "config" / "pcs.toml")
+    result = run("validate", "--config", profile, "--workload", "pretraining", "--nodes", "2")
+    assert result.code == 0, result.err
+    assert (
+        f"sbatch --nodes=2 --ntasks-per-node=8 --partition={PCS_PARTITION} "
+        f"--export=ALL,IMAGE={images.NCCL_TESTS.enroot_reference},MAX_BYTES=16G "
+        "/fsx/fm-jobs/nccl-tests.sbatch"
+    ) in result.out

@@ -1,0 +1,153 @@
+"""An accelerated training workload on AWS PCS (managed Slurm), wired to FSx for Lustre."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.compute import CapacitySource
+from fm_constructs.network.efa_security_group import EfaSecurityGroup
+from fm_constructs.observability import IPrometheusWorkspace
+from fm_constructs.orchestration.hyperpod import LifecycleScripts
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    EFA_EXPORTER_REPOSITORY,
+    efa_exporter_account,
+)
+from fm_constructs.orchestration.pcs import (
+    PcsCluster,
+    PcsComputeNodeGroup,
+    PcsInstanceRole,
+    PcsQueue,
+)
+from fm_constructs.orchestration.pcs.user_data import node_parameters
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE
+from fm_constructs.storage.imported_lustre import ILustreFileSystem
+
+#: The node groups and the queue, by name (the queue is the Slurm partition: sbatch -p).
+LOGIN_GROUP = "login"
+ACCELERATED_GROUP = "accelerated"
+QUEUE_NAME = "accelerated"
+MOUNT_POINT = "/fsx"
+
+
+class PcsAcceleratedWorkload(Construct):
+    """A PCS cluster for one workload, in one statement.
+
+    The cluster (pinned Slurm, size for its nodes, accounting on), the node role PCS accepts,
+    a login node and ``node_count`` accelerated nodes of ``instance_type`` on ``capacity``
+    (every EFA card wired, EFA security group), one queue over them, and ``file_system``
+    mounted at ``/fsx`` on every node by the shared node scripts (LNet over EFA where the file
+    system has EFA; ``file_system_efa_clients``: the EFA nodes of every cluster mounting it).
+    ``ami_id``: an AMI with the PCS agent, the pinned Slurm version, NVIDIA and EFA drivers
+    (Ubuntu; see docs/blocks/pcs.md). ``workspace``: the nodes remote-write the exporters of
+    HyperPod Slurm (node, DCGM, EFA; Slurm from the login node) to it, labelled with the
+    cluster and the workload ``name``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        gpu_subnet: ec2.ISubnet,
+        instance_type: str,
+        node_count: int,
+        ami_id: str,
+        capacity: CapacitySource | None = None,
+        file_system: ILustreFileSystem | None = None,
+        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
+        login_instance_type: str = LOGIN_INSTANCE_TYPE,
+        file_system_efa_clients: int | None = None,
+        workspace: IPrometheusWorkspace | None = None,
+        name: str = "pretraining",
+    ) -> None:
+        super().__init__(scope, construct_id)
+        spec = get_instance_type(instance_type)
+        self.cluster = PcsCluster(
+            self, "Cluster", vpc=vpc, subnet=gpu_subnet, node_count=node_count + 1
+        )
+        self.efa_security_group = EfaSecurityGroup(
+            self,
+            "EfaSecurityGroup",
+            vpc=vpc,
+            description="PCS accelerated nodes: EFA (all traffic within the group), FSx",
+        )
+        self.node_role = PcsInstanceRole(self, "NodeRole")
+        fsx = None
+        if file_system is not None:
+            # Lustre clients: TCP 988 and 1018-1023, all traffic with an EFA file system.
+            file_system.connections.allow_default_port_from(self.efa_security_group)
+            file_system.connections.allow_default_port_from(self.cluster)
+            fsx = {
+                "dns_name": file_system.dns_name,
+                "mount_name": file_system.mount_name,
+                "mount_point": MOUNT_POINT,
+                "efa_enabled": bool(getattr(file_system, "efa_enabled", False)),
+            }
+        login_spec_name = login_instance_type
+        stack = Stack.of(self)
+        parameters = node_parameters(
+            node_groups=[(ACCELERATED_GROUP, spec)],
+            fsx=fsx,
+            efa_clients=file_system_efa_clients or node_count,
+            slurm_version=self.cluster.slurm_version,
+            cluster_name=self.cluster.cluster_name,
+            region=stack.region,
+            workload=name,
+            prometheus_remote_write_url=workspace.remote_write_url if workspace else None,
+        )
+        parameters["node_groups"].append(
+            {"name": LOGIN_GROUP, "instance_type": login_spec_name, "lnet_efa_interfaces": 0}
+        )
+        self.scripts = LifecycleScripts(self, "NodeScripts", parameters=parameters)
+        self.scripts.grant_read(self.node_role.role)
+        if workspace is not None:
+            workspace.grant_remote_write(self.node_role.role)
+            if spec.efa_supported:
+                # EFA nodes pull the EFA exporter image from the HyperPod ECR registry.
+                self.node_role.allow_image_pull(
+                    stack.format_arn(
+                        service="ecr",
+                        account=efa_exporter_account(stack.region),
+                        resource="repository",
+                        resource_name=EFA_EXPORTER_REPOSITORY,
+                    )
+                )
+        common: dict[str, Any] = {
+            "cluster": self.cluster,
+            "subnet": gpu_subnet,
+            "instance_profile": self.node_role,
+            "ami_id": ami_id,
+            "scripts_uri": self.scripts.source_s3_uri,
+        }
+        self.login = PcsComputeNodeGroup.login(
+            self,
+            "LoginNodes",
+            instance_type=login_instance_type,
+            group_name=LOGIN_GROUP,
+            **common,
+        )
+        self.accelerated = PcsComputeNodeGroup.accelerated(
+            self,
+            "AcceleratedNodes",
+            instance_type=instance_type,
+            node_count=node_count,
+            capacity=capacity,
+            efa_layout=efa_layout,
+            efa_security_group=self.efa_security_group,
+            group_name=ACCELERATED_GROUP,
+            **common,
+        )
+        self.queue = PcsQueue(
+            self,
+            "Queue",
+            cluster=self.cluster,
+            node_groups=[self.accelerated],
+            queue_name=QUEUE_NAME,
+        )
