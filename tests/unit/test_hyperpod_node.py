@@ -157,7 +157,7 @@ def test_worker_mounts_fsx_over_efa_and_runs_containers_and_slurmd(tmp_path: Pat
     assert '"data-root": "/opt/dlami/nvme/docker/data-root"' in sim.file("etc/docker/daemon.json")
     enroot = sim.file("etc/enroot/enroot.conf")
     assert "ENROOT_DATA_PATH /opt/dlami/nvme/tmp/enroot/data/user-$(id -u)" in enroot
-    assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot" in enroot
+    assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot/user-$(id -u)" in enroot
     assert sim.exists("usr/local/lib/slurm/spank_pyxis.so")
     assert "spank_pyxis.so" in sim.file("opt/slurm/etc/plugstack.conf")
     # Slurm: configless slurmd pointed at the controller.
@@ -833,7 +833,7 @@ def test_container_data_falls_back_to_the_extra_volume(
     run = sim.run()
     assert run.returncode == 0, run.output
     assert f'"data-root": "{disk}/docker/data-root"' in sim.file("etc/docker/daemon.json")
-    assert f"ENROOT_CACHE_PATH {disk}/enroot" in sim.file("etc/enroot/enroot.conf")
+    assert f"ENROOT_CACHE_PATH {disk}/enroot/user-$(id -u)" in sim.file("etc/enroot/enroot.conf")
     assert ("container data stays on the root volume" in run.output) == (not mounts)
 
 

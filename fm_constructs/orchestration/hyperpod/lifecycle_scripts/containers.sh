@@ -130,8 +130,9 @@ install_enroot() {
 configure_enroot() {
   local disk="$1" dir
   install -d -m 0755 "${FM_ROOT}/etc/enroot"
-  # Every user's enroot creates its own directories below these (0700, as that user), shares
-  # the layer cache (sticky: no user removes another's files) and keeps its containers apart.
+  # Every user's enroot creates its own directories below these (0700, as that user). The
+  # layer cache is per user too: enroot caches layers 0640 (src/docker.sh), so a user of
+  # another group could not unpack a layer a first user had cached in a shared one.
   for dir in "${disk}/tmp" "${disk}/tmp/enroot" "${disk}/tmp/enroot/data" "${disk}/enroot"; do
     install -d -m 1777 "${FM_ROOT}${dir}"
     chmod 1777 "${FM_ROOT}${dir}" # install -d leaves the mode of a directory that exists
@@ -141,7 +142,7 @@ configure_enroot() {
   printf '%s\n' \
     "# Written by fm-constructs containers.sh: container data on ${disk}, not the root volume." \
     "ENROOT_RUNTIME_PATH ${disk}/tmp/enroot/user-\$(id -u)" \
-    "ENROOT_CACHE_PATH ${disk}/enroot" \
+    "ENROOT_CACHE_PATH ${disk}/enroot/user-\$(id -u)" \
     "ENROOT_DATA_PATH ${disk}/tmp/enroot/data/user-\$(id -u)" \
     "ENROOT_TEMP_PATH ${disk}/tmp" \
     "ENROOT_SQUASH_OPTIONS -comp lzo -noI -noD -noF -noX -no-duplicates" \
