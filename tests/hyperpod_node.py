@@ -222,7 +222,7 @@ case "$name" in
           drain)
             [[ -n "$reason" ]] || { echo "You must specify a reason" >&2; exit 1; }
             echo drain > "${sim}/slurm-state"; echo "$reason" > "${sim}/slurm-reason" ;;
-          resume) echo idle > "${sim}/slurm-state"; rm -f "${sim}/slurm-reason" ;;
+          resume|undrain) echo idle > "${sim}/slurm-state"; rm -f "${sim}/slurm-reason" ;;
         esac
         exit 0 ;;
       show)

@@ -305,7 +305,7 @@ def test_a_node_whose_downloads_all_fail_joins_drained_and_a_retry_resumes_it(
     assert sim.slurm_state == ("idle", "")
     assert "fm-components-retry.timer" not in sim.enabled
     if role == "worker":
-        assert "scontrol update nodename=ip-10-1-4-20 state=resume" in healed.calls
+        assert "scontrol update nodename=ip-10-1-4-20 state=undrain" in healed.calls
         assert "systemctl restart slurmd" in healed.calls
 
 
@@ -319,7 +319,7 @@ def test_a_retry_leaves_a_drain_it_did_not_set(tmp_path: Path) -> None:
     healed = sim.run_unit("fm-components-retry.service")
     assert healed.returncode == 0, healed.output
     assert sim.slurm_state == ("drain", "Kill task failed")
-    assert not any("state=resume" in c for c in healed.calls)
+    assert not any("state=undrain" in c for c in healed.calls)
 
 
 def test_a_worker_drains_when_the_controller_answers_late(tmp_path: Path) -> None:

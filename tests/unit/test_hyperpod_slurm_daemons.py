@@ -10,9 +10,11 @@ slurmdbd.conf, and slurmctld with the agent-like slurm.conf and its includes, on
 test reads back what slurmctld parsed (``scontrol show config``, ``scontrol show node``:
 accounting, GRES, hooks) and submits the job scripts with ``sbatch --test-only``: their
 directives and plugstack.conf are read and the request reaches slurmctld, which cannot place
-it (no slurmd registers here: that needs the GPUs). Only the agent's part of slurm.conf is
-written here (HyperPod writes it on a real cluster), with the daemons' state under a temporary
-directory.
+it (no GPU worker's slurmd can register here). A CPU worker this machine can be does run a
+real slurmd: the lifecycle's node_components.sh, as that worker, drains it with the reason
+naming what it lacks (``sinfo -R``) and undrains it once nothing is. Only the agent's part of
+slurm.conf is written here (HyperPod writes it on a real cluster), with the daemons' state
+under a temporary directory.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tests.unit.test_hyperpod_node import RESOURCE_CONFIG, slurm_params
 
 DAEMONS = ("slurmctld", "slurmdbd", "munged", "mariadbd", "mariadb-install-db", "mysql")
 JOBS = scripts_directory() / "jobs"
+CPU_WORKER = "ip-10-1-4-22"
 
 
 def _agent_slurm_conf(state: Path) -> str:
@@ -56,6 +59,9 @@ def _agent_slurm_conf(state: Path) -> str:
             "Gres=gpu:8 State=UNKNOWN",
             "PartitionName=accelerated-workers Nodes=ip-10-1-4-[20-21] Default=YES "
             "MaxTime=INFINITE State=UP",
+            # A worker this machine can be (its CPUs, no GPU), whose slurmd really registers.
+            f"NodeName={CPU_WORKER} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory=1000",
+            f"PartitionName=cpu Nodes={CPU_WORKER} State=UP",
             "",
         ]
     )
@@ -111,6 +117,27 @@ sbatch --test-only --partition=accelerated-workers \
   --export=ALL,IMAGE=x#y:1 "$JOBS/torchrun.sbatch" /fsx/train.py 2>&1 || true
 echo "== clusters"
 sacctmgr -n -P list cluster format=cluster
+
+# A worker missing pyxis drains itself once its slurmd has registered, and undrains once
+# nothing is missing, with the lifecycle's own script against this slurmctld (run as that
+# worker: its host name, Debian's scontrol).
+mount -t tmpfs tmpfs /var/lib
+mkdir -p /var/lib/fm-constructs /var/spool/slurmd
+hostname "$CPU_WORKER"
+slurmd -D -N "$CPU_WORKER" > "$STATE/slurmd.out" 2>&1 &
+wait_for 60 bash -c "scontrol show node $CPU_WORKER | grep -q 'State=IDLE '"
+echo pyxis > /var/lib/fm-constructs/missing-components
+echo "== drain"
+SLURM_PREFIX=/usr FM_ROOT= bash "$LIFECYCLE/node_components.sh" sync worker "$PARAMS" 2>&1
+echo "== drained"
+sinfo -R -h -o '%n|%E'
+scontrol show node "$CPU_WORKER" | grep -o 'State=[A-Z+_]*'
+: > /var/lib/fm-constructs/missing-components
+echo "== undrain"
+SLURM_PREFIX=/usr FM_ROOT= bash "$LIFECYCLE/node_components.sh" sync worker "$PARAMS" 2>&1
+echo "== resumed"
+sinfo -R -h -o '%n|%E'
+scontrol show node "$CPU_WORKER" | grep -o 'State=[A-Z+_]*'
 """
 
 
@@ -157,7 +184,7 @@ def test_the_generated_configuration_starts_slurmdbd_and_slurmctld(
     result = subprocess.run(
         [
             "unshare",
-            *("--fork", "--pid", "--kill-child", "--mount-proc", "--mount"),
+            *("--fork", "--pid", "--kill-child", "--mount-proc", "--mount", "--uts"),
             *("--propagation", "private", "bash", "-c", NAMESPACE_SCRIPT),
         ],
         env={
@@ -167,6 +194,9 @@ def test_the_generated_configuration_starts_slurmdbd_and_slurmctld(
             "SQL": str(sim.sim / "mysql.sql"),
             "KEY": str(key),
             "JOBS": str(JOBS),
+            "LIFECYCLE": str(sim.scripts),
+            "CPU_WORKER": CPU_WORKER,
+            "PARAMS": str(sim.scripts / "provisioning_parameters.json"),
         },
         capture_output=True,
         text=True,
@@ -198,11 +228,13 @@ def test_the_generated_configuration_starts_slurmdbd_and_slurmctld(
     assert config["Epilog"] == "/opt/slurm/etc/scripts/fm-epilog.sh"
     assert "Gres=gpu:8" in sections["node"] and "gres/gpu=8" in sections["node"]
     assert sections["clusters"].split() == ["fm-test"]
-    # sbatch reads both job scripts' directives and plugstack.conf (pyxis is optional, and
-    # absent here) and asks slurmctld; placing them needs registered slurmd nodes (GPUs), which
-    # this machine cannot have, so the answer is the allocation failure and nothing earlier.
-    jobs = sections["jobs"]
-    answers = [line for line in jobs.splitlines() if "spank" not in line]
-    assert answers == ["allocation failure: Requested node configuration is not available"] * 2, (
-        jobs
-    )
+    # node_components.sh drained the worker with the reason naming what it lacks (sinfo -R),
+    # read the real `scontrol show node` back, and undrained it.
+    assert f"drained {CPU_WORKER}: fm-constructs: missing pyxis" in sections["drain"]
+    drained = sections["drained"].splitlines()
+    assert f"{CPU_WORKER}|fm-constructs: missing pyxis" in drained
+    assert "State=IDLE+DRAIN" in drained
+    resumed = sections["resumed"].splitlines()
+    assert f"resumed {CPU_WORKER}: nothing is missing any more" in sections["undrain"]
+    assert not any(line.startswith(CPU_WORKER) for line in resumed)
+    assert not any("DRAIN" in line for line in resumed)

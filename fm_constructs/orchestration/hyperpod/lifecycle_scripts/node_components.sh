@@ -2,6 +2,7 @@
 # A node that lacks a component jobs need stays in the cluster, drained, until it has it:
 #   node_components.sh schedule <role> <params>   (on_create.sh, after setup_slurm.sh)
 #   node_components.sh retry <role> <params>      (fm-components-retry.service)
+#   node_components.sh sync <role> <params>       (drain or resume by what is recorded, only)
 #
 # containers.sh names what it could not fetch or build (enroot, pyxis) in
 # /var/lib/fm-constructs/missing-components instead of failing OnCreate: one unreachable
@@ -10,7 +11,7 @@
 #   "fm-constructs: missing enroot pyxis"), and, when something is missing on any node type,
 #   enables fm-components-retry.timer (every 10 minutes) with what it needs staged under
 #   /opt/fm-components/lifecycle;
-# - `retry` runs containers.sh again; once nothing is missing it resumes the worker, but only
+# - `retry` runs containers.sh again; once nothing is missing it undrains the worker, but only
 #   when the drain is still this script's (a drain an operator or a health check set since is
 #   left alone), restarts slurmd so it loads a newly built pyxis, and disables the timer.
 # Only workers are drained: the controller and the login node are in no partition, so their
@@ -58,7 +59,9 @@ sync_slurm_state() {
   fi
   reason="$(drain_reason)"
   if [[ "$reason" == "${REASON_PREFIX}"* ]]; then
-    retry 5 5 "$SCONTROL" update "nodename=${node}" state=resume || return 1
+    # UNDRAIN clears the drain only (RESUME would also try to change the node's base state,
+    # which Slurm refuses for a node that has not registered yet).
+    retry 5 5 "$SCONTROL" update "nodename=${node}" state=undrain || return 1
     log "resumed ${node}: nothing is missing any more"
   fi
 }
@@ -126,6 +129,7 @@ retry_components() {
 case "$COMMAND" in
   schedule) schedule ;;
   retry) retry_components ;;
+  sync) sync_slurm_state ;;
   *)
     echo "node_components: unknown command ${COMMAND}" >&2
     exit 2
