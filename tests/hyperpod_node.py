@@ -61,6 +61,12 @@ case "$name" in
         done ;;
       stop)
         for u in "${args[@]:1}"; do rm -f "${sim}/active/${u}" "${sim}/active/${u}.service"; done ;;
+      disable)
+        for u in "${args[@]:1}"; do
+          [[ "$u" == *.* ]] || u="${u}.service"
+          rm -f "${sim}/enabled/${u}"
+          [[ " $* " == *" --now "* ]] && rm -f "${sim}/active/${u}"
+        done ;;
       enable)
         for u in "${args[@]:1}"; do
           [[ "$u" == *.* ]] || u="${u}.service"
@@ -200,6 +206,37 @@ case "$name" in
     mkdir -p "${dest}/usr/local/lib/slurm"; touch "${dest}/usr/local/lib/slurm/spank_pyxis.so"
     exit 0 ;;
   mysql) cat >> "${sim}/mysql.sql"; exit 0 ;;
+  scontrol)
+    # The node's Slurm state as slurmctld would keep it: sim/slurm-state ("idle" or "drain")
+    # and sim/slurm-reason; sim/scontrol-failures makes that many calls fail (no controller).
+    countdown "${sim}/scontrol-failures" && {
+      echo "slurm_update error: Unable to contact slurm controller (connect failure)" >&2; exit 1
+    }
+    case "$1" in
+      update)
+        state=""; reason=""
+        for a in "${@:2}"; do
+          case "$a" in state=*) state="${a#state=}" ;; reason=*) reason="${a#reason=}" ;; esac
+        done
+        case "$state" in
+          drain)
+            [[ -n "$reason" ]] || { echo "You must specify a reason" >&2; exit 1; }
+            echo drain > "${sim}/slurm-state"; echo "$reason" > "${sim}/slurm-reason" ;;
+          resume|undrain) echo idle > "${sim}/slurm-state"; rm -f "${sim}/slurm-reason" ;;
+        esac
+        exit 0 ;;
+      show)
+        state=idle; [[ -f "${sim}/slurm-state" ]] && state="$(< "${sim}/slurm-state")"
+        echo "NodeName=$3 Arch=x86_64 CoresPerSocket=48"
+        if [[ "$state" == drain ]]; then
+          echo "   State=IDLE+DRAIN ThreadsPerCore=2"
+          echo "   Reason=$(< "${sim}/slurm-reason") [root@2026-12-01T22:00:00]"
+        else
+          echo "   State=IDLE ThreadsPerCore=2"
+        fi
+        exit 0 ;;
+    esac
+    exit 0 ;;
 esac
 echo "stub: no behaviour for ${name}" >&2
 exit 0
@@ -290,6 +327,7 @@ class SimulatedNode:
         nvml: bool = True,
         packages: tuple[str, ...] = ("lustre-client-modules-aws",),
         shared_fsx: Path | None = None,
+        real_make: bool = False,
     ) -> None:
         self.root = tmp_path / "root"
         self.scripts = tmp_path / "lifecycle"
@@ -302,6 +340,8 @@ class SimulatedNode:
         (bin_dir / "stub").write_text(STUB)
         (bin_dir / "stub").chmod(0o755)
         for command in COMMANDS:
+            if command == "make" and real_make:
+                continue  # the host's make (and gcc) build what the scripts download
             (bin_dir / command).symlink_to("stub")
         # The scripts' python3 is the interpreter itself, as /usr/bin/python3 is on a node: no
         # version-manager shim (pyenv's costs about 0.3 s a call) and no site-packages.
@@ -402,8 +442,29 @@ class SimulatedNode:
             url = f"https://github.com/NVIDIA/enroot/releases/download/v{enroot}/{package}"
             (downloads / url_key(url)).write_bytes(b"deb")
         pyxis = self.params["pyxis_version"]
-        url = f"https://github.com/NVIDIA/pyxis/archive/refs/tags/v{pyxis}.tar.gz"
-        (downloads / url_key(url)).write_bytes(_tarball({f"pyxis-{pyxis}/Makefile": b"all:\n"}))
+        (downloads / url_key(self.pyxis_url)).write_bytes(
+            _tarball({f"pyxis-{pyxis}/Makefile": b"all:\n"})
+        )
+
+    @property
+    def pyxis_url(self) -> str:
+        """The release source archive of the pinned pyxis, as containers.sh downloads it."""
+        version = self.params["pyxis_version"]
+        return f"https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz"
+
+    def serve(self, url: str, content: bytes) -> None:
+        """Serve ``content`` at ``url`` from the curl stub."""
+        (self.sim / "downloads" / url_key(url)).write_bytes(content)
+
+    @property
+    def slurm_state(self) -> tuple[str, str]:
+        """The node's Slurm state and drain reason as the scontrol stub keeps them."""
+        state = self.sim / "slurm-state"
+        reason = self.sim / "slurm-reason"
+        return (
+            state.read_text().strip() if state.exists() else "idle",
+            reason.read_text().strip() if reason.exists() else "",
+        )
 
     def clone(self, tmp_path: Path) -> SimulatedNode:
         """A copy of this node under ``tmp_path``, in the state it is in now (so a test can
@@ -482,6 +543,17 @@ class SimulatedNode:
         return self.run(
             str(self.root / script.lstrip("/")), *args[:3], str(self.root / args[3].lstrip("/"))
         )
+
+    def run_unit(self, name: str, env: dict[str, str] | None = None) -> NodeRun:
+        """Run what the oneshot unit ``name`` (written by the scripts) runs: its ExecStart
+        under this root (every absolute path in it is a path on the node)."""
+        unit = self.file(f"etc/systemd/system/{name}")
+        exec_start = next(
+            line.split("=", 1)[1] for line in unit.splitlines() if line.startswith("ExecStart=")
+        )
+        _bash, *args = exec_start.split()
+        paths = [str(self.root / a.lstrip("/")) if a.startswith("/") else a for a in args]
+        return self.run(*paths, env=env)
 
     # ------------------------------------------------------------------------------ looking
 

@@ -387,8 +387,13 @@ class HyperPodHealthEvents(Construct):
     the first two. Node-health events include a node's return to health, which is worth a
     notice too.
 
-    With ``cluster_arn`` only that cluster's events match; without it, every HyperPod cluster
-    in the account and region.
+    With ``cluster_name`` only that cluster's events match; without it, every HyperPod cluster
+    in the account and region. The rules match the name in the event's detail
+    (``detail.ClusterName``; ``detail.EventDetails.ClusterName`` for cluster events), not
+    ``resources``: the developer guide's example events (*Events that Amazon SageMaker AI sends
+    to Amazon EventBridge*, *SageMaker HyperPod cluster events reference*) carry a cluster ARN
+    of the name form (``cluster/sample-cluster``) there, while CloudFormation's ``ClusterArn``
+    ends in the cluster's id (``cluster/[a-z0-9]{12}``), so a rule on the ARN could never fire.
     """
 
     def __init__(
@@ -397,34 +402,36 @@ class HyperPodHealthEvents(Construct):
         construct_id: str,
         *,
         alert_topic: AlertTopic,
-        cluster_arn: str | None = None,
+        cluster_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self._resources = [cluster_arn] if cluster_arn is not None else None
+        names: dict[str, object] = {} if cluster_name is None else {"ClusterName": [cluster_name]}
         self._alert_topic = alert_topic
         self.node_health = self._rule(
             "NodeHealth",
             "SageMaker HyperPod node health events to the alert topic",
             HYPERPOD_NODE_HEALTH_DETAIL_TYPE,
+            names or None,
         )
         self.cluster_state = self._rule(
             "ClusterState",
             "SageMaker HyperPod clusters or instance groups that failed or degraded",
             HYPERPOD_CLUSTER_STATE_DETAIL_TYPE,
             {
+                **names,
                 "$or": [
                     {"ClusterStatus": list(HYPERPOD_FAILED_CLUSTER_STATUSES)},
                     # A field inside an array of objects matches when any element's field
                     # does, as Security Hub rules filter ``detail.findings[]``.
                     {"InstanceGroups": {"Status": list(HYPERPOD_FAILED_GROUP_STATUSES)}},
-                ]
+                ],
             },
         )
         self.cluster_errors = self._rule(
             "ClusterErrors",
             "SageMaker HyperPod error-level cluster events to the alert topic",
             HYPERPOD_CLUSTER_EVENT_DETAIL_TYPE,
-            {"EventDetails": {"EventLevel": ["Error"]}},
+            {"EventDetails": {"EventLevel": ["Error"], **names}},
         )
 
     def _rule(
@@ -452,7 +459,6 @@ class HyperPodHealthEvents(Construct):
             event_pattern=events.EventPattern(
                 source=["aws.sagemaker"],
                 detail_type=[detail_type],
-                resources=self._resources,
                 detail=detail,
             ),
         )

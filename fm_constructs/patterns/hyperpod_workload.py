@@ -153,5 +153,8 @@ class HyperPodAcceleratedWorkload(Construct):
             )
         if alert_topic is not None:
             HyperPodHealthEvents(
-                self, "HealthEvents", alert_topic=alert_topic, cluster_arn=self.cluster.cluster_arn
+                self,
+                "HealthEvents",
+                alert_topic=alert_topic,
+                cluster_name=self.cluster.cluster_name,
             )

@@ -33,7 +33,8 @@ from tests.support import cfn_lint, synth_stack
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 CLUSTER_ARN = "arn:aws:eks:us-east-1:111122223333:cluster/gpu-cluster"
-HYPERPOD_ARN = "arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef123456"
+#: The cluster of the developer guide's example events.
+HYPERPOD_CLUSTER = "sample-cluster"
 
 
 class Built:
@@ -89,7 +90,7 @@ def synthesized() -> tuple[Template, dict[str, Any], Built]:
         alert_topic=built.rules.alert_topic,
     )
     HyperPodHealthEvents(
-        stack, "HyperPodEvents", alert_topic=built.rules.alert_topic, cluster_arn=HYPERPOD_ARN
+        stack, "HyperPodEvents", alert_topic=built.rules.alert_topic, cluster_name=HYPERPOD_CLUSTER
     )
     enable_nag(app)  # unacknowledged AwsSolutions findings fail app.synth()
     assembly = app.synth()
@@ -354,8 +355,9 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
     assert health["EventPattern"] == {
         "source": ["aws.sagemaker"],
         "detail-type": ["SageMaker HyperPod Cluster Node Health Event"],
-        "resources": [HYPERPOD_ARN],
+        "detail": {"ClusterName": [HYPERPOD_CLUSTER]},
     }
+    assert all("resources" not in r["Properties"]["EventPattern"] for r in rules.values())
     assert health["Targets"] == [{"Arn": {"Ref": "RulesTopicA82E5F65"}, "Id": "Target0"}]
     # No role on the target (AWS: a RoleArn on an SNS target with KMS encryption may fail
     # delivery): the topic policy lets exactly these rules publish, through events.amazonaws.com.
@@ -397,39 +399,164 @@ def test_fsx_alarms_and_hyperpod_rules(synthesized: Any) -> None:
         for st in events_statements
     )
     errors = rules["HyperPodEventsClusterErrors92BB4BD6"]["Properties"]["EventPattern"]
-    assert errors["detail"] == {"EventDetails": {"EventLevel": ["Error"]}}
+    assert errors["detail"] == {
+        "EventDetails": {"EventLevel": ["Error"], "ClusterName": [HYPERPOD_CLUSTER]}
+    }
 
 
-#: The SageMaker developer guide's example events ("Events that Amazon SageMaker AI sends to
-#: Amazon EventBridge"), trimmed to the fields the rules read.
+#: The SageMaker developer guide's example events, whole: "Events that Amazon SageMaker AI
+#: sends to Amazon EventBridge" (sections "SageMaker HyperPod cluster node health", "...cluster
+#: state change", "...cluster event") and "SageMaker HyperPod cluster events reference"
+#: ("Cluster event record"). Their ``resources`` and ``ClusterArn`` name the cluster by name
+#: (``cluster/sample-cluster``), not by the id CloudFormation's ClusterArn ends in.
+_GUIDE_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/sample-cluster"
 _NODE_HEALTH_EVENT: dict[str, Any] = {
+    "version": "0",
+    "id": "0bd4a141-0a02-9d8a-f977-3924c3fb259c",
     "detail-type": "SageMaker HyperPod Cluster Node Health Event",
     "source": "aws.sagemaker",
-    "resources": [HYPERPOD_ARN],
+    "account": "111122223333",
+    "time": "2021-10-25T01:52:12Z",
+    "region": "us-west-2",
+    "resources": [_GUIDE_ARN],
     "detail": {
-        "ClusterArn": HYPERPOD_ARN,
+        "ClusterName": "sample-cluster",
+        "ClusterArn": _GUIDE_ARN,
         "InstanceId": "i-12345678abcdefghi",
-        "HealthSummary": {"HealthStatus": "Unhealthy", "RepairAction": "None"},
+        "Tags": {},
+        "HealthSummary": {
+            "HealthStatus": "Unhealthy",
+            "HealthStatusReason": "HyperPod Health Monitoring Agent (HMA) has detected fault "
+            "type NvidiaErrorTerminate on this node and is unhealthy.",
+            "RepairAction": "None",
+            "Recommendation": "Please Replace the Faulty Node.",
+        },
+    },
+}
+_STATE_CHANGE_EVENT: dict[str, Any] = {
+    "version": "0",
+    "id": "0bd4a141-0a02-9d8a-f977-3924c3fb259c",
+    "detail-type": "SageMaker HyperPod Cluster State Change",
+    "source": "aws.sagemaker",
+    "account": "111122223333",
+    "time": "2025-04-28T16:59:01Z",
+    "region": "us-west-2",
+    "resources": [_GUIDE_ARN],
+    "detail": {
+        "ClusterArn": _GUIDE_ARN,
+        "ClusterName": "sample-cluster",
+        "ClusterStatus": "InService",
+        "CreationTime": 1745858447412,
+        "FailureMessage": "",
+        "InstanceGroups": [
+            {
+                "CurrentCount": 1,
+                "ExecutionRole": "arn:aws:iam::111122223333:role/sagemaker-hyperpod-"
+                "AmazonSagemakerClusterExecutionR-123OTacPcKk1",
+                "InstanceGroupName": "example instance group name",
+                "InstanceStorageConfigs": [{}],
+                "InstanceType": "ml.t3.medium",
+                "LifeCycleConfig": {
+                    "OnCreate": "on_create.sh",
+                    "SourceS3Uri": "s3://sagemaker-hyperpod//LifeCycleScripts/base-config/"
+                    "provisioning_parameters.json",
+                },
+                "OnStartDeepHealthChecks": ["example health checks"],
+                "OverrideVpcConfig": {
+                    "SecurityGroupIds": ["SecurityGroupId1"],
+                    "Subnets": ["Subnet1"],
+                },
+                "Status": "Failed",
+                "TargetCount": 2,
+                "ThreadsPerCore": 2,
+                "TrainingPlanArn": "arn:aws:sagemaker:us-west-2:111122223333:training-plan/"
+                "large-models-fine-tuning",
+                "TrainingPlanStatus": "NotApplicable",
+            }
+        ],
+        "NodeRecovery": "Automatic",
+        "Orchestrator": {
+            "Eks": {
+                "ClusterArn": "arn:aws:eks:us-west-2:111122223333:cluster/my-hyperPod-eks-cluster"
+            }
+        },
+        "VpcConfig": {"SecurityGroupIds": ["SecurityGroupId2"], "Subnets": ["Subnet2"]},
+    },
+}
+#: "SageMaker HyperPod cluster event" (an instance's lifecycle script started: no EventLevel).
+_CLUSTER_EVENT: dict[str, Any] = {
+    "version": "0",
+    "id": "0bd4a141-0a02-9d8a-f977-3924c3fb259c",
+    "detail-type": "SageMaker HyperPod Cluster Event",
+    "source": "aws.sagemaker",
+    "account": "111122223333",
+    "time": "2025-04-28T16:59:01Z",
+    "region": "us-west-2",
+    "resources": [_GUIDE_ARN],
+    "detail": {
+        "EventDetails": {
+            "EventId": "a307fae0-6937-40f9-af2f-16eb873d340a",
+            "ClusterArn": _GUIDE_ARN,
+            "ClusterName": "sample-cluster",
+            "InstanceGroupName": "sample-instance-group",
+            "InstanceId": "i-0391f86fa0fe0d465",
+            "ResourceType": "Instance",
+            "EventTime": 1745858447412,
+            "EventDetails": {"EventMetadata": {"Instance": {"LcsExecutionState": "Started"}}},
+            "Description": "Instance lifecycle script execution for EC2InstanceId "
+            "i-0391f86fa0fe0d465 has Started",
+        }
+    },
+}
+#: The cluster events reference's "Cluster event record": an instance that failed to launch.
+_CLUSTER_ERROR_EVENT: dict[str, Any] = {
+    "version": "0",
+    "id": "0bd4a141-0a02-9d8a-f977-3924c3fb259c",
+    "detail-type": "SageMaker HyperPod Cluster Event",
+    "source": "aws.sagemaker",
+    "account": "111122223333",
+    "time": "2026-06-01T17:20:25Z",
+    "region": "us-west-2",
+    "resources": [_GUIDE_ARN],
+    "detail": {
+        "EventDetails": {
+            "EventId": "83ea0bb5-be77-45e8-a458-0a87f778a205",
+            "ClusterArn": _GUIDE_ARN,
+            "ClusterName": "sample-cluster",
+            "InstanceGroupName": "p5Inst",
+            "InstanceId": "i-0391f86fa0fe0d465",
+            "ResourceType": "Instance",
+            "EventTime": 1748794825350,
+            "EventLevel": "Error",
+            "Description": "Instance creation in Cluster sample-cluster and InstanceGroup p5Inst "
+            "failed",
+            "EventDetails": {
+                "EventMetadata": {
+                    "Instance": {
+                        "FailureMessage": "We currently do not have sufficient capacity to "
+                        "launch new ml.p5.48xlarge instances. Please try again.",
+                        "NodeLogicalId": "df268d19-f035-4f28-9b80-b956b92ae21e",
+                    }
+                }
+            },
+        }
     },
 }
 
 
-def _state_change(cluster_status: str, group_status: str) -> dict[str, Any]:
-    return {
-        "detail-type": "SageMaker HyperPod Cluster State Change",
-        "source": "aws.sagemaker",
-        "resources": [HYPERPOD_ARN],
-        "detail": {
-            "ClusterArn": HYPERPOD_ARN,
-            "ClusterStatus": cluster_status,
-            "InstanceGroups": [{"InstanceGroupName": "workers", "Status": group_status}],
-        },
-    }
+def _variant(event: dict[str, Any], **detail: Any) -> dict[str, Any]:
+    """``event`` with some of its detail fields replaced."""
+    return {**event, "detail": {**event["detail"], **detail}}
+
+
+def _of_another_cluster(event: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(event).replace("sample-cluster", "other-cluster")
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def test_hyperpod_rules_match_the_documented_events(synthesized: Any) -> None:
     """Run the rules' patterns through moto's EventBridge matcher (an independent
-    implementation) on the documented event shapes: Slurm clusters emit no cluster events
+    implementation) on the documented example events: Slurm clusters emit no cluster events
     (those need Continuous provisioning), so a failed cluster reaches the topic through the
     state-change rule."""
     from moto.events.models import EventPattern
@@ -437,31 +564,57 @@ def test_hyperpod_rules_match_the_documented_events(synthesized: Any) -> None:
     template, _, _ = synthesized
     rules = template.find_resources("AWS::Events::Rule")
 
-    def pattern(logical_id: str) -> EventPattern:
-        raw = rules[logical_id]["Properties"]["EventPattern"]
-        return EventPattern(json.dumps(raw), raw)
+    def pattern(prefix: str) -> EventPattern:
+        raw = next(r for k, r in rules.items() if k.startswith(prefix))
+        event_pattern = raw["Properties"]["EventPattern"]
+        return EventPattern(json.dumps(event_pattern), event_pattern)
 
-    health = pattern("HyperPodEventsNodeHealth3EF3A9D0")
-    state_id = next(k for k in rules if k.startswith("HyperPodEventsClusterState"))
-    state = pattern(state_id)
-    assert health.matches_event(_NODE_HEALTH_EVENT)
-    assert not health.matches_event(_state_change("Failed", "Failed"))
-    assert state.matches_event(_state_change("Failed", "Failed"))
-    assert state.matches_event(_state_change("RollingBack", "InService"))
-    assert not state.matches_event(_state_change("InService", "InService"))
-    assert not state.matches_event(_state_change("Updating", "Updating"))
-    assert not state.matches_event(_NODE_HEALTH_EVENT)
-    other = _state_change("Failed", "Failed") | {
-        "resources": ["arn:aws:sagemaker:us-east-1:111122223333:cluster/other"]
+    def matches(rule: EventPattern, event: dict[str, Any]) -> bool:
+        """EventBridge matches a field inside an array of objects when any element's field
+        does (EventBridge user guide, "Arrays in Amazon EventBridge event patterns"); moto's
+        matcher does not descend into arrays, so each instance group is tried on its own."""
+        groups = event["detail"].get("InstanceGroups")
+        if not isinstance(groups, list):
+            return bool(rule.matches_event(event))
+        return any(
+            rule.matches_event(_variant(event, InstanceGroups=group)) for group in groups
+        ) or bool(rule.matches_event(_variant(event, InstanceGroups=None)))
+
+    health = pattern("HyperPodEventsNodeHealth")
+    state = pattern("HyperPodEventsClusterState")
+    errors = pattern("HyperPodEventsClusterErrors")
+    # Each documented example reaches the rule it belongs to and no other; another cluster's
+    # events reach none.
+    expected = {
+        "node health": (_NODE_HEALTH_EVENT, health),
+        "state change": (_STATE_CHANGE_EVENT, state),  # in service, a failed instance group
+        "cluster error": (_CLUSTER_ERROR_EVENT, errors),
+        "cluster event": (_CLUSTER_EVENT, None),  # a lifecycle script started: no error
     }
-    assert not state.matches_event(other)
-    # A degraded or failed instance group in a cluster still in service: a field inside an
-    # array of objects (moto's matcher does not descend into arrays, so the clause is pinned).
-    raw = rules[state_id]["Properties"]["EventPattern"]
-    assert raw["detail"]["$or"] == [
-        {"ClusterStatus": ["Failed", "RollingBack"]},
-        {"InstanceGroups": {"Status": ["Failed", "Degraded"]}},
-    ]
+    for name, (event, owner) in expected.items():
+        for rule in (health, state, errors):
+            assert matches(rule, event) == (rule is owner), (name, rule.dump())
+            assert not matches(rule, _of_another_cluster(event)), name
+    # The state-change rule on the cluster's and the groups' statuses.
+    group = _STATE_CHANGE_EVENT["detail"]["InstanceGroups"][0]
+    healthy = [{**group, "Status": "InService"}]
+    assert not matches(state, _variant(_STATE_CHANGE_EVENT, InstanceGroups=healthy))
+    assert matches(
+        state, _variant(_STATE_CHANGE_EVENT, ClusterStatus="RollingBack", InstanceGroups=healthy)
+    )
+    assert matches(
+        state, _variant(_STATE_CHANGE_EVENT, ClusterStatus="Failed", InstanceGroups=healthy)
+    )
+    degraded = [{**group, "Status": "InService"}, {**group, "Status": "Degraded"}]
+    assert matches(state, _variant(_STATE_CHANGE_EVENT, InstanceGroups=degraded))
+    assert not matches(
+        state, _variant(_STATE_CHANGE_EVENT, ClusterStatus="Updating", InstanceGroups=healthy)
+    )
+    # Node health: a node back to health is worth a notice too.
+    back = _variant(
+        _NODE_HEALTH_EVENT, HealthSummary={"HealthStatus": "Healthy", "RepairAction": "None"}
+    )
+    assert matches(health, back)
 
 
 def test_workspace_alarms_treat_silence_as_the_failure_only_for_ingestion() -> None:

@@ -157,7 +157,7 @@ def test_worker_mounts_fsx_over_efa_and_runs_containers_and_slurmd(tmp_path: Pat
     assert '"data-root": "/opt/dlami/nvme/docker/data-root"' in sim.file("etc/docker/daemon.json")
     enroot = sim.file("etc/enroot/enroot.conf")
     assert "ENROOT_DATA_PATH /opt/dlami/nvme/tmp/enroot/data/user-$(id -u)" in enroot
-    assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot" in enroot
+    assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot/user-$(id -u)" in enroot
     assert sim.exists("usr/local/lib/slurm/spank_pyxis.so")
     assert "spank_pyxis.so" in sim.file("opt/slurm/etc/plugstack.conf")
     # Slurm: configless slurmd pointed at the controller.
@@ -252,17 +252,93 @@ def test_a_tarball_that_fails_its_checksum_is_refused(tmp_path: Path) -> None:
     assert not sim.exists("etc/systemd/system/fm-node-exporter.service")
 
 
-def test_node_creation_survives_offline_registries(tmp_path: Path) -> None:
-    """On-create never waits on the metrics downloads; without the network only the container
-    runtime (which jobs need) fails the node, after its retries."""
-    sim = node(tmp_path, "worker")
+DRAINED = "fm-constructs: missing enroot pyxis"
+
+
+@pytest.mark.parametrize("role", ["worker", "login", "controller"])
+def test_a_node_whose_downloads_all_fail_joins_drained_and_a_retry_resumes_it(
+    tmp_path: Path, role: str
+) -> None:
+    """Without the network OnCreate still finishes: Slurm runs, what is missing (enroot, pyxis)
+    is named, a worker is drained with that reason (controller and login are in no
+    partition), and the retry timer, once the downloads work, installs it and resumes the
+    worker. On-create never waits on the metrics downloads."""
+    sim = node(tmp_path, role)
     sim.inject("offline")
     run = sim.run()
-    assert run.returncode != 0
-    assert "giving up after 5 attempts" in run.output and "enroot" in run.output
+    assert run.returncode == 0, run.output
+    assert run.output.rstrip().endswith("on_create: done")
+    assert "giving up after 5 attempts" in run.output
+    assert sim.file("var/lib/fm-constructs/missing-components").split() == ["enroot", "pyxis"]
+    assert not sim.exists("etc/enroot/enroot.conf")
+    # plugstack.conf names pyxis anyway: the controller's copy is every configless node's.
+    plugstack = sim.file("opt/slurm/etc/plugstack.conf")
+    assert plugstack == "optional /usr/local/lib/slurm/spank_pyxis.so\n"
+    assert {"slurmd" if role != "controller" else "slurmctld"} <= sim.active
+    if role == "worker":
+        assert sim.slurm_state == ("drain", DRAINED)
+        assert f"scontrol update nodename=ip-10-1-4-20 state=drain reason={DRAINED}" in run.calls
+        # The drain comes after slurmd's start, so the node is known when it is drained.
+        calls = run.calls
+        assert calls.index("systemctl restart slurmd") < next(
+            i for i, c in enumerate(calls) if c.startswith("scontrol update")
+        )
+    else:
+        assert not any(c.startswith("scontrol update") for c in run.calls)
+    assert "fm-components-retry.timer" in sim.enabled
     assert not any(
         "prometheus" in c or "dcgm" in c for c in run.calls if c.startswith(("curl", "docker"))
     )
+    assert_units_verify(sim)
+
+    # Still offline: the retry fails (the timer runs it again) and the node stays drained.
+    again = sim.run_unit("fm-components-retry.service")
+    assert again.returncode != 0 and "still missing: enroot pyxis" in again.output
+    assert sim.slurm_state[0] == ("drain" if role == "worker" else "idle")
+
+    sim.heal("offline")
+    healed = sim.run_unit("fm-components-retry.service")
+    assert healed.returncode == 0, healed.output
+    assert sim.file("var/lib/fm-constructs/missing-components") == ""
+    assert sim.exists("usr/local/lib/slurm/spank_pyxis.so")
+    assert "ENROOT_RESTRICT_DEV n" in sim.file("etc/enroot/enroot.conf")
+    assert sim.slurm_state == ("idle", "")
+    assert "fm-components-retry.timer" not in sim.enabled
+    if role == "worker":
+        assert "scontrol update nodename=ip-10-1-4-20 state=undrain" in healed.calls
+        assert "systemctl restart slurmd" in healed.calls
+
+
+def test_a_retry_leaves_a_drain_it_did_not_set(tmp_path: Path) -> None:
+    """Resume only undoes this library's drain: an operator's or a health check's stays."""
+    sim = node(tmp_path, "worker")
+    sim.inject("offline")
+    assert sim.run().returncode == 0
+    (sim.sim / "slurm-reason").write_text("Kill task failed\n")
+    sim.heal("offline")
+    healed = sim.run_unit("fm-components-retry.service")
+    assert healed.returncode == 0, healed.output
+    assert sim.slurm_state == ("drain", "Kill task failed")
+    assert not any("state=undrain" in c for c in healed.calls)
+
+
+def test_a_worker_drains_when_the_controller_answers_late(tmp_path: Path) -> None:
+    """scontrol is retried while slurmctld is unreachable; past the retries the timer drains."""
+    sim = node(tmp_path, "worker")
+    sim.inject("offline")
+    sim.inject("scontrol-failures", 3)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert sim.slurm_state == ("drain", DRAINED)
+    late = node(tmp_path / "late", "worker")
+    late.inject("offline")
+    late.inject("scontrol-failures", 5)
+    run = late.run()
+    assert run.returncode == 0, run.output
+    assert "could not drain ip-10-1-4-20 yet" in run.output
+    assert late.slurm_state == ("idle", "")
+    assert late.run_unit("fm-components-retry.service").returncode != 0
+    assert late.slurm_state == ("drain", DRAINED)
 
 
 def test_slow_dns_late_route_and_flaky_mount_are_waited_out(tmp_path: Path) -> None:
@@ -478,8 +554,8 @@ def test_controller_sets_up_accounting_gres_job_hooks_and_slurmctld(tmp_path: Pa
     assert "no node is listed yet" in run.output
     assert {"slurmdbd", "slurmctld"} <= sim.active
     assert any(c.startswith("systemctl restart slurmctld") for c in run.calls)
-    # No enroot or pyxis build on the controller; it serves plugstack.conf.
-    assert not sim.exists("usr/local/lib/slurm/spank_pyxis.so")
+    # pyxis on the controller too (it submits jobs); its plugstack.conf is every node's.
+    assert sim.exists("usr/local/lib/slurm/spank_pyxis.so")
     assert "spank_pyxis.so" in sim.file("opt/slurm/etc/plugstack.conf")
     # Slurm runs the job hooks (slurmctld checks the scripts exist on the controller too) and
     # its logs rotate.
@@ -757,7 +833,7 @@ def test_container_data_falls_back_to_the_extra_volume(
     run = sim.run()
     assert run.returncode == 0, run.output
     assert f'"data-root": "{disk}/docker/data-root"' in sim.file("etc/docker/daemon.json")
-    assert f"ENROOT_CACHE_PATH {disk}/enroot" in sim.file("etc/enroot/enroot.conf")
+    assert f"ENROOT_CACHE_PATH {disk}/enroot/user-$(id -u)" in sim.file("etc/enroot/enroot.conf")
     assert ("container data stays on the root volume" in run.output) == (not mounts)
 
 

@@ -13,6 +13,12 @@ What the nodes need, and nothing more:
 - remote write to one Prometheus workspace (granted by the cluster);
 - EKS only: the VPC CNI policy, ECR pulls and ``eks-auth:AssumeRoleForPodIdentity`` on the
   one EKS cluster.
+
+No access to the data bucket: nodes read and write data through the file system, whose data
+repository association moves it to and from S3. The role is every node's instance role, so
+any process of any cluster user can use its credentials; a grant on the data bucket would
+open all of it to every user, past the file system's permissions. A deployment that wants
+jobs to read ``s3://`` directly grants it itself (``bucket.grant_read(cluster.role, prefix)``).
 """
 
 from __future__ import annotations

@@ -7,12 +7,20 @@
 #   EBS volume (/opt/sagemaker), never on the root volume. A Docker that cannot be installed
 #   does not fail the node: the metrics timer names the exporters that wait for it.
 # - enroot (NVIDIA's unprivileged container runtime) is installed at the pinned version when
-#   the AMI lacks it, with its runtime, cache and data directories on the same disk.
+#   the AMI lacks it, with its runtime, cache and data directories on the same disk, each
+#   parent created 1777 (any user's enroot makes its own 0700 directory below it: enroot runs
+#   `umask 077 && mkdir -p` of its cache, data and runtime paths at every start). /dev is the
+#   node's inside a container (ENROOT_RESTRICT_DEV no): enroot's 10-devices.sh hook would
+#   otherwise leave only a minimal /dev, without the EFA devices (/dev/infiniband/uverbs*).
 # - pyxis (the SPANK plugin behind `srun --container-image`) is built against the AMI's Slurm
-#   headers when it is not installed yet, and included from plugstack.conf (the controller's
-#   copy is what configless slurmd nodes read).
-# Downloads are retried; a node that cannot get enroot or pyxis fails (jobs asking for a
-# container would fail on it). Idempotent: installed pieces are detected and kept.
+#   headers when it is not installed yet, on every node type (the controller and the login
+#   node submit jobs too), and included from plugstack.conf (the controller's copy is what
+#   configless slurmd nodes read).
+# Downloads are retried. A component that still cannot be fetched or built does not fail the
+# node: it is named in /var/lib/fm-constructs/missing-components, node_components.sh drains
+# the node with a reason naming it (workers) once slurmd runs, and fm-components-retry.timer
+# runs this script again every 10 minutes until nothing is missing, then resumes the node.
+# Idempotent: installed pieces are detected and kept.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -93,6 +101,8 @@ download() {
 }
 
 install_enroot() {
+  # False when enroot cannot be installed (every step is checked: a caller's `if` turns off
+  # set -e inside the function).
   if command -v enroot > /dev/null; then
     echo "containers: enroot is installed"
     return 0
@@ -101,53 +111,97 @@ install_enroot() {
   work="$(mktemp -d)"
   local package
   for package in "enroot_${ENROOT_VERSION}-1_${ARCH}.deb" "enroot+caps_${ENROOT_VERSION}-1_${ARCH}.deb"; do
-    retry 5 5 download "${base}/${package}" "${work}/${package}"
+    retry 5 5 download "${base}/${package}" "${work}/${package}" || {
+      rm -rf "$work"
+      return 1
+    }
   done
-  retry 3 5 apt-get update -o DPkg::Lock::Timeout=120
-  retry 5 5 apt-get install -y -o DPkg::Lock::Timeout=120 squashfs-tools fuse-overlayfs \
-    "${work}/enroot_${ENROOT_VERSION}-1_${ARCH}.deb" "${work}/enroot+caps_${ENROOT_VERSION}-1_${ARCH}.deb"
+  if ! retry 3 5 apt-get update -o DPkg::Lock::Timeout=120 \
+    || ! retry 5 5 apt-get install -y -o DPkg::Lock::Timeout=120 squashfs-tools fuse-overlayfs \
+      "${work}/enroot_${ENROOT_VERSION}-1_${ARCH}.deb" \
+      "${work}/enroot+caps_${ENROOT_VERSION}-1_${ARCH}.deb"; then
+    rm -rf "$work"
+    return 1
+  fi
   rm -rf "$work"
   echo "containers: installed enroot ${ENROOT_VERSION}"
 }
 
 configure_enroot() {
-  local disk="$1"
-  mkdir -p "${FM_ROOT}/etc/enroot" "${FM_ROOT}${disk}/enroot" "${FM_ROOT}${disk}/tmp/enroot"
-  chmod 1777 "${FM_ROOT}${disk}/tmp" "${FM_ROOT}${disk}/tmp/enroot"
+  local disk="$1" dir
+  install -d -m 0755 "${FM_ROOT}/etc/enroot"
+  # Every user's enroot creates its own directories below these (0700, as that user). The
+  # layer cache is per user too: enroot caches layers 0640 (src/docker.sh), so a user of
+  # another group could not unpack a layer a first user had cached in a shared one.
+  for dir in "${disk}/tmp" "${disk}/tmp/enroot" "${disk}/tmp/enroot/data" "${disk}/enroot"; do
+    install -d -m 1777 "${FM_ROOT}${dir}"
+    chmod 1777 "${FM_ROOT}${dir}" # install -d leaves the mode of a directory that exists
+  done
   # $(id -u) is expanded by enroot for each user, not here.
   # shellcheck disable=SC2016
   printf '%s\n' \
     "# Written by fm-constructs containers.sh: container data on ${disk}, not the root volume." \
     "ENROOT_RUNTIME_PATH ${disk}/tmp/enroot/user-\$(id -u)" \
-    "ENROOT_CACHE_PATH ${disk}/enroot" \
+    "ENROOT_CACHE_PATH ${disk}/enroot/user-\$(id -u)" \
     "ENROOT_DATA_PATH ${disk}/tmp/enroot/data/user-\$(id -u)" \
     "ENROOT_TEMP_PATH ${disk}/tmp" \
     "ENROOT_SQUASH_OPTIONS -comp lzo -noI -noD -noF -noX -no-duplicates" \
     "ENROOT_MOUNT_HOME y" \
-    "ENROOT_RESTRICT_DEV y" \
+    "# The node's /dev in every container: EFA (/dev/infiniband), GPUs and hugepages." \
+    "ENROOT_RESTRICT_DEV n" \
     "ENROOT_ROOTFS_WRITABLE y" > "${FM_ROOT}/etc/enroot/enroot.conf"
+  chmod 0644 "${FM_ROOT}/etc/enroot/enroot.conf"
+}
+
+PYXIS_PLUGIN=/usr/local/lib/slurm/spank_pyxis.so
+
+build_pyxis() {
+  # build_pyxis <source-dir>: compile and install pyxis against the AMI's Slurm headers.
+  # CPPFLAGS goes in the environment: pyxis's Makefile appends it to its own flags
+  # (-D_GNU_SOURCE, -DPYXIS_VERSION), which a CPPFLAGS on make's command line would replace.
+  CPPFLAGS="-I${FM_ROOT}${SLURM_PREFIX}/include" \
+    make -C "$1" -j "$(nproc)" prefix=/usr/local DESTDIR="${FM_ROOT}" install
+}
+
+registered_pyxis() {
+  # The pyxis plugin plugstack.conf already loads (an AMI that ships its own), if it exists.
+  local path
+  path="$(awk '$1 ~ /^(required|optional)$/ && $2 ~ /spank_pyxis[.]so$/ {print $2; exit}' \
+    "$1" 2> /dev/null || true)"
+  [[ -n "$path" && -e "${FM_ROOT}${path}" ]] && echo "$path"
 }
 
 install_pyxis() {
-  # install_pyxis build|include-only
-  local plugin="${FM_ROOT}/usr/local/lib/slurm/spank_pyxis.so"
-  if [[ "$1" == "build" && ! -e "$plugin" ]]; then
+  # False when pyxis cannot be fetched or built. plugstack.conf names the plugin either way:
+  # the controller's copy is what every configless node reads, whatever the controller's own
+  # build did.
+  local plugstack="${FM_ROOT}${SLURM_PREFIX}/etc/plugstack.conf" built=0
+  mkdir -p "$(dirname "$plugstack")"
+  touch "$plugstack"
+  # optional: a node whose pyxis could not be built still runs slurmd (drained, see above)
+  # instead of failing every job step.
+  grep -qF "spank_pyxis.so" "$plugstack" || echo "optional ${PYXIS_PLUGIN}" >> "$plugstack"
+  if [[ -n "$(registered_pyxis "$plugstack")" ]]; then
+    echo "containers: pyxis is installed ($(registered_pyxis "$plugstack"))"
+    built=1
+  fi
+  if ((!built)); then
     local work url="https://github.com/NVIDIA/pyxis/archive/refs/tags/v${PYXIS_VERSION}.tar.gz"
     work="$(mktemp -d)"
-    retry 5 5 download "$url" "${work}/pyxis.tar.gz"
-    tar -xzf "${work}/pyxis.tar.gz" -C "$work"
-    make -C "${work}/pyxis-${PYXIS_VERSION}" CPPFLAGS="-I${FM_ROOT}${SLURM_PREFIX}/include" \
-      prefix=/usr/local DESTDIR="${FM_ROOT}" install
+    if ! retry 5 5 download "$url" "${work}/pyxis.tar.gz" \
+      || ! tar -xzf "${work}/pyxis.tar.gz" -C "$work" \
+      || ! build_pyxis "${work}/pyxis-${PYXIS_VERSION}" \
+      || [[ ! -e "${FM_ROOT}${PYXIS_PLUGIN}" ]]; then
+      log "pyxis ${PYXIS_VERSION} could not be fetched or built"
+      rm -rf "$work"
+      return 1
+    fi
     rm -rf "$work"
     echo "containers: built pyxis ${PYXIS_VERSION}"
   fi
-  local plugstack="${FM_ROOT}${SLURM_PREFIX}/etc/plugstack.conf"
-  # optional: srun on the controller (which has no pyxis) keeps working; every node that runs
-  # job steps has the plugin, or its creation failed above.
-  local line="optional /usr/local/lib/slurm/spank_pyxis.so"
-  mkdir -p "$(dirname "$plugstack")"
-  touch "$plugstack"
-  grep -qF "spank_pyxis.so" "$plugstack" || echo "$line" >> "$plugstack"
+  # pyxis's slurmd part creates its runtime directory itself (0755, pyxis_slurmd.c); made here
+  # too so the first job step does not depend on slurmd having restarted since the build.
+  install -d -m 0755 "${FM_ROOT}/run/pyxis"
 }
 
 DISK="$(local_disk || true)"
@@ -158,12 +212,16 @@ if [[ -z "$DISK" ]]; then
   mkdir -p "${FM_ROOT}${DISK}"
 fi
 configure_docker "$DISK"
-if [[ "$ROLE" == "controller" ]]; then
-  # The controller runs no job steps; it only serves plugstack.conf to configless nodes.
-  install_pyxis include-only
-else
-  install_enroot
+MISSING=()
+if install_enroot; then
   configure_enroot "$DISK"
-  install_pyxis build
+else
+  MISSING+=(enroot)
 fi
-echo "containers: ready on ${ROLE} (data on ${DISK})"
+install_pyxis || MISSING+=(pyxis)
+record_missing "${MISSING[@]}"
+if ((${#MISSING[@]})); then
+  log "missing on ${ROLE}: ${MISSING[*]}; fm-components-retry.timer tries again"
+else
+  echo "containers: ready on ${ROLE} (data on ${DISK})"
+fi

@@ -110,3 +110,27 @@ is_mounted() {
   # is_mounted <path>: true when something is mounted at <path> on this node.
   mountpoint -q "${FM_ROOT}$1"
 }
+
+#: Where the scripts keep what they know about the node between runs.
+FM_STATE_DIR=/var/lib/fm-constructs
+#: The components (enroot, pyxis) this node still lacks, one a line (containers.sh writes it,
+#: node_components.sh drains or resumes the node by it).
+FM_MISSING_FILE="${FM_STATE_DIR}/missing-components"
+
+record_missing() {
+  # record_missing [component...]: the components this node still lacks (none: an empty file).
+  local file="${FM_ROOT}${FM_MISSING_FILE}"
+  mkdir -p "$(dirname "$file")"
+  if (($#)); then
+    printf '%s\n' "$@" > "$file"
+  else
+    : > "$file"
+  fi
+}
+
+missing_components() {
+  # The components recorded missing, space-separated (empty when none or never recorded).
+  local file="${FM_ROOT}${FM_MISSING_FILE}"
+  [[ -s "$file" ]] && tr '\n' ' ' < "$file" | sed 's/ $//'
+  return 0
+}

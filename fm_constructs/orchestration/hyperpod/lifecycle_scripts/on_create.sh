@@ -17,8 +17,11 @@
 #      and SSH keys on it (10-users.sh), the data repository directories open to them
 #      (20-shared-dirs.sh), the job scripts (50-job-scripts.sh);
 #   6. containers: Docker and enroot data on the NVMe, the pyxis SPANK plugin (containers.sh);
+#      what cannot be fetched or built is recorded, not fatal;
 #   7. Slurm for this node's role, with accounting on the controller (setup_slurm.sh);
-#   8. metrics, off the critical path: a timer installs the exporters and retries until they
+#   8. a worker that lacks enroot or pyxis is drained with a reason naming it, and a timer
+#      retries the component until it is in place, then resumes the node (node_components.sh);
+#   9. metrics, off the critical path: a timer installs the exporters and retries until they
 #      are in place (metrics.sh), so an exporter that cannot be fetched never fails the node.
 # EKS nodes: containerd and kubelet state on the large local volume (node_storage.sh); the
 # cluster's add-ons do the rest.
@@ -120,6 +123,7 @@ fi
 
 bash "${SCRIPT_DIR}/containers.sh" "$ROLE"
 bash "${SCRIPT_DIR}/setup_slurm.sh" "$ROLE" "$GROUP" "$PARAMS" "$RESOURCE_CONFIG"
+bash "${SCRIPT_DIR}/node_components.sh" schedule "$ROLE" "$PARAMS"
 
 if [[ -n "$(param prometheus.remote_write_url)" ]]; then
   bash "${SCRIPT_DIR}/metrics.sh" schedule "$ROLE" "$GROUP" "$PARAMS"
