@@ -47,9 +47,7 @@ def test_each_namespace_is_created_by_one_manifest(profile: str) -> None:
         for obj in objects
         if obj["kind"] == "Namespace"
     )
-    on_eks = any(
-        not w.orchestrator.is_slurm for w in synthesize(profile).profile.enabled_workloads
-    )
+    on_eks = any(not w.orchestrator.is_slurm for w in synthesize(profile).profile.enabled_workloads)
     assert bool(owners) == on_eks
     assert [n for n, count in owners.items() if count > 1] == []
 
