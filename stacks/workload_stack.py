@@ -29,7 +29,13 @@ from fm_constructs.config import (
     TrainingWorkloadConfig,
     WorkloadConfig,
 )
-from fm_constructs.config.options import OPERATORS, ROLLOUT_POOL, WorkloadOptions
+from fm_constructs.config.options import (
+    DATA_OUTPUTS,
+    FSX_DIRECTORIES,
+    OPERATORS,
+    ROLLOUT_POOL,
+    WorkloadOptions,
+)
 from fm_constructs.config.rules import efa_layout_of
 from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.observability import FsxLustreAlarms
@@ -45,7 +51,7 @@ from fm_constructs.patterns import (
     PostTrainingWorkload,
     PretrainingWorkload,
 )
-from fm_constructs.storage import IDataBucket, LustreFileSystem
+from fm_constructs.storage import IDataBucket, LustreFileSystem, workload_associations
 
 _TITLES = {
     "pretraining": "pre-training",
@@ -209,6 +215,12 @@ class WorkloadStack(Stack):
             vpc=vpc,
             subnet=subnet,
             data_bucket=data_bucket,
+            # One association per directory; only the workload's own outputs are exported.
+            associations=workload_associations(
+                FSX_DIRECTORIES[workload.name],
+                DATA_OUTPUTS[workload.name],
+                bucket_name=data_bucket.bucket_name,
+            ),
             storage_capacity_gib=storage.storage_capacity_gib,
             throughput_mb_s_per_tib=storage.throughput_mb_s_per_tib,
             sizing=workload_fsx_sizing_request(workload),

@@ -1,6 +1,8 @@
 """Over every profile: what runs as root and what workloads write cannot be changed by a
-principal that should not (the HyperPod lifecycle bucket writable only by the deployment, with
-a key only it may encrypt with, access-logged)."""
+principal that should not: the HyperPod lifecycle bucket writable only by the deployment, with
+a key only it may encrypt with, access-logged; no role (evaluated over every identity policy
+of the profile) and no file-system export writes another workload's outputs or the served
+models."""
 
 from __future__ import annotations
 
@@ -8,10 +10,14 @@ from typing import Any
 
 import pytest
 
+from fm_constructs.config.options import DATA_INPUTS, DATA_OUTPUTS
 from tests.iam_policies import (
     ACCOUNT,
     Templates,
+    identity_allows,
     resource_policy_denies,
+    role_statements,
+    roles,
     statements,
 )
 from tests.stacks.profiles import profile_params, synthesize
@@ -114,3 +120,80 @@ def test_lifecycle_bucket_is_written_only_by_the_deployment(profile: str) -> Non
         log_bucket = logging["DestinationBucketName"]["Ref"]
         assert templates.resource(stack, log_bucket)["Type"] == "AWS::S3::Bucket"
         assert templates.resource(stack, log_bucket)["DeletionPolicy"] == "Retain"
+
+
+def _data_bucket_arn(templates: Templates) -> str:
+    (found,) = [
+        logical_id
+        for template in templates.templates.values()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::S3::Bucket"
+        and logical_id.startswith("Data")
+        and "AccessLogs" not in logical_id
+    ]
+    return f"arn:aws:s3:::{found}"
+
+
+def _workload_of_stack(result: Any) -> dict[str, str]:
+    """Stack name -> the workload it belongs to (file-system and compute stacks)."""
+    owners = {stack.stack_name: name for name, stack in result.stacks.workloads.items()}
+    owners.update({stack.stack_name: name for name, stack in result.stacks.computes.items()})
+    return owners
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_no_role_writes_another_workloads_outputs_or_the_models(profile: str) -> None:
+    """Evaluate every role's identity policies of the profile: a write or delete under a
+    workload's output prefix is allowed only to that workload's own role, and nothing may
+    write ``models/`` or ``datasets/``."""
+    result = synthesize(profile)
+    templates = Templates(result.templates)
+    bucket = _data_bucket_arn(templates)
+    owners = _workload_of_stack(result)
+    prefixes = {p for kind in DATA_INPUTS for p in (*DATA_INPUTS[kind], *DATA_OUTPUTS[kind])}
+    writers: dict[str, set[str]] = {}
+    for stack, role_id, _resource in roles(templates):
+        found = role_statements(templates, stack, role_id)
+        for prefix in sorted(prefixes):
+            key = f"{bucket}/{prefix}step-100/model.safetensors"
+            for action in ("s3:PutObject", "s3:DeleteObject"):
+                if identity_allows(found, action, key):
+                    writers.setdefault(prefix, set()).add(f"{stack}/{role_id}")
+                    workload = owners.get(stack)
+                    assert workload is not None, (stack, role_id, action, prefix)
+                    assert prefix in DATA_OUTPUTS[workload], (stack, role_id, action, prefix)
+                    assert "WorkloadRole" in role_id, (stack, role_id, action, prefix)
+    # The check saw the grants it is about: each workload on EKS writes its own outputs.
+    for name, compute in result.stacks.computes.items():
+        for prefix in DATA_OUTPUTS[name]:
+            assert any(w.startswith(compute.stack_name + "/") for w in writers[prefix]), name
+    assert "models/" not in writers
+    assert "datasets/" not in writers
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_file_systems_export_only_their_workloads_outputs(profile: str) -> None:
+    """FSx writes the bucket with its own role: a data repository association that exports
+    must link a directory to its workload's own output prefix, every other one imports only."""
+    result = synthesize(profile)
+    templates = Templates(result.templates)
+    bucket = _data_bucket_arn(templates).removeprefix("arn:aws:s3:::")
+    owners = _workload_of_stack(result)
+    exported: set[str] = set()
+    for stack, template in templates.templates.items():
+        for logical_id, resource in template["Resources"].items():
+            if resource["Type"] != "AWS::FSx::DataRepositoryAssociation":
+                continue
+            props = templates.render(stack, resource["Properties"])
+            path = props["DataRepositoryPath"]
+            assert path.startswith(f"s3://{bucket}/"), (stack, logical_id, path)
+            prefix = path.removeprefix(f"s3://{bucket}/")
+            workload = owners[stack]
+            if props.get("S3", {}).get("AutoExportPolicy"):
+                assert prefix in DATA_OUTPUTS[workload], (stack, logical_id, prefix)
+                exported.add(prefix)
+            else:
+                assert prefix in DATA_INPUTS[workload], (stack, logical_id, prefix)
+    for workload in result.profile.enabled_workloads:
+        if workload.storage.enabled and not workload.reuses_pretraining_storage:
+            assert set(DATA_OUTPUTS[workload.name]) <= exported, workload.name

@@ -287,7 +287,8 @@ def test_workload_role_reaches_its_own_prefixes_only(profile: str) -> None:
     result = synthesize(profile)
     for workload, compute in result.stacks.computes.items():
         template = result.templates[compute.stack_name]
-        prefixes = result.stacks.options.workloads[workload].data_prefixes
+        options = result.stacks.options.workloads[workload]
+        prefixes = options.data_prefixes + options.read_prefixes
         policies = [
             p
             for p in _resources(template, "AWS::IAM::Policy")
