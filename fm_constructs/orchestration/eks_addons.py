@@ -109,6 +109,9 @@ class ClusterAddons(Construct):
     would hold the stack. Every add-on overwrites the self-managed copy EKS bootstraps
     (``ResolveConflicts: OVERWRITE``) so the managed one is the single source of truth.
 
+    The VPC CNI runs its network policy agent (``enableNetworkPolicy``), so the NetworkPolicy
+    objects of the workload namespaces are enforced.
+
     The FSx CSI controller gets its IAM role through EKS Pod Identity (the add-on's
     ``PodIdentityAssociations``), not IRSA: no OIDC provider to manage.
     """
@@ -128,10 +131,14 @@ class ClusterAddons(Construct):
         configurations: dict[str, str] = {
             NODE_MONITORING_AGENT: json.dumps(node_monitoring_agent_configuration(), sort_keys=True)
         }
+        # The network policy agent enforces the workload namespaces' NetworkPolicies (the
+        # add-on's documented string value, EKS user guide "Restrict Pod network traffic with
+        # Kubernetes network policies"); the add-on's configuration values take the aws-node
+        # container's environment as ``env`` (custom networking, prefix delegation).
+        vpc_cni: dict[str, object] = {"enableNetworkPolicy": "true"}
         if vpc_cni_environment:
-            # The add-on's configuration values take the aws-node container's environment
-            # as ``env`` (custom networking, prefix delegation).
-            configurations[VPC_CNI] = json.dumps({"env": dict(vpc_cni_environment)}, sort_keys=True)
+            vpc_cni["env"] = dict(vpc_cni_environment)
+        configurations[VPC_CNI] = json.dumps(vpc_cni, sort_keys=True)
         problems = Problems.of(self)
         check_addon_versions(versions, problems)
         problems.raise_if_any()

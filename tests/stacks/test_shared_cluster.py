@@ -360,7 +360,31 @@ def test_default_profile_deploys_within_30_minutes() -> None:
     # The scraper, the longest single resource after the control plane, must not wait for the
     # add-ons, and the nodes must not wait for the data repository associations.
     assert timings["fm-cluster-monitoring"].start == timings["fm-cluster"].end
-    assert not any("FileSystemAssociations" in r for t in timings.values() for r in t.path)
+    result = synthesize("default")
+    for compute in result.stacks.computes.values():
+        resources = result.templates[compute.stack_name]["Resources"]
+        for logical_id, resource in resources.items():
+            if resource["Type"] == "AWS::EKS::Nodegroup":
+                waits_for = _dependency_closure(resources, logical_id)
+                assert not any(
+                    resources[d]["Type"] == "AWS::FSx::DataRepositoryAssociation"
+                    for d in waits_for
+                ), (compute.stack_name, logical_id)
+
+
+def _dependency_closure(resources: dict[str, Any], logical_id: str) -> set[str]:
+    """Every resource of the template ``logical_id`` waits for (DependsOn, Ref, GetAtt)."""
+    seen: set[str] = set()
+    pending = [logical_id]
+    while pending:
+        resource = resources[pending.pop()]
+        depends = resource.get("DependsOn", [])
+        found = set(depends if isinstance(depends, list) else [depends])
+        found |= set(re.findall(r'"(?:Ref|Fn::GetAtt)": \[?"([A-Za-z0-9]+)', json.dumps(resource)))
+        for dependency in found & set(resources) - seen:
+            seen.add(dependency)
+            pending.append(dependency)
+    return seen
 
 
 @pytest.mark.xdist_group("default")
