@@ -13,6 +13,7 @@ from constructs import Construct
 from fm_constructs.errors import Problems
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
 from fm_constructs.policy import logs_encryption_key
+from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 
@@ -146,6 +147,19 @@ class GpuClusterVpc(Construct):
             Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
         for subnet in self.vpc.public_subnets:
             Tags.of(subnet).add("kubernetes.io/role/elb", "1")
+            acknowledge_compliance(
+                subnet,
+                "VPCSubnetAutoAssignPublicIpDisabled",
+                "Public subnets hold only the NAT gateways and internet-facing load balancers "
+                "(when a model endpoint is made internet-facing); no instance is launched in "
+                "them.",
+            )
+            acknowledge_compliance(
+                subnet,
+                "VPCNoUnrestrictedRouteToIGW",
+                "The route to the internet gateway is what makes these the NAT gateways' "
+                "public subnets; the nodes' private subnets route through NAT only.",
+            )
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
         if interface_endpoints:
             # One group for every endpoint: HTTPS from the VPC's own (literal) CIDR.

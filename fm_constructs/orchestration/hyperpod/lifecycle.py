@@ -34,6 +34,7 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam, flatten_reference
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
+from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
 
 ON_CREATE = "on_create.sh"
@@ -124,6 +125,12 @@ def efa_exporter_image(region: str) -> str:
     )
 
 
+#: Why the lifecycle bucket and its logs have no cross-Region replication.
+LIFECYCLE_REPLICATION = (
+    "The scripts are generated from this package at every deployment (the package and the "
+    "template are the source); the logs stay in the cluster's Region. Both buckets are "
+    "versioned and retained."
+)
 #: Server-access-log prefix of the lifecycle bucket in its log bucket.
 ACCESS_LOG_PREFIX = "lifecycle-bucket/"
 #: Object actions only the deployment handler may perform on a created lifecycle bucket.
@@ -427,6 +434,15 @@ class LifecycleScripts(Construct):
             "This is the server-access-log destination of the lifecycle bucket; a log bucket "
             "logging to itself would log its own log deliveries without end.",
         )
+        acknowledge_compliance(
+            self.access_logs_bucket,
+            "S3DefaultEncryptionKMS",
+            'Server access log destinations support SSE-S3 only (S3 user guide, "Enabling '
+            'Amazon S3 server access logging").',
+        )
+        acknowledge_compliance(
+            self.access_logs_bucket, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION
+        )
         created = s3.Bucket(
             self,
             "Bucket",
@@ -440,6 +456,7 @@ class LifecycleScripts(Construct):
             removal_policy=RemovalPolicy.RETAIN,
             auto_delete_objects=False,
         )
+        acknowledge_compliance(created, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION)
         cfn_bucket = created.node.default_child
         assert isinstance(cfn_bucket, s3.CfnBucket)
         # Set on the L1 and granted explicitly, as the data bucket does: the L2's
