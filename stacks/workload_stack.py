@@ -274,6 +274,7 @@ class WorkloadComputeStack(Stack):
             "data_bucket": data_bucket,
             "efa_layout": efa_layout_of(workload),
             "root_volume_size_gib": workload.root_volume_size_gib,
+            "session_manager": workload.session_manager,
             "max_pods_per_node": max_pods_per_node,
             "node_group_subnets": node_group_subnets,
         }

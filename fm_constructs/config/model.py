@@ -363,6 +363,12 @@ class WorkloadConfig:
             "doc": f"'eks': encrypted gp3 root volume of each node ({ROOT_VOLUME_MIN_GIB} to {ROOT_VOLUME_MAX_GIB} GiB). HyperPod sizes its nodes' root volumes itself (the API takes no size for them); its nodes keep containers and data on the NVMe and a 500 GiB volume at /opt/sagemaker."
         },
     )
+    session_manager: bool = field(
+        default=False,
+        metadata={
+            "doc": "'eks': Session Manager shells on the workload's GPU nodes (the node role gets the Session Manager actions only, no parameter reads). Off: no Systems Manager access to those nodes; use kubectl debug node/<name> through the cluster's access entries."
+        },
+    )
     storage: StorageConfig = field(
         default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}
     )

@@ -20,6 +20,7 @@ from constructs import Construct, IConstruct
 
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration.eks_charts import node_agent_tolerations
+from fm_constructs.orchestration.node_role import CNI_POLICY
 from fm_constructs.orchestration.pod_identity import pod_identity_role
 from fm_constructs.policy import acknowledge
 
@@ -44,6 +45,8 @@ MANAGED_ADDONS: tuple[str, ...] = (
 MIN_VPC_CNI_VERSION = (1, 18, 5)
 #: Service account of the FSx CSI controller, created by the add-on in kube-system.
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+#: Service account of the VPC CNI's aws-node DaemonSet.
+VPC_CNI_SERVICE_ACCOUNT = "aws-node"
 
 
 def node_monitoring_agent_configuration() -> dict[str, object]:
@@ -112,7 +115,8 @@ class ClusterAddons(Construct):
     The VPC CNI runs its network policy agent (``enableNetworkPolicy``), so the NetworkPolicy
     objects of the workload namespaces are enforced.
 
-    The FSx CSI controller gets its IAM role through EKS Pod Identity (the add-on's
+    The VPC CNI (``aws-node``) and the FSx CSI controller get their IAM roles through EKS Pod
+    Identity (the add-on's
     ``PodIdentityAssociations``), not IRSA: no OIDC provider to manage.
     """
 
@@ -173,6 +177,24 @@ class ClusterAddons(Construct):
             "permissions; the FSx CSI controller only reads descriptions for static volumes.",
         )
 
+        # The VPC CNI's own role (EKS user guide: the CNI policy on a role of aws-node rather
+        # than the node role, which every host-network pod shares).
+        self.vpc_cni_role = pod_identity_role(
+            self,
+            "VpcCniRole",
+            description="VPC CNI (aws-node, EKS Pod Identity): assign pod addresses",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(CNI_POLICY)],
+        )
+        acknowledge(
+            self.vpc_cni_role,
+            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{CNI_POLICY}]",
+            "The VPC CNI assigns pod addresses with the AWS-managed policy EKS documents for it.",
+        )
+        associations = {
+            FSX_CSI_DRIVER: (FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, self.fsx_csi_role),
+            VPC_CNI: (VPC_CNI_SERVICE_ACCOUNT, self.vpc_cni_role),
+        }
+
         for construct_id_, name, waits_for_nodes in (
             ("VpcCni", VPC_CNI, False),
             ("KubeProxy", KUBE_PROXY, False),
@@ -191,11 +213,11 @@ class ClusterAddons(Construct):
                 pod_identity_associations=(
                     [
                         eks.CfnAddon.PodIdentityAssociationProperty(
-                            service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
-                            role_arn=self.fsx_csi_role.role_arn,
+                            service_account=associations[name][0],
+                            role_arn=associations[name][1].role_arn,
                         )
                     ]
-                    if name == FSX_CSI_DRIVER
+                    if name in associations
                     else None
                 ),
             )
@@ -203,7 +225,8 @@ class ClusterAddons(Construct):
                 addon.node.add_dependency(system_nodes)
             self.addons[name] = addon
         if self.pod_identity_agent is not None:
-            self.addons[FSX_CSI_DRIVER].node.add_dependency(self.pod_identity_agent)
+            for name in associations:
+                self.addons[name].node.add_dependency(self.pod_identity_agent)
 
     @property
     def vpc_cni(self) -> eks.CfnAddon:

@@ -19,7 +19,6 @@ import jsii
 from aws_cdk import Annotations, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
@@ -39,6 +38,7 @@ from fm_constructs.orchestration.kubernetes_versions import (
     kubectl_layer as make_kubectl_layer,
 )
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
@@ -294,22 +294,16 @@ class GpuEksCluster(Construct):
             "Nodes pull add-on and system images from ECR with the AWS-managed read-only "
             "policy EKS documents for node roles.",
         )
+        # The CNI's permissions are on its own Pod Identity role (ClusterAddons); a shell on a
+        # broken system node through Session Manager (no SSH keys, no open port), without
+        # Systems Manager's parameter reads.
+        remove_cni_policy(self.system_nodes.role)
+        allow_session_manager(self.system_nodes.role)
         acknowledge(
             self.system_nodes,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKS_CNI_Policy]",
-            "The VPC CNI on the nodes assigns pod IPs with the AWS-managed CNI policy.",
-        )
-        # A shell on a broken system node (Session Manager: no SSH keys, no open port), as
-        # on the GPU nodes.
-        self.system_nodes.role.add_managed_policy(
-            iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")
-        )
-        acknowledge(
-            self.system_nodes,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-            "AmazonSSMManagedInstanceCore]",
-            "Session Manager access to the system nodes for debugging uses the AWS-managed "
-            "policy the Systems Manager agent documents for instance roles.",
+            "AwsSolutions-IAM5[Resource::*]",
+            "The SSM Agent's Session Manager actions take no resource (Session Manager user "
+            "guide, custom instance profile).",
         )
 
         self.addons = ClusterAddons(

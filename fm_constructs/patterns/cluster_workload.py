@@ -112,6 +112,8 @@ class EksWorkload(Construct):
       another workload's checkpoints, served models), and list both, nothing else.
     - ``file_system``: mounted through the claim ``fsx-lustre`` in the workload namespace and
       reachable from the workload's nodes only.
+    - ``session_manager``: Session Manager shells on the workload's GPU nodes (off: no
+      Systems Manager permission on their role at all).
     - ``lend_quota``: whether the workload's idle capacity may be borrowed by the other queues
       of the cohort (serving capacity usually is not: model servers are not queued).
     """
@@ -131,6 +133,7 @@ class EksWorkload(Construct):
         file_system: LustreFileSystem | None = None,
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
+        session_manager: bool = False,
         lend_quota: bool = True,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
         training: bool = False,
@@ -198,6 +201,7 @@ class EksWorkload(Construct):
             description=f"EFA traffic between the {namespace} nodes",
         )
         self.max_pods_per_node = max_pods_per_node
+        self.session_manager = session_manager
         #: The first node group of every pool; :attr:`node_group_parts` holds them all.
         self.node_groups: dict[str, EfaNodeGroup] = {}
         self.node_group_parts: dict[str, list[EfaNodeGroup]] = {}
@@ -371,6 +375,7 @@ class EksWorkload(Construct):
             efa_security_group=self.efa_security_group,
             efa_layout=efa_layout,
             root_volume_size_gib=root_gib,
+            session_manager=self.session_manager,
             labels=labels or None,
             taints=dict(pool.taints) or None,
             node_pool=names.resource_flavor_name(self.name, pool.name),

@@ -18,6 +18,7 @@ from fm_constructs.config import Orchestrator
 from fm_constructs.domain import names
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_metrics_sources import NODE_EXPORTER
+from tests.iam_policies import Templates, identity_allows, role_statements
 from tests.kubernetes_schemas import SchemaError, assert_valid
 from tests.stacks.profiles import profile_params, synthesize
 
@@ -367,8 +368,7 @@ def test_default_profile_deploys_within_30_minutes() -> None:
             if resource["Type"] == "AWS::EKS::Nodegroup":
                 waits_for = _dependency_closure(resources, logical_id)
                 assert not any(
-                    resources[d]["Type"] == "AWS::FSx::DataRepositoryAssociation"
-                    for d in waits_for
+                    resources[d]["Type"] == "AWS::FSx::DataRepositoryAssociation" for d in waits_for
                 ), (compute.stack_name, logical_id)
 
 
@@ -452,13 +452,34 @@ def test_pods_get_aws_credentials_through_pod_identity_not_the_node_role(profile
 
 
 @pytest.mark.parametrize("profile", profile_params())
-def test_every_eks_node_role_allows_session_manager(profile: str) -> None:
-    """A broken node can be reached with Session Manager: every EKS node group's role (system
-    and GPU) carries AmazonSSMManagedInstanceCore."""
+def test_node_roles_hold_only_what_the_kubelet_needs(profile: str) -> None:
+    """Every EKS node role carries the worker and ECR read-only policies and nothing a pod on
+    the host network could borrow: no CNI policy (the CNI has its Pod Identity role), no
+    parameter reads; Session Manager shells on the system nodes, and on GPU nodes only where
+    the profile turns them on (no shipped profile does). The vpc-cni add-on's aws-node
+    association carries the CNI policy instead."""
     result = synthesize(profile)
-    for template in result.templates.values():
+    templates = Templates(result.templates)
+    session_manager = {
+        compute.stack_name: getattr(result.profile, name).session_manager
+        for name, compute in result.stacks.computes.items()
+    }
+    for stack, template in result.templates.items():
         resources = template["Resources"]
         for nodegroup in _resources(template, "AWS::EKS::Nodegroup"):
             role_id = nodegroup["NodeRole"]["Fn::GetAtt"][0]
-            policies = json.dumps(resources[role_id]["Properties"]["ManagedPolicyArns"])
-            assert "AmazonSSMManagedInstanceCore" in policies, role_id
+            managed = json.dumps(resources[role_id]["Properties"]["ManagedPolicyArns"])
+            assert "AmazonEKSWorkerNodePolicy" in managed, role_id
+            assert "AmazonEKS_CNI_Policy" not in managed, role_id
+            assert "AmazonSSMManagedInstanceCore" not in managed, role_id
+            found = role_statements(templates, stack, role_id)
+            assert not identity_allows(found, "ssm:GetParameter", "*"), role_id
+            shell = identity_allows(found, "ssmmessages:OpenDataChannel", "*")
+            assert shell == session_manager.get(stack, True), (stack, role_id)
+        for addon in _resources(template, "AWS::EKS::Addon"):
+            if addon["AddonName"] != "vpc-cni":
+                continue
+            (association,) = addon["PodIdentityAssociations"]
+            assert association["ServiceAccount"] == "aws-node"
+            role = resources[association["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+            assert "AmazonEKS_CNI_Policy" in json.dumps(role["ManagedPolicyArns"])
