@@ -300,6 +300,7 @@ class WorkloadComputeStack(Stack):
                 file_system=file_system,
                 model=_model_spec(workload),
                 load_balancer=workload.load_balancer,
+                load_balancer_source_ranges=list(workload.load_balancer_source_ranges) or None,
                 autoscaling=_autoscaling(workload, observability),
                 workspace=observability.prometheus if observability is not None else None,
                 **common,

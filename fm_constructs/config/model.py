@@ -464,6 +464,12 @@ class InferenceConfig(WorkloadConfig):
         default=LoadBalancer.INTERNAL,
         metadata={"doc": "'internal' NLB, 'internet-facing' NLB, or 'none'."},
     )
+    load_balancer_source_ranges: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "Client CIDRs the load balancer admits. Required for 'internet-facing' (at most a /8 of addresses together); empty for 'internal' admits the VPC's CIDR."
+        },
+    )
     model: ModelConfig = field(
         default_factory=ModelConfig,
         metadata={"doc": "The [inference.model] table."},

@@ -234,6 +234,12 @@ def _check_root_volume(w: WorkloadConfig) -> list[Finding]:
 def _check_inference(w: InferenceConfig) -> list[Finding]:
     out: list[Finding] = []
     model = w.model
+    out += [
+        f.under("inference.")
+        for f in inference_rules.public_endpoint_source_ranges(
+            w.load_balancer.value, w.load_balancer_source_ranges
+        )
+    ]
     if w.max_instance_count is not None and w.max_instance_count < w.instance_count:
         out.append(
             _finding(

@@ -217,6 +217,7 @@ class InferenceWorkload(_EksPattern):
         file_system: LustreFileSystem | None = None,
         model: ModelServerSpec | None = None,
         load_balancer: LoadBalancer = LoadBalancer.INTERNAL,
+        load_balancer_source_ranges: Sequence[str] | None = None,
         autoscaling: AutoscalingPolicy | None = None,
         workspace: IPrometheusWorkspace | None = None,
         name: str = "inference",
@@ -266,6 +267,7 @@ class InferenceWorkload(_EksPattern):
                 namespace=self.workload.namespace,
                 namespace_manifest=self.workload.namespace_manifest,
                 load_balancer=load_balancer,
+                load_balancer_source_ranges=load_balancer_source_ranges,
                 autoscaling=autoscaling,
                 workspace=workspace,
             )

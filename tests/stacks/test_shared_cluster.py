@@ -20,7 +20,7 @@ from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_metrics_sources import NODE_EXPORTER
 from tests.iam_policies import Templates, identity_allows, role_statements
 from tests.kubernetes_schemas import SchemaError, assert_valid
-from tests.stacks.profiles import profile_params, synthesize
+from tests.stacks.profiles import ROOT, profile_params, synthesize
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
 #: Charts and add-ons that run one pod per node (device plugins, exporters, health agents).
@@ -483,3 +483,44 @@ def test_node_roles_hold_only_what_the_kubelet_needs(profile: str) -> None:
             assert association["ServiceAccount"] == "aws-node"
             role = resources[association["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
             assert "AmazonEKS_CNI_Policy" in json.dumps(role["ManagedPolicyArns"])
+
+
+@pytest.mark.xdist_group("default")
+def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stacks() -> None:
+    """``<workload>.session_manager`` gives that workload's GPU node role Session Manager
+    shells (and no other's); ``inference.load_balancer_source_ranges`` is what the model
+    endpoint's load balancer admits."""
+    import tomllib
+
+    from fm_constructs.config import parse_profile
+    from tests.profile_data import changed
+    from tests.stacks.profiles import synthesize_profile
+
+    data = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="utf-8"))
+    profile = parse_profile(
+        changed(
+            data,
+            {
+                "pretraining.session_manager": True,
+                "inference.load_balancer": "internet-facing",
+                "inference.load_balancer_source_ranges": ["203.0.113.0/24"],
+            },
+        )
+    )
+    result = synthesize_profile("default-shells", profile)
+    templates = Templates(result.templates)
+    for name, compute in result.stacks.computes.items():
+        template = result.templates[compute.stack_name]
+        for nodegroup in _resources(template, "AWS::EKS::Nodegroup"):
+            role_id = nodegroup["NodeRole"]["Fn::GetAtt"][0]
+            found = role_statements(templates, compute.stack_name, role_id)
+            shell = identity_allows(found, "ssmmessages:OpenDataChannel", "*")
+            assert shell == (name == "pretraining"), (name, role_id)
+    stack = result.stacks.computes["inference"].stack_name
+    services = [
+        m
+        for props in _resources(result.templates[stack], "Custom::AWSCDK-EKS-KubernetesResource")
+        for m in json.loads(templates.render(stack, props["Manifest"]))
+        if m["kind"] == "Service"
+    ]
+    assert [s["spec"]["loadBalancerSourceRanges"] for s in services] == [["203.0.113.0/24"]]

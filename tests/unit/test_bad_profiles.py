@@ -223,6 +223,30 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "FM102",
         "not a zone ID",
     ),
+    (
+        "sec-6",
+        {"inference.load_balancer": "internet-facing"},
+        "inference.load_balancer_source_ranges",
+        "FM511",
+        "must list the client ranges",
+    ),
+    (
+        "sec-6b",
+        {
+            "inference.load_balancer": "internet-facing",
+            "inference.load_balancer_source_ranges": ["0.0.0.0/1", "128.0.0.0/1"],
+        },
+        "inference.load_balancer_source_ranges",
+        "FM511",
+        "more than a /8",
+    ),
+    (
+        "sec-10",
+        {"platform.public_access_cidrs": ["0.0.0.0/1", "128.0.0.0/1"]},
+        "platform.public_access_cidrs",
+        "FM204",
+        "more than a /8",
+    ),
 ]
 
 
