@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from aws_cdk import RemovalPolicy, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -206,11 +207,28 @@ class GpuClusterVpc(Construct):
             encryption_key=logs_encryption_key(self),
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.vpc.add_flow_log(
+        flow_log = self.vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+        # The delivery role aws-cdk-lib makes, assumable by the service only for this
+        # account's flow logs (VPC user guide, "IAM role for publishing flow logs to
+        # CloudWatch Logs": the confused-deputy keys). Same role, same flow log.
+        stack = Stack.of(self)
+        role = flow_log.iam_role.node.default_child if flow_log.iam_role else None
+        if isinstance(role, iam.CfnRole):
+            role.add_property_override(
+                "AssumeRolePolicyDocument.Statement.0.Condition",
+                {
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="ec2", resource="vpc-flow-log", resource_name="*"
+                        )
+                    },
+                },
+            )
 
     def _pod_subnet(self, pod_cidr: str, zone: str) -> ec2.CfnSubnet:
         """The secondary CIDR block and the GPU zone's pod subnet spanning it, routed like

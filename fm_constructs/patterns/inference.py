@@ -83,7 +83,15 @@ class KedaAutoscaler(Construct):
         )
         self.chart = cluster.add_pinned_chart(
             KEDA,
-            {"serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}}},
+            {
+                "serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}},
+                # The TriggerAuthentication uses Pod Identity, so KEDA reads no Secret outside
+                # its namespace (chart values permissions.*.restrict.secret, keda/README.md).
+                "permissions": {
+                    "operator": {"restrict": {"secret": True}},
+                    "metricServer": {"restrict": {"secret": True}},
+                },
+            },
             wait=True,
         )
         # The operator waits for its association and the Pod Identity agent.

@@ -197,3 +197,18 @@ def test_file_systems_export_only_their_workloads_outputs(profile: str) -> None:
     for workload in result.profile.enabled_workloads:
         if workload.storage.enabled and not workload.reuses_pretraining_storage:
             assert set(DATA_OUTPUTS[workload.name]) <= exported, workload.name
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_flow_log_role_trusts_only_this_accounts_flow_logs(profile: str) -> None:
+    templates = Templates(synthesize(profile).templates)
+    trusts = [
+        statement
+        for _stack, _role_id, resource in roles(templates)
+        for statement in resource["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        if statement.get("Principal", {}).get("Service") == "vpc-flow-logs.amazonaws.com"
+    ]
+    assert trusts
+    for statement in trusts:
+        assert "aws:SourceAccount" in statement["Condition"]["StringEquals"]
+        assert ":vpc-flow-log/" in str(statement["Condition"]["ArnLike"]["aws:SourceArn"])

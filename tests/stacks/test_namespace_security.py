@@ -203,3 +203,17 @@ def test_vpc_cni_enforces_network_policies(profile: str) -> None:
     assert len(addons) == len(result.stacks.clusters)
     for addon in addons:
         assert json.loads(addon["ConfigurationValues"])["enableNetworkPolicy"] == "true"
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_keda_reads_no_secrets_outside_its_namespace(profile: str) -> None:
+    charts = [
+        json.loads(resource["Properties"]["Values"])
+        for template in synthesize(profile).templates.values()
+        for resource in template["Resources"].values()
+        if resource["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+        and resource["Properties"]["Chart"] == "keda"
+    ]
+    for values in charts:
+        for component in ("operator", "metricServer"):
+            assert values["permissions"][component]["restrict"]["secret"] is True
