@@ -21,7 +21,7 @@ from constructs import Construct, IConstruct
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration.eks_charts import node_agent_tolerations
 from fm_constructs.orchestration.node_role import CNI_POLICY
-from fm_constructs.orchestration.pod_identity import pod_identity_role
+from fm_constructs.orchestration.pod_identity import pod_identity_role, restrict_trust
 from fm_constructs.policy import acknowledge
 
 VPC_CNI = "vpc-cni"
@@ -194,6 +194,9 @@ class ClusterAddons(Construct):
             FSX_CSI_DRIVER: (FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, self.fsx_csi_role),
             VPC_CNI: (VPC_CNI_SERVICE_ACCOUNT, self.vpc_cni_role),
         }
+        for service_account, role in associations.values():
+            # Both add-ons create their service accounts in kube-system.
+            restrict_trust(role, namespace="kube-system", service_account=service_account)
 
         for construct_id_, name, waits_for_nodes in (
             ("VpcCni", VPC_CNI, False),

@@ -212,3 +212,24 @@ def test_flow_log_role_trusts_only_this_accounts_flow_logs(profile: str) -> None
     for statement in trusts:
         assert "aws:SourceAccount" in statement["Condition"]["StringEquals"]
         assert ":vpc-flow-log/" in str(statement["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_pod_identity_roles_trust_only_their_service_accounts(profile: str) -> None:
+    """Every role EKS Pod Identity may assume names the namespace and service account it is
+    for (session tags), so an association of someone else's service account cannot use it;
+    the HyperPod training operator's add-on role is the one exception (its namespace is the
+    add-on's own)."""
+    templates = Templates(synthesize(profile).templates)
+    checked = 0
+    for _stack, role_id, resource in roles(templates):
+        for statement in resource["Properties"]["AssumeRolePolicyDocument"]["Statement"]:
+            if statement.get("Principal", {}).get("Service") != "pods.eks.amazonaws.com":
+                continue
+            if "TrainingOperator" in role_id:
+                continue
+            tags = statement.get("Condition", {}).get("StringEquals", {})
+            assert tags.get("aws:RequestTag/kubernetes-namespace"), role_id
+            assert tags.get("aws:RequestTag/kubernetes-service-account"), role_id
+            checked += 1
+    assert checked or not synthesize(profile).stacks.clusters
