@@ -296,7 +296,9 @@ def provisioning_parameters(
     ``exporter_ports``, ``efa_exporter_image``, and the pinned ``node_exporter_version``,
     ``prometheus_version``, ``slurm_exporter_version`` and ``dcgm_exporter_image`` that
     ``metrics.sh`` installs and the ``enroot_version`` and ``pyxis_version`` that
-    ``containers.sh`` installs.
+    ``containers.sh`` installs; ``download_sha256`` (release file name -> pinned sha256,
+    :func:`fm_constructs.pins.download_digests`), which the scripts require of a listed
+    download before using it.
     """
 
     def first(node_type: SlurmNodeType) -> str | None:
@@ -333,6 +335,7 @@ def provisioning_parameters(
         "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
         "enroot_version": pins.binary("enroot").version,
         "pyxis_version": pins.binary("pyxis").version,
+        "download_sha256": pins.download_digests(),
     }
 
 
