@@ -345,9 +345,13 @@ def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs
         else:
             networks.append(network)
     # By address space, not by prefix: 0.0.0.0/1 and 128.0.0.0/1 are the internet too.
-    for version in (4, 6):
-        same = [n for n in networks if n.version == version]
-        total = sum(n.num_addresses for n in ipaddress.collapse_addresses(same))  # type: ignore[misc]
+    v4 = [n for n in networks if isinstance(n, ipaddress.IPv4Network)]
+    v6 = [n for n in networks if isinstance(n, ipaddress.IPv6Network)]
+    totals = (
+        (4, v4, sum(n.num_addresses for n in ipaddress.collapse_addresses(v4)), 8),
+        (6, v6, sum(n.num_addresses for n in ipaddress.collapse_addresses(v6)), 104),
+    )
+    for version, same, total, widest in totals:
         limit = MAX_PUBLIC_ACCESS_ADDRESSES if version == 4 else MAX_PUBLIC_ACCESS_ADDRESSES << 96
         if total > limit:
             out.append(
@@ -356,8 +360,8 @@ def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs
                     Severity.ERROR,
                     key,
                     [str(n) for n in same],
-                    f"must not open the API endpoint to more than a /{8 if version == 4 else 104}"
-                    f" of the IPv{version} internet together ({total:,} addresses here)",
+                    f"must not open the API endpoint to more than a /{widest} of the "
+                    f"IPv{version} internet together ({total:,} addresses here)",
                     "list your office or VPN ranges, or leave public_access_cidrs empty for a "
                     "private endpoint",
                 )
