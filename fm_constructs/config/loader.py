@@ -250,6 +250,7 @@ def _common(name: str, t: TableReader) -> dict[str, Any]:
         or 0,
         "max_pods_per_node": t.integer("max_pods_per_node", minimum=1, maximum=250),
         "session_manager": t.boolean("session_manager", _default(model, "session_manager")),
+        "submitter_role_arns": t.string_list("submitter_role_arns"),
     }
 
 

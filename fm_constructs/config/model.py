@@ -363,6 +363,12 @@ class WorkloadConfig:
             "doc": f"'eks': encrypted gp3 root volume of each node ({ROOT_VOLUME_MIN_GIB} to {ROOT_VOLUME_MAX_GIB} GiB). HyperPod sizes its nodes' root volumes itself (the API takes no size for them); its nodes keep containers and data on the NVMe and a 500 GiB volume at /opt/sagemaker."
         },
     )
+    submitter_role_arns: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "'eks', 'hyperpod-eks': IAM roles that submit the workload's jobs: an EKS access entry with AmazonEKSEditPolicy on its namespace and its diagnostics namespace only (not cluster-admin). A role may submit to several workloads; it must not also be in platform.admin_role_arns."
+        },
+    )
     session_manager: bool = field(
         default=False,
         metadata={

@@ -56,6 +56,8 @@ ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
     eks.ClusterLoggingTypes.SCHEDULER,
 )
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+#: What a workload's job submitters get, scoped to its namespaces (EKS access policies).
+SUBMITTER_POLICY = "AmazonEKSEditPolicy"
 #: EKS cluster names (EKS API: 1-100 characters, a letter or digit first).
 _EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -134,6 +136,9 @@ class GpuEksCluster(Construct):
       opens the public endpoint to exactly those ranges (private access stays on).
     - ``admin_role_arns``: IAM roles granted ``AmazonEKSClusterAdminPolicy`` through access
       entries. The identity that deploys the stack gets no implicit admin access.
+    - ``submitter_namespaces``: IAM role ARN -> the namespaces it submits jobs in; one access
+      entry per role with ``AmazonEKSEditPolicy`` scoped to those namespaces (no cluster
+      scope, no other namespace's Secrets or service accounts).
     - ``secrets_key``: KMS key for envelope encryption of Secrets; created (rotation on,
       retained on delete) when absent.
     - ``system_instance_type``/``system_node_count``: the CPU node group in the private
@@ -165,6 +170,7 @@ class GpuEksCluster(Construct):
         kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
         cluster_name: str | None = None,
         admin_role_arns: Sequence[str] = (),
+        submitter_namespaces: Mapping[str, Sequence[str]] | None = None,
         public_access_cidrs: Sequence[str] = (),
         secrets_key: kms.IKey | None = None,
         kubectl_layer: lambda_.ILayerVersion | None = None,
@@ -256,6 +262,24 @@ class GpuEksCluster(Construct):
                 ],
             )
             self.admin_access_entries.append(entry)
+
+        self.submitter_access_entries: list[eks.AccessEntry] = []
+        for index, (arn, namespaces) in enumerate(sorted((submitter_namespaces or {}).items())):
+            self.submitter_access_entries.append(
+                eks.AccessEntry(
+                    self,
+                    _admin_entry_id(arn, index).replace("Admin", "Submitter", 1),
+                    cluster=self.icluster,
+                    principal=arn,
+                    access_policies=[
+                        eks.AccessPolicy.from_access_policy_name(
+                            SUBMITTER_POLICY,
+                            access_scope_type=eks.AccessScopeType.NAMESPACE,
+                            namespaces=sorted(set(namespaces)),
+                        )
+                    ],
+                )
+            )
 
         self.system_launch_template = system_launch_template(home, "SystemLaunchTemplate")
         # "SystemNodeGroup", not the earlier "SystemNodes": EKS updates a node group to a launch

@@ -485,11 +485,16 @@ def test_node_roles_hold_only_what_the_kubelet_needs(profile: str) -> None:
             assert "AmazonEKS_CNI_Policy" in json.dumps(role["ManagedPolicyArns"])
 
 
+TRAINER = "arn:aws:iam::111122223333:role/pretraining-submitters"
+RESEARCHER = "arn:aws:iam::111122223333:role/research"
+
+
 @pytest.mark.xdist_group("default")
 def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stacks() -> None:
     """``<workload>.session_manager`` gives that workload's GPU node role Session Manager
     shells (and no other's); ``inference.load_balancer_source_ranges`` is what the model
-    endpoint's load balancer admits."""
+    endpoint's load balancer admits; ``<workload>.submitter_role_arns`` become namespace-scoped
+    access entries (one per role, over all its workloads)."""
     import tomllib
 
     from fm_constructs.config import parse_profile
@@ -504,6 +509,8 @@ def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stack
                 "pretraining.session_manager": True,
                 "inference.load_balancer": "internet-facing",
                 "inference.load_balancer_source_ranges": ["203.0.113.0/24"],
+                "pretraining.submitter_role_arns": [TRAINER, RESEARCHER],
+                "post_training.submitter_role_arns": [RESEARCHER],
             },
         )
     )
@@ -524,3 +531,42 @@ def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stack
         if m["kind"] == "Service"
     ]
     assert [s["spec"]["loadBalancerSourceRanges"] for s in services] == [["203.0.113.0/24"]]
+    # Job submitters: one access entry per role, edit rights in its workloads' namespaces only.
+    entries = {
+        e["PrincipalArn"]: e["AccessPolicies"]
+        for template in result.templates.values()
+        for e in _resources(template, "AWS::EKS::AccessEntry")
+        if isinstance(e["PrincipalArn"], str)  # node roles' entries reference their roles
+    }
+    scopes = {
+        arn: [
+            (
+                re.findall(r"cluster-access-policy/(\w+)", json.dumps(p["PolicyArn"]))[0],
+                p["AccessScope"],
+            )
+            for p in policies
+        ]
+        for arn, policies in entries.items()
+    }
+    assert scopes == {
+        TRAINER: [
+            (
+                "AmazonEKSEditPolicy",
+                {"Type": "namespace", "Namespaces": ["pretraining", "pretraining-diagnostics"]},
+            )
+        ],
+        RESEARCHER: [
+            (
+                "AmazonEKSEditPolicy",
+                {
+                    "Type": "namespace",
+                    "Namespaces": [
+                        "post-training",
+                        "post-training-diagnostics",
+                        "pretraining",
+                        "pretraining-diagnostics",
+                    ],
+                },
+            )
+        ],
+    }

@@ -241,6 +241,23 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "more than a /8",
     ),
     (
+        "sec-5",
+        {
+            "platform.admin_role_arns": ["arn:aws:iam::111122223333:role/Admin"],
+            "pretraining.submitter_role_arns": ["arn:aws:iam::111122223333:role/Admin"],
+        },
+        "pretraining.submitter_role_arns[0]",
+        "FM011",
+        "must not also be in platform.admin_role_arns",
+    ),
+    (
+        "sec-5b",
+        {"pretraining.submitter_role_arns": ["arn:aws:iam::111122223333:user/alice"]},
+        "pretraining.submitter_role_arns[0]",
+        "FM202",
+        "must be an IAM role ARN",
+    ),
+    (
         "sec-10",
         {"platform.public_access_cidrs": ["0.0.0.0/1", "128.0.0.0/1"]},
         "platform.public_access_cidrs",
