@@ -15,6 +15,7 @@ and Kubernetes objects in their own stacks, after the add-ons.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -24,6 +25,7 @@ from constructs import Construct
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.config import PlatformConfig, Profile
 from fm_constructs.config.options import ClusterOptions
+from fm_constructs.domain import names
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.patterns import EksClusterScraping
@@ -71,6 +73,7 @@ class ClusterStack(Stack):
             gpu_availability_zone=platform.availability_zone,
             kubernetes_version=platform.kubernetes_version,
             admin_role_arns=platform.admin_role_arns,
+            submitter_namespaces=submitter_namespaces(profile, cluster.workloads),
             public_access_cidrs=platform.public_access_cidrs,
             operators=WorkloadOperators.named(cluster.operators),
             eni_config_subnets=eni_config_subnets,
@@ -157,3 +160,20 @@ class ClusterMonitoringStack(Stack):
             security_group=cluster.scraper_security_group,
             scraper_role_scope=cluster.scraper_role_scope,
         )
+
+
+def submitter_namespaces(profile: Profile, workloads: Sequence[str]) -> dict[str, list[str]]:
+    """Role ARN -> the namespaces (workload and diagnostics) it submits jobs in, over the
+    cluster's ``workloads``."""
+    found: dict[str, list[str]] = {}
+    for workload in profile.enabled_workloads:
+        if workload.name not in workloads:
+            continue
+        for arn in workload.submitter_role_arns:
+            found.setdefault(arn, []).extend(
+                [
+                    names.workload_namespace(workload.name),
+                    names.diagnostics_namespace(workload.name),
+                ]
+            )
+    return found

@@ -30,7 +30,13 @@ from fm_constructs.config import (
     TrainingWorkloadConfig,
     WorkloadConfig,
 )
-from fm_constructs.config.options import OPERATORS, ROLLOUT_POOL, WorkloadOptions
+from fm_constructs.config.options import (
+    DATA_OUTPUTS,
+    FSX_DIRECTORIES,
+    OPERATORS,
+    ROLLOUT_POOL,
+    WorkloadOptions,
+)
 from fm_constructs.config.rules import efa_layout_of
 from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.observability import FsxLustreAlarms
@@ -47,7 +53,7 @@ from fm_constructs.patterns import (
     PretrainingWorkload,
 )
 from fm_constructs.patterns.pcs_workload import PcsAcceleratedWorkload
-from fm_constructs.storage import IDataBucket, LustreFileSystem
+from fm_constructs.storage import IDataBucket, LustreFileSystem, workload_associations
 
 _TITLES = {
     "pretraining": "pre-training",
@@ -280,6 +286,12 @@ class WorkloadStack(Stack):
             vpc=vpc,
             subnet=subnet,
             data_bucket=data_bucket,
+            # One association per directory; only the workload's own outputs are exported.
+            associations=workload_associations(
+                FSX_DIRECTORIES[workload.name],
+                DATA_OUTPUTS[workload.name],
+                bucket_name=data_bucket.bucket_name,
+            ),
             storage_capacity_gib=storage.storage_capacity_gib,
             throughput_mb_s_per_tib=storage.throughput_mb_s_per_tib,
             sizing=workload_fsx_sizing_request(workload),
@@ -333,6 +345,7 @@ class WorkloadComputeStack(Stack):
             "data_bucket": data_bucket,
             "efa_layout": efa_layout_of(workload),
             "root_volume_size_gib": workload.root_volume_size_gib,
+            "session_manager": workload.session_manager,
             "max_pods_per_node": max_pods_per_node,
             "launch_template_version": workload.launch_template_version,
             "node_group_subnets": node_group_subnets,
@@ -360,6 +373,7 @@ class WorkloadComputeStack(Stack):
                 file_system=file_system,
                 model=_model_spec(workload),
                 load_balancer=workload.load_balancer,
+                load_balancer_source_ranges=list(workload.load_balancer_source_ranges) or None,
                 autoscaling=_autoscaling(workload, observability),
                 workspace=observability.prometheus if observability is not None else None,
                 **common,

@@ -256,6 +256,8 @@ def _common(name: str, t: TableReader) -> dict[str, Any]:
         or 0,
         "max_pods_per_node": t.integer("max_pods_per_node", minimum=1, maximum=250),
         "launch_template_version": t.integer("launch_template_version", minimum=1),
+        "session_manager": t.boolean("session_manager", _default(model, "session_manager")),
+        "submitter_role_arns": t.string_list("submitter_role_arns"),
     }
 
 
@@ -293,6 +295,7 @@ def _inference(t: TableReader) -> InferenceConfig:
         load_balancer=t.choice(
             "load_balancer", LoadBalancer, _default(InferenceConfig, "load_balancer")
         ),
+        load_balancer_source_ranges=t.string_list("load_balancer_source_ranges"),
         model=_model(t.table("model", _keys(ModelConfig))),
         autoscaling=_autoscaling(t.table("autoscaling", _keys(AutoscalingConfig))),
         storage=_storage(_storage_table(t, "inference"), StorageConfig, default_enabled=False),

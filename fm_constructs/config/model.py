@@ -430,6 +430,18 @@ class WorkloadConfig:
             "doc": f"'eks': encrypted gp3 root volume of each node ({ROOT_VOLUME_MIN_GIB} to {ROOT_VOLUME_MAX_GIB} GiB). HyperPod sizes its nodes' root volumes itself (the API takes no size for them); its nodes keep containers and data on the NVMe and a 500 GiB volume at /opt/sagemaker."
         },
     )
+    submitter_role_arns: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "'eks', 'hyperpod-eks': IAM roles that submit the workload's jobs: an EKS access entry with AmazonEKSEditPolicy on its namespace and its diagnostics namespace only (not cluster-admin). A role may submit to several workloads; it must not also be in platform.admin_role_arns."
+        },
+    )
+    session_manager: bool = field(
+        default=False,
+        metadata={
+            "doc": "'eks': Session Manager shells on the workload's GPU nodes (the node role gets the Session Manager actions only, no parameter reads). Off: no Systems Manager access to those nodes; use kubectl debug node/<name> through the cluster's access entries."
+        },
+    )
     storage: StorageConfig = field(
         default_factory=StorageConfig, metadata={"doc": "The [<workload>.storage] table."}
     )
@@ -530,6 +542,12 @@ class InferenceConfig(WorkloadConfig):
     load_balancer: LoadBalancer = field(
         default=LoadBalancer.INTERNAL,
         metadata={"doc": "'internal' NLB, 'internet-facing' NLB, or 'none'."},
+    )
+    load_balancer_source_ranges: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "Client CIDRs the load balancer admits. Required for 'internet-facing' (at most a /8 of addresses together); empty for 'internal' admits the VPC's CIDR."
+        },
     )
     model: ModelConfig = field(
         default_factory=ModelConfig,

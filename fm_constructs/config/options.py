@@ -39,11 +39,39 @@ OPERATORS: dict[str, frozenset[str]] = {
     "inference": frozenset({"kueue", "leader_worker_set"}),
 }
 
-#: Data-bucket prefixes each workload kind reads and writes through its service account.
-DATA_PREFIXES: dict[str, tuple[str, ...]] = {
-    "pretraining": ("datasets/", "checkpoints/pretraining/"),
-    "post_training": ("datasets/", "checkpoints/post-training/", "checkpoints/pretraining/"),
+#: Data-bucket prefixes each workload kind writes: its own outputs, read, written and deleted
+#: through its service account and exported from its file system. No workload writes
+#: ``models/`` (the weights the model server loads at every start): whoever publishes a model
+#: copies it there with their own rights.
+DATA_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "pretraining": ("checkpoints/pretraining/",),
+    "post_training": ("checkpoints/post-training/",),
+    "inference": (),
+}
+#: Data-bucket prefixes each workload kind only reads: datasets, another workload's
+#: checkpoints (post-training starts from pre-training's), the served models.
+DATA_INPUTS: dict[str, tuple[str, ...]] = {
+    "pretraining": ("datasets/",),
+    "post_training": ("datasets/", "checkpoints/pretraining/"),
     "inference": ("models/",),
+}
+#: Every prefix each workload kind reaches (inputs then outputs).
+DATA_PREFIXES: dict[str, tuple[str, ...]] = {
+    kind: DATA_INPUTS[kind] + DATA_OUTPUTS[kind] for kind in DATA_INPUTS
+}
+
+
+#: Each workload kind's file-system directories and the data-bucket prefix each links to:
+#: its outputs at ``/checkpoints`` (imported and exported), its inputs elsewhere (imported
+#: only, so nothing written on Lustre reaches another workload's prefix or ``models/``).
+FSX_DIRECTORIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "pretraining": (("/datasets", "datasets/"), ("/checkpoints", "checkpoints/pretraining/")),
+    "post_training": (
+        ("/datasets", "datasets/"),
+        ("/checkpoints", "checkpoints/post-training/"),
+        ("/pretraining-checkpoints", "checkpoints/pretraining/"),
+    ),
+    "inference": (("/models", "models/"),),
 }
 
 
@@ -91,7 +119,10 @@ class WorkloadOptions:
     fsx_claim: str
     node_pools: tuple[NodePoolOptions, ...]
     operators: frozenset[str]
+    #: Data-bucket prefixes the workload writes (its outputs, :data:`DATA_OUTPUTS`).
     data_prefixes: tuple[str, ...]
+    #: Data-bucket prefixes the workload only reads (:data:`DATA_INPUTS`).
+    read_prefixes: tuple[str, ...] = ()
     #: kubelet maxPods of the accelerated nodes (None: the VPC CNI's own figure).
     max_pods_per_node: int | None = None
 
@@ -210,7 +241,8 @@ def workload_options(
         fsx_claim=names.fsx_claim_name(w.name),
         node_pools=node_pools(w) if w.orchestrator is Orchestrator.EKS else (),
         operators=OPERATORS[w.name],
-        data_prefixes=DATA_PREFIXES[w.name],
+        data_prefixes=DATA_OUTPUTS[w.name],
+        read_prefixes=DATA_INPUTS[w.name],
         max_pods_per_node=(
             accelerated_max_pods(w)
             if networking in (PodNetworking.CUSTOM_NETWORKING, PodNetworking.PREFIX_DELEGATION)

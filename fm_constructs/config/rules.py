@@ -247,6 +247,12 @@ def _check_root_volume(w: WorkloadConfig) -> list[Finding]:
 def _check_inference(w: InferenceConfig) -> list[Finding]:
     out: list[Finding] = []
     model = w.model
+    out += [
+        f.under("inference.")
+        for f in inference_rules.public_endpoint_source_ranges(
+            w.load_balancer.value, w.load_balancer_source_ranges
+        )
+    ]
     if w.max_instance_count is not None and w.max_instance_count < w.instance_count:
         out.append(
             _finding(
@@ -539,6 +545,23 @@ def fsx_efa_connection_nodes(profile: Profile, w: WorkloadConfig) -> int:
 
 def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     out: list[Finding] = _check_instance_type(w)
+    out += [
+        f.under(f"{w.name}.")
+        for f in platform_rules.admin_principals(w.submitter_role_arns, key="submitter_role_arns")
+    ]
+    admins = set(profile.platform.admin_role_arns)
+    for index, arn in enumerate(w.submitter_role_arns):
+        if arn in admins:
+            out.append(
+                _finding(
+                    INCONSISTENT,
+                    f"{w.name}.submitter_role_arns[{index}]",
+                    arn,
+                    "must not also be in platform.admin_role_arns (EKS takes one access entry "
+                    "per role, and a cluster admin needs no namespace access)",
+                    "list the role in one of the two keys",
+                )
+            )
     if not w.reuses_pretraining_storage:  # once, for the workload that owns the file system
         out += workload_rules.fsx_efa_connections(
             fsx_efa_connection_nodes(profile, w), key=f"{w.name}.instance_count"

@@ -33,6 +33,12 @@ def workload_namespace(workload: str) -> str:
     return name
 
 
+def diagnostics_namespace(workload: str) -> str:
+    """Namespace of a workload's privileged node diagnostics (DCGM level 2 needs SYS_ADMIN,
+    which the workload namespace's Pod Security level forbids)."""
+    return f"{workload_namespace(workload)}-diagnostics"
+
+
 def service_account_name(workload: str) -> str:
     """Service account a workload's pods run as (bound to the workload's Pod Identity role)."""
     return f"{workload_namespace(workload)}-workload"

@@ -20,7 +20,12 @@ from fm_constructs.kubernetes.kueue import (
     resource_flavor,
     topology,
 )
-from fm_constructs.kubernetes.workload import namespace, service_account
+from fm_constructs.kubernetes.workload import (
+    namespace,
+    namespace_network_policies,
+    namespace_objects,
+    service_account,
+)
 
 __all__ = [
     "KUEUE_API_VERSION",
@@ -29,6 +34,8 @@ __all__ = [
     "cluster_queue",
     "local_queue",
     "namespace",
+    "namespace_network_policies",
+    "namespace_objects",
     "resource_flavor",
     "service_account",
     "topology",

@@ -13,6 +13,8 @@ import jsii
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from fm_constructs.policy.compliance import acknowledge_compliance
+
 
 @jsii.implements(ec2.IConnectable)
 class EfaSecurityGroup(Construct):
@@ -53,6 +55,12 @@ class EfaSecurityGroup(Construct):
             ip_protocol="-1",
             source_security_group_id=self.security_group.security_group_id,
             description="EFA: all traffic from members of this group",
+        )
+        acknowledge_compliance(
+            self.self_ingress,
+            "EC2RestrictedCommonPorts",
+            "The rule admits only members of this same security group (EFA's OS-bypass "
+            "traffic needs every protocol between them); no address range is opened.",
         )
         self.self_egress = ec2.CfnSecurityGroupEgress(
             self,

@@ -7,12 +7,14 @@ from collections.abc import Sequence
 
 from aws_cdk import RemovalPolicy, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
 from fm_constructs.policy import logs_encryption_key
+from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 
@@ -146,6 +148,19 @@ class GpuClusterVpc(Construct):
             Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
         for subnet in self.vpc.public_subnets:
             Tags.of(subnet).add("kubernetes.io/role/elb", "1")
+            acknowledge_compliance(
+                subnet,
+                "VPCSubnetAutoAssignPublicIpDisabled",
+                "Public subnets hold only the NAT gateways and internet-facing load balancers "
+                "(when a model endpoint is made internet-facing); no instance is launched in "
+                "them.",
+            )
+            acknowledge_compliance(
+                subnet,
+                "VPCNoUnrestrictedRouteToIGW",
+                "The route to the internet gateway is what makes these the NAT gateways' "
+                "public subnets; the nodes' private subnets route through NAT only.",
+            )
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
         if interface_endpoints:
             # One group for every endpoint: HTTPS from the VPC's own (literal) CIDR.
@@ -192,11 +207,28 @@ class GpuClusterVpc(Construct):
             encryption_key=logs_encryption_key(self),
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.vpc.add_flow_log(
+        flow_log = self.vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+        # The delivery role aws-cdk-lib makes, assumable by the service only for this
+        # account's flow logs (VPC user guide, "IAM role for publishing flow logs to
+        # CloudWatch Logs": the confused-deputy keys). Same role, same flow log.
+        stack = Stack.of(self)
+        role = flow_log.iam_role.node.default_child if flow_log.iam_role else None
+        if isinstance(role, iam.CfnRole):
+            role.add_property_override(
+                "AssumeRolePolicyDocument.Statement.0.Condition",
+                {
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="ec2", resource="vpc-flow-log", resource_name="*"
+                        )
+                    },
+                },
+            )
 
     def _pod_subnet(self, pod_cidr: str, zone: str) -> ec2.CfnSubnet:
         """The secondary CIDR block and the GPU zone's pod subnet spanning it, routed like

@@ -31,6 +31,7 @@ from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
 from fm_constructs.planning.capacity_block import BlockPhase
+from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.node_updates import (
     EKS_MAX_PARALLEL_NODES,
@@ -128,6 +129,10 @@ class EfaNodeGroup(Construct):
     - ``max_pods``: kubelet maxPods of the nodes (nodeadm NodeConfig in the launch template);
       the VPC CNI's own figure when absent. Under custom networking it bounds the /28
       prefixes each node takes from its pod subnet.
+    - The node role holds the worker and ECR read-only policies only
+      (:mod:`~fm_constructs.orchestration.node_role`): the VPC CNI's policy is on its own Pod
+      Identity role, and ``session_manager`` (off by default) adds Session Manager shells
+      without Systems Manager's parameter reads.
 
     With a :class:`GpuEksCluster`, the device plugin for the family and the EFA device plugin
     are switched on, and FSx for Lustre file systems mounted with
@@ -166,6 +171,7 @@ class EfaNodeGroup(Construct):
         node_pool: str | None = None,
         force_update: bool = False,
         launch_template_version: int | None = None,
+        session_manager: bool = False,
         max_pods: int | None = None,
         desired_size: int | None = None,
         min_size: int | None = None,
@@ -314,28 +320,24 @@ class EfaNodeGroup(Construct):
             resource.add_property_override(
                 "NodeRepairConfig.MaxParallelNodesRepairedCount", max_parallel_repairs
             )
-        for policy in (
-            "AmazonEKSWorkerNodePolicy",
-            "AmazonEC2ContainerRegistryReadOnly",
-            "AmazonEKS_CNI_Policy",
-        ):
+        for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly"):
             acknowledge(
                 self.nodegroup,
                 f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]",
-                "EKS managed node roles need the AWS-managed worker, CNI and ECR read-only "
+                "EKS managed node roles need the AWS-managed worker and ECR read-only "
                 "policies documented for node IAM roles.",
             )
-        # A shell on a broken GPU node (Session Manager: no SSH keys, no open port).
-        self.nodegroup.role.add_managed_policy(
-            iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")
-        )
-        acknowledge(
-            self.nodegroup,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-            "AmazonSSMManagedInstanceCore]",
-            "Session Manager access to the GPU nodes for debugging uses the AWS-managed policy "
-            "the Systems Manager agent documents for instance roles.",
-        )
+        # The CNI's permissions are on its own Pod Identity role (ClusterAddons).
+        remove_cni_policy(self.nodegroup.role)
+        if session_manager:
+            # A shell on a broken GPU node (Session Manager: no SSH keys, no open port).
+            allow_session_manager(self.nodegroup.role)
+            acknowledge(
+                self.nodegroup,
+                "AwsSolutions-IAM5[Resource::*]",
+                "The SSM Agent's Session Manager actions take no resource (Session Manager "
+                "user guide, custom instance profile).",
+            )
         if capacity_block:
             add_capacity_block_scaling(
                 self,

@@ -20,7 +20,8 @@ from constructs import Construct, IConstruct
 
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration.eks_charts import node_agent_tolerations
-from fm_constructs.orchestration.pod_identity import pod_identity_role
+from fm_constructs.orchestration.node_role import CNI_POLICY
+from fm_constructs.orchestration.pod_identity import pod_identity_role, restrict_trust
 from fm_constructs.policy import acknowledge
 
 VPC_CNI = "vpc-cni"
@@ -44,6 +45,8 @@ MANAGED_ADDONS: tuple[str, ...] = (
 MIN_VPC_CNI_VERSION = (1, 18, 5)
 #: Service account of the FSx CSI controller, created by the add-on in kube-system.
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+#: Service account of the VPC CNI's aws-node DaemonSet.
+VPC_CNI_SERVICE_ACCOUNT = "aws-node"
 
 
 def node_monitoring_agent_configuration() -> dict[str, object]:
@@ -109,7 +112,11 @@ class ClusterAddons(Construct):
     would hold the stack. Every add-on overwrites the self-managed copy EKS bootstraps
     (``ResolveConflicts: OVERWRITE``) so the managed one is the single source of truth.
 
-    The FSx CSI controller gets its IAM role through EKS Pod Identity (the add-on's
+    The VPC CNI runs its network policy agent (``enableNetworkPolicy``), so the NetworkPolicy
+    objects of the workload namespaces are enforced.
+
+    The VPC CNI (``aws-node``) and the FSx CSI controller get their IAM roles through EKS Pod
+    Identity (the add-on's
     ``PodIdentityAssociations``), not IRSA: no OIDC provider to manage.
     """
 
@@ -128,10 +135,14 @@ class ClusterAddons(Construct):
         configurations: dict[str, str] = {
             NODE_MONITORING_AGENT: json.dumps(node_monitoring_agent_configuration(), sort_keys=True)
         }
+        # The network policy agent enforces the workload namespaces' NetworkPolicies (the
+        # add-on's documented string value, EKS user guide "Restrict Pod network traffic with
+        # Kubernetes network policies"); the add-on's configuration values take the aws-node
+        # container's environment as ``env`` (custom networking, prefix delegation).
+        vpc_cni: dict[str, object] = {"enableNetworkPolicy": "true"}
         if vpc_cni_environment:
-            # The add-on's configuration values take the aws-node container's environment
-            # as ``env`` (custom networking, prefix delegation).
-            configurations[VPC_CNI] = json.dumps({"env": dict(vpc_cni_environment)}, sort_keys=True)
+            vpc_cni["env"] = dict(vpc_cni_environment)
+        configurations[VPC_CNI] = json.dumps(vpc_cni, sort_keys=True)
         problems = Problems.of(self)
         check_addon_versions(versions, problems)
         problems.raise_if_any()
@@ -166,6 +177,27 @@ class ClusterAddons(Construct):
             "permissions; the FSx CSI controller only reads descriptions for static volumes.",
         )
 
+        # The VPC CNI's own role (EKS user guide: the CNI policy on a role of aws-node rather
+        # than the node role, which every host-network pod shares).
+        self.vpc_cni_role = pod_identity_role(
+            self,
+            "VpcCniRole",
+            description="VPC CNI (aws-node, EKS Pod Identity): assign pod addresses",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(CNI_POLICY)],
+        )
+        acknowledge(
+            self.vpc_cni_role,
+            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{CNI_POLICY}]",
+            "The VPC CNI assigns pod addresses with the AWS-managed policy EKS documents for it.",
+        )
+        associations = {
+            FSX_CSI_DRIVER: (FSX_CSI_CONTROLLER_SERVICE_ACCOUNT, self.fsx_csi_role),
+            VPC_CNI: (VPC_CNI_SERVICE_ACCOUNT, self.vpc_cni_role),
+        }
+        for service_account, role in associations.values():
+            # Both add-ons create their service accounts in kube-system.
+            restrict_trust(role, namespace="kube-system", service_account=service_account)
+
         for construct_id_, name, waits_for_nodes in (
             ("VpcCni", VPC_CNI, False),
             ("KubeProxy", KUBE_PROXY, False),
@@ -184,11 +216,11 @@ class ClusterAddons(Construct):
                 pod_identity_associations=(
                     [
                         eks.CfnAddon.PodIdentityAssociationProperty(
-                            service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
-                            role_arn=self.fsx_csi_role.role_arn,
+                            service_account=associations[name][0],
+                            role_arn=associations[name][1].role_arn,
                         )
                     ]
-                    if name == FSX_CSI_DRIVER
+                    if name in associations
                     else None
                 ),
             )
@@ -196,7 +228,8 @@ class ClusterAddons(Construct):
                 addon.node.add_dependency(system_nodes)
             self.addons[name] = addon
         if self.pod_identity_agent is not None:
-            self.addons[FSX_CSI_DRIVER].node.add_dependency(self.pod_identity_agent)
+            for name in associations:
+                self.addons[name].node.add_dependency(self.pod_identity_agent)
 
     @property
     def vpc_cni(self) -> eks.CfnAddon:

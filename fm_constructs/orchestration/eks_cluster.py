@@ -19,7 +19,6 @@ import jsii
 from aws_cdk import Annotations, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
@@ -39,6 +38,7 @@ from fm_constructs.orchestration.kubernetes_versions import (
     kubectl_layer as make_kubectl_layer,
 )
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
@@ -56,6 +56,8 @@ ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
     eks.ClusterLoggingTypes.SCHEDULER,
 )
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+#: What a workload's job submitters get, scoped to its namespaces (EKS access policies).
+SUBMITTER_POLICY = "AmazonEKSEditPolicy"
 #: EKS cluster names (EKS API: 1-100 characters, a letter or digit first).
 _EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -134,6 +136,9 @@ class GpuEksCluster(Construct):
       opens the public endpoint to exactly those ranges (private access stays on).
     - ``admin_role_arns``: IAM roles granted ``AmazonEKSClusterAdminPolicy`` through access
       entries. The identity that deploys the stack gets no implicit admin access.
+    - ``submitter_namespaces``: IAM role ARN -> the namespaces it submits jobs in; one access
+      entry per role with ``AmazonEKSEditPolicy`` scoped to those namespaces (no cluster
+      scope, no other namespace's Secrets or service accounts).
     - ``secrets_key``: KMS key for envelope encryption of Secrets; created (rotation on,
       retained on delete) when absent.
     - ``system_instance_type``/``system_node_count``: the CPU node group in the private
@@ -165,6 +170,7 @@ class GpuEksCluster(Construct):
         kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
         cluster_name: str | None = None,
         admin_role_arns: Sequence[str] = (),
+        submitter_namespaces: Mapping[str, Sequence[str]] | None = None,
         public_access_cidrs: Sequence[str] = (),
         secrets_key: kms.IKey | None = None,
         kubectl_layer: lambda_.ILayerVersion | None = None,
@@ -257,6 +263,24 @@ class GpuEksCluster(Construct):
             )
             self.admin_access_entries.append(entry)
 
+        self.submitter_access_entries: list[eks.AccessEntry] = []
+        for index, (arn, namespaces) in enumerate(sorted((submitter_namespaces or {}).items())):
+            self.submitter_access_entries.append(
+                eks.AccessEntry(
+                    self,
+                    _admin_entry_id(arn, index).replace("Admin", "Submitter", 1),
+                    cluster=self.icluster,
+                    principal=arn,
+                    access_policies=[
+                        eks.AccessPolicy.from_access_policy_name(
+                            SUBMITTER_POLICY,
+                            access_scope_type=eks.AccessScopeType.NAMESPACE,
+                            namespaces=sorted(set(namespaces)),
+                        )
+                    ],
+                )
+            )
+
         self.system_launch_template = system_launch_template(home, "SystemLaunchTemplate")
         # "SystemNodeGroup", not the earlier "SystemNodes": EKS updates a node group to a launch
         # template only if it was created with one (botocore eks UpdateNodegroupVersion), so
@@ -294,22 +318,16 @@ class GpuEksCluster(Construct):
             "Nodes pull add-on and system images from ECR with the AWS-managed read-only "
             "policy EKS documents for node roles.",
         )
+        # The CNI's permissions are on its own Pod Identity role (ClusterAddons); a shell on a
+        # broken system node through Session Manager (no SSH keys, no open port), without
+        # Systems Manager's parameter reads.
+        remove_cni_policy(self.system_nodes.role)
+        allow_session_manager(self.system_nodes.role)
         acknowledge(
             self.system_nodes,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKS_CNI_Policy]",
-            "The VPC CNI on the nodes assigns pod IPs with the AWS-managed CNI policy.",
-        )
-        # A shell on a broken system node (Session Manager: no SSH keys, no open port), as
-        # on the GPU nodes.
-        self.system_nodes.role.add_managed_policy(
-            iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")
-        )
-        acknowledge(
-            self.system_nodes,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-            "AmazonSSMManagedInstanceCore]",
-            "Session Manager access to the system nodes for debugging uses the AWS-managed "
-            "policy the Systems Manager agent documents for instance roles.",
+            "AwsSolutions-IAM5[Resource::*]",
+            "The SSM Agent's Session Manager actions take no resource (Session Manager user "
+            "guide, custom instance profile).",
         )
 
         self.addons = ClusterAddons(

@@ -32,6 +32,34 @@ def pod_identity_role(
     )
 
 
+#: Session tags EKS Pod Identity sets when it assumes a role (EKS user guide, "Create IAM role
+#: with trust policy required by EKS Pod Identity", Setting Conditions).
+NAMESPACE_TAG = "aws:RequestTag/kubernetes-namespace"
+SERVICE_ACCOUNT_TAG = "aws:RequestTag/kubernetes-service-account"
+
+
+def restrict_trust(role: iam.IRole, *, namespace: str, service_account: str) -> None:
+    """Let EKS Pod Identity assume ``role`` only for ``namespace/service_account`` (and the
+    other subjects given to this function for the same role): without the condition, anyone
+    who may create a Pod Identity association and pass the role binds it to a service account
+    of their own."""
+    cfn_role = role.node.default_child if isinstance(role, iam.Role) else None
+    if not isinstance(cfn_role, iam.CfnRole):
+        return
+    subjects: list[tuple[str, str]] = getattr(role, "_fm_pod_identity_subjects", [])
+    subjects.append((namespace, service_account))
+    role._fm_pod_identity_subjects = subjects  # type: ignore[attr-defined]
+    cfn_role.add_property_override(
+        "AssumeRolePolicyDocument.Statement.0.Condition",
+        {
+            "StringEquals": {
+                NAMESPACE_TAG: sorted({n for n, _ in subjects}),
+                SERVICE_ACCOUNT_TAG: sorted({a for _, a in subjects}),
+            }
+        },
+    )
+
+
 def associate_pod_identity(
     scope: Construct,
     construct_id: str,
@@ -41,7 +69,9 @@ def associate_pod_identity(
     service_account: str,
     role: iam.IRole,
 ) -> eks.CfnPodIdentityAssociation:
-    """Map ``namespace/service_account`` of the cluster to ``role``."""
+    """Map ``namespace/service_account`` of the cluster to ``role``, and restrict the role's
+    trust to that service account (:func:`restrict_trust`)."""
+    restrict_trust(role, namespace=namespace, service_account=service_account)
     return eks.CfnPodIdentityAssociation(
         scope,
         construct_id,

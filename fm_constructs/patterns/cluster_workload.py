@@ -39,6 +39,7 @@ from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns.eks_workload import gpu_type_label
 from fm_constructs.patterns.kueue_queues import KueueFlavors
+from fm_constructs.patterns.network_isolation import kuberay_namespace, vpc_cidrs
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.rules import constructs as codes
@@ -110,10 +111,14 @@ class EksWorkload(Construct):
       extra node subnets (:class:`~fm_constructs.network.GpuClusterVpc` ``node_subnets``).
     - ``max_pods_per_node``: kubelet maxPods of every pool's nodes (the VPC CNI's figure when
       absent; the profile sets it under custom networking).
-    - ``data_bucket`` with ``data_prefixes`` (each ending in ``/``): the service account's role
-      may read, write and delete objects under those prefixes and list them, nothing else.
+    - ``data_bucket`` with ``data_prefixes`` and ``read_prefixes`` (each ending in ``/``): the
+      service account's role may read, write and delete objects under ``data_prefixes`` (the
+      workload's own outputs), only read those under ``read_prefixes`` (its inputs: datasets,
+      another workload's checkpoints, served models), and list both, nothing else.
     - ``file_system``: mounted through the claim ``fsx-lustre`` in the workload namespace and
       reachable from the workload's nodes only.
+    - ``session_manager``: Session Manager shells on the workload's GPU nodes (off: no
+      Systems Manager permission on their role at all).
     - ``lend_quota``: whether the workload's idle capacity may be borrowed by the other queues
       of the cohort (serving capacity usually is not: model servers are not queued).
     """
@@ -129,9 +134,11 @@ class EksWorkload(Construct):
         node_pools: Sequence[NodePool],
         data_bucket: IDataBucket | None = None,
         data_prefixes: Sequence[str] = (),
+        read_prefixes: Sequence[str] = (),
         file_system: LustreFileSystem | None = None,
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
+        session_manager: bool = False,
         lend_quota: bool = True,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
         training: bool = False,
@@ -148,13 +155,23 @@ class EksWorkload(Construct):
             problems.add("node_pools", [], "must hold at least one node pool")
         if len({p.name for p in node_pools}) != len(node_pools):
             problems.add("node_pools", [p.name for p in node_pools], "names must be unique")
-        for index, prefix in enumerate(data_prefixes):
-            if not _PREFIX.match(prefix):
-                problems.add(
-                    f"data_prefixes[{index}]", prefix, "must be a key prefix ending in '/'"
-                )
-        if data_prefixes and data_bucket is None:
-            problems.add("data_bucket", None, "is needed when data_prefixes are given")
+        for key, prefixes in (("data_prefixes", data_prefixes), ("read_prefixes", read_prefixes)):
+            for index, prefix in enumerate(prefixes):
+                if not _PREFIX.match(prefix):
+                    problems.add(f"{key}[{index}]", prefix, "must be a key prefix ending in '/'")
+        if (data_prefixes or read_prefixes) and data_bucket is None:
+            problems.add(
+                "data_bucket", None, "is needed when data_prefixes or read_prefixes are given"
+            )
+        overlapping = [
+            r for r in read_prefixes for w in data_prefixes if r.startswith(w) or w.startswith(r)
+        ]
+        if overlapping:
+            problems.add(
+                "read_prefixes",
+                overlapping,
+                "must not overlap data_prefixes (a prefix is either read-only or written)",
+            )
         subnets_of = dict(node_group_subnets or {})
         for pool in node_pools:
             given = subnets_of.get(pool.name)
@@ -203,6 +220,7 @@ class EksWorkload(Construct):
             description=f"EFA traffic between the {namespace} nodes",
         )
         self.max_pods_per_node = max_pods_per_node
+        self.session_manager = session_manager
         #: The first node group of every pool; :attr:`node_group_parts` holds them all.
         self.node_groups: dict[str, EfaNodeGroup] = {}
         self.node_group_parts: dict[str, list[EfaNodeGroup]] = {}
@@ -222,18 +240,27 @@ class EksWorkload(Construct):
             self,
             "Namespace",
             cluster=cluster.icluster,
-            manifest=[
-                k8s.namespace(namespace, kueue_managed=kueue),
-                k8s.service_account(self.service_account, namespace),
-            ],
+            manifest=k8s.namespace_objects(name, kueue_managed=kueue),
         )
+        # Apart from the namespaces: the VPC's CIDR is a deploy-time value.
+        self.network_policies = eks.KubernetesManifest(
+            self,
+            "NetworkPolicies",
+            cluster=cluster.icluster,
+            manifest=k8s.namespace_network_policies(
+                name,
+                vpc_cidrs=vpc_cidrs(cluster),
+                kuberay_namespace=kuberay_namespace(cluster),
+            ),
+        )
+        self.network_policies.node.add_dependency(self.namespace_manifest)
         self.role = pod_identity_role(
             self,
             "Role",
             description=f"Pods of the {namespace} workload (EKS Pod Identity)",
         )
-        if data_bucket is not None and data_prefixes:
-            self._grant_prefixes(data_bucket, data_prefixes)
+        if data_bucket is not None and (data_prefixes or read_prefixes):
+            self._grant_prefixes(data_bucket, data_prefixes, read_prefixes)
         self.pod_identity = associate_pod_identity(
             self,
             "PodIdentity",
@@ -371,6 +398,7 @@ class EksWorkload(Construct):
             efa_security_group=self.efa_security_group,
             efa_layout=efa_layout,
             root_volume_size_gib=root_gib,
+            session_manager=self.session_manager,
             labels=labels or None,
             taints=dict(pool.taints) or None,
             node_pool=names.resource_flavor_name(self.name, pool.name),
@@ -399,20 +427,34 @@ class EksWorkload(Construct):
         self.training_runtimes.node.add_dependency(self.namespace_manifest)
         self.training_runtimes.node.add_dependency(trainer)
 
-    def _grant_prefixes(self, data_bucket: IDataBucket, prefixes: Sequence[str]) -> None:
+    def _grant_prefixes(
+        self, data_bucket: IDataBucket, writes: Sequence[str], reads: Sequence[str]
+    ) -> None:
+        """Read-write on the workload's outputs, read-only on its inputs, list both."""
         bucket = data_bucket.bucket
-        listed = [p for prefix in prefixes for p in (prefix, f"{prefix}*")]
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=[
-                    "s3:GetObject",
-                    "s3:PutObject",
-                    "s3:DeleteObject",
-                    "s3:AbortMultipartUpload",
-                ],
-                resources=[bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes],
+        if reads:
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="ReadInputs",
+                    actions=["s3:GetObject"],
+                    resources=[bucket.arn_for_objects(f"{prefix}*") for prefix in reads],
+                )
             )
-        )
+        if writes:
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    sid="ReadWriteOutputs",
+                    actions=[
+                        "s3:GetObject",
+                        "s3:PutObject",
+                        "s3:DeleteObject",
+                        "s3:AbortMultipartUpload",
+                    ],
+                    resources=[bucket.arn_for_objects(f"{prefix}*") for prefix in writes],
+                )
+            )
+        prefixes = [*reads, *writes]
+        listed = [p for prefix in prefixes for p in (prefix, f"{prefix}*")]
         self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
@@ -421,19 +463,19 @@ class EksWorkload(Construct):
             )
         )
         if data_bucket.key is not None:
-            # SSE-KMS: a data key to write objects, decrypt to read them (no wildcard grant).
+            # SSE-KMS: decrypt to read objects, a data key only to write them.
             self.role.add_to_principal_policy(
                 iam.PolicyStatement(
-                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"] if writes else ["kms:Decrypt"],
                     resources=[data_bucket.key.key_arn],
                 )
             )
         acknowledge_generated_iam(
             self.role,
             managed_reason="The workload role uses no AWS-managed policy.",
-            wildcard_reason="Object access is limited to the workload's key prefixes "
-            f"({', '.join(prefixes)}) of the data bucket; the key grant allows the data "
-            "bucket's key only.",
+            wildcard_reason="Object access is limited to the workload's key prefixes of the "
+            f"data bucket (reads {', '.join(reads) or 'none'}; writes "
+            f"{', '.join(writes) or 'none'}); the key grant allows the data bucket's key only.",
         )
 
     def _queues(self, node_pools: Sequence[NodePool], lend_quota: bool) -> None:

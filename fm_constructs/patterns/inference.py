@@ -32,6 +32,7 @@ from fm_constructs.orchestration.pod_identity import (
 from fm_constructs.patterns import inference_manifests as render
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.planning.serving_layout import ServingLayout
+from fm_constructs.rules import inference as inference_rules
 from fm_constructs.storage import IDataBucket
 
 #: KEDA (event-driven autoscaling; scales Deployments and any scale subresource, such as
@@ -82,7 +83,15 @@ class KedaAutoscaler(Construct):
         )
         self.chart = cluster.add_pinned_chart(
             KEDA,
-            {"serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}}},
+            {
+                "serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}},
+                # The TriggerAuthentication uses Pod Identity, so KEDA reads no Secret outside
+                # its namespace (chart values permissions.*.restrict.secret, keda/README.md).
+                "permissions": {
+                    "operator": {"restrict": {"secret": True}},
+                    "metricServer": {"restrict": {"secret": True}},
+                },
+            },
             wait=True,
         )
         # The operator waits for its association and the Pod Identity agent.
@@ -135,7 +144,7 @@ class InferenceService(Construct):
       one: :class:`~fm_constructs.orchestration.load_balancer_controller.
       AwsLoadBalancerController`), with the serving pods as targets and a security group of its
       own admitting ``load_balancer_source_ranges`` (default: the VPC's CIDR for an internal
-      load balancer, anywhere for an internet-facing one); see
+      load balancer; required for an internet-facing one, FM512); see
       :func:`~fm_constructs.patterns.inference_manifests.service_manifest`.
     * ``autoscaling`` with ``workspace``: KEDA scales replicas between ``model.replicas`` and
       ``model.max_replicas`` on vLLM queue depth or p90 time to first token queried from
@@ -186,6 +195,11 @@ class InferenceService(Construct):
                     "must be the Prometheus workspace the cluster is scraped into when "
                     "autoscaling is set (KEDA queries the serving metrics there)",
                 )
+        problems.add_findings(
+            inference_rules.public_endpoint_source_ranges(
+                load_balancer.value, load_balancer_source_ranges or ()
+            )
+        )
         if (
             layout is not None
             and layout.multi_node
@@ -353,9 +367,9 @@ class InferenceService(Construct):
         if load_balancer is LoadBalancer.INTERNET_FACING:
             annotations.add_warning_v2(
                 "fm:inference-public-endpoint",
-                "The model endpoint is an internet-facing load balancer and vLLM serves without "
-                "authentication; prefer LoadBalancer.INTERNAL behind an authenticating "
-                "gateway.",
+                "The model endpoint is an internet-facing load balancer (admitting only its "
+                "source ranges) and vLLM serves without authentication; prefer "
+                "LoadBalancer.INTERNAL behind an authenticating gateway.",
             )
         if self.model.port != render.DEFAULT_PORT:
             annotations.add_warning_v2(

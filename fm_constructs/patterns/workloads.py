@@ -20,7 +20,13 @@ from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config.model import LoadBalancer
-from fm_constructs.config.options import DATA_PREFIXES, MAIN_POOL, ROLE_LABEL, ROLLOUT_POOL
+from fm_constructs.config.options import (
+    DATA_INPUTS,
+    DATA_OUTPUTS,
+    MAIN_POOL,
+    ROLE_LABEL,
+    ROLLOUT_POOL,
+)
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
@@ -84,7 +90,8 @@ class PretrainingWorkload(_EksPattern):
     """Pre-training on ``cluster``: ``node_count`` EFA nodes of ``instance_type`` in
     ``subnet`` (fixed size, in a cluster placement group where the capacity allows one), with
     Kueue and Kubeflow Trainer on the cluster, the file system mounted as ``fsx-lustre``, and a
-    role on ``datasets/`` and ``checkpoints/pretraining/`` of ``data_bucket``."""
+    role that reads ``datasets/`` and writes ``checkpoints/pretraining/`` of ``data_bucket``
+    (``read_prefixes`` and ``data_prefixes`` override them)."""
 
     def __init__(
         self,
@@ -100,8 +107,10 @@ class PretrainingWorkload(_EksPattern):
         file_system: LustreFileSystem | None = None,
         name: str = "pretraining",
         data_prefixes: Sequence[str] | None = None,
+        read_prefixes: Sequence[str] | None = None,
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
+        session_manager: bool = False,
         max_pods_per_node: int | None = None,
         launch_template_version: int | None = None,
         node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
@@ -122,10 +131,12 @@ class PretrainingWorkload(_EksPattern):
             name=name,
             subnet=subnet,
             data_bucket=data_bucket,
-            data_prefixes=_prefixes(data_prefixes, "pretraining", data_bucket),
+            data_prefixes=_prefixes(data_prefixes, DATA_OUTPUTS["pretraining"], data_bucket),
+            read_prefixes=_prefixes(read_prefixes, DATA_INPUTS["pretraining"], data_bucket),
             file_system=file_system,
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
+            session_manager=session_manager,
             max_pods_per_node=max_pods_per_node,
             node_group_subnets=node_group_subnets,
             training=True,
@@ -155,8 +166,10 @@ class PostTrainingWorkload(_EksPattern):
         file_system: LustreFileSystem | None = None,
         name: str = "post_training",
         data_prefixes: Sequence[str] | None = None,
+        read_prefixes: Sequence[str] | None = None,
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
+        session_manager: bool = False,
         max_pods_per_node: int | None = None,
         launch_template_version: int | None = None,
         node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
@@ -190,10 +203,12 @@ class PostTrainingWorkload(_EksPattern):
             name=name,
             subnet=subnet,
             data_bucket=data_bucket,
-            data_prefixes=_prefixes(data_prefixes, "post_training", data_bucket),
+            data_prefixes=_prefixes(data_prefixes, DATA_OUTPUTS["post_training"], data_bucket),
+            read_prefixes=_prefixes(read_prefixes, DATA_INPUTS["post_training"], data_bucket),
             file_system=file_system,
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
+            session_manager=session_manager,
             max_pods_per_node=max_pods_per_node,
             node_group_subnets=node_group_subnets,
             training=True,
@@ -222,11 +237,13 @@ class InferenceWorkload(_EksPattern):
         file_system: LustreFileSystem | None = None,
         model: ModelServerSpec | None = None,
         load_balancer: LoadBalancer = LoadBalancer.INTERNAL,
+        load_balancer_source_ranges: Sequence[str] | None = None,
         autoscaling: AutoscalingPolicy | None = None,
         workspace: IPrometheusWorkspace | None = None,
         name: str = "inference",
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
+        session_manager: bool = False,
         max_pods_per_node: int | None = None,
         launch_template_version: int | None = None,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
@@ -249,10 +266,12 @@ class InferenceWorkload(_EksPattern):
             name=name,
             subnet=subnet,
             data_bucket=data_bucket,
-            data_prefixes=DATA_PREFIXES["inference"],
+            data_prefixes=DATA_OUTPUTS["inference"],
+            read_prefixes=DATA_INPUTS["inference"],
             file_system=file_system,
             efa_layout=efa_layout,
             root_volume_size_gib=root_volume_size_gib,
+            session_manager=session_manager,
             max_pods_per_node=max_pods_per_node,
             lend_quota=False,
             autoscaler_settings=autoscaler_settings,
@@ -270,14 +289,16 @@ class InferenceWorkload(_EksPattern):
                 namespace=self.workload.namespace,
                 namespace_manifest=self.workload.namespace_manifest,
                 load_balancer=load_balancer,
+                load_balancer_source_ranges=load_balancer_source_ranges,
                 autoscaling=autoscaling,
                 workspace=workspace,
             )
 
 
 def _prefixes(
-    given: Sequence[str] | None, kind: str, data_bucket: IDataBucket | None
+    given: Sequence[str] | None, default: Sequence[str], data_bucket: IDataBucket | None
 ) -> Sequence[str]:
+    """``given``, else the workload kind's ``default`` when there is a data bucket."""
     if given is not None:
         return given
-    return DATA_PREFIXES[kind] if data_bucket is not None else ()
+    return default if data_bucket is not None else ()

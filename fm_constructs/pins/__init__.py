@@ -8,7 +8,7 @@ literal anywhere else in the package. Pure data: no aws_cdk import (floor 1).
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -48,11 +48,18 @@ class ImagePin:
 
 @dataclass(frozen=True)
 class BinaryPin:
-    """A release binary downloaded on nodes (checked against the release's sha256 sums)."""
+    """A release binary downloaded on nodes (checked against the release's sha256 sums).
+
+    ``sha256``: release file name -> its sha256 digest, read from the project's published
+    checksum file (``[binaries.<name>.sha256]``). A node refuses a listed file whose digest
+    differs, whatever the release's own sums say: the pins, not the download site, are then
+    the root of trust. Files without a pinned digest are checked against the release's sums
+    only."""
 
     name: str
     version: str
     source: str
+    sha256: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,15 @@ def binary(name: str) -> BinaryPin:
 def pcs() -> PcsPins:
     """The AWS PCS pins (Slurm version)."""
     return load().pcs
+
+
+def download_digests() -> dict[str, str]:
+    """Every pinned release file digest (file name -> sha256), for the nodes that download
+    them as root."""
+    digests: dict[str, str] = {}
+    for pin in load().binaries.values():
+        digests.update(pin.sha256)
+    return digests
 
 
 def kubernetes() -> KubernetesPins:

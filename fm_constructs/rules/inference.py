@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.planning.serving_layout import (
@@ -16,6 +17,7 @@ from fm_constructs.planning.serving_layout import (
     ServingLayout,
     spans_nodes,
 )
+from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules.findings import Finding, Severity, define
 
 NVIDIA_GPU = define(
@@ -380,4 +382,38 @@ def weights_fit_gpus(
             f"bytes each take {weights_gib:.0f} GiB",
             fix,
         )
+    ]
+
+
+PUBLIC_ENDPOINT_RANGES = define(
+    "FM512",
+    "An internet-facing model endpoint has no source ranges, or a range is not a CIDR block or "
+    "opens it to the whole internet.",
+    "List the client ranges allowed to reach the endpoint (load_balancer_source_ranges), or "
+    "keep the load balancer internal.",
+)
+
+
+def public_endpoint_source_ranges(
+    load_balancer: str, source_ranges: Sequence[str], *, key: str = "load_balancer_source_ranges"
+) -> list[Finding]:
+    """An internet-facing load balancer admits only the listed client ranges: none listed
+    would open the unauthenticated endpoint to anyone, and each range is judged as the public
+    API endpoint's are (CIDR blocks, not the internet by address space)."""
+    if load_balancer != "internet-facing":
+        return []
+    if not source_ranges:
+        return [
+            PUBLIC_ENDPOINT_RANGES.finding(
+                key,
+                [],
+                "must list the client ranges an internet-facing endpoint admits (without them "
+                "the load balancer admits any address)",
+                "list your clients' ranges, e.g. ['203.0.113.0/24'], or set load_balancer = "
+                "'internal'",
+            )
+        ]
+    return [
+        PUBLIC_ENDPOINT_RANGES.finding(f.key, f.value, f.allowed, f.fix)
+        for f in platform_rules.public_access_cidrs(list(source_ranges), key=key)
     ]

@@ -298,14 +298,21 @@ def admin_placeholders(arns: Sequence[str], *, key: str = "admin_role_arns") -> 
     ]
 
 
+#: The most addresses the public API endpoint CIDRs may open together: a /8 (offices and VPNs
+#: are far smaller; split /0 into /1s and the endpoint is still open to the internet).
+MAX_PUBLIC_ACCESS_ADDRESSES = 2**24
+
+
 @rule(
     "FM204",
-    "A public API endpoint CIDR is not a CIDR block, or opens the endpoint to the whole internet.",
+    "A public API endpoint CIDR is not a CIDR block, or the ranges open the endpoint to the "
+    "whole internet (or more than a /8 of it together).",
     "List your office or VPN ranges (such as '203.0.113.0/24'), or leave the list empty for "
     "a private endpoint.",
 )
 def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs") -> list[Finding]:
     out: list[Finding] = []
+    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
     for index, cidr in enumerate(cidrs):
         if _is_token(cidr):
             continue
@@ -331,6 +338,30 @@ def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs
                     f"{key}[{index}]",
                     cidr,
                     "must not open the API endpoint to the whole internet",
+                    "list your office or VPN ranges, or leave public_access_cidrs empty for a "
+                    "private endpoint",
+                )
+            )
+        else:
+            networks.append(network)
+    # By address space, not by prefix: 0.0.0.0/1 and 128.0.0.0/1 are the internet too.
+    v4 = [n for n in networks if isinstance(n, ipaddress.IPv4Network)]
+    v6 = [n for n in networks if isinstance(n, ipaddress.IPv6Network)]
+    totals = (
+        (4, v4, sum(n.num_addresses for n in ipaddress.collapse_addresses(v4)), 8),
+        (6, v6, sum(n.num_addresses for n in ipaddress.collapse_addresses(v6)), 104),
+    )
+    for version, same, total, widest in totals:
+        limit = MAX_PUBLIC_ACCESS_ADDRESSES if version == 4 else MAX_PUBLIC_ACCESS_ADDRESSES << 96
+        if total > limit:
+            out.append(
+                Finding(
+                    "FM204",
+                    Severity.ERROR,
+                    key,
+                    [str(n) for n in same],
+                    f"must not open the API endpoint to more than a /{widest} of the "
+                    f"IPv{version} internet together ({total:,} addresses here)",
                     "list your office or VPN ranges, or leave public_access_cidrs empty for a "
                     "private endpoint",
                 )

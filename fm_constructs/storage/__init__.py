@@ -11,6 +11,7 @@ from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
     S3Event,
     default_associations,
+    workload_associations,
 )
 from fm_constructs.storage.data_bucket import DataBucket, IDataBucket
 from fm_constructs.storage.lustre import LustreFileSystem, LustreLogLevel
@@ -29,4 +30,5 @@ __all__ = [
     "LustreLogLevel",
     "S3Event",
     "default_associations",
+    "workload_associations",
 ]

@@ -80,6 +80,35 @@ def default_associations(
     )
 
 
+def workload_associations(
+    directories: Sequence[tuple[str, str]],
+    outputs: Sequence[str],
+    *,
+    bucket_name: str,
+    export_checkpoint_deletes: bool = False,
+) -> tuple[DataRepositoryAssociation, ...]:
+    """One association per directory of a workload, exporting only its own outputs.
+
+    ``directories``: (file-system path, data-bucket prefix) pairs
+    (:data:`~fm_constructs.config.options.FSX_DIRECTORIES`); ``outputs``: the prefixes the
+    workload writes (:data:`~fm_constructs.config.options.DATA_OUTPUTS`). Every directory
+    imports its prefix; only an output is exported (new and changed files, deletes too with
+    ``export_checkpoint_deletes``), so a file written on Lustre under an input directory never
+    reaches S3: FSx's own role cannot be used to write another workload's checkpoints or the
+    served models.
+    """
+    exports = ALL_EVENTS if export_checkpoint_deletes else CHECKPOINT_EXPORT_EVENTS
+    return tuple(
+        DataRepositoryAssociation(
+            file_system_path=path,
+            data_repository_path=f"s3://{bucket_name}/{prefix}",
+            import_events=ALL_EVENTS,
+            export_events=exports if prefix in outputs else (),
+        )
+        for path, prefix in directories
+    )
+
+
 def normalize_file_system_path(path: str) -> str:
     """``/a/b/`` -> ``/a/b``; ``/`` stays ``/``."""
     stripped = path.rstrip("/")

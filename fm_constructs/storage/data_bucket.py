@@ -21,6 +21,7 @@ from constructs import Construct, IConstruct
 
 from fm_constructs.errors import Problems
 from fm_constructs.policy import acknowledge
+from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
 
 #: Path prefix of the service-linked roles FSx for Lustre creates per file system
@@ -51,6 +52,15 @@ MAX_NEWER_NONCURRENT_VERSIONS = 100
 
 #: Incomplete multipart uploads (interrupted checkpoint or dataset uploads) are aborted after:
 ABORT_INCOMPLETE_MULTIPART_UPLOAD_DAYS = 7
+
+
+#: Why the buckets have no cross-Region replication (HIPAA and NIST packs).
+REPLICATION_REASON = (
+    "Cross-Region replication is the operator's decision (a second Region, its data-residency "
+    "rules and the cost of a second copy of every checkpoint); the bucket is versioned, "
+    "retained on stack deletion and keeps noncurrent versions, and a replication rule can be "
+    "added to it without replacing it."
+)
 
 
 @runtime_checkable
@@ -212,6 +222,13 @@ class DataBucket(_DataBucketBase):
                 "This is the server-access-log destination of the data bucket; a log bucket "
                 "logging to itself would log its own log deliveries without end.",
             )
+            acknowledge_compliance(
+                log_bucket,
+                "S3DefaultEncryptionKMS",
+                "Server access log destinations support SSE-S3 only (S3 user guide, "
+                '"Enabling Amazon S3 server access logging").',
+            )
+            acknowledge_compliance(log_bucket, "S3BucketReplicationEnabled", REPLICATION_REASON)
             self.access_logs_bucket: s3.IBucket = log_bucket
         else:
             self.access_logs_bucket = access_logs_bucket
@@ -245,6 +262,7 @@ class DataBucket(_DataBucketBase):
             removal_policy=removal_policy,
         )
         self.resource: s3.Bucket = self.bucket
+        acknowledge_compliance(self.bucket, "S3BucketReplicationEnabled", REPLICATION_REASON)
         self._configure_access_logging(ACCESS_LOG_PREFIX)
 
         self.key_allows_fsx_data_repositories = False

@@ -23,6 +23,7 @@ from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import EfaNodeGroup, node_labels
 from fm_constructs.planning.capacity_block import SYNTH_TIME_CONTEXT
 from fm_constructs.policy import enable_nag
+from tests.iam_policies import Templates, identity_allows, role_statements
 from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
 CR = "cr-0123456789abcdef0"
@@ -122,6 +123,7 @@ def synth() -> Iterator[Synth]:
         efa_security_group=efa,
         auto_repair=False,
         launch_template_version=3,
+        session_manager=True,
     )
 
     enable_nag(app)
@@ -541,3 +543,24 @@ def test_node_count_is_required(bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc]) -
             instance_type="p5.48xlarge",
             subnet=vpc.private_subnets[0],
         )
+
+
+def _node_role_statements(raw: dict[str, Any]) -> tuple[str, list[Any]]:
+    group = _one(raw, "AWS::EKS::Nodegroup")
+    role_id = group["NodeRole"]["Fn::GetAtt"][0]
+    templates = Templates({"S": raw})
+    managed = json.dumps(raw["Resources"][role_id]["Properties"]["ManagedPolicyArns"])
+    return managed, role_statements(templates, "S", role_id)
+
+
+def test_node_roles_hold_what_the_kubelet_needs_and_session_manager_is_opt_in(
+    synth: Synth,
+) -> None:
+    for name in ("P5", "GivenGroup"):
+        managed, found = _node_role_statements(synth.raw[name])
+        assert "AmazonEKSWorkerNodePolicy" in managed and "ContainerRegistryReadOnly" in managed
+        assert "AmazonEKS_CNI_Policy" not in managed, name
+        assert "AmazonSSMManagedInstanceCore" not in managed, name
+        assert not identity_allows(found, "ssm:GetParameter", "*"), name
+        shell = identity_allows(found, "ssmmessages:OpenDataChannel", "*")
+        assert shell == (name == "GivenGroup"), name

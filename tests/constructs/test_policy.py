@@ -1,13 +1,19 @@
 """cdk-nag wiring: an unacknowledged AwsSolutions finding fails synthesis; an acknowledged one
-with a reason does not."""
+with a reason does not; the HIPAA and NIST 800-53 R5 packs do the same, and their class-wide
+acknowledgements reach only the resources of their class."""
 
 from __future__ import annotations
 
+import tempfile
+from typing import Any
+
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 
-from fm_constructs.policy import acknowledge
+from fm_constructs.policy import acknowledge, acknowledge_compliance, enable_compliance_packs
 from tests.support import synth_stack
 
 
@@ -27,3 +33,57 @@ def test_acknowledged_finding_passes() -> None:
 def test_acknowledgement_needs_a_reason() -> None:
     with pytest.raises(ValueError, match="needs a reason"):
         synth_stack(lambda stack: acknowledge(sns.Topic(stack, "T"), "AwsSolutions-SNS3", " "))
+
+
+def _compliance_synth(build: Any) -> None:
+    app = cdk.App(outdir=tempfile.mkdtemp())
+    build(cdk.Stack(app, "S"))
+    enable_compliance_packs(app)
+    app.synth()
+
+
+def _bucket(stack: cdk.Stack) -> s3.Bucket:
+    return s3.Bucket(
+        stack,
+        "B",
+        enforce_ssl=True,
+        versioned=True,
+        encryption=s3.BucketEncryption.KMS,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        server_access_logs_prefix="logs/",
+    )
+
+
+def test_compliance_packs_fail_synthesis_until_acknowledged_at_the_resource() -> None:
+    # The packs report the missing replication; acknowledged at the bucket, synthesis passes.
+    with pytest.raises(RuntimeError, match=r"HIPAA\.Security-S3BucketReplicationEnabled"):
+        _compliance_synth(_bucket)
+
+    def acknowledged(stack: cdk.Stack) -> None:
+        bucket = _bucket(stack)
+        acknowledge_compliance(bucket, "S3BucketReplicationEnabled", "test bucket")
+
+    _compliance_synth(acknowledged)
+
+
+def test_grant_policies_and_handler_findings_are_acknowledged_by_class() -> None:
+    def build(stack: cdk.Stack) -> None:
+        role = iam.Role(stack, "R", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+        role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=["*"]))
+        shared = iam.CfnPolicy(
+            stack,
+            "Shared",
+            policy_name="shared",
+            policy_document={"Version": "2012-10-17", "Statement": []},
+            roles=[role.role_name, "other-role"],
+        )
+        assert shared
+
+    with pytest.raises(RuntimeError) as raised:
+        _compliance_synth(build)
+    report = str(raised.value)
+    # The role's own DefaultPolicy is acknowledged; the policy shared by two roles is not.
+    assert "S/Shared" in report
+    assert "S/R/DefaultPolicy" not in report
+    with pytest.raises(ValueError, match="needs a reason"):
+        acknowledge_compliance(cdk.Stack(), "LambdaDLQ", "")

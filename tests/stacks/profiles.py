@@ -13,7 +13,7 @@ import pytest
 
 from fm_constructs.config import Orchestrator, Profile, load_profile
 from fm_constructs.planning.capacity_block import SYNTH_TIME_CONTEXT
-from fm_constructs.policy import enable_nag
+from fm_constructs.policy import enable_compliance_packs, enable_nag
 from stacks.app_builder import DeploymentStacks, build_stacks, create_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,8 @@ def cdk_json_context() -> dict[str, Any]:
 
 @functools.cache
 def synthesize(name: str) -> SynthesizedProfile:
-    """Synthesize ``config/<name>.toml`` with cdk-nag on; unacknowledged findings raise here."""
+    """Synthesize ``config/<name>.toml`` with cdk-nag on (AwsSolutions, HIPAA Security, NIST
+    800-53 R5); unacknowledged findings raise here."""
     return synthesize_profile(name, load_profile(ROOT / "config" / f"{name}.toml"))
 
 
@@ -58,6 +59,7 @@ def synthesize_profile(name: str, profile: Profile) -> SynthesizedProfile:
     app = create_app(outdir=str(outdir), context=context)
     stacks = build_stacks(app, profile)
     enable_nag(app)
+    enable_compliance_packs(app)
     assembly = app.synth()
     templates: dict[str, dict[str, Any]] = {}
     paths: dict[str, Path] = {}

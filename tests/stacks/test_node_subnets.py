@@ -180,7 +180,8 @@ def test_the_cluster_turns_on_prefix_delegation() -> None:
         if r["Properties"]["AddonName"] == "vpc-cni"
     ]
     assert json.loads(cni["ConfigurationValues"]) == {
-        "env": vpc_cni_environment(PodNetworking.PREFIX_DELEGATION)
+        "env": vpc_cni_environment(PodNetworking.PREFIX_DELEGATION),
+        "enableNetworkPolicy": "true",
     }
 
 

@@ -65,7 +65,8 @@ def test_cluster_switches_on_custom_networking_before_any_node_joins() -> None:
         if r["Properties"]["AddonName"] == "vpc-cni"
     ]
     assert json.loads(cni["ConfigurationValues"]) == {
-        "env": vpc_cni_environment(PodNetworking.CUSTOM_NETWORKING)
+        "env": vpc_cni_environment(PodNetworking.CUSTOM_NETWORKING),
+        "enableNetworkPolicy": "true",
     }
     ((manifest_id, manifest),) = [
         (lid, r)

@@ -18,8 +18,9 @@ from fm_constructs.config import Orchestrator
 from fm_constructs.domain import names
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_metrics_sources import NODE_EXPORTER
+from tests.iam_policies import Templates, identity_allows, role_statements
 from tests.kubernetes_schemas import SchemaError, assert_valid
-from tests.stacks.profiles import profile_params, synthesize
+from tests.stacks.profiles import ROOT, profile_params, synthesize
 
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
 #: Charts and add-ons that run one pod per node (device plugins, exporters, health agents).
@@ -287,7 +288,8 @@ def test_workload_role_reaches_its_own_prefixes_only(profile: str) -> None:
     result = synthesize(profile)
     for workload, compute in result.stacks.computes.items():
         template = result.templates[compute.stack_name]
-        prefixes = result.stacks.options.workloads[workload].data_prefixes
+        options = result.stacks.options.workloads[workload]
+        prefixes = options.data_prefixes + options.read_prefixes
         policies = [
             p
             for p in _resources(template, "AWS::IAM::Policy")
@@ -359,7 +361,30 @@ def test_default_profile_deploys_within_30_minutes() -> None:
     # The scraper, the longest single resource after the control plane, must not wait for the
     # add-ons, and the nodes must not wait for the data repository associations.
     assert timings["fm-cluster-monitoring"].start == timings["fm-cluster"].end
-    assert not any("FileSystemAssociations" in r for t in timings.values() for r in t.path)
+    result = synthesize("default")
+    for compute in result.stacks.computes.values():
+        resources = result.templates[compute.stack_name]["Resources"]
+        for logical_id, resource in resources.items():
+            if resource["Type"] == "AWS::EKS::Nodegroup":
+                waits_for = _dependency_closure(resources, logical_id)
+                assert not any(
+                    resources[d]["Type"] == "AWS::FSx::DataRepositoryAssociation" for d in waits_for
+                ), (compute.stack_name, logical_id)
+
+
+def _dependency_closure(resources: dict[str, Any], logical_id: str) -> set[str]:
+    """Every resource of the template ``logical_id`` waits for (DependsOn, Ref, GetAtt)."""
+    seen: set[str] = set()
+    pending = [logical_id]
+    while pending:
+        resource = resources[pending.pop()]
+        depends = resource.get("DependsOn", [])
+        found = set(depends if isinstance(depends, list) else [depends])
+        found |= set(re.findall(r'"(?:Ref|Fn::GetAtt)": \[?"([A-Za-z0-9]+)', json.dumps(resource)))
+        for dependency in found & set(resources) - seen:
+            seen.add(dependency)
+            pending.append(dependency)
+    return seen
 
 
 @pytest.mark.xdist_group("default")
@@ -427,13 +452,121 @@ def test_pods_get_aws_credentials_through_pod_identity_not_the_node_role(profile
 
 
 @pytest.mark.parametrize("profile", profile_params())
-def test_every_eks_node_role_allows_session_manager(profile: str) -> None:
-    """A broken node can be reached with Session Manager: every EKS node group's role (system
-    and GPU) carries AmazonSSMManagedInstanceCore."""
+def test_node_roles_hold_only_what_the_kubelet_needs(profile: str) -> None:
+    """Every EKS node role carries the worker and ECR read-only policies and nothing a pod on
+    the host network could borrow: no CNI policy (the CNI has its Pod Identity role), no
+    parameter reads; Session Manager shells on the system nodes, and on GPU nodes only where
+    the profile turns them on (no shipped profile does). The vpc-cni add-on's aws-node
+    association carries the CNI policy instead."""
     result = synthesize(profile)
-    for template in result.templates.values():
+    templates = Templates(result.templates)
+    session_manager = {
+        compute.stack_name: getattr(result.profile, name).session_manager
+        for name, compute in result.stacks.computes.items()
+    }
+    for stack, template in result.templates.items():
         resources = template["Resources"]
         for nodegroup in _resources(template, "AWS::EKS::Nodegroup"):
             role_id = nodegroup["NodeRole"]["Fn::GetAtt"][0]
-            policies = json.dumps(resources[role_id]["Properties"]["ManagedPolicyArns"])
-            assert "AmazonSSMManagedInstanceCore" in policies, role_id
+            managed = json.dumps(resources[role_id]["Properties"]["ManagedPolicyArns"])
+            assert "AmazonEKSWorkerNodePolicy" in managed, role_id
+            assert "AmazonEKS_CNI_Policy" not in managed, role_id
+            assert "AmazonSSMManagedInstanceCore" not in managed, role_id
+            found = role_statements(templates, stack, role_id)
+            assert not identity_allows(found, "ssm:GetParameter", "*"), role_id
+            shell = identity_allows(found, "ssmmessages:OpenDataChannel", "*")
+            assert shell == session_manager.get(stack, True), (stack, role_id)
+        for addon in _resources(template, "AWS::EKS::Addon"):
+            if addon["AddonName"] != "vpc-cni":
+                continue
+            (association,) = addon["PodIdentityAssociations"]
+            assert association["ServiceAccount"] == "aws-node"
+            role = resources[association["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+            assert "AmazonEKS_CNI_Policy" in json.dumps(role["ManagedPolicyArns"])
+
+
+TRAINER = "arn:aws:iam::111122223333:role/pretraining-submitters"
+RESEARCHER = "arn:aws:iam::111122223333:role/research"
+
+
+@pytest.mark.xdist_group("default")
+def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stacks() -> None:
+    """``<workload>.session_manager`` gives that workload's GPU node role Session Manager
+    shells (and no other's); ``inference.load_balancer_source_ranges`` is what the model
+    endpoint's load balancer admits; ``<workload>.submitter_role_arns`` become namespace-scoped
+    access entries (one per role, over all its workloads)."""
+    import tomllib
+
+    from fm_constructs.config import parse_profile
+    from tests.profile_data import changed
+    from tests.stacks.profiles import synthesize_profile
+
+    data = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="utf-8"))
+    profile = parse_profile(
+        changed(
+            data,
+            {
+                "pretraining.session_manager": True,
+                "inference.load_balancer": "internet-facing",
+                "inference.load_balancer_source_ranges": ["203.0.113.0/24"],
+                "pretraining.submitter_role_arns": [TRAINER, RESEARCHER],
+                "post_training.submitter_role_arns": [RESEARCHER],
+            },
+        )
+    )
+    result = synthesize_profile("default-shells", profile)
+    templates = Templates(result.templates)
+    for name, compute in result.stacks.computes.items():
+        template = result.templates[compute.stack_name]
+        for nodegroup in _resources(template, "AWS::EKS::Nodegroup"):
+            role_id = nodegroup["NodeRole"]["Fn::GetAtt"][0]
+            found = role_statements(templates, compute.stack_name, role_id)
+            shell = identity_allows(found, "ssmmessages:OpenDataChannel", "*")
+            assert shell == (name == "pretraining"), (name, role_id)
+    stack = result.stacks.computes["inference"].stack_name
+    services = [
+        m
+        for props in _resources(result.templates[stack], "Custom::AWSCDK-EKS-KubernetesResource")
+        for m in json.loads(templates.render(stack, props["Manifest"]))
+        if m["kind"] == "Service"
+    ]
+    assert [s["spec"]["loadBalancerSourceRanges"] for s in services] == [["203.0.113.0/24"]]
+    # Job submitters: one access entry per role, edit rights in its workloads' namespaces only.
+    entries = {
+        e["PrincipalArn"]: e["AccessPolicies"]
+        for template in result.templates.values()
+        for e in _resources(template, "AWS::EKS::AccessEntry")
+        if isinstance(e["PrincipalArn"], str)  # node roles' entries reference their roles
+    }
+    scopes = {
+        arn: [
+            (
+                re.findall(r"cluster-access-policy/(\w+)", json.dumps(p["PolicyArn"]))[0],
+                p["AccessScope"],
+            )
+            for p in policies
+        ]
+        for arn, policies in entries.items()
+    }
+    assert scopes == {
+        TRAINER: [
+            (
+                "AmazonEKSEditPolicy",
+                {"Type": "namespace", "Namespaces": ["pretraining", "pretraining-diagnostics"]},
+            )
+        ],
+        RESEARCHER: [
+            (
+                "AmazonEKSEditPolicy",
+                {
+                    "Type": "namespace",
+                    "Namespaces": [
+                        "post-training",
+                        "post-training-diagnostics",
+                        "pretraining",
+                        "pretraining-diagnostics",
+                    ],
+                },
+            )
+        ],
+    }

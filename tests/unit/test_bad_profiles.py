@@ -350,6 +350,47 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "FM511",
         "use an instance type with 4 GPUs (g6e.12xlarge) and set tensor_parallel_size = 4",
     ),
+    (
+        "sec-6",
+        {"inference.load_balancer": "internet-facing"},
+        "inference.load_balancer_source_ranges",
+        "FM512",
+        "must list the client ranges",
+    ),
+    (
+        "sec-6b",
+        {
+            "inference.load_balancer": "internet-facing",
+            "inference.load_balancer_source_ranges": ["0.0.0.0/1", "128.0.0.0/1"],
+        },
+        "inference.load_balancer_source_ranges",
+        "FM512",
+        "more than a /8",
+    ),
+    (
+        "sec-5",
+        {
+            "platform.admin_role_arns": ["arn:aws:iam::111122223333:role/Admin"],
+            "pretraining.submitter_role_arns": ["arn:aws:iam::111122223333:role/Admin"],
+        },
+        "pretraining.submitter_role_arns[0]",
+        "FM011",
+        "must not also be in platform.admin_role_arns",
+    ),
+    (
+        "sec-5b",
+        {"pretraining.submitter_role_arns": ["arn:aws:iam::111122223333:user/alice"]},
+        "pretraining.submitter_role_arns[0]",
+        "FM202",
+        "must be an IAM role ARN",
+    ),
+    (
+        "sec-10",
+        {"platform.public_access_cidrs": ["0.0.0.0/1", "128.0.0.0/1"]},
+        "platform.public_access_cidrs",
+        "FM204",
+        "more than a /8",
+    ),
 ]
 
 

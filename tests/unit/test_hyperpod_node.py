@@ -7,6 +7,8 @@ LND, a second run)."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,7 +27,7 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
     efa_interface_cap,
     lnet_efa_interfaces,
 )
-from tests.hyperpod_node import SimulatedNode
+from tests.hyperpod_node import SimulatedNode, url_key
 
 CONTROLLER_IP, LOGIN_IP, WORKER_IP = "10.1.0.10", "10.1.0.11", "10.1.4.20"
 RESOURCE_CONFIG: dict[str, Any] = {
@@ -250,6 +252,40 @@ def test_a_tarball_that_fails_its_checksum_is_refused(tmp_path: Path) -> None:
     assert "refusing node_exporter-1.9.1.linux-amd64.tar.gz" in run.output
     assert not sim.exists("opt/fm-metrics/node_exporter-1.9.1.linux-amd64")
     assert not sim.exists("etc/systemd/system/fm-node-exporter.service")
+
+
+def _pin_download(sim: SimulatedNode, archive: str, digest: str) -> None:
+    """Give the installer's staged provisioning parameters a pinned digest for ``archive``."""
+    unit = sim.file("etc/systemd/system/fm-metrics-install.service")
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    staged = sim.root / exec_start.split()[-1].lstrip("/")
+    params = json.loads(staged.read_text())
+    params["download_sha256"] = {archive: digest}
+    staged.write_text(json.dumps(params))
+
+
+def test_a_pinned_digest_wins_over_the_releases_own_sums(tmp_path: Path) -> None:
+    """A release whose archive and sums file were both replaced (they come from the same
+    place) still passes the release check; the digest pinned in the library's pins refuses
+    it, and the true digest lets it through."""
+    archive = "node_exporter-1.9.1.linux-amd64.tar.gz"
+    url = f"https://github.com/prometheus/node_exporter/releases/download/v1.9.1/{archive}"
+    sim = created(tmp_path, "worker")
+    sim.serve_releases()
+    served = (sim.sim / "downloads" / url_key(url)).read_bytes()
+    _pin_download(sim, archive, "0" * 64)
+    run = sim.run_metrics_installer()
+    assert run.returncode != 0
+    assert f"refusing {archive}: sha256 {hashlib.sha256(served).hexdigest()} is not the pinned" in (
+        run.output
+    )
+    assert not sim.exists("etc/systemd/system/fm-node-exporter.service")
+    # A download the pins list no digest for is checked against its release's sums, and said.
+    assert "prometheus-3.5.0.linux-amd64.tar.gz: no pinned sha256" in run.output
+    _pin_download(sim, archive, hashlib.sha256(served).hexdigest())
+    run = sim.run_metrics_installer()
+    assert sim.exists("etc/systemd/system/fm-node-exporter.service"), run.output
+    assert f"{archive}: no pinned sha256" not in run.output
 
 
 DRAINED = "fm-constructs: missing enroot pyxis"

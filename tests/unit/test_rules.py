@@ -134,6 +134,29 @@ def test_zone_rules() -> None:
     assert regions.zone_letters("ca-central-1") == "abd"
 
 
+def test_public_endpoint_cidrs_are_judged_by_address_space() -> None:
+    assert not platform.public_access_cidrs(["203.0.113.0/24", "198.51.100.0/24"])
+    assert not platform.public_access_cidrs(["10.0.0.0/8"])
+    (whole,) = platform.public_access_cidrs(["0.0.0.0/0"])
+    assert whole.key == "public_access_cidrs[0]"
+    # The whole internet in two halves, or many /9s, is refused as a whole.
+    (halves,) = platform.public_access_cidrs(["0.0.0.0/1", "128.0.0.0/1"])
+    assert halves.key == "public_access_cidrs" and "more than a /8" in halves.line()
+    assert platform.public_access_cidrs(["10.0.0.0/9", "11.0.0.0/9", "12.0.0.0/9"])
+    # Overlapping ranges count once.
+    assert not platform.public_access_cidrs(["10.0.0.0/8", "10.1.0.0/16"])
+    assert platform.public_access_cidrs(["::/1"])
+
+
+def test_internet_facing_endpoint_needs_source_ranges() -> None:
+    assert not inference.public_endpoint_source_ranges("internal", [])
+    (missing,) = inference.public_endpoint_source_ranges("internet-facing", [])
+    assert missing.code == "FM512"
+    assert not inference.public_endpoint_source_ranges("internet-facing", ["203.0.113.0/24"])
+    (wide,) = inference.public_endpoint_source_ranges("internet-facing", ["0.0.0.0/0"])
+    assert wide.code == "FM512" and wide.key == "load_balancer_source_ranges[0]"
+
+
 def test_tokens_are_skipped() -> None:
     token = "${Token[TOKEN.123]}"
     assert not platform.admin_principals([token])

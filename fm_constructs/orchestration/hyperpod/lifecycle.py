@@ -16,8 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Names, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, DefaultStackSynthesizer, Fn, Names, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
@@ -33,6 +34,7 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam, flatten_reference
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
+from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
 
 ON_CREATE = "on_create.sh"
@@ -121,6 +123,82 @@ def efa_exporter_image(region: str) -> str:
         f"{efa_exporter_account(region)}.dkr.ecr.{region}.amazonaws.com/"
         f"{EFA_EXPORTER_REPOSITORY}:{EFA_EXPORTER_TAG}"
     )
+
+
+#: Why the lifecycle bucket and its logs have no cross-Region replication.
+LIFECYCLE_REPLICATION = (
+    "The scripts are generated from this package at every deployment (the package and the "
+    "template are the source); the logs stay in the cluster's Region. Both buckets are "
+    "versioned and retained."
+)
+#: Server-access-log prefix of the lifecycle bucket in its log bucket.
+ACCESS_LOG_PREFIX = "lifecycle-bucket/"
+#: Object actions only the deployment handler may perform on a created lifecycle bucket.
+OBJECT_WRITE_ACTIONS = (
+    "s3:PutObject",
+    "s3:PutObjectAcl",
+    "s3:PutObjectVersionAcl",
+    "s3:PutObjectTagging",
+    "s3:PutObjectVersionTagging",
+    "s3:PutObjectRetention",
+    "s3:PutObjectLegalHold",
+    "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
+    "s3:DeleteObjectTagging",
+    "s3:DeleteObjectVersionTagging",
+    "s3:RestoreObject",
+    "s3:ReplicateObject",
+    "s3:ReplicateDelete",
+    "s3:BypassGovernanceRetention",
+)
+#: Bucket actions only CloudFormation may perform on a created lifecycle bucket: everything
+#: that would let another principal grant itself writes, turn off encryption or logging,
+#: expire or copy the scripts, or delete the bucket.
+BUCKET_CONFIGURATION_ACTIONS = (
+    "s3:PutBucketPolicy",
+    "s3:DeleteBucketPolicy",
+    "s3:PutBucketAcl",
+    "s3:PutEncryptionConfiguration",
+    "s3:PutBucketVersioning",
+    "s3:PutBucketPublicAccessBlock",
+    "s3:PutBucketOwnershipControls",
+    "s3:PutBucketLogging",
+    "s3:PutLifecycleConfiguration",
+    "s3:PutReplicationConfiguration",
+    "s3:PutBucketObjectLockConfiguration",
+    "s3:PutBucketNotification",
+    "s3:DeleteBucket",
+)
+#: Key-policy actions of the account on the lifecycle key: administration, no cryptography
+#: (the KMS developer guide's "key administrators" set).
+KEY_ADMIN_ACTIONS = (
+    "kms:Create*",
+    "kms:Describe*",
+    "kms:Enable*",
+    "kms:List*",
+    "kms:Put*",
+    "kms:Update*",
+    "kms:Revoke*",
+    "kms:Disable*",
+    "kms:Get*",
+    "kms:Delete*",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:ScheduleKeyDeletion",
+    "kms:CancelKeyDeletion",
+    "kms:RotateKeyOnDemand",
+)
+
+
+def cloudformation_execution_role_arn(stack: Stack) -> str | None:
+    """The role CloudFormation deploys ``stack`` with (the bootstrap's ``cfn-exec-role``
+    named by :class:`~aws_cdk.DefaultStackSynthesizer`), or None with another synthesizer."""
+    synthesizer = stack.synthesizer
+    if not isinstance(synthesizer, DefaultStackSynthesizer):
+        return None
+    arn = synthesizer.cloud_formation_execution_role_arn
+    # The synthesizer spells account, region and partition as ${AWS::...} placeholders.
+    return Fn.sub(arn) if "${" in arn else arn
 
 
 def scripts_directory() -> Path:
@@ -218,7 +296,9 @@ def provisioning_parameters(
     ``exporter_ports``, ``efa_exporter_image``, and the pinned ``node_exporter_version``,
     ``prometheus_version``, ``slurm_exporter_version`` and ``dcgm_exporter_image`` that
     ``metrics.sh`` installs and the ``enroot_version`` and ``pyxis_version`` that
-    ``containers.sh`` installs.
+    ``containers.sh`` installs; ``download_sha256`` (release file name -> pinned sha256,
+    :func:`fm_constructs.pins.download_digests`), which the scripts require of a listed
+    download before using it.
     """
 
     def first(node_type: SlurmNodeType) -> str | None:
@@ -255,17 +335,40 @@ def provisioning_parameters(
         "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
         "enroot_version": pins.binary("enroot").version,
         "pyxis_version": pins.binary("pyxis").version,
+        "download_sha256": pins.download_digests(),
     }
 
 
 class LifecycleScripts(Construct):
     """The lifecycle scripts and provisioning parameters of one cluster under one S3 prefix.
 
-    ``bucket``: where to put them; created when absent (S3-managed encryption, TLS only, no
-    public access, versioned). A created bucket is retained when the stack is deleted (its
-    objects are removed with the deployment, so it is left empty apart from old versions);
-    delete it by hand if it is no longer needed.
-    Children: ``Bucket`` (when created), ``Deployment``.
+    HyperPod runs these scripts as root on every node of the cluster (on create, and again on
+    every software update and scale-out), so whoever can write them owns every node. A bucket
+    created here is therefore writable only by the deployment itself:
+
+    * its policy denies object writes and deletes to every principal but the role of the
+      stack's ``BucketDeployment`` handler (the Lambda function aws-cdk-lib creates once per
+      stack, ``Custom::CDKBucketDeployment...``, whose role copies the scripts from the CDK
+      asset bucket), and denies changes to the bucket's policy, ACLs, encryption, versioning,
+      public access block, ownership, logging, lifecycle, replication and object lock, and the
+      bucket's deletion, to every principal but the stack's CloudFormation execution role (the
+      bootstrap role ``cdk-<qualifier>-cfn-exec-role-<account>-<region>`` that
+      ``DefaultStackSynthesizer`` names; with another synthesizer there is no such role, and
+      the construct warns that configuration changes are not restricted);
+    * it is encrypted with its own customer key (``Key``) whose key policy gives the account
+      key administration and decryption (through S3) but lets only the deployment handler's
+      role encrypt: an IAM policy granting ``kms:Encrypt`` or ``kms:GenerateDataKey`` on this
+      key to any other principal has no effect;
+    * server access logs go to ``AccessLogs`` (S3 object writes are CloudTrail data events,
+      which are not logged unless a trail selects them).
+
+    The account's root user can still delete the bucket policy (S3 always allows it), which
+    is the break-glass path. The bucket also blocks public access, requires TLS, is versioned
+    and is retained when the stack is deleted (its objects are removed with the deployment, so
+    it is left empty apart from old versions); delete it by hand if it is no longer needed.
+
+    With ``bucket=`` given, none of this is applied: secure that bucket the same way.
+    Children: ``Bucket``, ``Key``, ``AccessLogs`` (when the bucket is created), ``Deployment``.
     """
 
     def __init__(
@@ -279,24 +382,12 @@ class LifecycleScripts(Construct):
         super().__init__(scope, construct_id)
         #: What ``provisioning_parameters.json`` holds (values may be tokens).
         self.parameters: dict[str, Any] = parameters
+        created: s3.Bucket | None = None
+        #: The bucket's customer key and access-log bucket (None with ``bucket=`` given).
+        self.key: kms.Key | None = None
+        self.access_logs_bucket: s3.Bucket | None = None
         if bucket is None:
-            created = s3.Bucket(
-                self,
-                "Bucket",
-                encryption=s3.BucketEncryption.S3_MANAGED,
-                enforce_ssl=True,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                versioned=True,
-                removal_policy=RemovalPolicy.RETAIN,
-                auto_delete_objects=False,
-            )
-            acknowledge(
-                created,
-                "AwsSolutions-S1",
-                "The bucket only holds lifecycle scripts generated from this package (a copy "
-                "of the CDK asset); their content and every change are in the template and "
-                "CloudTrail, so server access logs would add nothing.",
-            )
+            created = self._create_bucket()
             bucket = created
         self.bucket: s3.IBucket = bucket
         self.prefix = f"hyperpod-lifecycle/{Names.unique_id(self)}/"
@@ -313,7 +404,160 @@ class LifecycleScripts(Construct):
             prune=True,
             retain_on_delete=False,
         )
+        if created is not None:
+            self._restrict_writers(created)
         self._acknowledge_deployment_handler()
+
+    def _create_bucket(self) -> s3.Bucket:
+        """The bucket, its key and its access-log bucket (policies come with the deployment,
+        whose handler role they name)."""
+        self.key = kms.Key(
+            self,
+            "Key",
+            description=f"HyperPod lifecycle scripts of {self.node.path}",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+            policy=self._key_policy(),
+        )
+        self.access_logs_bucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            # Server access log destinations support SSE-S3 only (S3 user guide, "Enabling
+            # Amazon S3 server access logging").
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            enforce_ssl=True,
+            versioned=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            self.access_logs_bucket,
+            "AwsSolutions-S1",
+            "This is the server-access-log destination of the lifecycle bucket; a log bucket "
+            "logging to itself would log its own log deliveries without end.",
+        )
+        acknowledge_compliance(
+            self.access_logs_bucket,
+            "S3DefaultEncryptionKMS",
+            'Server access log destinations support SSE-S3 only (S3 user guide, "Enabling '
+            'Amazon S3 server access logging").',
+        )
+        acknowledge_compliance(
+            self.access_logs_bucket, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION
+        )
+        created = s3.Bucket(
+            self,
+            "Bucket",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            versioned=True,
+            removal_policy=RemovalPolicy.RETAIN,
+            auto_delete_objects=False,
+        )
+        acknowledge_compliance(created, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION)
+        cfn_bucket = created.node.default_child
+        assert isinstance(cfn_bucket, s3.CfnBucket)
+        # Set on the L1 and granted explicitly, as the data bucket does: the L2's
+        # server_access_logs_bucket depends on an app-level feature flag.
+        cfn_bucket.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
+            destination_bucket_name=self.access_logs_bucket.bucket_name,
+            log_file_prefix=ACCESS_LOG_PREFIX,
+        )
+        self.access_logs_bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowLifecycleBucketServerAccessLogs",
+                principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
+                actions=["s3:PutObject"],
+                resources=[self.access_logs_bucket.arn_for_objects(f"{ACCESS_LOG_PREFIX}*")],
+                conditions={
+                    "ArnLike": {"aws:SourceArn": created.bucket_arn},
+                    "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
+                },
+            )
+        )
+        return created
+
+    def _key_policy(self) -> iam.PolicyDocument:
+        """Key administration and decryption through S3 for the account (so IAM decides who
+        reads); encryption is added for the deployment handler's role alone."""
+        stack = Stack.of(self)
+        account = iam.AccountRootPrincipal()
+        return iam.PolicyDocument(
+            statements=[
+                iam.PolicyStatement(
+                    sid="KeyAdministration",
+                    principals=[account],
+                    actions=list(KEY_ADMIN_ACTIONS),
+                    resources=["*"],
+                ),
+                iam.PolicyStatement(
+                    sid="DecryptThroughS3",
+                    principals=[account],
+                    actions=["kms:Decrypt"],
+                    resources=["*"],
+                    conditions={
+                        "StringEquals": {"kms:ViaService": f"s3.{stack.region}.amazonaws.com"}
+                    },
+                ),
+            ]
+        )
+
+    def _restrict_writers(self, bucket: s3.Bucket) -> None:
+        """Deny writes to all but the deployment handler and configuration changes to all but
+        CloudFormation; let only the handler encrypt with the key."""
+        writer = self.deployment.handler_role.role_arn
+        bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="DenyObjectWritesExceptDeployment",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=list(OBJECT_WRITE_ACTIONS),
+                resources=[bucket.arn_for_objects("*")],
+                conditions={"StringNotEquals": {"aws:PrincipalArn": [writer]}},
+            )
+        )
+        deployer = cloudformation_execution_role_arn(Stack.of(self))
+        if deployer is None:
+            Annotations.of(self).add_warning_v2(
+                "fm-constructs:lifecycle-bucket-configuration",
+                "The stack's synthesizer names no CloudFormation execution role, so changes "
+                "to the lifecycle bucket's policy and configuration are not restricted to the "
+                "deployment; use DefaultStackSynthesizer, or pass a bucket you secure.",
+            )
+        else:
+            bucket.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="DenyConfigurationChangesExceptCloudFormation",
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=list(BUCKET_CONFIGURATION_ACTIONS),
+                    resources=[bucket.bucket_arn],
+                    conditions={"StringNotEquals": {"aws:PrincipalArn": [deployer]}},
+                )
+            )
+        assert self.key is not None
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="EncryptByDeploymentOnly",
+                principals=[iam.ArnPrincipal(writer)],
+                actions=[
+                    "kms:Encrypt",
+                    "kms:Decrypt",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:DescribeKey",
+                ],
+                resources=["*"],
+                conditions={
+                    "StringEquals": {"kms:ViaService": f"s3.{Stack.of(self).region}.amazonaws.com"}
+                },
+            )
+        )
 
     @property
     def source_s3_uri(self) -> str:

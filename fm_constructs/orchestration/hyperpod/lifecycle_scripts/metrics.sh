@@ -112,7 +112,8 @@ RELEASE_DIR=""
 fetch_archive() {
   # fetch_archive <url-base> <archive> <sums-file> <dir> <binary>: download <url-base>/<archive>
   # and the release's sha256 sums (<url-base>/<sums-file>), refuse the archive unless its digest
-  # is the one listed for it, unpack it so that /opt/fm-metrics/<dir>/<binary> is the binary,
+  # is the one listed for it and, when the pins list it (download_sha256), the pinned one,
+  # unpack it so that /opt/fm-metrics/<dir>/<binary> is the binary,
   # and set RELEASE_DIR (path on the node); false on any failure. Archives whose members are
   # not under <dir>/ (no top-level directory) are unpacked into <dir>.
   local base="$1" archive="$2" sums="$3" dir="$4" binary="$5" work
@@ -132,6 +133,17 @@ fetch_archive() {
   actual="$(sha256sum "${work}/${archive}" | awk '{print $1}')"
   if [[ -z "$expected" || "$expected" != "$actual" ]]; then
     log "refusing ${archive}: sha256 ${actual} does not match the release's '${expected}'"
+    rm -rf "$work"
+    return 1
+  fi
+  # A digest pinned in the library's pins wins over the release's own sums (which come from
+  # the same place as the archive).
+  local pinned
+  pinned="$(param "download_sha256.${archive}")"
+  if [[ -z "$pinned" ]]; then
+    log "${archive}: no pinned sha256; checked against the release's sums only"
+  elif [[ "$pinned" != "$actual" ]]; then
+    log "refusing ${archive}: sha256 ${actual} is not the pinned ${pinned}"
     rm -rf "$work"
     return 1
   fi

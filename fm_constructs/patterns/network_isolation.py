@@ -1,0 +1,30 @@
+"""What the workload namespaces' network policies need to know about the cluster."""
+
+from __future__ import annotations
+
+import jsii
+from aws_cdk import Annotations
+
+from fm_constructs.orchestration import GpuEksCluster
+from fm_constructs.orchestration import eks_charts as charts
+
+
+def vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
+    """The primary CIDR of the cluster's VPC, the source of the load balancer's and the
+    managed collector's connections; an imported VPC may not know it, then none (and a
+    warning: the workload namespaces then admit nothing from outside themselves)."""
+    try:
+        return [cluster.vpc.vpc_cidr_block]
+    except jsii.errors.JSIIError:
+        Annotations.of(cluster).add_warning_v2(
+            "fm:network-policy-vpc-cidr",
+            "The cluster's VPC was imported without vpc_cidr_block: the workload namespaces' "
+            "network policies admit nothing from the VPC (no scraping, no load balancer).",
+        )
+        return []
+
+
+def kuberay_namespace(cluster: GpuEksCluster) -> str | None:
+    """The KubeRay operator's namespace when the cluster runs it."""
+    release = charts.KUBERAY_OPERATOR.release
+    return charts.KUBERAY_OPERATOR.namespace if release in cluster.charts else None
