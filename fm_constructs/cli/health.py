@@ -61,7 +61,7 @@ def run_health(
     else:
         reporter.print(
             f"# DCGM diagnostics level 2 on {count} x {chosen.instance_type} ({chosen.name}); "
-            f"kubectl apply -f this file, then: kubectl -n {target.namespace} wait "
+            f"kubectl apply -f this file, then: kubectl -n {job['metadata']['namespace']} wait "
             "--for=condition=complete job/dcgm-diag --timeout=30m"
         )
         reporter.print(yaml.safe_dump(job, sort_keys=False).rstrip())

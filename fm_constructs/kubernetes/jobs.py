@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from fm_constructs.domain import names
 from fm_constructs.kubernetes import images, mpi_ssh
 from fm_constructs.kubernetes.node_shape import (
     WorkloadTarget,
@@ -187,7 +188,12 @@ def fsdp_trainjob(
 def dcgm_diag_job(target: WorkloadTarget, nodes: int) -> dict[str, Any]:
     """DCGM diagnostics level 2 on ``nodes`` GPU nodes, one pod per node (each takes every GPU
     of its node, so it only runs where no training holds them). A pod fails when any check
-    fails; its log names the GPU and the test."""
+    fails; its log names the GPU and the test.
+
+    It runs in the workload's diagnostics namespace: DCGM level 2 needs SYS_ADMIN, which the
+    workload namespace's Pod Security level refuses. That namespace is not Kueue-managed and
+    has no AWS identity, so the job carries no queue label and uses the namespace's default
+    service account; the scheduler places it only on nodes whose GPUs are all free."""
     spec = target.spec
     if spec.eks_ami_family != "NVIDIA":
         raise ValueError(f"DCGM diagnostics need NVIDIA GPUs; {spec.name} has none")
@@ -198,8 +204,8 @@ def dcgm_diag_job(target: WorkloadTarget, nodes: int) -> dict[str, Any]:
         "kind": "Job",
         "metadata": {
             "name": DCGM_DIAG_JOB,
-            "namespace": target.namespace,
-            "labels": {**labels, **queue_labels(target)},
+            "namespace": names.diagnostics_namespace(target.workload),
+            "labels": labels,
         },
         "spec": {
             "completions": nodes,
@@ -209,7 +215,7 @@ def dcgm_diag_job(target: WorkloadTarget, nodes: int) -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "serviceAccountName": target.service_account,
+                    "automountServiceAccountToken": False,
                     "restartPolicy": "Never",
                     "nodeSelector": node_selector(target),
                     "tolerations": tolerations(spec),

@@ -40,6 +40,11 @@ def test_the_job_is_the_workloads(
     assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": instance_type}
     assert pod["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": gpus}
     assert job["spec"]["completions"] == nodes
+    # The privileged job runs in the workload's diagnostics namespace, and the printed wait
+    # command names that namespace.
+    namespace = job["metadata"]["namespace"]
+    assert namespace.endswith("-diagnostics")
+    assert f"kubectl -n {namespace} wait" in result.out
     validate_builtin(job, load_profile(profile).platform.kubernetes_version)
 
 

@@ -77,11 +77,6 @@ def test_training_runtime_pods_pass_baseline() -> None:
         assert violations(spec, "baseline") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dcgm_diag_job still renders into the workload namespace; it belongs in "
-    "names.diagnostics_namespace (privileged) without a queue label",
-)
 def test_first_job_pods_pass_their_namespaces_pod_security() -> None:
     levels = _levels(namespace_objects("pretraining", kueue_managed=True))
     for obj in jobs.first_job_objects(P5, 2):
