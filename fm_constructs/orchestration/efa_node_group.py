@@ -30,8 +30,8 @@ from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
-from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
+from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.node_updates import (
     EKS_MAX_PARALLEL_NODES,
