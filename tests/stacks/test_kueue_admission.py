@@ -139,6 +139,9 @@ class Cluster:
     cluster_queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     local_queues: dict[tuple[str, str], str] = field(default_factory=dict)
     pod_sets: list[PodSet] = field(default_factory=list)
+    #: Pod templates of jobs outside Kueue (the privileged diagnostics namespace is not
+    #: Kueue-managed): only the scheduler places them.
+    unqueued: list[PodSet] = field(default_factory=list)
 
 
 def _objects(resource: dict[str, Any]) -> list[dict[str, Any]]:
@@ -224,7 +227,8 @@ def read_cluster(profile_name: str) -> Cluster:
                     elif obj["kind"] == "TrainingRuntime":
                         runtimes.append(obj)
     # The runtimes run through the TrainJobs that name them (queue label on the TrainJob);
-    # the first-job guide's DCGM Job has its own pod template. Both for every training workload.
+    # the first-job guide's DCGM Job has its own pod template, outside Kueue (it runs in the
+    # privileged diagnostics namespace). Both for every training workload.
     for workload in result.profile.enabled_workloads:
         if workload.orchestrator not in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS):
             continue
@@ -244,11 +248,12 @@ def read_cluster(profile_name: str) -> Cluster:
                 cluster.pod_sets.append(pod_set)
         dcgm = jobs.dcgm_diag_job(target, nodes)
         template = dcgm["spec"]["template"]
-        cluster.pod_sets.append(
+        assert QUEUE_LABEL not in dcgm["metadata"]["labels"]
+        cluster.unqueued.append(
             PodSet(
                 what=f"{jobs.DCGM_DIAG_JOB} Job",
-                namespace=target.namespace,
-                queue=dcgm["metadata"]["labels"][QUEUE_LABEL],
+                namespace=dcgm["metadata"]["namespace"],
+                queue="",
                 spec=template["spec"],
                 annotations=template.get("metadata", {}).get("annotations", {}),
                 count=nodes,
@@ -411,6 +416,23 @@ def test_every_rendered_pod_set_is_admitted_and_placed(profile: str) -> None:
                     f"(no node matches {selector})"
                 )
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    "profile", [pytest.param(n, marks=pytest.mark.xdist_group(n)) for n in EKS_PROFILES]
+)
+def test_jobs_outside_kueue_have_nodes_to_run_on(profile: str) -> None:
+    """The DCGM diagnostic bypasses Kueue: its own nodeSelector, tolerations and requests must
+    still match a node group of its workload, or it stays Pending."""
+    cluster = read_cluster(profile)
+    if not cluster.unqueued:
+        pytest.skip(f"{profile} has no NVIDIA training workload on EKS, so no DCGM job")
+    for ps in cluster.unqueued:
+        spec = ps.spec
+        pools = _schedulable_pools(
+            cluster, spec.get("nodeSelector", {}), spec.get("tolerations", []), ps
+        )
+        assert pools, f"{ps.namespace}/{ps.what}: no node matches {spec.get('nodeSelector')}"
 
 
 @pytest.mark.parametrize(

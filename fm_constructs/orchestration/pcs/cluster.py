@@ -27,6 +27,7 @@ from fm_constructs.planning.pcs_limits import (
     cluster_size_for,
     name_problem,
 )
+from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
 
 #: The slurm.conf settings PCS takes at cluster level (API reference, SlurmCustomSetting).
@@ -136,8 +137,21 @@ class PcsCluster(Construct):
             allow_all_outbound=True,
         )
         if security_group is None:
-            self.security_group.add_ingress_rule(
-                self.security_group, ec2.Port.all_traffic(), "Slurm within the PCS cluster"
+            # A standalone rule resource, so it can carry its own acknowledgement.
+            self_ingress = ec2.CfnSecurityGroupIngress(
+                self.security_group,
+                "SelfIngress",
+                group_id=self.security_group.security_group_id,
+                ip_protocol="-1",
+                source_security_group_id=self.security_group.security_group_id,
+                description="Slurm within the PCS cluster",
+            )
+            acknowledge_compliance(
+                self_ingress,
+                "EC2RestrictedCommonPorts",
+                "The rule admits only members of this same security group (the PCS controller "
+                "and the cluster's nodes, which Slurm connects on dynamic ports); no address "
+                "range is opened.",
             )
         self._connections = ec2.Connections(security_groups=[self.security_group])
         self.resource = pcs.CfnCluster(
