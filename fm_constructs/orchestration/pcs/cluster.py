@@ -129,21 +129,21 @@ class PcsCluster(Construct):
             self, max_length=CLUSTER_NAME_MAX, separator="-", allowed_special_characters="-"
         )
         self.slurm_version = slurm_version or pins.pcs().slurm_version
-        self.security_group: ec2.ISecurityGroup = security_group or ec2.SecurityGroup(
-            self,
-            "SecurityGroup",
-            vpc=vpc,
-            description="AWS PCS controller and nodes: all traffic within the group (Slurm)",
-            allow_all_outbound=True,
-        )
         if security_group is None:
+            created = ec2.SecurityGroup(
+                self,
+                "SecurityGroup",
+                vpc=vpc,
+                description="AWS PCS controller and nodes: all traffic within the group (Slurm)",
+                allow_all_outbound=True,
+            )
             # A standalone rule resource, so it can carry its own acknowledgement.
             self_ingress = ec2.CfnSecurityGroupIngress(
-                self.security_group,
+                created,
                 "SelfIngress",
-                group_id=self.security_group.security_group_id,
+                group_id=created.security_group_id,
                 ip_protocol="-1",
-                source_security_group_id=self.security_group.security_group_id,
+                source_security_group_id=created.security_group_id,
                 description="Slurm within the PCS cluster",
             )
             acknowledge_compliance(
@@ -153,6 +153,8 @@ class PcsCluster(Construct):
                 "and the cluster's nodes, which Slurm connects on dynamic ports); no address "
                 "range is opened.",
             )
+            security_group = created
+        self.security_group: ec2.ISecurityGroup = security_group
         self._connections = ec2.Connections(security_groups=[self.security_group])
         self.resource = pcs.CfnCluster(
             self,
