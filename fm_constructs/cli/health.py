@@ -23,14 +23,12 @@ def run_health(
     profile: Profile, reporter: Reporter, *, workload: str | None, nodes: int | None
 ) -> ExitCode:
     """Print the DCGM job of ``workload`` (default: the first enabled one) as YAML or JSON."""
-    enabled = [
-        w for w in profile.enabled_workloads if w.orchestrator is not Orchestrator.HYPERPOD_SLURM
-    ]
+    enabled = [w for w in profile.enabled_workloads if not w.orchestrator.is_slurm]
     if workload is None:
         if not enabled:
             raise CliError(
                 f"health: {profile.source} has no enabled workload on EKS (HyperPod Slurm nodes "
-                "run HyperPod's deep health checks)",
+                "run HyperPod's deep health checks; on AWS PCS run dcgmi diag through sbatch)",
                 ExitCode.USAGE,
             )
         chosen = enabled[0]

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from fm_constructs.config import Orchestrator
 from fm_constructs.domain import names
 from fm_constructs.kubernetes.workload import POD_SECURITY_LABEL
 from tests.iam_policies import Templates
@@ -37,9 +36,7 @@ def _objects(profile: str) -> list[dict[str, Any]]:
 
 def _eks_workloads(profile: str) -> list[str]:
     return [
-        w.name
-        for w in synthesize(profile).profile.enabled_workloads
-        if w.orchestrator is not Orchestrator.HYPERPOD_SLURM
+        w.name for w in synthesize(profile).profile.enabled_workloads if not w.orchestrator.is_slurm
     ]
 
 

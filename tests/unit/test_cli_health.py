@@ -59,3 +59,10 @@ def test_slurm_only_profile_is_refused_with_the_reason() -> None:
     result = run("health", "--config", SLURM)
     assert result.code == 2
     assert "HyperPod's deep health checks" in result.err
+
+
+def test_pcs_profile_is_refused_like_slurm_on_hyperpod() -> None:
+    """AWS PCS runs Slurm, not Kubernetes: no Kubernetes Job is rendered for its nodes."""
+    result = run("health", "--config", SLURM.replace("hyperpod-slurm.toml", "pcs.toml"))
+    assert result.code == 2, result.out
+    assert "on AWS PCS run dcgmi diag through sbatch" in result.err
