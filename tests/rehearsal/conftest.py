@@ -23,6 +23,7 @@ from tests.rehearsal.local_aws import custom_resources, resources
 from tests.rehearsal.local_aws.server import LocalAws, assert_loopback, start
 
 HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -73,9 +74,7 @@ class Assemblies:
         target = self.root / profile
         if not (target / "manifest.json").exists():
             start_time = time.monotonic()
-            self.cdk.run(
-                "synth", "--quiet", "-c", f"config=config/{profile}.toml", "-o", str(target)
-            ).check()
+            self.cdk.synth(ROOT / "config" / f"{profile}.toml", target)
             self.seconds[profile] = time.monotonic() - start_time
         return target
 

@@ -454,6 +454,49 @@ def _ordered_delete(self: Any) -> None:
         raise first_error
 
 
+def _diff_in_creation_order(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """moto's change-set path creates the added resources in template order and ignores
+    ``DependsOn``; order them as ``creation_order`` does."""
+
+    @functools.wraps(original)
+    def diff(self: Any, other_template: dict[str, Any], *args: Any, **kw: Any) -> dict[str, Any]:
+        result = original(self, other_template, *args, **kw)
+        order = _order(other_template.get("Resources", {}))
+        result["Add"] = sorted(result["Add"], key=order.index)
+        return result
+
+    return diff
+
+
+def creation_order(self: Any) -> list[str]:
+    """See ``_order``: moto's own create path."""
+    return _order(self._resource_json_map)
+
+
+def _order(resource_json_map: dict[str, Any]) -> list[str]:
+    """The order moto creates a stack's resources in: every resource after what it refers to
+    (Ref, GetAtt, Sub, DependsOn), and otherwise the *last* in the template first.
+    CloudFormation creates resources without a dependency between them at the same time, in
+    no order; a template usually declares what is used before its user, so the reverse
+    order is the one that shows a missing dependency (a property that names a resource by a
+    literal ARN carries none)."""
+    graph = dependencies({"Resources": resource_json_map})
+    order: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        done.add(name)
+        for target in sorted(graph[name]):
+            visit(target)
+        order.append(name)
+
+    for name in reversed(list(resource_json_map)):
+        visit(name)
+    return order
+
+
 def _patch_delete_failure_reason() -> None:
     """moto's ResourceMap.delete raises its last exception; keep which resource it was."""
     original: Callable[..., None] = parsing.ResourceMap._delete_resource
@@ -468,6 +511,10 @@ def _patch_delete_failure_reason() -> None:
 
     parsing.ResourceMap._delete_resource = delete_resource  # type: ignore[method-assign]
     parsing.ResourceMap.delete = _ordered_delete  # type: ignore[method-assign]
+    parsing.ResourceMap._ResourceMap__get_resources_in_dependency_order = creation_order  # type: ignore[attr-defined]
+    parsing.ResourceMap.build_resource_diff = _diff_in_creation_order(  # type: ignore[method-assign]
+        parsing.ResourceMap.build_resource_diff
+    )
 
 
 def _patch_responses() -> None:

@@ -55,6 +55,10 @@ DELETE_RULES: dict[str, list[Rule]] = {}
 CREATE_HOOKS: dict[str, list[Rule]] = {}
 DELETE_HOOKS: dict[str, list[Rule]] = {}
 
+#: Resource type -> how many of its next creations fail with a transient service error: the
+#: rehearsal's way to make a first deploy fail and see it roll back and succeed on retry.
+FAULTS: dict[str, int] = {}
+
 #: Physical id prefixes where the service's ids have one the other stacks' code relies on.
 ID_PREFIX = {
     "AWS::FSx::FileSystem": "fs-",
@@ -215,6 +219,12 @@ def create(
     stack_id: str = "",
 ) -> Created:
     """Create one resource the way its handler would, or raise ResourceFailed."""
+    if FAULTS.get(resource_type, 0) > 0:
+        FAULTS[resource_type] -= 1
+        raise ResourceFailed(
+            f"InternalFailure: {resource_type} {logical_id}: the service could not complete "
+            "the request (a transient fault the rehearsal injected)"
+        )
     problems = schemas.violations(resource_type, properties)
     if problems:
         raise ResourceFailed(
@@ -232,7 +242,8 @@ def create(
         if name in writable and name in properties:
             values.append(str(properties[name]))
         elif name in writable:
-            generated = f"{stack_name}-{logical_id}-{suffix[:12]}"[:63]
+            # As CloudFormation names resources: the prefix is cut, the random part kept.
+            generated = f"{f'{stack_name}-{logical_id}'[:50]}-{suffix[:12]}"
             resource.attributes[name] = generated
             values.append(generated)
         elif name.lower().endswith("arn"):

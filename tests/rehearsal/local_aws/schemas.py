@@ -15,6 +15,7 @@ import functools
 from typing import Any
 
 import jsonschema
+import regex
 from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 from jsonschema import Draft7Validator
 
@@ -50,7 +51,18 @@ def _is_boolean(checker: Any, value: Any) -> bool:
 _TYPES = Draft7Validator.TYPE_CHECKER.redefine_many(
     {"integer": _is_integer, "number": _is_number, "boolean": _is_boolean}
 )
-Validator = jsonschema.validators.extend(Draft7Validator, type_checker=_TYPES)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    """Registry schemas use ECMA-262 patterns such as ``\\p{L}``: ``regex`` (a cfn-lint
+    dependency) reads them, Python's ``re`` does not."""
+    if isinstance(instance, str) and not regex.search(pattern, instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+Validator = jsonschema.validators.extend(
+    Draft7Validator, validators={"pattern": _pattern}, type_checker=_TYPES
+)
 
 
 @functools.cache

@@ -370,6 +370,23 @@ def security_group_egress(resource: Created) -> None:
         require_security_groups(resource, [str(target)])
 
 
+def vpc_cidr_block(resource: Created) -> None:
+    """EC2: associate the CIDR with the VPC for real, so subnets in it can be created (and
+    only after it: a subnet of a secondary CIDR needs the association first)."""
+    props = resource.properties
+    association = _ec2(resource).associate_vpc_cidr_block(
+        vpc_id=str(props["VpcId"]),
+        cidr_block=str(props["CidrBlock"]),
+        amazon_provided_ipv6_cidr_block=bool(props.get("AmazonProvidedIpv6CidrBlock", False)),
+    )
+    resource.physical_id = str(association["association_id"])
+    resource.attributes["Id"] = resource.physical_id
+
+
+def vpc_cidr_block_delete(resource: Created) -> None:
+    _ec2(resource).disassociate_vpc_cidr_block(association_id=resource.physical_id)
+
+
 def _stack_name(resource: Created) -> str:
     parts = resource.stack_id.split("/")
     return parts[1] if len(parts) > 2 else ""
@@ -401,6 +418,7 @@ def install() -> None:
         {
             "AWS::EKS::Cluster": [eks_cluster_attributes],
             "AWS::EKS::Nodegroup": [eks_nodegroup_names],
+            "AWS::EC2::VPCCidrBlock": [vpc_cidr_block],
             "AWS::FSx::FileSystem": [fsx_file_system_in_backend],
         }
     )
@@ -410,6 +428,7 @@ def install() -> None:
     DELETE_HOOKS.update(
         {
             "AWS::EKS::Cluster": [eks_cluster_group_delete],
+            "AWS::EC2::VPCCidrBlock": [vpc_cidr_block_delete],
             "AWS::FSx::FileSystem": [fsx_file_system_out_of_backend],
         }
     )
