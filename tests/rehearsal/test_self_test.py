@@ -8,6 +8,7 @@ file system names its log group by a literal ARN with a ``DependsOn`` as the onl
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -90,11 +91,25 @@ def platform_deployed(local: LocalAws, cdk: Cdk, assemblies: Assemblies) -> Path
 
 
 def _mutated(assembly: Path, mutation: Callable[[Template], str]) -> tuple[Path, str]:
+    """A copy of the assembly with the stack's template changed, and the message expected.
+    The template is a file asset keyed by its hash: the copy gets the new hash, or the CLI
+    would find the unchanged template already uploaded under the old key."""
     copy = scratch_copy(assembly)
     path = copy / f"{STACK}.template.json"
     template = json.loads(path.read_text())
     expected = mutation(template)
-    path.write_text(json.dumps(template, indent=1))
+    text = json.dumps(template, indent=1)
+    path.write_text(text)
+    assets_path = copy / f"{STACK}.assets.json"
+    assets = json.loads(assets_path.read_text())
+    (old_hash,) = [
+        key
+        for key, entry in assets["files"].items()
+        if entry["source"].get("path") == path.name
+    ]
+    new_hash = hashlib.sha256(text.encode()).hexdigest()
+    for manifest in (assets_path, copy / "manifest.json"):
+        manifest.write_text(manifest.read_text().replace(old_hash, new_hash))
     return copy, expected
 
 

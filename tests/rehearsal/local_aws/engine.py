@@ -280,9 +280,13 @@ def find_change_set(backend: Any, name: str, stack_name: str | None) -> Any:
     name alone, and the CDK CLI names every stack's change set the same."""
     if name in backend.change_sets:
         return backend.change_sets[name]
-    for change_set in backend.change_sets.values():
+    for change_set in reversed(list(backend.change_sets.values())):
         stack = change_set.stack
-        if change_set.change_set_name == name and stack_name in (stack.name, stack.stack_id):
+        if (
+            change_set.change_set_name == name
+            and stack_name in (stack.name, stack.stack_id)
+            and stack.stack_id in backend.stacks
+        ):
             return change_set
     raise ValidationError(message=f"ChangeSet [{name}] does not exist")
 
@@ -393,6 +397,9 @@ def _patch_backend() -> None:
             stack.status = "DELETE_COMPLETE"
             self.stacks.pop(stack.stack_id, None)
             self.deleted_stacks[stack.stack_id] = stack
+            for change_set_id, change_set in list(self.change_sets.items()):
+                if change_set.stack_id == stack.stack_id:
+                    del self.change_sets[change_set_id]
             for export_name in export_names:
                 self.exports.pop(export_name, None)
 

@@ -113,8 +113,10 @@ def violations(resource_type: str, properties: dict[str, Any]) -> list[str]:
             missing = str(error.message).split("'")[1]
             where = f"#/{path}" if path else "#"
             messages.append(f"{where}: required key [{missing}] not found")
-        elif error.validator == "additionalProperties" and not path:
-            messages.append(f"#: extraneous key {error.message.split('(')[-1].rstrip(')')}")
+        elif error.validator == "additionalProperties":
+            where = f"#/{path}" if path else "#"
+            for name in regex.findall(r"'([^']+)'", error.message.split("(", 1)[-1]):
+                messages.append(f"{where}: extraneous key [{name}] is not permitted")
         else:
             messages.append(f"#/{path}: {error.message}")
     return messages
