@@ -86,7 +86,9 @@ def test_default_profile_lifecycle(
     rolled_back = [name for name, status in statuses.items() if status == "ROLLBACK_COMPLETE"]
     assert len(rolled_back) == 1, statuses
     assert not [
-        g for g in modelled(local, region, "AWS::EKS::Nodegroup") if rolled_back[0] in g.stack_id
+        g
+        for g in modelled(local, region, "AWS::EKS::Nodegroup")
+        if g.stack_id.split("/")[1] == rolled_back[0]
     ]
     cdk.deploy(assembly).check()
     statuses = stack_statuses(local, region)

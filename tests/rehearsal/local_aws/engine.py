@@ -22,6 +22,7 @@ service for what the rehearsal relies on. Each patch names the service behaviour
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import threading
@@ -36,7 +37,7 @@ from moto.core.responses import EmptyResult
 from moto.fsx import models as fsx_models
 
 from tests.rehearsal.local_aws.custom_resources import InProcessCustomResource
-from tests.rehearsal.local_aws.resources import ResourceFailed, SchemaResource
+from tests.rehearsal.local_aws.resources import STORE, ResourceFailed, SchemaResource, remove
 
 PSEUDO = {
     "AWS::AccountId",
@@ -255,8 +256,16 @@ def _publish_outputs(backend: Any, stack: Any) -> None:
         backend.exports[export.name] = export
 
 
+def _forget_resources(stack: Any) -> None:
+    """A stack whose resources are gone has no outputs. moto's maps are lazy: reading an
+    output (``DescribeStacks``) would create again each resource it refers to."""
+    stack.output_map = parsing.OutputMap(stack.resource_map, {}, stack.stack_id)
+    stack.resource_map._resource_json_map = {}
+
+
 def _rollback_create(stack: Any) -> None:
     resource_map = stack.resource_map
+    bodies = dict(resource_map._resource_json_map)
     for logical_id in list(resource_map._parsed_resources):
         resource = resource_map._parsed_resources[logical_id]
         body = resource_map._resource_json_map.get(logical_id, {})
@@ -273,6 +282,18 @@ def _rollback_create(stack: Any) -> None:
             except Exception:  # noqa: S110 - a rollback deletes what it can, like the service
                 pass
             resource_map._parsed_resources.pop(logical_id, None)
+    _forget_resources(stack)
+    # A resource that moto created while resolving a reference but never recorded in the map
+    # (its creation raised further up) is still the stack's: delete it too.
+    for created in [c for store in STORE.values() for c in store.values()]:
+        if created.stack_id != stack.stack_id:
+            continue
+        if bodies.get(created.logical_id, {}).get("DeletionPolicy") == "Retain":
+            continue
+        try:
+            remove(created)
+        except Exception:  # noqa: S110 - a rollback deletes what it can, like the service
+            pass
 
 
 def find_change_set(backend: Any, name: str, stack_name: str | None) -> Any:
@@ -322,7 +343,11 @@ def _patch_backend() -> None:
     def execute_change_set(self: Any, change_set: Any, stack: Any) -> None:
         kind = change_set.change_set_type
         stack._add_stack_event(f"{kind}_IN_PROGRESS", resource_status_reason="User Initiated")
-        change_set.apply()
+        APPLYING.append(True)
+        try:
+            change_set.apply()
+        finally:
+            APPLYING.pop()
         stack._add_stack_event(f"{kind}_COMPLETE")
         change_set.execution_status = "EXECUTE_COMPLETE"
         stack.status = f"{kind}_COMPLETE"
@@ -395,6 +420,7 @@ def _patch_backend() -> None:
                 continue
             stack._add_stack_event("DELETE_COMPLETE")
             stack.status = "DELETE_COMPLETE"
+            _forget_resources(stack)
             self.stacks.pop(stack.stack_id, None)
             self.deleted_stacks[stack.stack_id] = stack
             for change_set_id, change_set in list(self.change_sets.items()):
@@ -504,6 +530,33 @@ def _order(resource_json_map: dict[str, Any]) -> list[str]:
     return order
 
 
+#: Non-empty while a change set is being applied: only then may moto's lazy resource map
+#: create a resource it is asked for.
+APPLYING: list[bool] = []
+
+
+def _patch_lazy_map() -> None:
+    """moto creates a resource the first time anything reads it from the map, even a
+    ``DescribeStackResources`` after a failure or a deletion: the CDK CLI's read of a failed
+    stack would create again what was rolled back or deleted. Outside a change set the map
+    shows only the resources that exist."""
+    get_item = parsing.ResourceMap.__getitem__
+    iterate = parsing.ResourceMap.__iter__
+
+    def getitem(self: Any, key: str) -> Any:
+        if not APPLYING and key not in self._parsed_resources and key in self._resource_json_map:
+            raise KeyError(key)
+        return get_item(self, key)
+
+    def iterate_existing(self: Any) -> Iterator[str]:
+        if APPLYING:
+            return iterate(self)  # type: ignore[no-any-return]
+        return iter([k for k in self._resource_json_map if k in self._parsed_resources])
+
+    parsing.ResourceMap.__getitem__ = getitem  # type: ignore[method-assign]
+    parsing.ResourceMap.__iter__ = iterate_existing  # type: ignore[method-assign]
+
+
 def _patch_delete_failure_reason() -> None:
     """moto's ResourceMap.delete raises its last exception; keep which resource it was."""
     original: Callable[..., None] = parsing.ResourceMap._delete_resource
@@ -545,6 +598,14 @@ def _patch_responses() -> None:
             del backend.change_sets[found.change_set_id]
         return EmptyResult()
 
+    from moto.cloudtrail import responses as cloudtrail_responses
+
+    def lookup_events(self: Any) -> str:
+        """CloudTrail ``LookupEvents`` (the CDK CLI asks it who changed a failed resource):
+        the local account records no management events, so the answer is none."""
+        return json.dumps({"Events": []})
+
+    cloudtrail_responses.CloudTrailResponse.lookup_events = lookup_events  # type: ignore[attr-defined]
     responses.CloudFormationResponse.describe_change_set = describe_change_set  # type: ignore[method-assign]
     responses.CloudFormationResponse.delete_change_set = delete_change_set  # type: ignore[method-assign]
 
@@ -620,6 +681,7 @@ def install() -> None:
     _patch_fsx()
     _patch_kms_tags()
     _patch_ssm_name()
+    _patch_lazy_map()
     _installed.append(True)
 
 
