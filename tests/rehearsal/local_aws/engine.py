@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from moto.cloudformation import models, parsing, responses
-from moto.cloudformation.exceptions import ValidationError
+from moto.cloudformation.exceptions import CloudFormationError, ValidationError
 from moto.core.common_models import CloudFormationModel
 from moto.core.responses import EmptyResult
 from moto.fsx import models as fsx_models
@@ -296,6 +296,16 @@ def _rollback_create(stack: Any) -> None:
             pass
 
 
+class ChangeSetNotFound(CloudFormationError):
+    """CloudFormation's ``ChangeSetNotFound`` (HTTP 404), which the CDK CLI expects when it
+    looks for a change set left over from an earlier deploy."""
+
+    code = "ChangeSetNotFoundException"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"ChangeSet [{name}] does not exist")
+
+
 def find_change_set(backend: Any, name: str, stack_name: str | None) -> Any:
     """The change set ``name`` (an ARN, or a name within ``stack_name``). moto matches the
     name alone, and the CDK CLI names every stack's change set the same."""
@@ -309,7 +319,7 @@ def find_change_set(backend: Any, name: str, stack_name: str | None) -> Any:
             and stack.stack_id in backend.stacks
         ):
             return change_set
-    raise ValidationError(message=f"ChangeSet [{name}] does not exist")
+    raise ChangeSetNotFound(name)
 
 
 def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -590,11 +600,16 @@ def _patch_responses() -> None:
         return ActionResult(found)
 
     def delete_change_set(self: Any) -> Any:
+        """Deleting a change set by a name that no change set has succeeds, as on
+        CloudFormation (the CDK CLI deletes its change set name before every deploy)."""
         with LOCK:
             backend = self.cloudformation_backend
-            found = find_change_set(
-                backend, self._get_param("ChangeSetName"), self._get_param("StackName")
-            )
+            try:
+                found = find_change_set(
+                    backend, self._get_param("ChangeSetName"), self._get_param("StackName")
+                )
+            except ChangeSetNotFound:
+                return EmptyResult()
             del backend.change_sets[found.change_set_id]
         return EmptyResult()
 
