@@ -41,7 +41,11 @@ class Cdk:
     home: Path
 
     def run(
-        self, *args: str, assembly: Path | None = None, timeout: float = 600, in_project: bool = False
+        self,
+        *args: str,
+        assembly: Path | None = None,
+        timeout: float = 600,
+        in_project: bool = False,
     ) -> Result:
         """``cdk ARGS`` (with ``--app ASSEMBLY`` when given), never prompting. Only a synth runs
         in the project (``in_project``: its cdk.json names the app); everything else runs in

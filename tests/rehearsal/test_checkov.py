@@ -42,9 +42,22 @@ def findings(assembly: Path, scratch: Path) -> set[tuple[str, str, str]]:
     for template in assembly.glob("*.template.json"):
         shutil.copy(template, templates)
     done = subprocess.run(
-        [str(CHECKOV), "-d", str(templates), "--framework", "cloudformation", "-o", "json",
-         "--quiet", "--compact", "--skip-download"],
-        capture_output=True, text=True, check=False, timeout=600,
+        [
+            str(CHECKOV),
+            "-d",
+            str(templates),
+            "--framework",
+            "cloudformation",
+            "-o",
+            "json",
+            "--quiet",
+            "--compact",
+            "--skip-download",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
     )
     report = json.loads(done.stdout)
     report = report[0] if isinstance(report, list) else report
@@ -56,9 +69,7 @@ def findings(assembly: Path, scratch: Path) -> set[tuple[str, str, str]]:
 
 
 @pytest.mark.skipif(not CHECKOV.exists(), reason="checkov not installed: run make rehearsal")
-def test_checkov_leaves_only_acknowledged_findings(
-    assemblies: Assemblies, tmp_path: Path
-) -> None:
+def test_checkov_leaves_only_acknowledged_findings(assemblies: Assemblies, tmp_path: Path) -> None:
     known = acknowledged()
     seen: set[tuple[str, str]] = set()
     unexplained = []

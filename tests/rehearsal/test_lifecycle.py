@@ -3,8 +3,8 @@
 1. ``cdk deploy --all`` into a fresh account (bootstrap included) while one node group's
    creation fails: that stack rolls back, and the same command run again succeeds.
 2. A no-op ``cdk deploy --all``: every stack reports no changes.
-3. An update: more nodes in two node groups and a kubelet setting in the launch templates
-   (``max_pods_per_node``); the node groups scale in place and point at the new template
+3. An update: more nodes in two node groups and a kubelet setting in the pre-training launch
+   template (``max_pods_per_node``); the node groups scale in place and point at the new template
    version.
 4. ``cdk destroy --all``: stopped first by the platform stack's termination protection, then
    (protection lifted) by its teardown guard naming the retained file systems and their
@@ -34,11 +34,13 @@ PLATFORM = "fm-platform"
 
 def updated_profile(target: Path) -> Path:
     """config/default.toml with more pre-training and inference nodes and a kubelet
-    ``max_pods_per_node`` (rendered into every accelerated node group's launch template)."""
+    ``max_pods_per_node`` for pre-training (rendered into its node group's launch template)."""
     text = (ROOT / "config" / f"{PROFILE}.toml").read_text()
-    text = re.sub(r'(\[pretraining\][^\[]*?instance_count = )4', r"\g<1>6", text, count=1)
-    text = re.sub(r'(\[inference\][^\[]*?instance_count = )2', r"\g<1>3", text, count=1)
-    text = text.replace('nat_gateways = "per-az"', 'nat_gateways = "per-az"\nmax_pods_per_node = 110')
+    text = re.sub(r"(\[pretraining\][^\[]*?instance_count = )4", r"\g<1>6", text, count=1)
+    text = re.sub(r"(\[inference\][^\[]*?instance_count = )2", r"\g<1>3", text, count=1)
+    text = text.replace(
+        'instance_type = "p5.48xlarge"', 'instance_type = "p5.48xlarge"\nmax_pods_per_node = 110', 1
+    )
     assert "instance_count = 6" in text and "max_pods_per_node = 110" in text
     target.write_text(text)
     return target
@@ -133,7 +135,9 @@ def test_default_profile_lifecycle(
     assert "still holds resources this stack did not create" in guarded.output
     fsx = client(local, "fsx", region)
     systems = fsx.describe_file_systems()["FileSystems"]
-    kept_systems = {r["PhysicalResourceId"] for r in recorded if r["ResourceType"] == "AWS::FSx::FileSystem"}
+    kept_systems = {
+        r["PhysicalResourceId"] for r in recorded if r["ResourceType"] == "AWS::FSx::FileSystem"
+    }
     assert kept_systems and kept_systems <= {s["FileSystemId"] for s in systems}
     for system in systems:
         assert system["FileSystemId"] in guarded.output
@@ -141,11 +145,14 @@ def test_default_profile_lifecycle(
     vpc_id = systems[0]["VpcId"]
     for system in systems:
         fsx.delete_file_system(FileSystemId=system["FileSystemId"])
-    for group in ec2.describe_security_groups(
-        Filters=[{"Name": "vpc-id", "Values": [vpc_id]}]
-    )["SecurityGroups"]:
+    for group in ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])[
+        "SecurityGroups"
+    ]:
         tags = {t["Key"]: t["Value"] for t in group.get("Tags", [])}
-        if group["GroupName"] != "default" and tags.get("aws:cloudformation:stack-name") != PLATFORM:
+        if (
+            group["GroupName"] != "default"
+            and tags.get("aws:cloudformation:stack-name") != PLATFORM
+        ):
             assert group["GroupId"] in guarded.output
             ec2.delete_security_group(GroupId=group["GroupId"])
     cdk.destroy(update_assembly).check()

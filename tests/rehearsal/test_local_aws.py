@@ -11,7 +11,7 @@ import pytest
 
 from tests.rehearsal.account import client
 from tests.rehearsal.local_aws import engine, schemas
-from tests.rehearsal.local_aws.server import LocalAws, NotLoopback, assert_loopback
+from tests.rehearsal.local_aws.server import LocalAws, NotLoopbackError, assert_loopback
 
 REGION = "eu-west-1"
 
@@ -29,19 +29,21 @@ def deploy(local: LocalAws, template: dict[str, Any], name: str | None = None) -
     cloudformation.execute_change_set(StackName=name, ChangeSetName="cs")
     (stack,) = cloudformation.describe_stacks(StackName=name)["Stacks"]
     events = cloudformation.describe_stack_events(StackName=name)["StackEvents"]
-    stack["Reasons"] = [e.get("ResourceStatusReason", "") for e in events if "FAILED" in e["ResourceStatus"]]
+    stack["Reasons"] = [
+        e.get("ResourceStatusReason", "") for e in events if "FAILED" in e["ResourceStatus"]
+    ]
     return stack
 
 
 def test_loopback_only() -> None:
     assert_loopback("http://127.0.0.1:5000")
     assert_loopback("http://localhost:5000")
-    with pytest.raises(NotLoopback):
+    with pytest.raises(NotLoopbackError):
         assert_loopback("https://cloudformation.us-east-1.amazonaws.com")
 
 
 def test_environment_refuses_to_ignore_the_endpoint(local: LocalAws, tmp_path: Any) -> None:
-    with pytest.raises(NotLoopback):
+    with pytest.raises(NotLoopbackError):
         local.environment(tmp_path, {"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"})
     env = local.environment(tmp_path, {"AWS_PROFILE": "prod", "AWS_ENDPOINT_URL_EKS": "x"})
     assert "AWS_PROFILE" not in env and "AWS_ENDPOINT_URL_EKS" not in env
@@ -62,7 +64,9 @@ def test_unresolved_references_are_found() -> None:
 
 def test_unresolved_reference_fails_the_change_set(local: LocalAws) -> None:
     template = {
-        "Resources": {"Topic": {"Type": "AWS::SNS::Topic", "Properties": {"DisplayName": {"Ref": "Nope"}}}}
+        "Resources": {
+            "Topic": {"Type": "AWS::SNS::Topic", "Properties": {"DisplayName": {"Ref": "Nope"}}}
+        }
     }
     with pytest.raises(Exception, match=r"Unresolved resource dependencies \[Nope\]"):
         deploy(local, template)
@@ -100,7 +104,10 @@ def test_custom_resource_without_an_answer_fails(local: LocalAws) -> None:
     }
     stack = deploy(local, template)
     assert stack["StackStatus"] == "ROLLBACK_COMPLETE"
-    assert any("no in-process answer for custom resource type Custom::Unknown" in r for r in stack["Reasons"])
+    assert any(
+        "no in-process answer for custom resource type Custom::Unknown" in r
+        for r in stack["Reasons"]
+    )
 
 
 def test_export_in_use_cannot_be_deleted(local: LocalAws) -> None:
@@ -111,7 +118,10 @@ def test_export_in_use_cannot_be_deleted(local: LocalAws) -> None:
     }
     importer = {
         "Resources": {
-            "Topic": {"Type": "AWS::SNS::Topic", "Properties": {"DisplayName": {"Fn::ImportValue": name}}}
+            "Topic": {
+                "Type": "AWS::SNS::Topic",
+                "Properties": {"DisplayName": {"Fn::ImportValue": name}},
+            }
         }
     }
     assert deploy(local, exporter, f"{name}-a")["StackStatus"] == "CREATE_COMPLETE"

@@ -103,9 +103,7 @@ def _mutated(assembly: Path, mutation: Callable[[Template], str]) -> tuple[Path,
     assets_path = copy / f"{STACK}.assets.json"
     assets = json.loads(assets_path.read_text())
     (old_hash,) = [
-        key
-        for key, entry in assets["files"].items()
-        if entry["source"].get("path") == path.name
+        key for key, entry in assets["files"].items() if entry["source"].get("path") == path.name
     ]
     new_hash = hashlib.sha256(text.encode()).hexdigest()
     for manifest in (assets_path, copy / "manifest.json"):

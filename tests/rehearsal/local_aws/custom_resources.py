@@ -24,9 +24,9 @@ import json
 import tempfile
 import uuid
 import zipfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable, Mapping
 from typing import Any
 
 import boto3
@@ -36,12 +36,12 @@ from moto.ec2.models import ec2_backends
 from moto.s3.models import s3_backends
 
 from tests.rehearsal.local_aws import service_rules
-from tests.rehearsal.local_aws.resources import Created, ResourceFailed, existing
+from tests.rehearsal.local_aws.resources import Created, ResourceFailedError, existing
 
 #: The local endpoint the in-process handlers' boto3 clients use (set by ``install``).
 ENDPOINT: dict[str, str] = {}
 
-#: ``answer(event, context) -> (physical id, data)``; raises ResourceFailed to answer FAILED.
+#: ``answer(event, context) -> (physical id, data)``; raises ResourceFailedError to answer FAILED.
 Answer = Callable[[Mapping[str, Any], Created], tuple[str, dict[str, Any]]]
 
 
@@ -79,7 +79,9 @@ def deployed_handler(where: Created) -> ModuleType:
             f"rehearsal_lambda_{digest[:12]}", target / f"{module_name.replace('.', '/')}.py"
         )
         if spec is None or spec.loader is None:
-            raise ResourceFailed(f"Runtime.ImportModuleError: Unable to import {function.handler}")
+            raise ResourceFailedError(
+                f"Runtime.ImportModuleError: Unable to import {function.handler}"
+            )
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         _DEPLOYED[digest] = module
@@ -94,7 +96,7 @@ def teardown_guard_answer(event: Mapping[str, Any], where: Created) -> tuple[str
         event, _client("fsx", where.region), _client("ec2", where.region)
     )
     if reason:
-        raise ResourceFailed(reason)
+        raise ResourceFailedError(reason)
     return str(event.get("PhysicalResourceId") or f"teardown-guard-{props['VpcId']}"), {}
 
 
@@ -109,16 +111,16 @@ def grafana_dashboards_answer(
     workspaces = existing(where.account, where.region, "AWS::Grafana::Workspace")
     workspace_id = str(props["WorkspaceId"])
     if workspace_id not in workspaces:
-        raise ResourceFailed(f"ResourceNotFoundException: Workspace {workspace_id} not found")
+        raise ResourceFailedError(f"ResourceNotFoundException: Workspace {workspace_id} not found")
     grafana_provisioner.data_sources(props)
     names = [str(n) for n in props.get("DashboardFiles", [])]
     try:
         dashboards = grafana_provisioner.load_dashboards(names, grafana_provisioner.DASHBOARD_DIR)
     except (OSError, ValueError) as error:
-        raise ResourceFailed(f"provisioning failed: {error}") from error
+        raise ResourceFailedError(f"provisioning failed: {error}") from error
     uids = sorted(str(d.get("uid")) for d in dashboards)
     if uids != sorted(str(u) for u in props.get("DashboardUids", [])):
-        raise ResourceFailed(f"dashboard uids {uids} differ from DashboardUids")
+        raise ResourceFailedError(f"dashboard uids {uids} differ from DashboardUids")
     return workspace_id, {
         "FolderUid": str(props["FolderUid"]),
         "DashboardCount": str(len(dashboards)),
@@ -132,7 +134,7 @@ def restrict_default_sg_answer(
     group_id = str(event["ResourceProperties"]["DefaultSecurityGroupId"])
     group = ec2_backends[where.account][where.region].get_security_group_from_id(group_id)
     if group is None:
-        raise ResourceFailed(f"The security group '{group_id}' does not exist")
+        raise ResourceFailedError(f"The security group '{group_id}' does not exist")
     if event["RequestType"] != "Delete":
         group.ingress_rules = []
         group.egress_rules = []
@@ -153,10 +155,12 @@ def kubernetes_resource_answer(
     _kubectl_target(event, where)
     manifest = json.loads(str(event["ResourceProperties"]["Manifest"]))
     if not isinstance(manifest, list):
-        raise ResourceFailed("Manifest must be a JSON list of Kubernetes objects")
+        raise ResourceFailedError("Manifest must be a JSON list of Kubernetes objects")
     for item in manifest:
-        if not (item.get("apiVersion") and item.get("kind") and item.get("metadata", {}).get("name")):
-            raise ResourceFailed(f"error: error validating data: {json.dumps(item)[:200]}")
+        if not (
+            item.get("apiVersion") and item.get("kind") and item.get("metadata", {}).get("name")
+        ):
+            raise ResourceFailedError(f"error: error validating data: {json.dumps(item)[:200]}")
     return str(event.get("PhysicalResourceId") or f"kubernetes-{uuid.uuid4().hex[:12]}"), {}
 
 
@@ -166,15 +170,15 @@ def helm_chart_answer(event: Mapping[str, Any], where: Created) -> tuple[str, di
     _kubectl_target(event, where)
     props = event["ResourceProperties"]
     if not props.get("Chart") or not props.get("Release"):
-        raise ResourceFailed("Error: INSTALLATION FAILED: chart and release are required")
+        raise ResourceFailedError("Error: INSTALLATION FAILED: chart and release are required")
     if props.get("ChartAssetURL"):
         bucket, key = str(props["ChartAssetURL"]).removeprefix("s3://").split("/", 1)
         try:
             s3_backends[where.account]["aws"].get_object(bucket, key)
         except Exception as error:
-            raise ResourceFailed(f"NoSuchKey: {props['ChartAssetURL']}") from error
+            raise ResourceFailedError(f"NoSuchKey: {props['ChartAssetURL']}") from error
     elif not props.get("Repository"):
-        raise ResourceFailed("Error: INSTALLATION FAILED: no repository for the chart")
+        raise ResourceFailedError("Error: INSTALLATION FAILED: no repository for the chart")
     if props.get("Values"):
         json.loads(str(props["Values"]))
     return str(event.get("PhysicalResourceId") or f"helm-{props['Release']}"), {}
@@ -190,7 +194,7 @@ def bucket_deployment_answer(
         try:
             backend.get_object(bucket, key)
         except Exception as error:
-            raise ResourceFailed(f"NoSuchKey: s3://{bucket}/{key}") from error
+            raise ResourceFailedError(f"NoSuchKey: s3://{bucket}/{key}") from error
     service_rules.require_bucket(where, str(props["DestinationBucketName"]))
     return str(event.get("PhysicalResourceId") or f"aws.cdk.s3deployment.{uuid.uuid4()}"), {}
 
@@ -205,8 +209,8 @@ ANSWERS: dict[str, Answer] = {
 }
 
 
-def _failed(message: str) -> ResourceFailed:
-    return ResourceFailed(
+def _failed(message: str) -> ResourceFailedError:
+    return ResourceFailedError(
         f"Received response status [FAILED] from custom resource. Message returned: {message}"
     )
 
@@ -233,7 +237,7 @@ class InProcessCustomResource(CloudFormationModel):
     def get_cfn_attribute(self, attribute_name: str) -> Any:
         if attribute_name in self.data:
             return self.data[attribute_name]
-        raise ResourceFailed(
+        raise ResourceFailedError(
             f"CustomResource attribute error: Vendor response doesn't contain "
             f"{attribute_name} key in object {self.where.stack_id}|{self.where.logical_id}"
         )
@@ -258,19 +262,19 @@ class InProcessCustomResource(CloudFormationModel):
     def _answer(event: Mapping[str, Any], where: Created) -> tuple[str, dict[str, Any]]:
         answer = ANSWERS.get(where.resource_type)
         if answer is None:
-            raise ResourceFailed(
+            raise ResourceFailedError(
                 f"no in-process answer for custom resource type {where.resource_type}"
             )
         token = str(where.properties.get("ServiceToken", ""))
         try:
             lambda_backend(where.account, where.region).get_function(token)
         except Exception as error:
-            raise ResourceFailed(
+            raise ResourceFailedError(
                 f"Invalid service token {token}: the Lambda function does not exist"
             ) from error
         try:
             return answer(event, where)
-        except ResourceFailed as error:
+        except ResourceFailedError as error:
             raise _failed(error.message) from error
         except (KeyError, ValueError, TypeError) as error:
             raise _failed(f"{type(error).__name__}: {error}") from error
@@ -318,7 +322,10 @@ class InProcessCustomResource(CloudFormationModel):
             old.stack_id,
         )
         event = cls._event(
-            where, "Update", PhysicalResourceId=old.physical_id, OldResourceProperties=old.properties
+            where,
+            "Update",
+            PhysicalResourceId=old.physical_id,
+            OldResourceProperties=old.properties,
         )
         physical_id, data = cls._answer(event, where)
         where.physical_id = physical_id

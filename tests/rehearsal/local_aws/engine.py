@@ -21,6 +21,7 @@ service for what the rehearsal relies on. Each patch names the service behaviour
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -37,7 +38,7 @@ from moto.core.responses import EmptyResult
 from moto.fsx import models as fsx_models
 
 from tests.rehearsal.local_aws.custom_resources import InProcessCustomResource
-from tests.rehearsal.local_aws.resources import STORE, ResourceFailed, SchemaResource, remove
+from tests.rehearsal.local_aws.resources import STORE, ResourceFailedError, SchemaResource, remove
 
 PSEUDO = {
     "AWS::AccountId",
@@ -67,7 +68,10 @@ def resource_class(resource_type: str) -> type[CloudFormationModel] | None:
     """The model for ``resource_type``: moto's where it has one, ours otherwise."""
     if resource_type in parsing.NULL_MODELS:
         return None
-    if resource_type.startswith("Custom::") or resource_type == "AWS::CloudFormation::CustomResource":
+    if (
+        resource_type.startswith("Custom::")
+        or resource_type == "AWS::CloudFormation::CustomResource"
+    ):
         return InProcessCustomResource
     if resource_type == "AWS::CDK::Metadata":
         return None
@@ -197,7 +201,9 @@ def _patch_parse_and_create() -> None:
     original = parsing.parse_and_create_resource
 
     @functools.wraps(original)
-    def parse_and_create(logical_id: str, resource_json: dict[str, Any], *args: Any, **kw: Any) -> Any:
+    def parse_and_create(
+        logical_id: str, resource_json: dict[str, Any], *args: Any, **kw: Any
+    ) -> Any:
         try:
             return original(logical_id, resource_json, *args, **kw)
         except Exception as error:
@@ -277,10 +283,8 @@ def _rollback_create(stack: Any) -> None:
         if logical_id in resource_map._resource_json_map and isinstance(
             resource, CloudFormationModel
         ):
-            try:
+            with contextlib.suppress(Exception):
                 resource_map._delete_resource(resource, resource_map._resource_json_map[logical_id])
-            except Exception:  # noqa: S110 - a rollback deletes what it can, like the service
-                pass
             resource_map._parsed_resources.pop(logical_id, None)
     _forget_resources(stack)
     # A resource that moto created while resolving a reference but never recorded in the map
@@ -290,13 +294,11 @@ def _rollback_create(stack: Any) -> None:
             continue
         if bodies.get(created.logical_id, {}).get("DeletionPolicy") == "Retain":
             continue
-        try:
+        with contextlib.suppress(Exception):
             remove(created)
-        except Exception:  # noqa: S110 - a rollback deletes what it can, like the service
-            pass
 
 
-class ChangeSetNotFound(CloudFormationError):
+class ChangeSetNotFoundError(CloudFormationError):
     """CloudFormation's ``ChangeSetNotFound`` (HTTP 404), which the CDK CLI expects when it
     looks for a change set left over from an earlier deploy."""
 
@@ -319,7 +321,7 @@ def find_change_set(backend: Any, name: str, stack_name: str | None) -> Any:
             and stack.stack_id in backend.stacks
         ):
             return change_set
-    raise ChangeSetNotFound(name)
+    raise ChangeSetNotFoundError(name)
 
 
 def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -336,7 +338,9 @@ def _patch_backend() -> None:
 
     create_change_set = backend_class.create_change_set
 
-    def strict_create_change_set(self: Any, stack_name: str, change_set_name: str, template: str, *args: Any, **kw: Any) -> Any:
+    def strict_create_change_set(
+        self: Any, stack_name: str, change_set_name: str, template: str, *args: Any, **kw: Any
+    ) -> Any:
         _validate(template)
         change_set_type = kw.get("change_set_type", args[3] if len(args) > 3 else "")
         if change_set_type == "CREATE":
@@ -348,7 +352,6 @@ def _patch_backend() -> None:
         return create_change_set(self, stack_name, change_set_name, template, *args, **kw)
 
     backend_class.create_change_set = _locked(strict_create_change_set)  # type: ignore[method-assign]
-
 
     def execute_change_set(self: Any, change_set: Any, stack: Any) -> None:
         kind = change_set.change_set_type
@@ -379,6 +382,8 @@ def _patch_backend() -> None:
                 _tag_ec2(stack)
                 _publish_outputs(self, stack)
             except Exception as error:
+                if os.environ.get("REHEARSAL_TRACEBACKS"):
+                    traceback.print_exc()
                 _failed_resource(stack, error, "UPDATE_FAILED")
                 stack.template = old_template
                 stack._parse_template()
@@ -392,10 +397,13 @@ def _patch_backend() -> None:
             _publish_outputs(self, stack)
         except Exception as error:
             _failed_resource(stack, error, "CREATE_FAILED")
-            stack._add_stack_event("ROLLBACK_IN_PROGRESS", resource_status_reason=(
-                "The following resource(s) failed to create: "
-                f"[{getattr(error, 'logical_id', stack.name)}]. Rollback requested by user."
-            ))
+            stack._add_stack_event(
+                "ROLLBACK_IN_PROGRESS",
+                resource_status_reason=(
+                    "The following resource(s) failed to create: "
+                    f"[{getattr(error, 'logical_id', stack.name)}]. Rollback requested by user."
+                ),
+            )
             _rollback_create(stack)
             stack.status = "ROLLBACK_COMPLETE"
             stack._add_stack_event("ROLLBACK_COMPLETE")
@@ -404,11 +412,7 @@ def _patch_backend() -> None:
     backend_class.execute_change_set = _locked(strict_execute)  # type: ignore[method-assign]
 
     def strict_delete_stack(self: Any, name_or_stack_id: str) -> None:
-        stacks = [
-            s
-            for s in self.stacks.values()
-            if name_or_stack_id in (s.stack_id, s.name)
-        ]
+        stacks = [s for s in self.stacks.values() if name_or_stack_id in (s.stack_id, s.name)]
         for stack in stacks:
             if stack.enable_termination_protection:
                 raise ValidationError(
@@ -424,9 +428,9 @@ def _patch_backend() -> None:
             except Exception as error:
                 _failed_resource(stack, error, "DELETE_FAILED")
                 stack.status = "DELETE_FAILED"
-                stack._add_stack_event("DELETE_FAILED", resource_status_reason=str(
-                    getattr(error, "message", error)
-                ))
+                stack._add_stack_event(
+                    "DELETE_FAILED", resource_status_reason=str(getattr(error, "message", error))
+                )
                 continue
             stack._add_stack_event("DELETE_COMPLETE")
             stack.status = "DELETE_COMPLETE"
@@ -440,7 +444,15 @@ def _patch_backend() -> None:
                 self.exports.pop(export_name, None)
 
     backend_class.delete_stack = _locked(strict_delete_stack)  # type: ignore[method-assign]
-    for name in ("describe_stacks", "list_exports", "describe_stack_events", "list_stack_resources", "describe_stack_resources", "describe_change_set", "get_template"):
+    for name in (
+        "describe_stacks",
+        "list_exports",
+        "describe_stack_events",
+        "list_stack_resources",
+        "describe_stack_resources",
+        "describe_change_set",
+        "get_template",
+    ):
         if hasattr(backend_class, name):
             setattr(backend_class, name, _locked(getattr(backend_class, name)))
 
@@ -478,7 +490,9 @@ def _ordered_delete(self: Any) -> None:
                 continue
             body = self._resource_json_map[name]
             resource = self._parsed_resources.get(name)
-            if body.get("DeletionPolicy") == "Retain" or not isinstance(resource, CloudFormationModel):
+            if body.get("DeletionPolicy") == "Retain" or not isinstance(
+                resource, CloudFormationModel
+            ):
                 self._parsed_resources.pop(name, None)
                 continue
             try:
@@ -497,7 +511,9 @@ def _ordered_delete(self: Any) -> None:
         raise first_error
 
 
-def _diff_in_creation_order(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+def _diff_in_creation_order(
+    original: Callable[..., dict[str, Any]],
+) -> Callable[..., dict[str, Any]]:
     """moto's change-set path creates the added resources in template order and ignores
     ``DependsOn``; order them as ``creation_order`` does."""
 
@@ -608,7 +624,7 @@ def _patch_responses() -> None:
                 found = find_change_set(
                     backend, self._get_param("ChangeSetName"), self._get_param("StackName")
                 )
-            except ChangeSetNotFound:
+            except ChangeSetNotFoundError:
                 return EmptyResult()
             del backend.change_sets[found.change_set_id]
         return EmptyResult()
@@ -643,7 +659,9 @@ def _patch_kms_tags() -> None:
 
     original = Key.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
 
-    def create(cls: Any, resource_name: str, cloudformation_json: dict[str, Any], *args: Any, **kw: Any) -> Any:
+    def create(
+        cls: Any, resource_name: str, cloudformation_json: dict[str, Any], *args: Any, **kw: Any
+    ) -> Any:
         properties = cloudformation_json.get("Properties", {})
         if properties.get("Tags"):
             properties["Tags"] = [
@@ -662,7 +680,9 @@ def _patch_ssm_name() -> None:
 
     original = Parameter.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
 
-    def create(cls: Any, resource_name: str, cloudformation_json: dict[str, Any], *args: Any, **kw: Any) -> Any:
+    def create(
+        cls: Any, resource_name: str, cloudformation_json: dict[str, Any], *args: Any, **kw: Any
+    ) -> Any:
         properties = cloudformation_json.setdefault("Properties", {})
         if not properties.get("Name"):
             logical_id = str(kw.get("LogicalId", "Parameter"))
@@ -670,6 +690,24 @@ def _patch_ssm_name() -> None:
         return original(cls, resource_name, cloudformation_json, *args, **kw)
 
     Parameter.create_from_cloudformation_json = classmethod(create)  # type: ignore[method-assign,assignment]
+
+
+def _patch_previous_ssm_parameter() -> None:
+    """moto bug: on an update with ``UsePreviousValue`` (the CDK CLI's ``BootstrapVersion``)
+    moto feeds the previously *resolved* value of an SSM-typed parameter back in as if it
+    were the parameter's path, and fails (None.value). CloudFormation resolves the previous
+    path again; here the previous value is kept when it is not a path."""
+    original = parsing.ResourceMap.parse_ssm_parameter
+
+    def parse(self: Any, value: str, value_type: str) -> Any:
+        from moto.ssm.models import ssm_backends
+
+        backend = ssm_backends[self._account_id][self._region_name]
+        if not str(value).startswith("/") and backend.get_parameter(value) is None:
+            return value
+        return original(self, value, value_type)
+
+    parsing.ResourceMap.parse_ssm_parameter = parse  # type: ignore[method-assign]
 
 
 def _patch_fsx() -> None:
@@ -697,7 +735,8 @@ def install() -> None:
     _patch_kms_tags()
     _patch_ssm_name()
     _patch_lazy_map()
+    _patch_previous_ssm_parameter()
     _installed.append(True)
 
 
-__all__ = ["ResourceFailed", "install", "unresolved"]
+__all__ = ["ResourceFailedError", "install", "unresolved"]

@@ -23,7 +23,7 @@ from moto.core.common_models import CloudFormationModel
 from tests.rehearsal.local_aws import schemas
 
 
-class ResourceFailed(ValidationError):
+class ResourceFailedError(ValidationError):
     """A resource the handler refused; the message is the service's."""
 
     def __init__(self, message: str) -> None:
@@ -47,7 +47,7 @@ class Created:
 #: (account, region, type) -> physical id -> resource: what exists in the local account.
 STORE: dict[tuple[str, str, str], dict[str, Created]] = {}
 
-#: ``rule(resource)``: the service's create-time checks for a type; raises ResourceFailed.
+#: ``rule(resource)``: the service's create-time checks for a type; raises ResourceFailedError.
 Rule = Callable[[Created], None]
 CREATE_RULES: dict[str, list[Rule]] = {}
 DELETE_RULES: dict[str, list[Rule]] = {}
@@ -123,7 +123,7 @@ class SchemaResource(CloudFormationModel):
             if value is not None:
                 attributes[attribute_name] = value
                 return value
-        raise ResourceFailed(
+        raise ResourceFailedError(
             f"Template error: resource {self.created.logical_id} of type "
             f"{self.created.resource_type} does not support attribute {attribute_name}"
         )
@@ -168,7 +168,7 @@ class SchemaResource(CloudFormationModel):
         if not replaced:
             problems = schemas.violations(old.resource_type, new_properties)
             if problems:
-                raise ResourceFailed(
+                raise ResourceFailedError(
                     f"Properties validation failed for resource {old.logical_id} with "
                     f"message: {problems}"
                 )
@@ -178,7 +178,7 @@ class SchemaResource(CloudFormationModel):
             return original_resource
         named = [n for n in _writable_identifiers(old.resource_type) if n in old.properties]
         if named:
-            raise ResourceFailed(
+            raise ResourceFailedError(
                 f"CloudFormation cannot update a stack when a custom-named resource requires "
                 f"replacing. Rename {old.properties[named[0]]} and update the stack again."
             )
@@ -218,16 +218,16 @@ def create(
     logical_id: str = "",
     stack_id: str = "",
 ) -> Created:
-    """Create one resource the way its handler would, or raise ResourceFailed."""
+    """Create one resource the way its handler would, or raise ResourceFailedError."""
     if FAULTS.get(resource_type, 0) > 0:
         FAULTS[resource_type] -= 1
-        raise ResourceFailed(
+        raise ResourceFailedError(
             f"InternalFailure: {resource_type} {logical_id}: the service could not complete "
             "the request (a transient fault the rehearsal injected)"
         )
     problems = schemas.violations(resource_type, properties)
     if problems:
-        raise ResourceFailed(
+        raise ResourceFailedError(
             f"Properties validation failed for resource {logical_id} with message: {problems}"
         )
     document = schemas.schema(resource_type)
@@ -253,7 +253,7 @@ def create(
     resource.physical_id = "|".join(values)
     taken = existing(account, region, resource_type)
     if writable and resource.physical_id in taken:
-        raise ResourceFailed(f"{resource.physical_id} already exists")
+        raise ResourceFailedError(f"{resource.physical_id} already exists")
     for name in schemas.property_names(document.get("readOnlyProperties")):
         leaf = name.rsplit(".", 1)[-1]
         if name in identifiers:
@@ -276,7 +276,7 @@ def create(
 
 
 def remove(resource: Created) -> None:
-    """Delete one resource the way its handler would, or raise ResourceFailed."""
+    """Delete one resource the way its handler would, or raise ResourceFailedError."""
     for rule in DELETE_RULES.get(resource.resource_type, []):
         rule(resource)
     for hook in DELETE_HOOKS.get(resource.resource_type, []):

@@ -69,7 +69,9 @@ Validator = jsonschema.validators.extend(
 def schema(resource_type: str) -> dict[str, Any]:
     """The registry schema of ``resource_type`` (KeyError-free: raises LookupError)."""
     try:
-        return dict(PROVIDER_SCHEMA_MANAGER.get_resource_schema(SCHEMA_REGION, resource_type).schema)
+        return dict(
+            PROVIDER_SCHEMA_MANAGER.get_resource_schema(SCHEMA_REGION, resource_type).schema
+        )
     except Exception as error:  # cfn-lint raises its own ResourceNotFoundError
         raise LookupError(f"no CloudFormation schema for {resource_type}") from error
 

@@ -41,7 +41,7 @@ CLEARED = (
 )
 
 
-class NotLoopback(AssertionError):
+class NotLoopbackError(AssertionError):
     """An endpoint the rehearsal would call is not on this machine."""
 
 
@@ -55,7 +55,7 @@ def assert_loopback(url: str) -> None:
             return
     except ValueError:
         pass
-    raise NotLoopback(f"endpoint {url!r} is not loopback: the rehearsal never calls real AWS")
+    raise NotLoopbackError(f"endpoint {url!r} is not loopback: the rehearsal never calls real AWS")
 
 
 def assert_all_endpoints_loopback(env: Mapping[str, str]) -> None:
@@ -63,10 +63,10 @@ def assert_all_endpoints_loopback(env: Mapping[str, str]) -> None:
     resolution is not told to ignore them."""
     endpoints = {key: value for key, value in env.items() if "ENDPOINT" in key.upper()}
     if "AWS_ENDPOINT_URL" not in endpoints:
-        raise NotLoopback("AWS_ENDPOINT_URL is not set: the SDK would call real AWS")
+        raise NotLoopbackError("AWS_ENDPOINT_URL is not set: the SDK would call real AWS")
     if env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true":
-        raise NotLoopback("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true would bypass the endpoint")
-    for key, value in endpoints.items():
+        raise NotLoopbackError("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true would bypass the endpoint")
+    for _key, value in endpoints.items():
         if value.startswith(("http://", "https://")):
             assert_loopback(value)
 

@@ -30,7 +30,7 @@ from tests.rehearsal.local_aws.resources import (
     DELETE_HOOKS,
     DELETE_RULES,
     Created,
-    ResourceFailed,
+    ResourceFailedError,
     existing,
 )
 
@@ -46,7 +46,7 @@ def require_subnets(resource: Created, subnet_ids: Iterable[str]) -> list[Any]:
         try:
             found.append(_ec2(resource).get_subnet(subnet_id))
         except Exception as error:
-            raise ResourceFailed(f"The subnet ID '{subnet_id}' does not exist") from error
+            raise ResourceFailedError(f"The subnet ID '{subnet_id}' does not exist") from error
     return found
 
 
@@ -54,7 +54,7 @@ def require_security_groups(resource: Created, group_ids: Iterable[str]) -> None
     """EC2: every security group exists."""
     for group_id in group_ids:
         if _ec2(resource).get_security_group_from_id(group_id) is None:
-            raise ResourceFailed(f"The security group '{group_id}' does not exist")
+            raise ResourceFailedError(f"The security group '{group_id}' does not exist")
 
 
 def require_role(resource: Created, role_arn: str | None) -> None:
@@ -64,7 +64,7 @@ def require_role(resource: Created, role_arn: str | None) -> None:
     try:
         iam_backends[resource.account]["aws"].get_role_by_arn(role_arn)
     except Exception as error:
-        raise ResourceFailed(f"Role {role_arn} cannot be found") from error
+        raise ResourceFailedError(f"Role {role_arn} cannot be found") from error
 
 
 def require_bucket(resource: Created, uri_or_arn: str) -> None:
@@ -73,7 +73,9 @@ def require_bucket(resource: Created, uri_or_arn: str) -> None:
     try:
         s3_backends[resource.account]["aws"].get_bucket(name)
     except Exception as error:
-        raise ResourceFailed(f"NoSuchBucket: The specified bucket does not exist: {name}") from error
+        raise ResourceFailedError(
+            f"NoSuchBucket: The specified bucket does not exist: {name}"
+        ) from error
 
 
 def require_key(resource: Created, key: str | None) -> None:
@@ -83,7 +85,7 @@ def require_key(resource: Created, key: str | None) -> None:
     try:
         kms_backends[resource.account][resource.region].describe_key(key)
     except Exception as error:
-        raise ResourceFailed(f"NotFoundException: Key '{key}' does not exist") from error
+        raise ResourceFailedError(f"NotFoundException: Key '{key}' does not exist") from error
 
 
 def cluster(resource: Created, name_or_arn: str) -> Created:
@@ -93,7 +95,7 @@ def cluster(resource: Created, name_or_arn: str) -> Created:
         if name_or_arn in (candidate.physical_id, candidate.attributes.get("Arn")):
             return candidate
     name = name_or_arn.rsplit("/", 1)[-1]
-    raise ResourceFailed(f"ResourceNotFoundException: No cluster found for name: {name}.")
+    raise ResourceFailedError(f"ResourceNotFoundException: No cluster found for name: {name}.")
 
 
 def workspace(resource: Created, arn_or_id: str) -> Created:
@@ -102,7 +104,7 @@ def workspace(resource: Created, arn_or_id: str) -> Created:
     for candidate in spaces.values():
         if arn_or_id in (candidate.physical_id, candidate.attributes.get("Arn")):
             return candidate
-    raise ResourceFailed(f"ResourceNotFoundException: Workspace not found: {arn_or_id}")
+    raise ResourceFailedError(f"ResourceNotFoundException: Workspace not found: {arn_or_id}")
 
 
 # --- EKS ---------------------------------------------------------------------------------
@@ -113,9 +115,8 @@ def eks_cluster(resource: Created) -> None:
     subnets = require_subnets(resource, config.get("SubnetIds", []))
     zones = {subnet.availability_zone for subnet in subnets}
     if len(zones) < 2:
-        raise ResourceFailed(
-            "InvalidParameterException: Subnets specified must be in at least two different "
-            "AZs"
+        raise ResourceFailedError(
+            "InvalidParameterException: Subnets specified must be in at least two different AZs"
         )
     require_security_groups(resource, config.get("SecurityGroupIds", []))
     require_role(resource, resource.properties.get("RoleArn"))
@@ -150,9 +151,11 @@ def eks_cluster_attributes(resource: Created) -> None:
 
 def eks_cluster_delete(resource: Created) -> None:
     groups = existing(resource.account, resource.region, "AWS::EKS::Nodegroup")
-    attached = [g for g in groups.values() if g.properties.get("ClusterName") == resource.physical_id]
+    attached = [
+        g for g in groups.values() if g.properties.get("ClusterName") == resource.physical_id
+    ]
     if attached:
-        raise ResourceFailed(
+        raise ResourceFailedError(
             f"ResourceInUseException: Cluster has nodegroups attached: "
             f"{[g.physical_id for g in attached]}"
         )
@@ -174,7 +177,7 @@ def eks_nodegroup(resource: Created) -> None:
     high = int(scaling.get("MaxSize", 1))
     desired = int(scaling.get("DesiredSize", low))
     if not low <= desired <= high:
-        raise ResourceFailed(
+        raise ResourceFailedError(
             "InvalidParameterException: Minimum capacity "
             f"{low} can't be greater than desired size {desired}"
             if low > desired
@@ -191,13 +194,13 @@ def eks_nodegroup(resource: Created) -> None:
                 else backend.get_launch_template_by_name(template["Name"])
             )
         except Exception as error:
-            raise ResourceFailed(
+            raise ResourceFailedError(
                 f"InvalidParameterException: The specified launch template, with template "
                 f"ID {template.get('Id') or template.get('Name')}, does not exist."
             ) from error
         version = str(template.get("Version", "$Default"))
         if version.isdigit() and int(version) > len(found.versions):
-            raise ResourceFailed(
+            raise ResourceFailedError(
                 f"InvalidParameterException: Launch template version {version} of "
                 f"{found.id} does not exist"
             )
@@ -247,7 +250,7 @@ def fsx_file_system(resource: Created) -> None:
     if destination:
         group = destination.split(":log-group:", 1)[-1].split(":", 1)[0]
         if group not in logs_backends[resource.account][resource.region].groups:
-            raise ResourceFailed(
+            raise ResourceFailedError(
                 f"BadRequest: Unable to validate Lustre log destination {destination}: "
                 "log group does not exist"
             )
@@ -265,8 +268,10 @@ def fsx_file_system_in_backend(resource: Created) -> None:
         storage_type=str(props.get("StorageType", "SSD")),
         subnet_ids=list(props["SubnetIds"]),
         security_group_ids=list(props.get("SecurityGroupIds", [])),
-        tags=[{"Key": "aws:cloudformation:stack-name", "Value": _stack_name(resource)}]
-        + list(props.get("Tags", [])),
+        tags=[
+            {"Key": "aws:cloudformation:stack-name", "Value": _stack_name(resource)},
+            *list(props.get("Tags", [])),
+        ],
         kms_key_id=props.get("KmsKeyId"),
         windows_configuration=None,
         lustre_configuration=props.get("LustreConfiguration"),
@@ -291,18 +296,21 @@ def fsx_data_repository_association(resource: Created) -> None:
     systems = existing(resource.account, resource.region, "AWS::FSx::FileSystem")
     system = systems.get(str(props["FileSystemId"]))
     if system is None:
-        raise ResourceFailed(
+        raise ResourceFailedError(
             f"FileSystemNotFound: File system '{props['FileSystemId']}' does not exist."
         )
     if system.properties.get("FileSystemType") != "LUSTRE":
-        raise ResourceFailed("BadRequest: Data repository associations need a Lustre file system")
+        raise ResourceFailedError(
+            "BadRequest: Data repository associations need a Lustre file system"
+        )
     require_bucket(resource, str(props["DataRepositoryPath"]))
     path = str(props["FileSystemPath"])
     for other in existing(resource.account, resource.region, resource.resource_type).values():
-        if other.properties.get("FileSystemId") == props["FileSystemId"] and other.properties.get(
-            "FileSystemPath"
-        ) == path:
-            raise ResourceFailed(
+        if (
+            other.properties.get("FileSystemId") == props["FileSystemId"]
+            and other.properties.get("FileSystemPath") == path
+        ):
+            raise ResourceFailedError(
                 f"BadRequest: File system path {path} is already used by another data "
                 "repository association"
             )
@@ -360,7 +368,7 @@ def sns_topic_policy(resource: Created) -> None:
     topics = sns_backends[resource.account][resource.region].topics
     for arn in resource.properties.get("Topics", []):
         if arn not in topics:
-            raise ResourceFailed(f"NotFound: Topic does not exist: {arn}")
+            raise ResourceFailedError(f"NotFound: Topic does not exist: {arn}")
 
 
 def security_group_egress(resource: Created) -> None:
