@@ -102,21 +102,29 @@ def test_default_profile_lifecycle(
         assert f"✅  {name} (no changes)" in again.output, again.output[-3000:]
 
     # 3. Update node counts and the launch templates.
-    before = {g.physical_id: g for g in modelled(local, region, "AWS::EKS::Nodegroup")}
+    def node_groups() -> dict[str, tuple[int, str | None]]:
+        return {
+            g.physical_id: (
+                int(g.properties["ScalingConfig"]["DesiredSize"]),
+                g.attributes.get("LaunchTemplateVersion"),
+            )
+            for g in modelled(local, region, "AWS::EKS::Nodegroup")
+        }
+
+    before = node_groups()
     update_assembly = tmp_path / "updated"
     cdk.synth(updated_profile(tmp_path / "default-updated.toml"), update_assembly)
     cdk.deploy(update_assembly).check()
     statuses = stack_statuses(local, region)
     assert statuses["fm-pretraining-compute"] == "UPDATE_COMPLETE", statuses
     assert statuses["fm-inference-compute"] == "UPDATE_COMPLETE", statuses
-    after = {g.physical_id: g for g in modelled(local, region, "AWS::EKS::Nodegroup")}
+    after = node_groups()
     assert set(after) == set(before), "node groups were replaced instead of updated"
-    desired = sorted(int(g.properties["ScalingConfig"]["DesiredSize"]) for g in after.values())
-    assert desired != sorted(
-        int(g.properties["ScalingConfig"]["DesiredSize"]) for g in before.values()
-    )
-    versions = [g.attributes.get("LaunchTemplateVersion") for g in after.values()]
-    assert any(v not in (None, "1", "$Default") for v in versions), versions
+    changed = {k: (before[k], after[k]) for k in after if after[k] != before[k]}
+    sizes = sorted((b[0], a[0]) for b, a in changed.values() if b[0] != a[0])
+    assert sizes == [(2, 3), (4, 6)], changed
+    versions = [(b[1], a[1]) for b, a in changed.values() if b[1] != a[1]]
+    assert len(versions) == 1, changed
 
     # 4. Destroy: termination protection, then the teardown guard, then the rest.
     recorded = resources_of(local, region, list(stacks))
@@ -155,7 +163,9 @@ def test_default_profile_lifecycle(
         ):
             assert group["GroupId"] in guarded.output
             ec2.delete_security_group(GroupId=group["GroupId"])
-    cdk.destroy(update_assembly).check()
+    last = cdk.destroy(update_assembly)
+    left = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]
+    assert last.returncode == 0, (left, last.output[-3000:])
     assert set(stack_statuses(local, region)) == {"CDKToolkit"}
     assert not modelled(local, region, "AWS::EKS::Cluster")
     assert not modelled(local, region, "AWS::EKS::Nodegroup")

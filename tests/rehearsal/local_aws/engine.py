@@ -262,6 +262,15 @@ def _publish_outputs(backend: Any, stack: Any) -> None:
         backend.exports[export.name] = export
 
 
+class FrozenOutputs(dict[str, Any]):
+    """A stack's outputs and exports as they were before a deletion started: a stack left
+    ``DELETE_FAILED`` still shows them, though some resources they name are gone."""
+
+    def __init__(self, stack: Any) -> None:
+        super().__init__({key: stack.output_map[key] for key in stack.output_map})
+        self.exports = list(stack.exports)
+
+
 def _forget_resources(stack: Any) -> None:
     """A stack whose resources are gone has no outputs. moto's maps are lazy: reading an
     output (``DescribeStacks``) would create again each resource it refers to."""
@@ -421,6 +430,7 @@ def _patch_backend() -> None:
                 )
             _in_use(self, stack, set())
             export_names = [export.name for export in stack.exports]
+            frozen = FrozenOutputs(stack)
             stack._add_stack_event("DELETE_IN_PROGRESS", resource_status_reason="User Initiated")
             ROOT_CAUSE.clear()
             try:
@@ -428,6 +438,7 @@ def _patch_backend() -> None:
             except Exception as error:
                 _failed_resource(stack, error, "DELETE_FAILED")
                 stack.status = "DELETE_FAILED"
+                stack.output_map = frozen
                 stack._add_stack_event(
                     "DELETE_FAILED", resource_status_reason=str(getattr(error, "message", error))
                 )
@@ -653,8 +664,9 @@ def _patch_responses() -> None:
 
 
 def _patch_kms_tags() -> None:
-    """moto bug: ``AWS::KMS::Key`` passes CloudFormation's ``Key``/``Value`` tags to a tagger
-    that wants KMS's ``TagKey``/``TagValue`` (KeyError 'TagKey')."""
+    """moto bugs: ``AWS::KMS::Key`` passes CloudFormation's ``Key``/``Value`` tags to a tagger
+    that wants KMS's ``TagKey``/``TagValue`` (KeyError 'TagKey'), and keeps the key policy as
+    an object where ``DescribeKey`` expects JSON text."""
     from moto.kms.models import Key
 
     original = Key.create_from_cloudformation_json.__func__  # type: ignore[attr-defined]
@@ -663,6 +675,9 @@ def _patch_kms_tags() -> None:
         cls: Any, resource_name: str, cloudformation_json: dict[str, Any], *args: Any, **kw: Any
     ) -> Any:
         properties = cloudformation_json.get("Properties", {})
+        if isinstance(properties.get("KeyPolicy"), dict):
+            # moto keeps the template's policy object; KMS (and moto's DescribeKey) hold JSON.
+            properties["KeyPolicy"] = json.dumps(properties["KeyPolicy"])
         if properties.get("Tags"):
             properties["Tags"] = [
                 {"TagKey": t["Key"], "TagValue": t["Value"]} if "Key" in t else t
@@ -710,6 +725,25 @@ def _patch_previous_ssm_parameter() -> None:
     parsing.ResourceMap.parse_ssm_parameter = parse  # type: ignore[method-assign]
 
 
+def _patch_route_table_delete() -> None:
+    """moto gap: ``AWS::EC2::RouteTable`` has no CloudFormation delete, so a destroyed stack
+    left its route tables and the VPC could never be deleted. Deleted here as EC2 would, its
+    routes and associations (deleted before it, in dependency order) with it."""
+    from moto.ec2.models import ec2_backends
+    from moto.ec2.models.route_tables import RouteTable
+
+    def delete(
+        cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str
+    ) -> None:
+        backend = ec2_backends[account_id][region_name]
+        table = backend.route_tables.get(resource_name)
+        if table is not None:
+            table.associations.clear()
+            backend.route_tables.pop(resource_name, None)
+
+    RouteTable.delete_from_cloudformation_json = classmethod(delete)  # type: ignore[method-assign,assignment]
+
+
 def _patch_fsx() -> None:
     to_dict = fsx_models.FileSystem.to_dict
 
@@ -736,6 +770,7 @@ def install() -> None:
     _patch_ssm_name()
     _patch_lazy_map()
     _patch_previous_ssm_parameter()
+    _patch_route_table_delete()
     _installed.append(True)
 
 
