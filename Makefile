@@ -19,7 +19,7 @@ CONFIG ?= config/default.toml
 PROFILES := $(wildcard config/*.toml)
 PY_SOURCES := fm_constructs stacks tests app.py tools examples
 
-.PHONY: synth test lint typecheck unit bench setup clean docs-config docs-figures docs docs-check serve diagrams example
+.PHONY: synth test lint typecheck unit rehearsal bench setup clean docs-config docs-figures docs docs-check serve diagrams example
 
 # The dependencies are fetched once as wheels into .venv/wheels and installed from there; the
 # consumer-example test (tests/stacks/test_example.py) installs the example app from the same
@@ -58,11 +58,24 @@ typecheck: setup
 	mypy --strict examples/shared-cluster/app.py
 
 unit: setup
-	pytest -n 2 --dist loadgroup
+	pytest -n 2 --dist loadgroup -m 'not rehearsal'
+
+# checkov pins boto3 and packaging below the project's: it gets an environment of its own.
+CHECKOV_VENV := $(VENV)/checkov
+$(CHECKOV_VENV)/.installed:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip --quiet --disable-pip-version-check install 'checkov==3.3.30'
+	touch $@
+
+# The deploy rehearsal (docs/operations/deploy-rehearsal.md): every profile deployed by the
+# CDK CLI into a local AWS (moto), the default profile's whole lifecycle, the self-test and
+# the checkov scan. Timed: it prints its duration.
+rehearsal: setup $(CHECKOV_VENV)/.installed
+	time pytest -p no:randomly -m rehearsal tests/rehearsal
 
 # unit includes tests/stacks/test_example.py (the example app synthesized once and cfn-linted)
 # and tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
-test: lint typecheck unit docs docs-check
+test: lint typecheck unit rehearsal docs docs-check
 
 # The documentation site, offline and warning-free (output in site/, gitignored).
 docs: setup
