@@ -69,13 +69,14 @@ $(CHECKOV_VENV)/.installed:
 
 # The deploy rehearsal (docs/operations/deploy-rehearsal.md): every profile deployed by the
 # CDK CLI into a local AWS (moto), the default profile's whole lifecycle, the self-test and
-# the checkov scan. Timed: it prints its duration.
+# the checkov scan. Timed: it prints its duration. A stage of its own (minutes, not seconds):
+# .ci/run runs it after `make test`, so the everyday `make test` stays fast.
 rehearsal: setup $(CHECKOV_VENV)/.installed
 	time pytest -p no:randomly -m rehearsal tests/rehearsal
 
 # unit includes tests/stacks/test_example.py (the example app synthesized once and cfn-linted)
 # and tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
-test: lint typecheck unit rehearsal docs docs-check
+test: lint typecheck unit docs docs-check
 
 # The documentation site, offline and warning-free (output in site/, gitignored).
 docs: setup

@@ -3,6 +3,7 @@ deployed with ``cdk deploy --all`` into a fresh local account, bootstrap include
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,23 @@ from tests.rehearsal.local_aws.server import LocalAws
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = sorted(p.stem for p in (ROOT / "config").glob("*.toml") if p.stem != "default")
+#: Values a user passes at deploy for the stack parameters a profile leaves open, as its docs
+#: say (docs/blocks/pcs.md: the PCS node AMI, when no pcs_ami_id context names it).
+DEPLOY_PARAMETERS = {"PcsAmiId": "ami-0123456789abcdef0"}
+
+
+def _parameters(assembly: Path) -> list[str]:
+    """``--parameters STACK:NAME=VALUE`` for every parameter without a default."""
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    args = []
+    for name, artifact in manifest["artifacts"].items():
+        if artifact["type"] != "aws:cloudformation:stack":
+            continue
+        template = json.loads((assembly / artifact["properties"]["templateFile"]).read_text())
+        for parameter, spec in template.get("Parameters", {}).items():
+            if "Default" not in spec:
+                args += ["--parameters", f"{name}:{parameter}={DEPLOY_PARAMETERS[parameter]}"]
+    return args
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -25,7 +43,7 @@ def test_profile_deploys_into_a_fresh_account(
     reset(local)
     for region in sorted(set(stacks.values())):
         cdk.bootstrap(region)
-    deployed = cdk.deploy(assembly)
+    deployed = cdk.deploy(assembly, ("--all", *_parameters(assembly)))
     deployed.check()
     for region in sorted(set(stacks.values())):
         statuses = stack_statuses(local, region)
