@@ -39,7 +39,7 @@ from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns.eks_workload import gpu_type_label
 from fm_constructs.patterns.kueue_queues import KueueFlavors
-from fm_constructs.patterns.network_isolation import kuberay_namespace, vpc_cidrs
+from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.rules import constructs as codes
@@ -242,18 +242,9 @@ class EksWorkload(Construct):
             cluster=cluster.icluster,
             manifest=k8s.namespace_objects(name, kueue_managed=kueue),
         )
-        # Apart from the namespaces: the VPC's CIDR is a deploy-time value.
-        self.network_policies = eks.KubernetesManifest(
-            self,
-            "NetworkPolicies",
-            cluster=cluster.icluster,
-            manifest=k8s.namespace_network_policies(
-                name,
-                vpc_cidrs=vpc_cidrs(cluster),
-                kuberay_namespace=kuberay_namespace(cluster),
-            ),
+        self.network_policies = network_policies_manifest(
+            self, cluster, name, self.namespace_manifest
         )
-        self.network_policies.node.add_dependency(self.namespace_manifest)
         self.role = pod_identity_role(
             self,
             "Role",

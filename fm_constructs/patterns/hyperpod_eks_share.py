@@ -22,7 +22,7 @@ from fm_constructs.kubernetes.training_runtimes import training_pod_budget, trai
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.patterns.kueue_queues import KueueFlavors
-from fm_constructs.patterns.network_isolation import kuberay_namespace, vpc_cidrs
+from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.storage import LustreFileSystem
 
 #: Short name of the HyperPod node pool (its ResourceFlavor is ``<namespace>-hyperpod``).
@@ -60,18 +60,9 @@ class HyperPodEksShare(Construct):
             cluster=cluster.icluster,
             manifest=k8s.namespace_objects(name, kueue_managed=kueue is not None),
         )
-        # Apart from the namespaces: the VPC's CIDR is a deploy-time value.
-        self.network_policies = eks.KubernetesManifest(
-            self,
-            "NetworkPolicies",
-            cluster=cluster.icluster,
-            manifest=k8s.namespace_network_policies(
-                name,
-                vpc_cidrs=vpc_cidrs(cluster),
-                kuberay_namespace=kuberay_namespace(cluster),
-            ),
+        self.network_policies = network_policies_manifest(
+            self, cluster, name, self.namespace_manifest
         )
-        self.network_policies.node.add_dependency(self.namespace_manifest)
         self.volume: eks.KubernetesManifest | None = None
         if file_system is not None:
             self.volume = cluster.add_lustre_volume(

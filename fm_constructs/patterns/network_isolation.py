@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import jsii
 from aws_cdk import Annotations
+from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct
 
+from fm_constructs import kubernetes as k8s
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 
@@ -28,3 +31,22 @@ def kuberay_namespace(cluster: GpuEksCluster) -> str | None:
     """The KubeRay operator's namespace when the cluster runs it."""
     release = charts.KUBERAY_OPERATOR.release
     return charts.KUBERAY_OPERATOR.namespace if release in cluster.charts else None
+
+
+def network_policies_manifest(
+    scope: Construct, cluster: GpuEksCluster, workload: str, namespaces: eks.KubernetesManifest
+) -> eks.KubernetesManifest:
+    """The workload namespaces' network policies (``NetworkPolicies`` under ``scope``), applied
+    after ``namespaces``. Apart from the namespaces: the VPC's CIDR is a deploy-time value."""
+    manifest = eks.KubernetesManifest(
+        scope,
+        "NetworkPolicies",
+        cluster=cluster.icluster,
+        manifest=k8s.namespace_network_policies(
+            workload,
+            vpc_cidrs=vpc_cidrs(cluster),
+            kuberay_namespace=kuberay_namespace(cluster),
+        ),
+    )
+    manifest.node.add_dependency(namespaces)
+    return manifest
