@@ -17,7 +17,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fm_constructs.errors import FmValidationError
+from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.observability import (
     AlertRules,
     AlertTopic,
@@ -155,20 +155,23 @@ class MonitoringFacade:
             return None
         capacity = _given_or_own(storage_capacity_gib, file_system, "storage_capacity_gib")
         throughput = _given_or_own(throughput_mb_s_per_tib, file_system, "throughput_mb_s_per_tib")
-        problems = [
-            f"{key}: the file system's {what} is unknown; pass {key}= "
-            "(aws fsx describe-file-systems shows it)"
-            for key, what, value in (
-                ("storage_capacity_gib", "storage capacity", capacity),
-                ("throughput_mb_s_per_tib", "per-unit storage throughput", throughput),
+        if capacity is None or throughput is None:
+            problems = Problems(
+                context=f"{type(self).__name__}.monitor_lustre {scope.node.path}",
+                code=codes.FSX_ALARMS,
             )
-            if value is None
-        ]
-        if problems:
-            raise FmValidationError(
-                problems, context=f"monitor_lustre {scope.node.path}", code=codes.FSX_ALARMS
-            )
-        assert capacity is not None and throughput is not None
+            for key, value in (
+                ("storage_capacity_gib", capacity),
+                ("throughput_mb_s_per_tib", throughput),
+            ):
+                if value is None:
+                    problems.add(
+                        key,
+                        value,
+                        "must be given for a file system that does not state it (an imported "
+                        "one): aws fsx describe-file-systems shows it",
+                    )
+            raise FmValidationError(problems.findings, context=problems.context)
         alarms = FsxLustreAlarms(
             scope,
             construct_id,
