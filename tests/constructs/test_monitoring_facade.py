@@ -12,14 +12,13 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
 from constructs import Construct
 
 from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import (
     AlertTopic,
-    FsxLustreAlarms,
-    HyperPodHealthEvents,
     PrometheusWorkspace,
 )
 from fm_constructs.observability.alarms import HYPERPOD_NODE_HEALTH_DETAIL_TYPE
@@ -39,15 +38,36 @@ HYPERPOD_SG = "sg-0123456789abcdef0"
 
 @dataclass
 class Monitored:
+    """The synthesized stack, its platform and the EKS cluster the platform scrapes."""
+
     template: Template
-    raw: dict[str, Any]
     platform: ObservabilityPlatform
-    scraping: EksClusterScraping
-    lustre: FsxLustreAlarms
-    imported_lustre: FsxLustreAlarms
-    hyperpod_events: HyperPodHealthEvents
-    hyperpod_scraping: EksClusterScraping
     cluster: GpuEksCluster
+
+    def segment(self, path: str) -> Any:
+        """The segment the platform created at ``Monitored/<path>``."""
+        return next(s for s in self.platform.segments if s.node.path == f"Monitored/{path}")
+
+
+def _lustre(stack: cdk.Stack, vpc: ec2.IVpc, construct_id: str, **options: Any) -> Any:
+    """A file system created in ``stack``, in the first private subnet of ``vpc``."""
+    bucket = DataBucket(stack, f"{construct_id}Data")
+    subnet = vpc.private_subnets[0]
+    return LustreFileSystem(
+        stack, construct_id, vpc=vpc, subnet=subnet, data_bucket=bucket, **options
+    )
+
+
+def _imported_fs(stack: cdk.Stack, construct_id: str = "Fs", **kwargs: Any) -> Any:
+    return LustreFileSystem.from_lustre_file_system_attributes(
+        stack,
+        construct_id,
+        file_system_id=IMPORTED_FS,
+        dns_name=f"{IMPORTED_FS}.fsx.us-east-1.amazonaws.com",
+        mount_name="abcdefgh",
+        security_group_ids=["sg-0fs"],
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,27 +79,11 @@ def monitored() -> Monitored:
     platform = ObservabilityPlatform(stack, "Observability", grafana=False)
     vpc = imported_vpc(stack)
     cluster = GpuEksCluster(stack, "Eks", vpc=vpc, gpu_availability_zone="us-east-1a")
-    scraping = platform.monitor_eks_cluster(stack, "Scraping", cluster=cluster)
-    fs = LustreFileSystem(
-        stack,
-        "Fsx",
-        vpc=vpc,
-        subnet=vpc.private_subnets[0],
-        data_bucket=DataBucket(stack, "Data"),
-        storage_capacity_gib=4800,
-        throughput_mb_s_per_tib=250,
-    )
-    lustre = platform.monitor_lustre(stack, "FileSystemAlarms", file_system=fs)
-    imported_fs = LustreFileSystem.from_lustre_file_system_attributes(
-        stack,
-        "ImportedFs",
-        file_system_id=IMPORTED_FS,
-        dns_name=f"{IMPORTED_FS}.fsx.us-east-1.amazonaws.com",
-        mount_name="abcdefgh",
-        security_group_ids=["sg-0fs"],
-        storage_capacity_gib=2400,
-    )
-    imported_lustre = platform.monitor_lustre(
+    platform.monitor_eks_cluster(stack, "Scraping", cluster=cluster)
+    fs = _lustre(stack, vpc, "Fsx", storage_capacity_gib=4800, throughput_mb_s_per_tib=250)
+    platform.monitor_lustre(stack, "FileSystemAlarms", file_system=fs)
+    imported_fs = _imported_fs(stack, "ImportedFs", storage_capacity_gib=2400)
+    platform.monitor_lustre(
         stack, "ImportedFileSystemAlarms", file_system=imported_fs, throughput_mb_s_per_tib=125
     )
     hyperpod = HyperPodCluster.from_hyperpod_cluster_attributes(
@@ -88,21 +92,10 @@ def monitored() -> Monitored:
     watched = platform.monitor_hyperpod(
         Construct(stack, "HyperPodMonitoring"), cluster=hyperpod, eks_cluster=cluster
     )
-    enable_nag(app)
-    raw = app.synth().get_stack_by_name("Monitored").template
-    assert scraping is not None and lustre is not None and imported_lustre is not None
     assert watched.health_events is not None and watched.scraping is not None
-    return Monitored(
-        template=Template.from_stack(stack),
-        raw=raw,
-        platform=platform,
-        scraping=scraping,
-        lustre=lustre,
-        imported_lustre=imported_lustre,
-        hyperpod_events=watched.health_events,
-        hyperpod_scraping=watched.scraping,
-        cluster=cluster,
-    )
+    enable_nag(app)
+    app.synth()
+    return Monitored(Template.from_stack(stack), platform, cluster)
 
 
 def test_segments_keep_the_callers_scope_and_id(monitored: Monitored) -> None:
@@ -128,14 +121,17 @@ def test_monitor_eks_cluster_scrapes_the_cluster_into_the_workspace(
     for scraper in scrapers.values():
         arn = scraper["Properties"]["Destination"]["AmpConfiguration"]["WorkspaceArn"]
         assert arn == {"Fn::GetAtt": [_logical_id(workspace), "Arn"]}
-    assert EksMetricsSources.of(monitored.cluster) is monitored.scraping.metrics_sources
-    assert monitored.hyperpod_scraping.metrics_sources is monitored.scraping.metrics_sources
+    assert EksMetricsSources.of(monitored.cluster) is _scraping(monitored).metrics_sources
+    assert (
+        monitored.segment("HyperPodMonitoring/Scraping").metrics_sources
+        is _scraping(monitored).metrics_sources
+    )
     charts = t.find_resources("Custom::AWSCDK-EKS-HelmChart")
     names = sorted(c["Properties"]["Chart"] for c in charts.values())
     assert names.count("prometheus-node-exporter") == 1
     assert names.count("kube-state-metrics") == 1
     # The scraper reaches the control plane's private endpoint (443).
-    group = _logical_id(monitored.scraping.security_group.node.default_child)
+    group = _logical_id(_scraping(monitored).security_group.node.default_child)
     t.has_resource_properties(
         "AWS::EC2::SecurityGroupIngress",
         {
@@ -150,7 +146,9 @@ def test_monitor_hyperpod_scrapes_the_hyperpod_nodes_and_routes_their_events(
     monitored: Monitored,
 ) -> None:
     t = monitored.template
-    group = _logical_id(monitored.hyperpod_scraping.security_group.node.default_child)
+    group = _logical_id(
+        monitored.segment("HyperPodMonitoring/Scraping").security_group.node.default_child
+    )
     for port in EXPORTER_PORTS:
         t.has_resource_properties(
             "AWS::EC2::SecurityGroupIngress",
@@ -166,7 +164,11 @@ def test_monitor_hyperpod_scrapes_the_hyperpod_nodes_and_routes_their_events(
         {"Properties": {"EventPattern": {"source": ["aws.sagemaker"]}}},
     )
     assert len(rules) == 3
-    node_health = monitored.hyperpod_events.node.find_child("NodeHealth").node.default_child
+    node_health = (
+        monitored.segment("HyperPodMonitoring/HealthEvents")
+        .node.find_child("NodeHealth")
+        .node.default_child
+    )
     pattern = t.to_json()["Resources"][_logical_id(node_health)]["Properties"]["EventPattern"]
     assert pattern["detail-type"] == [HYPERPOD_NODE_HEALTH_DETAIL_TYPE]
     assert pattern["detail"] == {"ClusterName": [HYPERPOD_NAME]}
@@ -182,21 +184,24 @@ def test_monitor_lustre_uses_the_file_systems_own_sizes_or_the_given_ones(
 ) -> None:
     topic = _logical_id(monitored.platform.alert_topic.topic.node.default_child)
     for alarms, baseline_mb_s in (
-        (monitored.lustre, 4.8 * 250),
-        (monitored.imported_lustre, 2.4 * 125),
+        (monitored.segment("FileSystemAlarms"), 4.8 * 250),
+        (monitored.segment("ImportedFileSystemAlarms"), 2.4 * 125),
     ):
         free = _alarm(monitored, alarms.free_capacity)
         assert free["AlarmActions"] == [{"Ref": topic}]
         throughput = _alarm(monitored, alarms.throughput_utilization)
         assert f"{baseline_mb_s:.0f} MB/s" in json.dumps(throughput["AlarmDescription"])
-    imported = _alarm(monitored, monitored.imported_lustre.free_capacity)
+    imported = _alarm(monitored, monitored.segment("ImportedFileSystemAlarms").free_capacity)
     assert {"Name": "FileSystemId", "Value": IMPORTED_FS} in imported["Dimensions"]
-    assert monitored.lustre.metadata_utilization is None
+    assert monitored.segment("FileSystemAlarms").metadata_utilization is None
 
 
 def test_created_alarms_lists_every_alarm_of_every_segment(monitored: Monitored) -> None:
     alarms = monitored.platform.created_alarms()
-    for fsx in (monitored.lustre, monitored.imported_lustre):
+    for fsx in (
+        monitored.segment("FileSystemAlarms"),
+        monitored.segment("ImportedFileSystemAlarms"),
+    ):
         assert fsx.free_capacity in alarms and fsx.throughput_utilization in alarms
     workspace_alarms = [
         c
@@ -208,7 +213,12 @@ def test_created_alarms_lists_every_alarm_of_every_segment(monitored: Monitored)
 
 
 def test_monitored_template_is_cfn_lint_clean(monitored: Monitored) -> None:
-    assert cfn_lint(monitored.raw, TEST_ENV.region) == []
+    assert cfn_lint(monitored.template.to_json(), TEST_ENV.region) == []
+
+
+def _scraping(monitored: Monitored) -> EksClusterScraping:
+    scraping: EksClusterScraping = monitored.segment("Scraping")
+    return scraping
 
 
 def _logical_id(element: Any) -> str:
@@ -222,18 +232,6 @@ def _logical_id(element: Any) -> str:
 @pytest.fixture
 def stack() -> cdk.Stack:
     return cdk.Stack(cdk.App(), "Bare", env=TEST_ENV)
-
-
-def _imported_fs(stack: cdk.Stack, **kwargs: Any) -> Any:
-    return LustreFileSystem.from_lustre_file_system_attributes(
-        stack,
-        "Fs",
-        file_system_id=IMPORTED_FS,
-        dns_name=f"{IMPORTED_FS}.fsx.us-east-1.amazonaws.com",
-        mount_name="abcdefgh",
-        security_group_ids=["sg-0fs"],
-        **kwargs,
-    )
 
 
 def test_a_facade_without_workspace_or_topic_creates_nothing(stack: cdk.Stack) -> None:
@@ -295,15 +293,9 @@ def test_monitor_lustre_asks_for_the_sizes_an_imported_file_system_lacks(
 
 
 def test_monitor_lustre_skips_a_scratch_file_system(stack: cdk.Stack) -> None:
-    vpc = imported_vpc(stack)
-    fs = LustreFileSystem(
-        stack,
-        "Scratch",
-        vpc=vpc,
-        subnet=vpc.private_subnets[0],
-        data_bucket=DataBucket(stack, "Data"),
-        storage_capacity_gib=1200,
-        deployment_type=LustreDeploymentType.SCRATCH_2,
+    scratch = LustreDeploymentType.SCRATCH_2
+    fs = _lustre(
+        stack, imported_vpc(stack), "Scratch", storage_capacity_gib=1200, deployment_type=scratch
     )
     facade = MonitoringFacade(alert_topic=AlertTopic(stack, "Alerts"))
     assert facade.monitor_lustre(stack, "Alarms", file_system=fs) is None
