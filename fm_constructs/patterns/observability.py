@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.errors import FmValidationError, Problems
@@ -28,6 +30,10 @@ from fm_constructs.observability import (
     IPrometheusWorkspace,
     PrometheusWorkspace,
     PrometheusWorkspaceAlarms,
+)
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    EFA_EXPORTER_REPOSITORY,
+    efa_exporter_account,
 )
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping, IScrapedCluster
 from fm_constructs.rules import constructs as codes
@@ -51,6 +57,16 @@ class IMonitoredHyperPodCluster(Protocol):
 
     @property
     def connections(self) -> ec2.Connections: ...
+
+
+class ISlurmNodeRole(Protocol):
+    """What :meth:`MonitoringFacade.monitor_pcs` needs from the nodes' role: the role their
+    Prometheus agents write with, and the right to pull an exporter image."""
+
+    @property
+    def role(self) -> iam.IRole: ...
+
+    def allow_image_pull(self, repository_arn: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -218,6 +234,29 @@ class MonitoringFacade:
             )
             self.segments.append(health_events)
         return HyperPodMonitoring(health_events=health_events, scraping=scraping)
+
+    def monitor_pcs(self, *, node_role: ISlurmNodeRole, efa: bool) -> IPrometheusWorkspace | None:
+        """Let the nodes of an AWS PCS cluster send their metrics to the workspace.
+
+        The shared Slurm node scripts run the exporters of HyperPod Slurm (node, DCGM, EFA;
+        Slurm on the login node) and a Prometheus agent that remote-writes to the workspace's
+        ``remote_write_url`` (in the nodes' parameters). This grants ``node_role`` the remote
+        write and, with ``efa`` nodes, the pull of the EFA exporter image from the HyperPod ECR
+        registry. Returns the workspace written to; ``None`` (and no grant) without one."""
+        if self.workspace is None:
+            return None
+        self.workspace.grant_remote_write(node_role.role)
+        if efa:
+            stack = Stack.of(node_role.role)
+            node_role.allow_image_pull(
+                stack.format_arn(
+                    service="ecr",
+                    account=efa_exporter_account(stack.region),
+                    resource="repository",
+                    resource_name=EFA_EXPORTER_REPOSITORY,
+                )
+            )
+        return self.workspace
 
 
 class ObservabilityPlatform(Construct, MonitoringFacade):

@@ -25,10 +25,16 @@ from fm_constructs.observability.alarms import HYPERPOD_NODE_HEALTH_DETAIL_TYPE
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration.eks_metrics_sources import EksMetricsSources
 from fm_constructs.orchestration.hyperpod import HyperPodCluster
+from fm_constructs.orchestration.hyperpod.lifecycle import (
+    EFA_EXPORTER_REPOSITORY,
+    efa_exporter_account,
+)
+from fm_constructs.orchestration.pcs import PcsInstanceRole
 from fm_constructs.patterns import MonitoringFacade, ObservabilityPlatform
 from fm_constructs.patterns.eks_monitoring import EXPORTER_PORTS, EksClusterScraping
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket, LustreDeploymentType, LustreFileSystem
+from tests.iam_policies import Statement, Templates, identity_allows, role_statements
 from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
 IMPORTED_FS = "fs-0123456789abcdef0"
@@ -300,3 +306,45 @@ def test_monitor_lustre_skips_a_scratch_file_system(stack: cdk.Stack) -> None:
     facade = MonitoringFacade(alert_topic=AlertTopic(stack, "Alerts"))
     assert facade.monitor_lustre(stack, "Alarms", file_system=fs) is None
     Template.from_stack(stack).resource_count_is("AWS::CloudWatch::Alarm", 0)
+
+
+# ------------------------------------------------------------------------------------ PCS
+
+WORKSPACE_ID = "ws-0123abcd-4567-89ef-0123-456789abcdef"
+
+
+def _pcs_node_statements(*, workspace: bool, efa: bool) -> tuple[Any, list[Statement]]:
+    """What monitor_pcs returns for a PCS node role, and the role's identity statements."""
+    stack = cdk.Stack(cdk.App(), "Pcs", env=TEST_ENV)
+    role = PcsInstanceRole(stack, "NodeRole")
+    facade = MonitoringFacade(
+        workspace=PrometheusWorkspace.from_prometheus_workspace_attributes(
+            stack, "Workspace", workspace_id=WORKSPACE_ID
+        )
+        if workspace
+        else None
+    )
+    written_to = facade.monitor_pcs(node_role=role, efa=efa)
+    templates = Templates({"Pcs": Template.from_stack(stack).to_json()})
+    role_id = _logical_id(role.role.node.default_child)
+    return written_to, role_statements(templates, "Pcs", role_id)
+
+
+def test_monitor_pcs_lets_the_nodes_remote_write_and_pull_the_efa_exporter() -> None:
+    written_to, found = _pcs_node_statements(workspace=True, efa=True)
+    assert written_to is not None and written_to.workspace_id == WORKSPACE_ID
+    arn = f"arn:aws:aps:{TEST_ENV.region}:{TEST_ENV.account}:workspace/{WORKSPACE_ID}"
+    assert identity_allows(found, "aps:RemoteWrite", arn)
+    assert not identity_allows(found, "aps:RemoteWrite", arn.replace("ws-0", "ws-9"))
+    assert not identity_allows(found, "aps:QueryMetrics", arn)
+    registry = efa_exporter_account(TEST_ENV.region)
+    repository = f"arn:aws:ecr:{TEST_ENV.region}:{registry}:repository/{EFA_EXPORTER_REPOSITORY}"
+    assert identity_allows(found, "ecr:BatchGetImage", repository)
+
+
+def test_monitor_pcs_without_efa_or_workspace_grants_only_what_is_needed() -> None:
+    _, found = _pcs_node_statements(workspace=True, efa=False)
+    assert not any("ecr:BatchGetImage" in s.actions for s in found)
+    written_to, found = _pcs_node_statements(workspace=False, efa=True)
+    assert written_to is None
+    assert not any(action.startswith(("aps:", "ecr:Batch")) for s in found for action in s.actions)
