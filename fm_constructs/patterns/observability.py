@@ -31,6 +31,7 @@ from fm_constructs.observability import (
     PrometheusWorkspace,
     PrometheusWorkspaceAlarms,
 )
+from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
 from fm_constructs.orchestration.hyperpod.lifecycle import (
     EFA_EXPORTER_REPOSITORY,
     efa_exporter_account,
@@ -45,18 +46,6 @@ def _given_or_own(value: int | None, file_system: ILustreFileSystem, name: str) 
     """``value`` when given, else the file system's own attribute ``name`` (None where an
     imported file system does not know it)."""
     return value if value is not None else getattr(file_system, name, None)
-
-
-class IMonitoredHyperPodCluster(Protocol):
-    """What :meth:`MonitoringFacade.monitor_hyperpod` needs from a HyperPod cluster, created
-    here or imported: its name (the health events match it) and its nodes' connections (the
-    scraper of an EKS orchestrator reaches their exporters)."""
-
-    @property
-    def cluster_name(self) -> str: ...
-
-    @property
-    def connections(self) -> ec2.Connections: ...
 
 
 class ISlurmNodeRole(Protocol):
@@ -204,7 +193,7 @@ class MonitoringFacade:
         self,
         scope: Construct,
         *,
-        cluster: IMonitoredHyperPodCluster,
+        cluster: IHyperPodCluster,
         eks_cluster: IScrapedCluster | None = None,
         scraper_subnets: Sequence[ec2.ISubnet] | None = None,
     ) -> HyperPodMonitoring:
