@@ -34,7 +34,14 @@ from fm_constructs.patterns import MonitoringFacade, ObservabilityPlatform
 from fm_constructs.patterns.eks_monitoring import EXPORTER_PORTS, EksClusterScraping
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket, LustreDeploymentType, LustreFileSystem
-from tests.iam_policies import Statement, Templates, identity_allows, role_statements
+from tests.iam_policies import (
+    ACCOUNT,
+    REGION,
+    Statement,
+    Templates,
+    identity_allows,
+    role_statements,
+)
 from tests.support import TEST_ENV, cfn_lint, imported_vpc
 
 IMPORTED_FS = "fs-0123456789abcdef0"
@@ -219,7 +226,7 @@ def test_created_alarms_lists_every_alarm_of_every_segment(monitored: Monitored)
 
 
 def test_monitored_template_is_cfn_lint_clean(monitored: Monitored) -> None:
-    assert cfn_lint(monitored.template.to_json(), TEST_ENV.region) == []
+    assert cfn_lint(monitored.template.to_json(), REGION) == []
 
 
 def _scraping(monitored: Monitored) -> EksClusterScraping:
@@ -325,7 +332,7 @@ def _pcs_node_statements(*, workspace: bool, efa: bool) -> tuple[Any, list[State
         else None
     )
     written_to = facade.monitor_pcs(node_role=role, efa=efa)
-    templates = Templates({"Pcs": Template.from_stack(stack).to_json()})
+    templates = Templates({"Pcs": dict(Template.from_stack(stack).to_json())})
     role_id = _logical_id(role.role.node.default_child)
     return written_to, role_statements(templates, "Pcs", role_id)
 
@@ -333,12 +340,12 @@ def _pcs_node_statements(*, workspace: bool, efa: bool) -> tuple[Any, list[State
 def test_monitor_pcs_lets_the_nodes_remote_write_and_pull_the_efa_exporter() -> None:
     written_to, found = _pcs_node_statements(workspace=True, efa=True)
     assert written_to is not None and written_to.workspace_id == WORKSPACE_ID
-    arn = f"arn:aws:aps:{TEST_ENV.region}:{TEST_ENV.account}:workspace/{WORKSPACE_ID}"
+    arn = f"arn:aws:aps:{REGION}:{ACCOUNT}:workspace/{WORKSPACE_ID}"
     assert identity_allows(found, "aps:RemoteWrite", arn)
     assert not identity_allows(found, "aps:RemoteWrite", arn.replace("ws-0", "ws-9"))
     assert not identity_allows(found, "aps:QueryMetrics", arn)
-    registry = efa_exporter_account(TEST_ENV.region)
-    repository = f"arn:aws:ecr:{TEST_ENV.region}:{registry}:repository/{EFA_EXPORTER_REPOSITORY}"
+    registry = efa_exporter_account(REGION)
+    repository = f"arn:aws:ecr:{REGION}:{registry}:repository/{EFA_EXPORTER_REPOSITORY}"
     assert identity_allows(found, "ecr:BatchGetImage", repository)
 
 
