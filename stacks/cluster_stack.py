@@ -28,7 +28,8 @@ from fm_constructs.config.options import ClusterOptions
 from fm_constructs.domain import names
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
-from fm_constructs.patterns import EksClusterScraping
+from fm_constructs.patterns import MonitoringFacade
+from fm_constructs.patterns.eks_monitoring import scraper_security_group
 
 _TITLES = {
     "pretraining": "pre-training",
@@ -94,12 +95,8 @@ class ClusterStack(Stack):
         self.scraper_security_group: ec2.SecurityGroup | None = None
         self.scraper_role_scope: Construct | None = None
         if scraped:
-            self.scraper_security_group = ec2.SecurityGroup(
-                self,
-                "ScraperSecurityGroup",
-                vpc=vpc,
-                description="AMP managed scraper of the GPU cluster",
-                allow_all_outbound=True,
+            self.scraper_security_group = scraper_security_group(
+                self, "ScraperSecurityGroup", vpc=vpc
             )
             # The scraper's role configuration, created with the control plane so that the
             # monitoring stack creates only the scraper (same construct path as there).
@@ -151,11 +148,10 @@ class ClusterMonitoringStack(Stack):
             **kwargs,
         )
         assert cluster.scraper_security_group is not None
-        self.scraping = EksClusterScraping(
+        self.scraping = MonitoringFacade(workspace=workspace).monitor_eks_cluster(
             self,
             "Scraping",
             cluster=cluster.cluster,
-            workspace=workspace,
             subnets=subnets,
             security_group=cluster.scraper_security_group,
             scraper_role_scope=cluster.scraper_role_scope,

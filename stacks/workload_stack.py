@@ -39,7 +39,6 @@ from fm_constructs.config.options import (
 )
 from fm_constructs.config.rules import efa_layout_of
 from fm_constructs.config.sizing import workload_fsx_sizing_request
-from fm_constructs.observability import FsxLustreAlarms
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import InstanceGroup
 from fm_constructs.orchestration.hyperpod import Orchestrator as HyperPodOrchestrator
@@ -106,21 +105,8 @@ class WorkloadStack(Stack):
             workload, vpc, subnet, data_bucket, defer_associations
         )
         fs = self.file_system
-        if (
-            fs is not None
-            and self.owns_file_system
-            and fs.throughput_mb_s_per_tib is not None
-            and observability is not None
-        ):
-            FsxLustreAlarms(
-                self,
-                "FileSystemAlarms",
-                file_system_id=fs.file_system_id,
-                storage_capacity_gib=fs.storage_capacity_gib,
-                per_unit_storage_throughput_mb_s_per_tib=fs.throughput_mb_s_per_tib,
-                metadata_iops=fs.metadata_iops,
-                alert_topic=observability.alert_topic,
-            )
+        if fs is not None and self.owns_file_system and observability is not None:
+            observability.monitor_lustre(self, "FileSystemAlarms", file_system=fs)
         self.compute: HyperPodAcceleratedWorkload | None = None
         self.pcs: PcsAcceleratedWorkload | None = None
         if workload.orchestrator is Orchestrator.PCS:

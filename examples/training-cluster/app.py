@@ -20,7 +20,7 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.network import GpuClusterVpc
 from fm_constructs.observability import AlertRules, AlertTopic, PrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, WorkloadOperators
-from fm_constructs.patterns import EksClusterScraping
+from fm_constructs.patterns import MonitoringFacade
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket, FsxSizingRequest, LustreFileSystem
 
@@ -76,12 +76,9 @@ class TrainingClusterStack(cdk.Stack):
         alerts = AlertTopic(self, "Alerts")
         prometheus = PrometheusWorkspace(self, "Metrics")
         AlertRules(self, "Rules", workspace=prometheus, alert_topic=alerts)
-        EksClusterScraping(
-            self,
-            "Scraping",
-            cluster=cluster,
-            workspace=prometheus,
-            subnets=network.vpc.private_subnets,
+        monitoring = MonitoringFacade(workspace=prometheus)
+        monitoring.monitor_eks_cluster(
+            self, "Scraping", cluster=cluster, subnets=network.vpc.private_subnets
         )
         cdk.CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         cdk.CfnOutput(self, "DataBucketName", value=data.bucket_name)

@@ -155,8 +155,60 @@ class FsxLustreAlarms(Construct):
             )
             * 1_000_000
         )
-        utilization = cloudwatch.MathExpression(
+        self.throughput_utilization = self._utilization_alarm(
+            "ThroughputUtilization",
             expression=f"(readBytes + writeBytes) / PERIOD(readBytes) / {baseline_bytes_s:.0f}",
+            metrics={"readBytes": "DataReadBytes", "writeBytes": "DataWriteBytes"},
+            dimensions=dimensions,
+            label="Throughput utilization (share of baseline)",
+            description=(
+                f"FSx for Lustre {file_system_id}: client throughput above "
+                f"{throughput_utilization_max_ratio:.0%} of its {baseline_bytes_s / 1e6:.0f} MB/s "
+                "baseline. Data loading or checkpointing is storage-bound."
+            ),
+            max_ratio=throughput_utilization_max_ratio,
+            evaluation_periods=evaluation_periods,
+        )
+        self.metadata_utilization: cloudwatch.Alarm | None = None
+        if metadata_iops is not None:
+            self.metadata_utilization = self._utilization_alarm(
+                "MetadataUtilization",
+                expression=f"metadataOps / PERIOD(metadataOps) / {metadata_iops}",
+                metrics={"metadataOps": "MetadataOperations"},
+                dimensions=dimensions,
+                label="Metadata operations (share of provisioned Metadata IOPS)",
+                description=(
+                    f"FSx for Lustre {file_system_id}: metadata operations above "
+                    f"{metadata_utilization_max_ratio:.0%} of its {metadata_iops} provisioned "
+                    "Metadata IOPS. Opens, stats and creates queue on the metadata server (many "
+                    "small files, per-rank checkpoint shards): raise metadata_iops or batch the "
+                    "files."
+                ),
+                max_ratio=metadata_utilization_max_ratio,
+                evaluation_periods=evaluation_periods,
+            )
+        for alarm in (self.free_capacity, self.throughput_utilization, self.metadata_utilization):
+            if alarm is not None:
+                alarm.add_alarm_action(action)
+                alarm.add_ok_action(action)
+
+    def _utilization_alarm(
+        self,
+        construct_id: str,
+        *,
+        expression: str,
+        metrics: dict[str, str],
+        dimensions: dict[str, str],
+        label: str,
+        description: str,
+        max_ratio: float,
+        evaluation_periods: int,
+    ) -> cloudwatch.Alarm:
+        """An alarm on ``expression`` (a share of what the file system provides) over the
+        five-minute Sums of ``metrics`` (expression name -> FSx metric name), above
+        ``max_ratio``."""
+        utilization = cloudwatch.MathExpression(
+            expression=expression,
             using_metrics={
                 name: cloudwatch.Metric(
                     namespace=FSX_NAMESPACE,
@@ -165,79 +217,20 @@ class FsxLustreAlarms(Construct):
                     statistic="Sum",
                     period=_PERIOD,
                 )
-                for name, metric in (
-                    ("readBytes", "DataReadBytes"),
-                    ("writeBytes", "DataWriteBytes"),
-                )
+                for name, metric in metrics.items()
             },
-            label="Throughput utilization (share of baseline)",
-            period=_PERIOD,
-        )
-        self.throughput_utilization = cloudwatch.Alarm(
-            self,
-            "ThroughputUtilization",
-            alarm_description=(
-                f"FSx for Lustre {file_system_id}: client throughput above "
-                f"{throughput_utilization_max_ratio:.0%} of its {baseline_bytes_s / 1e6:.0f} MB/s "
-                "baseline. Data loading or checkpointing is storage-bound."
-            ),
-            metric=utilization,
-            threshold=throughput_utilization_max_ratio,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=evaluation_periods,
-            # No datapoints means no client traffic: the file system is not saturated.
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        self.metadata_utilization: cloudwatch.Alarm | None = None
-        if metadata_iops is not None:
-            self.metadata_utilization = self._metadata_alarm(
-                file_system_id,
-                dimensions,
-                metadata_iops,
-                metadata_utilization_max_ratio,
-                evaluation_periods,
-            )
-        for alarm in (self.free_capacity, self.throughput_utilization, self.metadata_utilization):
-            if alarm is not None:
-                alarm.add_alarm_action(action)
-                alarm.add_ok_action(action)
-
-    def _metadata_alarm(
-        self,
-        file_system_id: str,
-        dimensions: dict[str, str],
-        metadata_iops: int,
-        max_ratio: float,
-        evaluation_periods: int,
-    ) -> cloudwatch.Alarm:
-        utilization = cloudwatch.MathExpression(
-            expression=f"metadataOps / PERIOD(metadataOps) / {metadata_iops}",
-            using_metrics={
-                "metadataOps": cloudwatch.Metric(
-                    namespace=FSX_NAMESPACE,
-                    metric_name="MetadataOperations",
-                    dimensions_map=dimensions,
-                    statistic="Sum",
-                    period=_PERIOD,
-                )
-            },
-            label="Metadata operations (share of provisioned Metadata IOPS)",
+            label=label,
             period=_PERIOD,
         )
         return cloudwatch.Alarm(
             self,
-            "MetadataUtilization",
-            alarm_description=(
-                f"FSx for Lustre {file_system_id}: metadata operations above {max_ratio:.0%} of "
-                f"its {metadata_iops} provisioned Metadata IOPS. Opens, stats and creates queue "
-                "on the metadata server (many small files, per-rank checkpoint shards): raise "
-                "metadata_iops or batch the files."
-            ),
+            construct_id,
+            alarm_description=description,
             metric=utilization,
             threshold=max_ratio,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=evaluation_periods,
-            # No datapoints means no metadata traffic: the metadata server is not saturated.
+            # No datapoints means no traffic of that kind: the file system is not saturated.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 

@@ -162,6 +162,15 @@ class GrafanaWorkspace(Construct):
             plugin_admin_enabled=False,
         )
         self.resource.apply_removal_policy(removal_policy)
+        self.workspace_id: str = self.resource.attr_id
+        #: Host name of the workspace (``g-xxxx.grafana-workspace.<region>.amazonaws.com``).
+        self.endpoint: str = self.resource.attr_endpoint
+        self.workspace_arn: str = Stack.of(self).format_arn(
+            service="grafana",
+            resource="/workspaces",
+            resource_name=self.workspace_id,
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
         self.prometheus_workspaces = tuple(prometheus_workspaces)
         if GrafanaAuthentication.IAM_IDENTITY_CENTER in authentication:
             Annotations.of(self).add_info(
@@ -169,21 +178,3 @@ class GrafanaWorkspace(Construct):
                 "deploy (aws sso-admin list-instances shows an instance), else the workspace "
                 "fails to create. Use SAML or platform.grafana = false otherwise."
             )
-
-    @property
-    def workspace_id(self) -> str:
-        return self.resource.attr_id
-
-    @property
-    def endpoint(self) -> str:
-        """Host name of the workspace (``g-xxxx.grafana-workspace.<region>.amazonaws.com``)."""
-        return self.resource.attr_endpoint
-
-    @property
-    def workspace_arn(self) -> str:
-        return Stack.of(self).format_arn(
-            service="grafana",
-            resource="/workspaces",
-            resource_name=self.workspace_id,
-            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
-        )

@@ -70,24 +70,19 @@ class IPrometheusWorkspace(Protocol):
 
 
 class _WorkspaceBase(Construct):
-    _workspace_id: str
-    _workspace_arn: str
+    """What a created and an imported workspace share: ids, URLs and grants."""
 
-    @property
-    def workspace_id(self) -> str:
-        return self._workspace_id
+    workspace_id: str
+    workspace_arn: str
+    #: Base URL of the Prometheus-compatible API, ending with '/'.
+    prometheus_endpoint: str
+    remote_write_url: str
 
-    @property
-    def workspace_arn(self) -> str:
-        return self._workspace_arn
-
-    @property
-    def prometheus_endpoint(self) -> str:
-        return _workspace_url(self, self._workspace_id)
-
-    @property
-    def remote_write_url(self) -> str:
-        return Fn.join("", [self.prometheus_endpoint, "api/v1/remote_write"])
+    def _identify(self, workspace_id: str, workspace_arn: str) -> None:
+        self.workspace_id = workspace_id
+        self.workspace_arn = workspace_arn
+        self.prometheus_endpoint = _workspace_url(self, workspace_id)
+        self.remote_write_url = Fn.join("", [self.prometheus_endpoint, "api/v1/remote_write"])
 
     def grant_remote_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` ingest samples (``aps:RemoteWrite``) into this workspace only."""
@@ -165,8 +160,7 @@ class PrometheusWorkspace(_WorkspaceBase):
             ),
         )
         self.resource.apply_removal_policy(removal_policy)
-        self._workspace_id = self.resource.attr_workspace_id
-        self._workspace_arn = self.resource.attr_arn
+        self._identify(self.resource.attr_workspace_id, self.resource.attr_arn)
 
     @staticmethod
     def from_workspace_id(
@@ -186,7 +180,9 @@ class PrometheusWorkspace(_WorkspaceBase):
 class _ImportedWorkspace(_WorkspaceBase):
     def __init__(self, scope: Construct, construct_id: str, workspace_id: str) -> None:
         super().__init__(scope, construct_id)
-        self._workspace_id = workspace_id
-        self._workspace_arn = Stack.of(self).format_arn(
-            service="aps", resource="workspace", resource_name=workspace_id
+        self._identify(
+            workspace_id,
+            Stack.of(self).format_arn(
+                service="aps", resource="workspace", resource_name=workspace_id
+            ),
         )

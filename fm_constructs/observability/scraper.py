@@ -219,6 +219,10 @@ class ManagedScraper(Construct):
         if self.source_role is not None and self.target_role is not None:
             # The service checks both roles when the scraper is created.
             self.resource.node.add_dependency(self.source_role, self.target_role)
+        self.scraper_arn: str = self.resource.attr_arn
+        self.scraper_id: str = self.resource.attr_scraper_id
+        #: The scraper's service-linked role ARN as AMP returns it (with its path).
+        self.scraper_role_arn: str = self.resource.attr_role_arn
 
     def _role_configuration(
         self, scope: Construct, workspace: IPrometheusWorkspace, key: kms.IKey
@@ -252,19 +256,6 @@ class ManagedScraper(Construct):
         workspace.grant_remote_write(target)
         key.grant(target, "kms:Decrypt", "kms:GenerateDataKey")
         return source, target
-
-    @property
-    def scraper_arn(self) -> str:
-        return self.resource.attr_arn
-
-    @property
-    def scraper_id(self) -> str:
-        return self.resource.attr_scraper_id
-
-    @property
-    def scraper_role_arn(self) -> str:
-        """The scraper's service-linked role ARN as AMP returns it (with its path)."""
-        return self.resource.attr_role_arn
 
     @property
     def access_entry_principal_arn(self) -> str:

@@ -8,7 +8,11 @@ from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
 from fm_constructs.patterns.inference import InferenceService, KedaAutoscaler
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.patterns.kueue_queues import KueueFlavors
-from fm_constructs.patterns.observability import ObservabilityPlatform
+from fm_constructs.patterns.observability import (
+    HyperPodMonitoring,
+    MonitoringFacade,
+    ObservabilityPlatform,
+)
 from fm_constructs.patterns.pcs_workload import PcsAcceleratedWorkload
 from fm_constructs.patterns.workloads import (
     IAcceleratedWorkload,
@@ -24,12 +28,14 @@ __all__ = [
     "EksWorkload",
     "HyperPodAcceleratedWorkload",
     "HyperPodEksShare",
+    "HyperPodMonitoring",
     "IAcceleratedWorkload",
     "InferenceService",
     "InferenceWorkload",
     "KedaAutoscaler",
     "KueueFlavors",
     "ModelServerSpec",
+    "MonitoringFacade",
     "NodePool",
     "ObservabilityPlatform",
     "PcsAcceleratedWorkload",

@@ -4,18 +4,41 @@ the AMP managed scraper that collects them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.domain import job_metrics
 from fm_constructs.observability import IPrometheusWorkspace, ManagedScraper
-from fm_constructs.orchestration import GpuEksCluster
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_metrics_sources import EksMetricsSources
 
 #: Ports the scraper reaches on the nodes: node exporter, DCGM exporter, EFA exporter,
 #: kube-state-metrics and the model server (8080), and the job-metrics contract's port.
 EXPORTER_PORTS = (9100, 9400, 9109, 8080, job_metrics.METRICS_PORT)
+
+
+class IScrapedCluster(IGpuCluster, Protocol):
+    """What scraping needs from an EKS cluster: the add-on view (:class:`IGpuCluster`, for the
+    metrics sources) and the connections of its control plane (the scraper calls the private
+    API endpoint)."""
+
+    @property
+    def connections(self) -> ec2.Connections: ...
+
+
+def scraper_security_group(
+    scope: Construct, construct_id: str, *, vpc: ec2.IVpc
+) -> ec2.SecurityGroup:
+    """The security group of a cluster's AMP managed scraper (its ENIs in the VPC)."""
+    return ec2.SecurityGroup(
+        scope,
+        construct_id,
+        vpc=vpc,
+        description="AMP managed scraper of the GPU cluster",
+        allow_all_outbound=True,
+    )
 
 
 class EksClusterScraping(Construct):
@@ -33,7 +56,7 @@ class EksClusterScraping(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IScrapedCluster,
         workspace: IPrometheusWorkspace,
         subnets: Sequence[ec2.ISubnet],
         node_peers: Sequence[ec2.IConnectable] = (),
@@ -46,12 +69,8 @@ class EksClusterScraping(Construct):
         self.metrics_sources = EksMetricsSources.of(cluster)
         # A shared cluster creates the scraper's group with itself (``security_group``), so
         # workloads can open their nodes to it without waiting for the scraper.
-        self.security_group = security_group or ec2.SecurityGroup(
-            self,
-            "SecurityGroup",
-            vpc=cluster.cluster.vpc,
-            description="AMP managed scraper of the GPU cluster",
-            allow_all_outbound=True,
+        self.security_group = security_group or scraper_security_group(
+            self, "SecurityGroup", vpc=cluster.vpc
         )
         self.scraper = ManagedScraper(
             self,

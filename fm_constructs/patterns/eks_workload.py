@@ -26,6 +26,7 @@ from fm_constructs.orchestration import (
 from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
 from fm_constructs.orchestration.eks_charts import KUBEFLOW_TRAINER, ClusterAutoscalerSettings
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
+from fm_constructs.patterns.observability import MonitoringFacade
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.storage import LustreFileSystem
 
@@ -159,13 +160,12 @@ class EksAcceleratedWorkload(Construct):
             )
             if runtimes is not None:
                 volume.node.add_dependency(runtimes)
-        self.scraping: EksClusterScraping | None = None
-        if workspace is not None:
-            self.scraping = EksClusterScraping(
-                self,
-                "Scraping",
-                cluster=self.cluster,
-                workspace=workspace,
-                subnets=list(scraper_subnets or vpc.private_subnets),
-                node_peers=[self.gpu_nodes],
-            )
+        self.scraping: EksClusterScraping | None = MonitoringFacade(
+            workspace=workspace
+        ).monitor_eks_cluster(
+            self,
+            "Scraping",
+            cluster=self.cluster,
+            subnets=scraper_subnets or vpc.private_subnets,
+            node_peers=[self.gpu_nodes],
+        )

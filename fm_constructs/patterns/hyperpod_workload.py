@@ -12,7 +12,7 @@ from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
 from fm_constructs.domain.users import ClusterUser
-from fm_constructs.observability import AlertTopic, HyperPodHealthEvents, IPrometheusWorkspace
+from fm_constructs.observability import AlertTopic, IPrometheusWorkspace
 from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import (
     HyperPodCluster,
@@ -22,6 +22,7 @@ from fm_constructs.orchestration.hyperpod import (
 )
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
+from fm_constructs.patterns.observability import MonitoringFacade
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.storage import LustreFileSystem
 
@@ -141,20 +142,14 @@ class HyperPodAcceleratedWorkload(Construct):
                 file_system=file_system,
                 training=training,
             )
-        self.scraping: EksClusterScraping | None = None
-        if self.eks_cluster is not None and workspace is not None and not shared:
-            self.scraping = EksClusterScraping(
-                self,
-                "Scraping",
-                cluster=self.eks_cluster,
-                workspace=workspace,
-                subnets=list(scraper_subnets or vpc.private_subnets),
-                node_peers=[self.cluster],
-            )
-        if alert_topic is not None:
-            HyperPodHealthEvents(
-                self,
-                "HealthEvents",
-                alert_topic=alert_topic,
-                cluster_name=self.cluster.cluster_name,
-            )
+        # Node events to the topic; a cluster of its own is scraped (a shared one has its
+        # scraper already).
+        self.monitoring = MonitoringFacade(
+            workspace=workspace, alert_topic=alert_topic
+        ).monitor_hyperpod(
+            self,
+            cluster=self.cluster,
+            eks_cluster=None if shared else self.eks_cluster,
+            scraper_subnets=scraper_subnets or vpc.private_subnets,
+        )
+        self.scraping: EksClusterScraping | None = self.monitoring.scraping

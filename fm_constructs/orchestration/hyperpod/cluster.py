@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import Problems
 from fm_constructs.network import EfaSecurityGroup
-from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
 from fm_constructs.orchestration.hyperpod.eks import (
     HyperPodEksDependencies,
@@ -51,6 +50,7 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
     worker_group_parameters,
 )
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
+from fm_constructs.orchestration.remote_write import IRemoteWriteTarget
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.rules.users import check_users
 from fm_constructs.storage import LustreFileSystem
@@ -78,7 +78,8 @@ class HyperPodCluster(Construct):
       ``lustre``; checked against the zones of training plans and of the EKS cluster's GPU zone.
     - ``lustre``: mounted on every node by the lifecycle scripts (over EFA when the file system
       has EFA enabled), its security group opened to the nodes.
-    - ``prometheus``: the nodes' Prometheus agents remote-write to it.
+    - ``prometheus``: the nodes' Prometheus agents remote-write to it (a Prometheus
+      workspace, or anything with a remote-write URL and grant: :class:`IRemoteWriteTarget`).
     - ``efa_security_group``: an :class:`EfaSecurityGroup` or any security group with the EFA
       self-rules, as for :class:`~fm_constructs.orchestration.EfaNodeGroup`; created when
       absent. Its former name ``security_group`` still works, with a synth warning.
@@ -114,7 +115,7 @@ class HyperPodCluster(Construct):
         eks_cluster: GpuEksCluster | None = None,
         lustre: LustreFileSystem | None = None,
         lustre_mount_point: str = DEFAULT_MOUNT_POINT,
-        prometheus: IPrometheusWorkspace | None = None,
+        prometheus: IRemoteWriteTarget | None = None,
         efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
         lifecycle_bucket: s3.IBucket | None = None,
         cluster_name: str | None = None,
