@@ -42,7 +42,6 @@ from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.observability import FsxLustreAlarms
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import InstanceGroup
-from fm_constructs.orchestration.hyperpod import Orchestrator as HyperPodOrchestrator
 from fm_constructs.patterns import (
     AutoscalingPolicy,
     HyperPodAcceleratedWorkload,
@@ -63,12 +62,6 @@ _TITLES = {
 
 #: Context value (``cdk synth -c pcs_ami_id=ami-...``) naming the AMI of AWS PCS nodes.
 PCS_AMI_CONTEXT = "pcs_ami_id"
-
-HYPERPOD_ORCHESTRATORS = {
-    Orchestrator.HYPERPOD_SLURM: HyperPodOrchestrator.SLURM,
-    Orchestrator.HYPERPOD_EKS: HyperPodOrchestrator.EKS,
-}
-
 
 class WorkloadStack(Stack):
     """The file system of one workload (and its HyperPod cluster, for HyperPod workloads)."""
@@ -160,7 +153,7 @@ class WorkloadStack(Stack):
             "HyperPod",
             vpc=vpc,
             gpu_subnet=subnet,
-            orchestrator=HYPERPOD_ORCHESTRATORS[workload.orchestrator],
+            orchestrator=workload.orchestrator,
             instance_type=workload.instance_type,
             node_count=workload.instance_count,
             capacity=capacity,

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from aws_cdk import Fn, Token
 from aws_cdk import aws_ec2 as ec2
 
-from fm_constructs.config.model import CapacityConfig, CapacityKind
+from fm_constructs.domain.capacity import CapacityConfig
+from fm_constructs.domain.kinds import CapacityKind
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_block import CapacityBlockSchedule, check_capacity_block_times
 from fm_constructs.planning.capacity_ids import (

@@ -16,7 +16,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fm_constructs.config.model import LoadBalancer
+from fm_constructs.domain.kinds import LoadBalancer
 from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.observability import IPrometheusWorkspace

@@ -27,7 +27,7 @@ from typing import Any
 
 from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
-from fm_constructs.config.model import ServingMetric
+from fm_constructs.domain.kinds import ServingMetric
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning import serving_layout
 from fm_constructs.planning.serving_layout import (

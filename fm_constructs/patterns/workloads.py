@@ -19,7 +19,6 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
-from fm_constructs.config.model import LoadBalancer
 from fm_constructs.config.options import (
     DATA_INPUTS,
     DATA_OUTPUTS,
@@ -28,6 +27,7 @@ from fm_constructs.config.options import (
     ROLLOUT_POOL,
 )
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
+from fm_constructs.domain.kinds import LoadBalancer
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings

@@ -25,6 +25,7 @@ from constructs import Construct
 if TYPE_CHECKING:
     from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
 
+from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import Problems
 from fm_constructs.network import EfaSecurityGroup
@@ -37,10 +38,10 @@ from fm_constructs.orchestration.hyperpod.eks import (
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     GROUP_NAME_PATTERN,
     InstanceGroup,
-    Orchestrator,
     PatchingStrategy,
     SlurmNodeType,
     check_layout,
+    hyperpod_orchestrator,
 )
 from fm_constructs.orchestration.hyperpod.lifecycle import (
     DEFAULT_MOUNT_POINT,
@@ -110,7 +111,7 @@ class HyperPodCluster(Construct):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         instance_groups: Sequence[InstanceGroup],
-        orchestrator: Orchestrator = Orchestrator.SLURM,
+        orchestrator: Orchestrator = Orchestrator.HYPERPOD_SLURM,
         eks_cluster: GpuEksCluster | None = None,
         lustre: LustreFileSystem | None = None,
         lustre_mount_point: str = DEFAULT_MOUNT_POINT,
@@ -127,7 +128,7 @@ class HyperPodCluster(Construct):
         security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        orchestrator = Orchestrator(orchestrator)
+        orchestrator = hyperpod_orchestrator(orchestrator)
         groups = list(instance_groups)
         problems = Problems.of(self)
         problems.extend(check_layout(groups, orchestrator))
@@ -226,7 +227,7 @@ class HyperPodCluster(Construct):
         self.lifecycle.grant_read(role)
         if prometheus is not None:
             prometheus.grant_remote_write(role)
-            if orchestrator is Orchestrator.SLURM and any(
+            if orchestrator is Orchestrator.HYPERPOD_SLURM and any(
                 worker_group_parameters(g)["efa"]
                 for g in groups
                 if g.slurm_node_type is SlurmNodeType.WORKER
@@ -328,7 +329,7 @@ class HyperPodCluster(Construct):
                 )
             ]
         kubernetes = None
-        if self.orchestrator is Orchestrator.EKS:
+        if self.orchestrator is Orchestrator.HYPERPOD_EKS:
             labels = hyperpod_node_labels(group)
             taints = [
                 sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
@@ -412,11 +413,11 @@ class HyperPodCluster(Construct):
         if not users:
             return
         problems.add_findings(check_users(users))
-        if orchestrator is not Orchestrator.SLURM:
+        if orchestrator is not Orchestrator.HYPERPOD_SLURM:
             problems.add(
                 "users",
                 [u.name for u in users],
-                "are created by the Slurm lifecycle scripts only; remove them for Orchestrator.EKS",
+                "are created by the Slurm lifecycle scripts only; remove them for EKS",
             )
         elif lustre is None:
             problems.add(
@@ -429,7 +430,7 @@ class HyperPodCluster(Construct):
     def _check_orchestrator(
         problems: Problems, orchestrator: Orchestrator, eks_cluster: GpuEksCluster | None
     ) -> None:
-        if orchestrator is Orchestrator.EKS and eks_cluster is None:
+        if orchestrator is Orchestrator.HYPERPOD_EKS and eks_cluster is None:
             problems.add(
                 "eks_cluster",
                 None,
@@ -440,12 +441,12 @@ class HyperPodCluster(Construct):
                 eks_cluster.kubernetes_version, key="eks_cluster.kubernetes_version"
             ):
                 problems.add_message(problem)
-        if orchestrator is Orchestrator.SLURM and eks_cluster is not None:
+        if orchestrator is Orchestrator.HYPERPOD_SLURM and eks_cluster is not None:
             problems.add(
                 "eks_cluster",
                 "<GpuEksCluster>",
-                "is only used with orchestrator=Orchestrator.EKS; remove it or switch the "
-                "orchestrator",
+                "is only used with orchestrator=Orchestrator.HYPERPOD_EKS; remove it or switch "
+                "the orchestrator",
             )
 
     @staticmethod

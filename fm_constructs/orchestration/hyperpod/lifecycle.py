@@ -24,11 +24,11 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from fm_constructs import pins
+from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
-    Orchestrator,
     SlurmNodeType,
 )
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam, flatten_reference
@@ -305,7 +305,7 @@ def provisioning_parameters(
         names = [g.name for g in instance_groups if g.slurm_node_type is node_type]
         return names[0] if names else None
 
-    slurm = orchestrator is Orchestrator.SLURM
+    slurm = orchestrator is Orchestrator.HYPERPOD_SLURM
     workers = [g for g in instance_groups if g.slurm_node_type is SlurmNodeType.WORKER]
     worker_groups = [worker_group_parameters(g) for g in workers]
     if fsx is not None and fsx.get("efa_enabled"):
