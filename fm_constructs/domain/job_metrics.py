@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fm_constructs.domain import ports
+
 #: Port every job serves its metrics on. Distinct from the model-server port (8080) and from
 #: the node exporters (9100, 9109, 9400) so a job and a model server can share a node; it is the
 #: OpenTelemetry Prometheus exporter's registered default port.
-METRICS_PORT = 9464
+METRICS_PORT = ports.JOB_METRICS_PORT
 #: HTTP path of the metrics endpoint.
 METRICS_PATH = "/metrics"
 

@@ -20,17 +20,13 @@ import yaml
 from fm_constructs import pins
 from fm_constructs.domain import names
 
-#: Taint keys on accelerated nodes (value "true", effect NoSchedule).
-GPU_TAINT_KEY = "nvidia.com/gpu"
-NEURON_TAINT_KEY = "aws.amazon.com/neuron"
-EFA_TAINT_KEY = "aws.amazon.com/efa"
-
-#: Node labels set on accelerated nodes. ``nvidia.com/gpu.present`` matches the default node
-#: affinity of the NVIDIA device plugin chart; ``aws.amazon.com/neuron.present`` and
-#: ``vpc.amazonaws.com/efa.present`` are the selectors AWS's own EKS blueprints use.
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-NEURON_PRESENT_LABEL = "aws.amazon.com/neuron.present"
-EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
+#: Taint keys and node labels of accelerated nodes (defined in :mod:`fm_constructs.domain.names`).
+GPU_TAINT_KEY = names.GPU_TAINT_KEY
+NEURON_TAINT_KEY = names.NEURON_TAINT_KEY
+EFA_TAINT_KEY = names.EFA_TAINT_KEY
+GPU_PRESENT_LABEL = names.GPU_PRESENT_LABEL
+NEURON_PRESENT_LABEL = names.NEURON_PRESENT_LABEL
+EFA_PRESENT_LABEL = names.EFA_PRESENT_LABEL
 #: Library label naming the role of a node group ("system", "gpu", "neuron").
 WORKLOAD_LABEL = "fm-constructs/workload"
 

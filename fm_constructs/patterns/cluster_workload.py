@@ -23,7 +23,6 @@ from constructs import Construct
 from fm_constructs import kubernetes as k8s
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
-from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.topology import flavor_topology
@@ -42,6 +41,7 @@ from fm_constructs.patterns.kueue_queues import KueueFlavors
 from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.kueue_quota import capacity_quota
 from fm_constructs.rules import constructs as codes
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 

@@ -24,6 +24,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from fm_constructs import pins
+from fm_constructs.domain import ports
 from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
@@ -43,7 +44,12 @@ PARAMETERS_VERSION = "1.0.0"
 DEFAULT_MOUNT_POINT = "/fsx"
 #: Exporter ports (node exporter, DCGM exporter, EFA exporter; the Slurm exporter's default
 #: port on the controller).
-EXPORTER_PORTS = {"node": 9100, "dcgm": 9400, "efa": 9109, "slurm": 9341}
+EXPORTER_PORTS = {
+    "node": ports.NODE_EXPORTER_PORT,
+    "dcgm": ports.DCGM_EXPORTER_PORT,
+    "efa": ports.EFA_EXPORTER_PORT,
+    "slurm": ports.SLURM_EXPORTER_PORT,
+}
 #: The HyperPod EFA exporter image (node exporter with the amazonefa collector, which publishes
 #: the ``node_amazonefa_*`` counters the rules read), as AWS's HyperPod observability lifecycle
 #: scripts pull it: repository and tag in the region's HyperPod/EKS ECR registry.
