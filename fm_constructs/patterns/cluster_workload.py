@@ -34,7 +34,6 @@ from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
-from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns.eks_workload import gpu_type_label
 from fm_constructs.patterns.kueue_queues import KueueFlavors
@@ -42,6 +41,7 @@ from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.kueue_quota import capacity_quota
+from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 

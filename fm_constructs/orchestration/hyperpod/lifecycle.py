@@ -32,10 +32,10 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
     SlurmNodeType,
 )
-from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam, flatten_reference
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.compliance import acknowledge_compliance
+from fm_constructs.policy.nag_findings import acknowledge_generated_iam, flatten_reference
 from fm_constructs.rules import constructs as codes
 
 ON_CREATE = "on_create.sh"
