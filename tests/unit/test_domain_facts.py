@@ -141,4 +141,3 @@ def test_the_node_script_serves_the_contract_port() -> None:
         PACKAGE / "orchestration/hyperpod/lifecycle_scripts/prometheus_agent_config.py"
     ).read_text(encoding="utf-8")
     assert f"JOB_METRICS_PORT = {ports.JOB_METRICS_PORT}\n" in script
-
