@@ -10,12 +10,12 @@ HyperPod needs on the cluster first (see :mod:`~fm_constructs.orchestration.hype
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import jsii
-from aws_cdk import Annotations, Names, RemovalPolicy, Stack, Tags, Token
+from aws_cdk import Names, RemovalPolicy, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -82,7 +82,7 @@ class HyperPodCluster(Construct):
     - ``prometheus``: the nodes' Prometheus agents remote-write to it.
     - ``efa_security_group``: an :class:`EfaSecurityGroup` or any security group with the EFA
       self-rules, as for :class:`~fm_constructs.orchestration.EfaNodeGroup`; created when
-      absent. Its former name ``security_group`` still works, with a synth warning.
+      absent.
     - ``lifecycle_bucket``: where the lifecycle scripts go; a small bucket is created when absent.
     - ``cluster_name``: derived from the construct path when absent. It is create-only:
       changing it (or the construct path) replaces the cluster.
@@ -99,9 +99,6 @@ class HyperPodCluster(Construct):
     Children (ids are a contract): ``Resource`` (the ``CfnCluster``), ``ExecutionRole``,
     ``SecurityGroup`` (when created), ``Lifecycle``, ``EksDependencies`` (EKS).
     """
-
-    #: Former option names (new name by old), still accepted with a synth warning.
-    DEPRECATED_OPTIONS: ClassVar[Mapping[str, str]] = {"security_group": "efa_security_group"}
 
     def __init__(
         self,
@@ -125,7 +122,6 @@ class HyperPodCluster(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
         users: Sequence[ClusterUser] = (),
         lustre_efa_clients: int | None = None,
-        security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         orchestrator = hyperpod_orchestrator(orchestrator)
@@ -148,21 +144,6 @@ class HyperPodCluster(Construct):
         if not lustre_mount_point.startswith("/"):
             problems.add("lustre_mount_point", lustre_mount_point, "must be an absolute path")
         self._check_users(problems, users, orchestrator, lustre)
-        if security_group is not None:
-            if efa_security_group is not None:
-                problems.add(
-                    "security_group",
-                    security_group.node.path,
-                    "is the former name of efa_security_group: give efa_security_group alone",
-                )
-            else:
-                efa_security_group = security_group
-                Annotations.of(self).add_warning_v2(
-                    "fm-constructs:HyperPodCluster.security_group",
-                    "HyperPodCluster(security_group=...) is deprecated: write "
-                    "efa_security_group=... (the name EfaNodeGroup and GpuLaunchTemplate use); "
-                    "the old name will be removed in a later release",
-                )
         problems.raise_if_any()
 
         self.orchestrator = orchestrator
