@@ -96,6 +96,7 @@ def test_the_facts_of_floor_one_load_without_aws_cdk() -> None:
         "import fm_constructs.domain.kinds, fm_constructs.domain.names, fm_constructs.domain.ports\n"
         "import fm_constructs.domain.capacity, fm_constructs.domain.workload_data\n"
         "import fm_constructs.planning.kueue_quota, fm_constructs.planning.kubernetes_versions\n"
+        "from fm_constructs import CapacityKind, LoadBalancer, Orchestrator, ServingMetric\n"
         "assert 'aws_cdk' not in sys.modules, sorted(m for m in sys.modules if 'aws_cdk' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
