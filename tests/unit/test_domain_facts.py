@@ -93,8 +93,9 @@ def test_building_blocks_never_import_the_profile_or_the_patterns(block: str) ->
 def test_the_facts_of_floor_one_load_without_aws_cdk() -> None:
     code = (
         "import sys\n"
-        "import fm_constructs.domain.kinds, fm_constructs.domain.names, fm_constructs.domain.ports\n"
-        "import fm_constructs.domain.capacity, fm_constructs.domain.workload_data\n"
+        "import fm_constructs.domain.kinds, fm_constructs.domain.names\n"
+        "import fm_constructs.domain.ports, fm_constructs.domain.capacity\n"
+        "import fm_constructs.domain.workload_data\n"
         "import fm_constructs.planning.kueue_quota, fm_constructs.planning.kubernetes_versions\n"
         "from fm_constructs import CapacityKind, LoadBalancer, Orchestrator, ServingMetric\n"
         "assert 'aws_cdk' not in sys.modules, sorted(m for m in sys.modules if 'aws_cdk' in m)\n"
