@@ -17,6 +17,13 @@ KUEUE_COHORT = "fm-accelerators"
 KUEUE_MANAGED_LABEL = "fm-constructs/kueue-managed"
 #: Node label naming the node pool (and Kueue ResourceFlavor) a node belongs to.
 NODE_POOL_LABEL = "fm-constructs/node-pool"
+#: Label naming the library workload a node group ("system", "gpu", "neuron") or a pod
+#: belongs to.
+WORKLOAD_LABEL = "fm-constructs/workload"
+#: Label naming the Kueue LocalQueue of a job.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: Kubernetes label every node carries with its instance type.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 #: Extended resources the device plugins advertise.
 NVIDIA_GPU_RESOURCE = "nvidia.com/gpu"
 NEURON_RESOURCE = "aws.amazon.com/neuron"

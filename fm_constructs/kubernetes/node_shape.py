@@ -35,10 +35,8 @@ NODE_SHARE = 0.85
 SHM_FRACTION = 0.25
 #: Where the workload's FSx for Lustre claim is mounted.
 FSX_MOUNT_PATH = "/fsx"
-#: Label naming the Kueue LocalQueue of a job.
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-#: Kubernetes label every node carries with its instance type.
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+QUEUE_LABEL = names.QUEUE_LABEL
+INSTANCE_TYPE_LABEL = names.INSTANCE_TYPE_LABEL
 #: NCCL settings the library sets (see the module docstring for what it leaves unset).
 NCCL_SOCKET_IFNAME = "^docker,lo,veth"
 

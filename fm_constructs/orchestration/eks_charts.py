@@ -28,7 +28,7 @@ GPU_PRESENT_LABEL = names.GPU_PRESENT_LABEL
 NEURON_PRESENT_LABEL = names.NEURON_PRESENT_LABEL
 EFA_PRESENT_LABEL = names.EFA_PRESENT_LABEL
 #: Library label naming the role of a node group ("system", "gpu", "neuron").
-WORKLOAD_LABEL = "fm-constructs/workload"
+WORKLOAD_LABEL = names.WORKLOAD_LABEL
 
 
 @dataclass(frozen=True)
