@@ -92,7 +92,7 @@ class WorkloadOperators:
     @classmethod
     def named(cls, names: Iterable[str]) -> WorkloadOperators:
         """Exactly the operators in ``names`` (field names, as a profile's workloads list them
-        in :data:`~fm_constructs.config.options.OPERATORS`); an unknown name is an error."""
+        in :data:`~fm_constructs.domain.workload_data.OPERATORS`); an unknown name is an error."""
         chosen = set(names)
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(chosen - fields)
