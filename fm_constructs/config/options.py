@@ -18,6 +18,9 @@ from fm_constructs.config.model import (
 )
 from fm_constructs.config.subnet_demand import accelerated_max_pods, subnet_demand
 from fm_constructs.domain import names
+from fm_constructs.domain.names import MAIN_POOL as MAIN_POOL
+from fm_constructs.domain.names import ROLLOUT_POOL as ROLLOUT_POOL
+from fm_constructs.domain.names import WORKLOAD_ROLE_LABEL as ROLE_LABEL
 from fm_constructs.domain.workload_data import DATA_INPUTS as DATA_INPUTS
 from fm_constructs.domain.workload_data import DATA_OUTPUTS as DATA_OUTPUTS
 from fm_constructs.domain.workload_data import DATA_PREFIXES as DATA_PREFIXES
@@ -26,13 +29,6 @@ from fm_constructs.domain.workload_data import OPERATORS as OPERATORS
 from fm_constructs.planning.aws_limits import node_groups_for
 from fm_constructs.planning.kueue_quota import capacity_quota as capacity_quota
 from fm_constructs.planning.pod_networking import PodNetworking
-
-#: Pool and label names and the EFA huge-pages figure (defined in
-#: :mod:`fm_constructs.domain.names`).
-ROLE_LABEL = names.WORKLOAD_ROLE_LABEL
-ROLLOUT_POOL = names.ROLLOUT_POOL
-HUGEPAGES_2MI_PER_EFA_NODE_MI = names.EFA_HUGEPAGES_2MI_MI
-MAIN_POOL = names.MAIN_POOL
 
 
 @dataclass(frozen=True)

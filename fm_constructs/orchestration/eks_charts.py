@@ -19,16 +19,13 @@ import yaml
 
 from fm_constructs import pins
 from fm_constructs.domain import names
-
-#: Taint keys and node labels of accelerated nodes (defined in :mod:`fm_constructs.domain.names`).
-GPU_TAINT_KEY = names.GPU_TAINT_KEY
-NEURON_TAINT_KEY = names.NEURON_TAINT_KEY
-EFA_TAINT_KEY = names.EFA_TAINT_KEY
-GPU_PRESENT_LABEL = names.GPU_PRESENT_LABEL
-NEURON_PRESENT_LABEL = names.NEURON_PRESENT_LABEL
-EFA_PRESENT_LABEL = names.EFA_PRESENT_LABEL
-#: Library label naming the role of a node group ("system", "gpu", "neuron").
-WORKLOAD_LABEL = names.WORKLOAD_LABEL
+from fm_constructs.domain.names import EFA_PRESENT_LABEL as EFA_PRESENT_LABEL
+from fm_constructs.domain.names import EFA_TAINT_KEY as EFA_TAINT_KEY
+from fm_constructs.domain.names import GPU_PRESENT_LABEL as GPU_PRESENT_LABEL
+from fm_constructs.domain.names import GPU_TAINT_KEY as GPU_TAINT_KEY
+from fm_constructs.domain.names import NEURON_PRESENT_LABEL as NEURON_PRESENT_LABEL
+from fm_constructs.domain.names import NEURON_TAINT_KEY as NEURON_TAINT_KEY
+from fm_constructs.domain.names import WORKLOAD_LABEL as WORKLOAD_LABEL
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ def test_every_layer_reads_the_same_names() -> None:
     from fm_constructs.patterns import inference_manifests
 
     assert node_shape.HUGEPAGES_2MI == inference_manifests.EFA_HUGEPAGES == "5120Mi"
-    assert options.HUGEPAGES_2MI_PER_EFA_NODE_MI == names.EFA_HUGEPAGES_2MI_MI == 5120
+    assert names.EFA_HUGEPAGES_2MI_MI == 5120
     assert node_shape.TAINT_KEYS == {
         "NVIDIA": eks_charts.GPU_TAINT_KEY,
         "NEURON": eks_charts.NEURON_TAINT_KEY,
