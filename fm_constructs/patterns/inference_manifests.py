@@ -28,7 +28,7 @@ from typing import Any
 from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.domain import names, ports
-from fm_constructs.domain.kinds import ServingMetric
+from fm_constructs.domain.kinds import LoadBalancer, ServingMetric
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning import serving_layout
 from fm_constructs.planning.serving_layout import (
@@ -568,7 +568,7 @@ def service_manifest(
     if load_balancer is None:
         manifest["spec"]["type"] = "ClusterIP"
         return manifest
-    if load_balancer not in ("internal", "internet-facing"):
+    if load_balancer not in (LoadBalancer.INTERNAL, LoadBalancer.INTERNET_FACING):
         raise ValueError(
             f"load_balancer must be 'internal' or 'internet-facing', got {load_balancer!r}"
         )
