@@ -63,6 +63,7 @@ _TITLES = {
 #: Context value (``cdk synth -c pcs_ami_id=ami-...``) naming the AMI of AWS PCS nodes.
 PCS_AMI_CONTEXT = "pcs_ami_id"
 
+
 class WorkloadStack(Stack):
     """The file system of one workload (and its HyperPod cluster, for HyperPod workloads)."""
 
