@@ -8,206 +8,42 @@ Everything a consumer app uses is importable from here::
 
 The names resolve on first use (PEP 562), so ``import fm_constructs.config`` or ``fmc`` never
 pay for loading aws_cdk; the submodule paths (``fm_constructs.storage`` ...) keep working.
+The public names are listed once, as the imports type checkers read at the end of this module;
+the lazy table and ``__all__`` are built from that list when the package is imported.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-#: Public name -> module that defines it.
-_EXPORTS: dict[str, str] = {
-    # patterns (floor 3)
-    "PretrainingWorkload": "fm_constructs.patterns",
-    "PostTrainingWorkload": "fm_constructs.patterns",
-    "InferenceWorkload": "fm_constructs.patterns",
-    "IAcceleratedWorkload": "fm_constructs.patterns",
-    "EksWorkload": "fm_constructs.patterns",
-    "NodePool": "fm_constructs.patterns",
-    "KueueFlavors": "fm_constructs.patterns",
-    "EksAcceleratedWorkload": "fm_constructs.patterns",
-    "HyperPodAcceleratedWorkload": "fm_constructs.patterns",
-    "HyperPodEksShare": "fm_constructs.patterns",
-    "PcsAcceleratedWorkload": "fm_constructs.patterns",
-    "InferenceService": "fm_constructs.patterns",
-    "ObservabilityPlatform": "fm_constructs.patterns",
-    "MonitoringFacade": "fm_constructs.patterns",
-    "HyperPodMonitoring": "fm_constructs.patterns",
-    "EksClusterScraping": "fm_constructs.patterns",
-    "KedaAutoscaler": "fm_constructs.patterns",
-    "ModelServerSpec": "fm_constructs.patterns",
-    "AutoscalingPolicy": "fm_constructs.patterns",
-    # network
-    "GpuClusterVpc": "fm_constructs.network.gpu_vpc",
-    "EfaSecurityGroup": "fm_constructs.network",
-    # compute
-    "CapacityKind": "fm_constructs.compute",
-    "CapacitySource": "fm_constructs.compute",
-    "ClusterPlacementGroup": "fm_constructs.compute",
-    "GpuLaunchTemplate": "fm_constructs.compute",
-    "NodeadmCluster": "fm_constructs.compute",
-    "OnDemandCapacityReservation": "fm_constructs.compute",
-    "UserDataMode": "fm_constructs.compute",
-    # storage
-    "DataBucket": "fm_constructs.storage",
-    "IDataBucket": "fm_constructs.storage",
-    "DataRepositoryAssociation": "fm_constructs.storage",
-    "S3Event": "fm_constructs.storage",
-    "LustreFileSystem": "fm_constructs.storage",
-    "ILustreFileSystem": "fm_constructs.storage.imported_lustre",
-    "LustreConnections": "fm_constructs.storage",
-    "LustreDeploymentType": "fm_constructs.storage",
-    "LustreLogLevel": "fm_constructs.storage",
-    "FsxSizingRequest": "fm_constructs.storage",
-    "FsxSizingResult": "fm_constructs.storage",
-    # orchestration
-    "GpuEksCluster": "fm_constructs.orchestration",
-    "EfaNodeGroup": "fm_constructs.orchestration",
-    "ClusterAddons": "fm_constructs.orchestration",
-    "DevicePlugins": "fm_constructs.orchestration",
-    "WorkloadOperators": "fm_constructs.orchestration",
-    "HelmChartSpec": "fm_constructs.orchestration",
-    "ClusterAutoscalerSettings": "fm_constructs.orchestration.eks_charts",
-    "IGpuCluster": "fm_constructs.orchestration.cluster_interface",
-    "HyperPodCluster": "fm_constructs.orchestration.hyperpod",
-    "IHyperPodCluster": "fm_constructs.orchestration.hyperpod.imported",
-    "PcsCluster": "fm_constructs.orchestration.pcs",
-    "PcsComputeNodeGroup": "fm_constructs.orchestration.pcs",
-    "PcsInstanceRole": "fm_constructs.orchestration.pcs",
-    "PcsQueue": "fm_constructs.orchestration.pcs",
-    "HyperPodExecutionRole": "fm_constructs.orchestration.hyperpod",
-    "HyperPodEksDependencies": "fm_constructs.orchestration.hyperpod",
-    "LifecycleScripts": "fm_constructs.orchestration.hyperpod",
-    "InstanceGroup": "fm_constructs.orchestration.hyperpod",
-    "SlurmNodeType": "fm_constructs.orchestration.hyperpod",
-    # HyperPodCluster(orchestrator=...); the profile's own enum is fm_constructs.config's.
-    "Orchestrator": "fm_constructs.orchestration.hyperpod",
-    "DeepHealthCheck": "fm_constructs.orchestration.hyperpod",
-    "NodeRecovery": "fm_constructs.orchestration.hyperpod",
-    "KubernetesTaint": "fm_constructs.orchestration.hyperpod",
-    "slurm_instance_groups": "fm_constructs.orchestration.hyperpod",
-    # observability
-    "PrometheusWorkspace": "fm_constructs.observability",
-    "IPrometheusWorkspace": "fm_constructs.observability",
-    "ManagedScraper": "fm_constructs.observability",
-    "AlertRules": "fm_constructs.observability",
-    "AlertTopic": "fm_constructs.observability",
-    "GrafanaWorkspace": "fm_constructs.observability",
-    "GrafanaDashboards": "fm_constructs.observability",
-    "GrafanaAuthentication": "fm_constructs.observability",
-    "FsxLustreAlarms": "fm_constructs.observability",
-    "HyperPodHealthEvents": "fm_constructs.observability",
-    # policy
-    "enable_nag": "fm_constructs.policy",
-    "acknowledge": "fm_constructs.policy",
-    # floor 1: value types, profiles, planning, catalog, errors
-    "EfaLayout": "fm_constructs.planning.efa_layout",
-    "ServingLayout": "fm_constructs.planning.serving_layout",
-    "InstanceSpec": "fm_constructs.catalog",
-    "get_instance_type": "fm_constructs.catalog",
-    "Profile": "fm_constructs.config",
-    "load_profile": "fm_constructs.config",
-    "parse_profile": "fm_constructs.config",
-    "LoadBalancer": "fm_constructs.config",
-    "ServingMetric": "fm_constructs.config",
-    "FmValidationError": "fm_constructs.errors",
-    "Finding": "fm_constructs.rules",
-    "Severity": "fm_constructs.rules",
-}
 
-#: Kept equal to the keys of _EXPORTS by tests/unit/test_public_api.py.
-__all__ = [
-    "AlertRules",
-    "AlertTopic",
-    "AutoscalingPolicy",
-    "CapacityKind",
-    "CapacitySource",
-    "ClusterAddons",
-    "ClusterAutoscalerSettings",
-    "ClusterPlacementGroup",
-    "DataBucket",
-    "DataRepositoryAssociation",
-    "DeepHealthCheck",
-    "DevicePlugins",
-    "EfaLayout",
-    "EfaNodeGroup",
-    "EfaSecurityGroup",
-    "EksAcceleratedWorkload",
-    "EksClusterScraping",
-    "EksWorkload",
-    "Finding",
-    "FmValidationError",
-    "FsxLustreAlarms",
-    "FsxSizingRequest",
-    "FsxSizingResult",
-    "GpuClusterVpc",
-    "GpuEksCluster",
-    "GpuLaunchTemplate",
-    "GrafanaAuthentication",
-    "GrafanaDashboards",
-    "GrafanaWorkspace",
-    "HelmChartSpec",
-    "HyperPodAcceleratedWorkload",
-    "HyperPodCluster",
-    "HyperPodEksDependencies",
-    "HyperPodEksShare",
-    "HyperPodExecutionRole",
-    "HyperPodHealthEvents",
-    "HyperPodMonitoring",
-    "IAcceleratedWorkload",
-    "IDataBucket",
-    "IGpuCluster",
-    "IHyperPodCluster",
-    "ILustreFileSystem",
-    "IPrometheusWorkspace",
-    "InferenceService",
-    "InferenceWorkload",
-    "InstanceGroup",
-    "InstanceSpec",
-    "KedaAutoscaler",
-    "KubernetesTaint",
-    "KueueFlavors",
-    "LifecycleScripts",
-    "LoadBalancer",
-    "LustreConnections",
-    "LustreDeploymentType",
-    "LustreFileSystem",
-    "LustreLogLevel",
-    "ManagedScraper",
-    "ModelServerSpec",
-    "MonitoringFacade",
-    "NodePool",
-    "NodeRecovery",
-    "NodeadmCluster",
-    "ObservabilityPlatform",
-    "OnDemandCapacityReservation",
-    "Orchestrator",
-    "PcsAcceleratedWorkload",
-    "PcsCluster",
-    "PcsComputeNodeGroup",
-    "PcsInstanceRole",
-    "PcsQueue",
-    "PostTrainingWorkload",
-    "PretrainingWorkload",
-    "Profile",
-    "PrometheusWorkspace",
-    "S3Event",
-    "ServingLayout",
-    "ServingMetric",
-    "Severity",
-    "SlurmNodeType",
-    "UserDataMode",
-    "WorkloadOperators",
-    "__version__",
-    "acknowledge",
-    "enable_nag",
-    "get_instance_type",
-    "load_profile",
-    "parse_profile",
-    "slurm_instance_groups",
-]
+def _read_exports() -> dict[str, str]:
+    """Public name -> module that defines it, read from the imports under ``TYPE_CHECKING``
+    at the end of this module (``from module import Name as Name``)."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
+    )
+    return {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
+#: Public name -> module that defines it.
+_EXPORTS: dict[str, str] = _read_exports()
+__all__ = ["__version__", *sorted(_EXPORTS)]
 
 
 def __getattr__(name: str) -> Any:
@@ -224,104 +60,137 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
 
-if TYPE_CHECKING:  # what type checkers and editors see
-    from fm_constructs.catalog import InstanceSpec, get_instance_type
+# The public names, once: what type checkers and editors see (each re-exported explicitly), and
+# the source of _EXPORTS and __all__ above. One statement per module.
+if TYPE_CHECKING:
+    # isort: off
+    from fm_constructs.catalog import (
+        InstanceSpec as InstanceSpec,
+        get_instance_type as get_instance_type,
+    )
     from fm_constructs.compute import (
-        CapacityKind,
-        CapacitySource,
-        ClusterPlacementGroup,
-        GpuLaunchTemplate,
-        NodeadmCluster,
-        OnDemandCapacityReservation,
-        UserDataMode,
+        CapacitySource as CapacitySource,
+        ClusterPlacementGroup as ClusterPlacementGroup,
+        GpuLaunchTemplate as GpuLaunchTemplate,
+        NodeadmCluster as NodeadmCluster,
+        OnDemandCapacityReservation as OnDemandCapacityReservation,
+        UserDataMode as UserDataMode,
     )
     from fm_constructs.config import (
-        LoadBalancer,
-        Profile,
-        ServingMetric,
-        load_profile,
-        parse_profile,
+        Profile as Profile,
+        load_profile as load_profile,
+        parse_profile as parse_profile,
     )
-    from fm_constructs.errors import FmValidationError
-    from fm_constructs.network import EfaSecurityGroup
-    from fm_constructs.network.gpu_vpc import GpuClusterVpc
+    from fm_constructs.domain.kinds import (
+        CapacityKind as CapacityKind,
+        LoadBalancer as LoadBalancer,
+        Orchestrator as Orchestrator,
+        ServingMetric as ServingMetric,
+    )
+    from fm_constructs.errors import (
+        FmValidationError as FmValidationError,
+    )
+    from fm_constructs.network import (
+        EfaSecurityGroup as EfaSecurityGroup,
+    )
+    from fm_constructs.network.gpu_vpc import (
+        GpuClusterVpc as GpuClusterVpc,
+    )
     from fm_constructs.observability import (
-        AlertRules,
-        AlertTopic,
-        FsxLustreAlarms,
-        GrafanaAuthentication,
-        GrafanaDashboards,
-        GrafanaWorkspace,
-        HyperPodHealthEvents,
-        IPrometheusWorkspace,
-        ManagedScraper,
-        PrometheusWorkspace,
+        AlertRules as AlertRules,
+        AlertTopic as AlertTopic,
+        FsxLustreAlarms as FsxLustreAlarms,
+        GrafanaAuthentication as GrafanaAuthentication,
+        GrafanaDashboards as GrafanaDashboards,
+        GrafanaWorkspace as GrafanaWorkspace,
+        HyperPodHealthEvents as HyperPodHealthEvents,
+        IPrometheusWorkspace as IPrometheusWorkspace,
+        ManagedScraper as ManagedScraper,
+        PrometheusWorkspace as PrometheusWorkspace,
     )
     from fm_constructs.orchestration import (
-        ClusterAddons,
-        DevicePlugins,
-        EfaNodeGroup,
-        GpuEksCluster,
-        HelmChartSpec,
-        WorkloadOperators,
+        ClusterAddons as ClusterAddons,
+        DevicePlugins as DevicePlugins,
+        EfaNodeGroup as EfaNodeGroup,
+        GpuEksCluster as GpuEksCluster,
+        HelmChartSpec as HelmChartSpec,
+        WorkloadOperators as WorkloadOperators,
     )
-    from fm_constructs.orchestration.cluster_interface import IGpuCluster
-    from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
+    from fm_constructs.orchestration.cluster_interface import (
+        IGpuCluster as IGpuCluster,
+    )
+    from fm_constructs.orchestration.eks_charts import (
+        ClusterAutoscalerSettings as ClusterAutoscalerSettings,
+    )
     from fm_constructs.orchestration.hyperpod import (
-        DeepHealthCheck,
-        HyperPodCluster,
-        HyperPodEksDependencies,
-        HyperPodExecutionRole,
-        InstanceGroup,
-        KubernetesTaint,
-        LifecycleScripts,
-        NodeRecovery,
-        Orchestrator,
-        SlurmNodeType,
-        slurm_instance_groups,
+        DeepHealthCheck as DeepHealthCheck,
+        HyperPodCluster as HyperPodCluster,
+        HyperPodEksDependencies as HyperPodEksDependencies,
+        HyperPodExecutionRole as HyperPodExecutionRole,
+        InstanceGroup as InstanceGroup,
+        KubernetesTaint as KubernetesTaint,
+        LifecycleScripts as LifecycleScripts,
+        NodeRecovery as NodeRecovery,
+        SlurmNodeType as SlurmNodeType,
+        slurm_instance_groups as slurm_instance_groups,
     )
-    from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
+    from fm_constructs.orchestration.hyperpod.imported import (
+        IHyperPodCluster as IHyperPodCluster,
+    )
     from fm_constructs.orchestration.pcs import (
-        PcsCluster,
-        PcsComputeNodeGroup,
-        PcsInstanceRole,
-        PcsQueue,
+        PcsCluster as PcsCluster,
+        PcsComputeNodeGroup as PcsComputeNodeGroup,
+        PcsInstanceRole as PcsInstanceRole,
+        PcsQueue as PcsQueue,
     )
     from fm_constructs.patterns import (
-        AutoscalingPolicy,
-        EksAcceleratedWorkload,
-        EksClusterScraping,
-        EksWorkload,
-        HyperPodAcceleratedWorkload,
-        HyperPodEksShare,
-        HyperPodMonitoring,
-        IAcceleratedWorkload,
-        InferenceService,
-        InferenceWorkload,
-        KedaAutoscaler,
-        KueueFlavors,
-        ModelServerSpec,
-        MonitoringFacade,
-        NodePool,
-        ObservabilityPlatform,
-        PcsAcceleratedWorkload,
-        PostTrainingWorkload,
-        PretrainingWorkload,
+        AutoscalingPolicy as AutoscalingPolicy,
+        EksAcceleratedWorkload as EksAcceleratedWorkload,
+        EksClusterScraping as EksClusterScraping,
+        EksWorkload as EksWorkload,
+        HyperPodAcceleratedWorkload as HyperPodAcceleratedWorkload,
+        HyperPodEksShare as HyperPodEksShare,
+        HyperPodMonitoring as HyperPodMonitoring,
+        IAcceleratedWorkload as IAcceleratedWorkload,
+        InferenceService as InferenceService,
+        InferenceWorkload as InferenceWorkload,
+        KedaAutoscaler as KedaAutoscaler,
+        KueueFlavors as KueueFlavors,
+        ModelServerSpec as ModelServerSpec,
+        MonitoringFacade as MonitoringFacade,
+        NodePool as NodePool,
+        ObservabilityPlatform as ObservabilityPlatform,
+        PcsAcceleratedWorkload as PcsAcceleratedWorkload,
+        PostTrainingWorkload as PostTrainingWorkload,
+        PretrainingWorkload as PretrainingWorkload,
     )
-    from fm_constructs.planning.efa_layout import EfaLayout
-    from fm_constructs.planning.serving_layout import ServingLayout
-    from fm_constructs.policy import acknowledge, enable_nag
-    from fm_constructs.rules import Finding, Severity
+    from fm_constructs.planning.efa_layout import (
+        EfaLayout as EfaLayout,
+    )
+    from fm_constructs.planning.serving_layout import (
+        ServingLayout as ServingLayout,
+    )
+    from fm_constructs.policy import (
+        acknowledge as acknowledge,
+        enable_nag as enable_nag,
+    )
+    from fm_constructs.rules import (
+        Finding as Finding,
+        Severity as Severity,
+    )
     from fm_constructs.storage import (
-        DataBucket,
-        DataRepositoryAssociation,
-        FsxSizingRequest,
-        FsxSizingResult,
-        IDataBucket,
-        LustreConnections,
-        LustreDeploymentType,
-        LustreFileSystem,
-        LustreLogLevel,
-        S3Event,
+        DataBucket as DataBucket,
+        DataRepositoryAssociation as DataRepositoryAssociation,
+        FsxSizingRequest as FsxSizingRequest,
+        FsxSizingResult as FsxSizingResult,
+        IDataBucket as IDataBucket,
+        LustreConnections as LustreConnections,
+        LustreDeploymentType as LustreDeploymentType,
+        LustreFileSystem as LustreFileSystem,
+        LustreLogLevel as LustreLogLevel,
+        S3Event as S3Event,
     )
-    from fm_constructs.storage.imported_lustre import ILustreFileSystem
+    from fm_constructs.storage.imported_lustre import (
+        ILustreFileSystem as ILustreFileSystem,
+    )
+    # isort: on

@@ -41,7 +41,6 @@ from fm_constructs.config.rules import efa_layout_of
 from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import InstanceGroup
-from fm_constructs.orchestration.hyperpod import Orchestrator as HyperPodOrchestrator
 from fm_constructs.patterns import (
     AutoscalingPolicy,
     HyperPodAcceleratedWorkload,
@@ -62,11 +61,6 @@ _TITLES = {
 
 #: Context value (``cdk synth -c pcs_ami_id=ami-...``) naming the AMI of AWS PCS nodes.
 PCS_AMI_CONTEXT = "pcs_ami_id"
-
-HYPERPOD_ORCHESTRATORS = {
-    Orchestrator.HYPERPOD_SLURM: HyperPodOrchestrator.SLURM,
-    Orchestrator.HYPERPOD_EKS: HyperPodOrchestrator.EKS,
-}
 
 
 class WorkloadStack(Stack):
@@ -146,7 +140,7 @@ class WorkloadStack(Stack):
             "HyperPod",
             vpc=vpc,
             gpu_subnet=subnet,
-            orchestrator=HYPERPOD_ORCHESTRATORS[workload.orchestrator],
+            orchestrator=workload.orchestrator,
             instance_type=workload.instance_type,
             node_count=workload.instance_count,
             capacity=capacity,

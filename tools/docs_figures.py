@@ -231,9 +231,8 @@ def _options(spec: str) -> Callable[[], str]:
         cls = getattr(importlib.import_module(module_name), class_name)
         init = cls.__init__ if "__init__" in vars(cls) else cls
         rows = ["| option | type | default |", "|---|---|---|"]
-        deprecated: dict[str, str] = dict(getattr(cls, "DEPRECATED_OPTIONS", {}))
         for name, param in inspect.signature(init).parameters.items():
-            if name in {"self", "scope", "construct_id"} or name in deprecated:
+            if name in {"self", "scope", "construct_id"}:
                 continue
             annotation = param.annotation
             if not isinstance(annotation, str):
@@ -245,9 +244,6 @@ def _options(spec: str) -> Callable[[], str]:
             )
             type_text = annotation.replace("|", "\\|")
             rows.append(f"| `{name}` | `{type_text}` | {default} |")
-        if deprecated:
-            former = ", ".join(f"`{old}` (now `{new}`)" for old, new in deprecated.items())
-            rows += ["", f"Former names, still accepted with a synth warning: {former}."]
         return "\n".join(rows)
 
     return figure

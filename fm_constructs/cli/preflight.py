@@ -21,6 +21,7 @@ from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
 from fm_constructs.config.subnet_demand import largest_node_count
+from fm_constructs.domain.kinds import HYPERPOD
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.capacity_block import parse_utc
 from fm_constructs.planning.pcs_limits import CLUSTERS_CREATING_PER_REGION
@@ -34,7 +35,6 @@ EC2_VCPU_QUOTAS: dict[str, tuple[str, str]] = {
     "g": ("L-DB2E81BA", "Running On-Demand G and VT instances"),
     "trn": ("L-2C3B7624", "Running On-Demand Trn instances"),
 }
-HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
 _GOOD_RESERVATION_STATES = {"active", "scheduled"}
 _WAITING_RESERVATION_STATES = {"pending", "payment-pending", "assessing", "delayed"}
 _GOOD_PLAN_STATES = {"Active", "Scheduled"}

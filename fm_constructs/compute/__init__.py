@@ -5,7 +5,7 @@ from fm_constructs.compute.capacity_reservation import OnDemandCapacityReservati
 from fm_constructs.compute.launch_template import GpuLaunchTemplate
 from fm_constructs.compute.placement import ClusterPlacementGroup
 from fm_constructs.compute.user_data import NodeadmCluster, UserDataMode
-from fm_constructs.config.model import CapacityKind
+from fm_constructs.domain.kinds import CapacityKind
 
 __all__ = [
     "CapacityKind",

@@ -19,14 +19,15 @@ tokens are not checked.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Fn, Token
 from aws_cdk import aws_ec2 as ec2
 
-from fm_constructs.config.model import CapacityConfig, CapacityKind
+from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN as AVAILABILITY_ZONE_PATTERN
+from fm_constructs.domain.capacity import CapacityConfig
+from fm_constructs.domain.kinds import CapacityKind
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_block import CapacityBlockSchedule, check_capacity_block_times
 from fm_constructs.planning.capacity_ids import (
@@ -36,9 +37,6 @@ from fm_constructs.planning.capacity_ids import (
     check_training_plan_arn,
 )
 from fm_constructs.rules import constructs as codes
-
-#: Availability Zone *names* (us-east-1a, us-west-2-lax-1a), not zone ids (use1-az4).
-AVAILABILITY_ZONE_PATTERN = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+[a-z]$")
 
 
 def _known(value: object) -> bool:

@@ -10,7 +10,8 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.compute.capacity import AVAILABILITY_ZONE_PATTERN, CapacitySource
+from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN
+from fm_constructs.compute.capacity import CapacitySource
 from fm_constructs.errors import Problems
 from fm_constructs.planning.capacity_block import parse_utc
 

@@ -36,12 +36,12 @@ from fm_constructs.compute.root_device import (
     root_device_name,
 )
 from fm_constructs.compute.user_data import NodeadmCluster, UserDataMode, render_user_data
-from fm_constructs.config.model import CapacityKind
 from fm_constructs.domain.defaults import (
     ROOT_VOLUME_MAX_GIB,
     ROOT_VOLUME_MIN_GIB,
     ROOT_VOLUME_SIZE_GIB,
 )
+from fm_constructs.domain.kinds import CapacityKind
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
 from fm_constructs.planning.efa_layout import (

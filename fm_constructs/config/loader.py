@@ -9,6 +9,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from fm_constructs.catalog.regions import REGION_NAME_PATTERN, ZONE_NAME_PATTERN
 from fm_constructs.config.model import (
     AutoscalingConfig,
     CapacityConfig,
@@ -58,7 +59,6 @@ WORKLOAD_MODELS: dict[str, type[WorkloadConfig]] = {
     "inference": InferenceConfig,
 }
 
-_REGION = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d"
 _ACCOUNT = r"\d{12}"
 _NAME = r"[A-Za-z][A-Za-z0-9-]{0,31}"
 
@@ -123,13 +123,13 @@ def _platform(t: TableReader) -> PlatformConfig:
     region = t.string(
         "region",
         required=True,
-        pattern=_REGION,
+        pattern=REGION_NAME_PATTERN,
         hint="must be an AWS region name such as 'us-east-1'",
     )
     az = t.string(
         "availability_zone",
         required=True,
-        pattern=r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d[a-z]",
+        pattern=ZONE_NAME_PATTERN,
         hint="must be an availability zone name such as 'us-east-1a'",
     )
     cidr = t.string("vpc_cidr", _default(PlatformConfig, "vpc_cidr"))

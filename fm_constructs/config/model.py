@@ -9,12 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from fm_constructs.domain.capacity import CapacityConfig as CapacityConfig
+from fm_constructs.domain.capacity import ReservationConfig as ReservationConfig
 from fm_constructs.domain.defaults import (
     ROOT_VOLUME_MAX_GIB,
     ROOT_VOLUME_MIN_GIB,
     ROOT_VOLUME_SIZE_GIB,
     TARGET_MFU,
 )
+from fm_constructs.domain.kinds import CapacityKind as CapacityKind
+from fm_constructs.domain.kinds import LoadBalancer as LoadBalancer
+from fm_constructs.domain.kinds import Orchestrator as Orchestrator
+from fm_constructs.domain.kinds import ServingMetric as ServingMetric
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import DEFAULT_READ_MB_S_PER_NODE
@@ -31,150 +37,11 @@ from fm_constructs.planning.serving_layout import (
 from fm_constructs.rules.findings import Finding
 
 
-class Orchestrator(StrEnum):
-    """Who schedules work on the accelerated nodes."""
-
-    EKS = "eks"
-    HYPERPOD_EKS = "hyperpod-eks"
-    HYPERPOD_SLURM = "hyperpod-slurm"
-    #: AWS Parallel Computing Service: managed Slurm on the library's own launch templates.
-    PCS = "pcs"
-
-    @property
-    def is_slurm(self) -> bool:
-        """Slurm schedules the nodes (HyperPod Slurm, PCS): no EKS cluster, no pods."""
-        return self in (Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS)
-
-
-class CapacityKind(StrEnum):
-    """Where the accelerated instances come from."""
-
-    ON_DEMAND = "on-demand"
-    ODCR = "odcr"
-    CAPACITY_BLOCK = "capacity-block"
-    TRAINING_PLAN = "training-plan"
-
-
-class LoadBalancer(StrEnum):
-    """How the inference endpoint is exposed: an internal NLB (default), an internet-facing
-    NLB (the vLLM API has no authentication of its own), or no load balancer."""
-
-    INTERNAL = "internal"
-    INTERNET_FACING = "internet-facing"
-    NONE = "none"
-
-
-class ServingMetric(StrEnum):
-    """What inference autoscaling follows: waiting requests per replica, or p90 time to
-    first token."""
-
-    QUEUE_DEPTH = "queue-depth"
-    TTFT_P90 = "ttft-p90"
-
-
 class NatGateways(StrEnum):
     """One NAT gateway per availability zone (resilient) or a single one (cheaper)."""
 
     PER_AZ = "per-az"
     SINGLE = "single"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReservationConfig:
-    """``[[<workload>.capacity.node_groups]]``: the ODCR of one managed node group."""
-
-    reservation_id: str | None = field(
-        default=None,
-        metadata={"doc": "Capacity reservation id ('cr-' and 17 hex digits) of this node group."},
-    )
-    resource_group_arn: str | None = field(
-        default=None,
-        metadata={
-            "doc": "ARN of a capacity-reservation resource group, instead of reservation_id."
-        },
-    )
-    placement_group_arn: str | None = field(
-        default=None,
-        metadata={
-            "doc": "The cluster placement group this reservation was created in; the node group launches into it."
-        },
-    )
-    instance_count: int | None = field(
-        default=None,
-        metadata={
-            "doc": "Instances the reservation holds, when known; the node group's nodes may not exceed it."
-        },
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class CapacityConfig:
-    """``[<workload>.capacity]``: on-demand, an ODCR, a Capacity Block or a training plan."""
-
-    kind: CapacityKind = field(
-        default=CapacityKind.ON_DEMAND,
-        metadata={
-            "doc": "Where instances come from: 'on-demand', 'odcr' (On-Demand Capacity Reservation), 'capacity-block' (EC2 Capacity Block for ML) or 'training-plan' (SageMaker HyperPod)."
-        },
-    )
-    reservation_id: str | None = field(
-        default=None,
-        metadata={
-            "doc": "Capacity reservation id ('cr-' and 17 hex digits), for 'odcr' or 'capacity-block'."
-        },
-    )
-    resource_group_arn: str | None = field(
-        default=None,
-        metadata={
-            "doc": "ARN of a capacity-reservation resource group, for 'odcr' instead of reservation_id."
-        },
-    )
-    training_plan_arn: str | None = field(
-        default=None,
-        metadata={"doc": "SageMaker training plan ARN, for 'training-plan' (HyperPod only)."},
-    )
-    reserved_instance_count: int | None = field(
-        default=None,
-        metadata={
-            "doc": "Instances the reservation holds, when known; instance_count may not exceed it."
-        },
-    )
-    placement_group_arn: str | None = field(
-        default=None,
-        metadata={
-            "doc": "'odcr': the cluster placement group the reservation was created in; nodes launch into it and no second group is created."
-        },
-    )
-    fall_back_to_on_demand: bool = field(
-        default=False,
-        metadata={
-            "doc": "'odcr': launch On-Demand instances when the reservation is full (default: never, the launch fails instead)."
-        },
-    )
-    create_placement_group: bool = field(
-        default=False,
-        metadata={
-            "doc": "'odcr': add a new cluster placement group over the reservation (default: none; reserved hosts are already placed, and a new group can fail with InsufficientInstanceCapacity)."
-        },
-    )
-    node_groups: tuple[ReservationConfig, ...] = field(
-        default=(),
-        metadata={
-            "doc": "'odcr': a fleet bought as several reservations, one [[<workload>.capacity.node_groups]] table per managed node group of the pool (EKS: 450 nodes a group), in order; instead of reservation_id / resource_group_arn / placement_group_arn."
-        },
-    )
-    start_time: str | None = field(
-        default=None,
-        metadata={
-            "doc": "'capacity-block': the block's start (ISO 8601 UTC, e.g. 2026-06-01T11:30:00Z); the node group scales to instance_count then."
-        },
-    )
-    end_time: str | None = field(
-        default=None,
-        metadata={
-            "doc": "'capacity-block': the block's end (ISO 8601 UTC); the node group scales to zero 40 minutes before it."
-        },
-    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fm_constructs.catalog import get_instance_type
 from fm_constructs.config.model import (
     SHARED_CLUSTER,
     CapacityConfig,
@@ -19,60 +18,17 @@ from fm_constructs.config.model import (
 )
 from fm_constructs.config.subnet_demand import accelerated_max_pods, subnet_demand
 from fm_constructs.domain import names
+from fm_constructs.domain.names import MAIN_POOL as MAIN_POOL
+from fm_constructs.domain.names import ROLLOUT_POOL as ROLLOUT_POOL
+from fm_constructs.domain.names import WORKLOAD_ROLE_LABEL as ROLE_LABEL
+from fm_constructs.domain.workload_data import DATA_INPUTS as DATA_INPUTS
+from fm_constructs.domain.workload_data import DATA_OUTPUTS as DATA_OUTPUTS
+from fm_constructs.domain.workload_data import DATA_PREFIXES as DATA_PREFIXES
+from fm_constructs.domain.workload_data import FSX_DIRECTORIES as FSX_DIRECTORIES
+from fm_constructs.domain.workload_data import OPERATORS as OPERATORS
 from fm_constructs.planning.aws_limits import node_groups_for
+from fm_constructs.planning.kueue_quota import capacity_quota as capacity_quota
 from fm_constructs.planning.pod_networking import PodNetworking
-
-#: Node label and taint key that keep the RL rollout group for generation workers.
-ROLE_LABEL = "workload-role"
-ROLLOUT_POOL = "rollout"
-#: Huge pages (2 MiB, in MiB) a whole-node training pod requests on an EFA node (libfabric);
-#: the same figure as :data:`fm_constructs.kubernetes.node_shape.HUGEPAGES_2MI`.
-HUGEPAGES_2MI_PER_EFA_NODE_MI = 5120
-#: Name of a workload's main accelerated node pool.
-MAIN_POOL = "gpu"
-
-#: Kubernetes operators (Helm releases) each workload kind needs: Kueue and Kubeflow Trainer for
-#: training jobs, KubeRay for RL post-training, LeaderWorkerSet for multi-node serving.
-OPERATORS: dict[str, frozenset[str]] = {
-    "pretraining": frozenset({"kueue", "kubeflow_trainer"}),
-    "post_training": frozenset({"kueue", "kubeflow_trainer", "kuberay"}),
-    "inference": frozenset({"kueue", "leader_worker_set"}),
-}
-
-#: Data-bucket prefixes each workload kind writes: its own outputs, read, written and deleted
-#: through its service account and exported from its file system. No workload writes
-#: ``models/`` (the weights the model server loads at every start): whoever publishes a model
-#: copies it there with their own rights.
-DATA_OUTPUTS: dict[str, tuple[str, ...]] = {
-    "pretraining": ("checkpoints/pretraining/",),
-    "post_training": ("checkpoints/post-training/",),
-    "inference": (),
-}
-#: Data-bucket prefixes each workload kind only reads: datasets, another workload's
-#: checkpoints (post-training starts from pre-training's), the served models.
-DATA_INPUTS: dict[str, tuple[str, ...]] = {
-    "pretraining": ("datasets/",),
-    "post_training": ("datasets/", "checkpoints/pretraining/"),
-    "inference": ("models/",),
-}
-#: Every prefix each workload kind reaches (inputs then outputs).
-DATA_PREFIXES: dict[str, tuple[str, ...]] = {
-    kind: DATA_INPUTS[kind] + DATA_OUTPUTS[kind] for kind in DATA_INPUTS
-}
-
-
-#: Each workload kind's file-system directories and the data-bucket prefix each links to:
-#: its outputs at ``/checkpoints`` (imported and exported), its inputs elsewhere (imported
-#: only, so nothing written on Lustre reaches another workload's prefix or ``models/``).
-FSX_DIRECTORIES: dict[str, tuple[tuple[str, str], ...]] = {
-    "pretraining": (("/datasets", "datasets/"), ("/checkpoints", "checkpoints/pretraining/")),
-    "post_training": (
-        ("/datasets", "datasets/"),
-        ("/checkpoints", "checkpoints/post-training/"),
-        ("/pretraining-checkpoints", "checkpoints/pretraining/"),
-    ),
-    "inference": (("/models", "models/"),),
-}
 
 
 @dataclass(frozen=True)
@@ -207,23 +163,6 @@ def node_pools(w: WorkloadConfig) -> tuple[NodePoolOptions, ...]:
             )
         )
     return tuple(pools)
-
-
-def capacity_quota(instance_type: str, nodes: int) -> dict[str, int | str]:
-    """Kueue nominal quota of a node pool of ``nodes`` ``instance_type`` nodes: accelerators,
-    EFA interfaces, vCPUs, memory, and on EFA nodes the huge pages of one training pod each.
-    Kubernetes keeps a little CPU and memory of each node for itself, so pods never get all of
-    it: the quota bounds admission, the nodes' allocatable bounds placement."""
-    spec = get_instance_type(instance_type)
-    quota: dict[str, int | str] = {
-        "cpu": spec.vcpus * nodes,
-        "memory": f"{spec.memory_gib * nodes}Gi",
-        names.accelerator_resource(spec.eks_ami_family): spec.accelerator_count * nodes,
-    }
-    if spec.efa_supported:
-        quota[names.EFA_RESOURCE] = spec.max_efa_interfaces * nodes
-        quota["hugepages-2Mi"] = f"{HUGEPAGES_2MI_PER_EFA_NODE_MI * nodes}Mi"
-    return quota
 
 
 def workload_options(

@@ -26,6 +26,7 @@ from fm_constructs.config.model import (
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE
 from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB, ROOT_VOLUME_SIZE_GIB
+from fm_constructs.domain.kinds import HYPERPOD
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.aws_limits import (
     NODES_PER_MANAGED_NODE_GROUP,
@@ -50,7 +51,6 @@ from fm_constructs.rules import users as user_rules
 from fm_constructs.rules import workloads as workload_rules
 from fm_constructs.rules.findings import Finding, Severity, info
 
-HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
 #: Addresses reserved per Kubernetes node for pods: kubelet's default maximum of 110 pods, each
 #: with a VPC address from the VPC CNI. Slurm nodes run no pods.
 KUBERNETES_POD_IPS_PER_NODE = 110

@@ -24,6 +24,7 @@ from fm_constructs.config.model import (
     WorkloadConfig,
 )
 from fm_constructs.config.sizing import workload_fsx_sizing_request
+from fm_constructs.domain.kinds import HYPERPOD
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import DEFAULT_STORAGE_CAPACITY_GIB, size_fsx_lustre
@@ -69,7 +70,6 @@ FSX_FIXED_ADDRESSES = 2
 #: One ENI per subnet for a network load balancer, and for a managed Prometheus scraper.
 NLB_ADDRESSES = 1
 SCRAPER_ADDRESSES = 1
-HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fm_constructs.domain import names, ports
+
 #: Port every job serves its metrics on. Distinct from the model-server port (8080) and from
 #: the node exporters (9100, 9109, 9400) so a job and a model server can share a node; it is the
 #: OpenTelemetry Prometheus exporter's registered default port.
-METRICS_PORT = 9464
+METRICS_PORT = ports.JOB_METRICS_PORT
 #: HTTP path of the metrics endpoint.
 METRICS_PATH = "/metrics"
 
@@ -39,7 +41,7 @@ PORT_ANNOTATION = "prometheus.io/port"
 PATH_ANNOTATION = "prometheus.io/path"
 
 #: Pod label naming the library workload the job belongs to (becomes the ``workload`` label).
-WORKLOAD_LABEL = "fm-constructs/workload"
+WORKLOAD_LABEL = names.WORKLOAD_LABEL
 #: Pod label naming the training run when no TrainJob/JobSet name is present (``run`` label).
 RUN_LABEL = "fm-constructs/run"
 

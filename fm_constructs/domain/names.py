@@ -17,10 +17,45 @@ KUEUE_COHORT = "fm-accelerators"
 KUEUE_MANAGED_LABEL = "fm-constructs/kueue-managed"
 #: Node label naming the node pool (and Kueue ResourceFlavor) a node belongs to.
 NODE_POOL_LABEL = "fm-constructs/node-pool"
+#: Label naming the library workload a node group ("system", "gpu", "neuron") or a pod
+#: belongs to.
+WORKLOAD_LABEL = "fm-constructs/workload"
+#: Label naming the Kueue LocalQueue of a job.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: Kubernetes label every node carries with its instance type.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 #: Extended resources the device plugins advertise.
 NVIDIA_GPU_RESOURCE = "nvidia.com/gpu"
 NEURON_RESOURCE = "aws.amazon.com/neuron"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+#: Huge pages (2 MiB pages) a pod requests, a node resource of the kubelet.
+HUGEPAGES_2MI_RESOURCE = "hugepages-2Mi"
+#: Huge pages (MiB) libfabric's EFA provider needs per whole-node pod, as the EKS user guide's
+#: EFA page requests them ("Run a training job with EFA": ``hugepages-2Mi: 5120Mi``).
+EFA_HUGEPAGES_2MI_MI = 5120
+#: :data:`EFA_HUGEPAGES_2MI_MI` as a Kubernetes quantity.
+EFA_HUGEPAGES_2MI = f"{EFA_HUGEPAGES_2MI_MI}Mi"
+
+#: Taint keys on accelerated nodes (value "true", effect NoSchedule).
+GPU_TAINT_KEY = NVIDIA_GPU_RESOURCE
+NEURON_TAINT_KEY = NEURON_RESOURCE
+EFA_TAINT_KEY = "aws.amazon.com/efa"
+#: The taint key of each accelerator family (the EKS AMI family: "NVIDIA" or "NEURON").
+ACCELERATOR_TAINT_KEYS = {"NVIDIA": GPU_TAINT_KEY, "NEURON": NEURON_TAINT_KEY}
+#: Node labels set on accelerated nodes. ``nvidia.com/gpu.present`` matches the default node
+#: affinity of the NVIDIA device plugin chart; ``aws.amazon.com/neuron.present`` and
+#: ``vpc.amazonaws.com/efa.present`` are the selectors AWS's own EKS blueprints use.
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+NEURON_PRESENT_LABEL = "aws.amazon.com/neuron.present"
+EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
+
+#: Name of a workload's main accelerated node pool.
+MAIN_POOL = "gpu"
+#: Name of the RL rollout node pool (generation workers) of a post-training workload.
+ROLLOUT_POOL = "rollout"
+#: Node label and taint key that keep the RL rollout group for generation workers (value
+#: :data:`ROLLOUT_POOL`).
+WORKLOAD_ROLE_LABEL = "workload-role"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 

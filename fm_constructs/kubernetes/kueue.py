@@ -38,7 +38,7 @@ COVERED_RESOURCES: tuple[str, ...] = (
     names.NVIDIA_GPU_RESOURCE,
     names.NEURON_RESOURCE,
     names.EFA_RESOURCE,
-    "hugepages-2Mi",
+    names.HUGEPAGES_2MI_RESOURCE,
 )
 
 

@@ -22,24 +22,21 @@ from typing import Any
 from fm_constructs.catalog import InstanceSpec, get_instance_type
 from fm_constructs.domain import names
 
-#: Extended resources of the device plugins.
-GPU_RESOURCE = "nvidia.com/gpu"
-NEURON_RESOURCE = "aws.amazon.com/neuron"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
-#: Taints on accelerated nodes (see ``orchestration.eks_charts``; a test keeps them equal).
-TAINT_KEYS = {"NVIDIA": "nvidia.com/gpu", "NEURON": "aws.amazon.com/neuron"}
-#: Huge pages per pod, as the EKS EFA guide requests them.
-HUGEPAGES_2MI = "5120Mi"
+#: Extended resources of the device plugins, taints on accelerated nodes and the huge pages
+#: per pod the EKS EFA guide requests (defined in :mod:`fm_constructs.domain.names`).
+GPU_RESOURCE = names.NVIDIA_GPU_RESOURCE
+NEURON_RESOURCE = names.NEURON_RESOURCE
+EFA_RESOURCE = names.EFA_RESOURCE
+TAINT_KEYS = names.ACCELERATOR_TAINT_KEYS
+HUGEPAGES_2MI = names.EFA_HUGEPAGES_2MI
 #: Share of the node's CPU and memory a training pod requests.
 NODE_SHARE = 0.85
 #: Memory-backed /dev/shm of a training pod (counted against the pod's memory).
 SHM_FRACTION = 0.25
 #: Where the workload's FSx for Lustre claim is mounted.
 FSX_MOUNT_PATH = "/fsx"
-#: Label naming the Kueue LocalQueue of a job.
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-#: Kubernetes label every node carries with its instance type.
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+QUEUE_LABEL = names.QUEUE_LABEL
+INSTANCE_TYPE_LABEL = names.INSTANCE_TYPE_LABEL
 #: NCCL settings the library sets (see the module docstring for what it leaves unset).
 NCCL_SOCKET_IFNAME = "^docker,lo,veth"
 
@@ -98,7 +95,7 @@ def node_resources(spec: InstanceSpec) -> dict[str, Any]:
     limits: dict[str, str] = {accelerator_resource(spec): str(spec.accelerator_count)}
     if spec.max_efa_interfaces:
         limits[EFA_RESOURCE] = str(spec.max_efa_interfaces)
-        limits["hugepages-2Mi"] = HUGEPAGES_2MI
+        limits[names.HUGEPAGES_2MI_RESOURCE] = HUGEPAGES_2MI
     requests = {
         "cpu": str(max(1, int(spec.vcpus * NODE_SHARE))),
         "memory": f"{max(1, int(spec.memory_gib * NODE_SHARE))}Gi",

@@ -23,12 +23,14 @@ from aws_cdk import aws_grafana as grafana
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fm_constructs import pins
 from fm_constructs.errors import Problems
 from fm_constructs.observability.prometheus import QUERY_ACTIONS, IPrometheusWorkspace
 from fm_constructs.policy import acknowledge
 
-#: Grafana major.minor versions Amazon Managed Grafana offers that support service accounts.
-DEFAULT_GRAFANA_VERSION = "10.4"
+#: Grafana major.minor version of the workspace (one Amazon Managed Grafana offers that supports
+#: service accounts), pinned in pins.toml.
+DEFAULT_GRAFANA_VERSION = pins.service("managed-grafana").version
 
 #: CloudWatch and tag reads the Grafana CloudWatch data source makes (none supports
 #: resource-level permissions, hence Resource "*").

@@ -35,6 +35,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from fm_constructs.domain import ports
 from fm_constructs.errors import Problems
 from fm_constructs.observability.data import EKS_SCRAPE_TEMPLATE, render_scrape_configuration
 from fm_constructs.observability.prometheus import IPrometheusWorkspace, PrometheusWorkspace
@@ -52,10 +53,10 @@ DEFAULT_SCRAPE_INTERVAL = Duration.seconds(MIN_SCRAPE_INTERVAL_SECONDS)
 
 #: Ports the shipped scrape configuration reads on the nodes and pods.
 EXPORTER_PORTS = {
-    "dcgm-exporter": 9400,
-    "node-exporter": 9100,
-    "efa-exporter": 9109,
-    "kube-state-metrics": 8080,
+    "dcgm-exporter": ports.DCGM_EXPORTER_PORT,
+    "node-exporter": ports.NODE_EXPORTER_PORT,
+    "efa-exporter": ports.EFA_EXPORTER_PORT,
+    "kube-state-metrics": ports.KUBE_STATE_METRICS_PORT,
 }
 
 

@@ -4,7 +4,7 @@ from fm_constructs.orchestration.efa_node_group import EfaNodeGroup, node_labels
 from fm_constructs.orchestration.eks_addons import ClusterAddons
 from fm_constructs.orchestration.eks_charts import ALL_CHARTS, HelmChartSpec
 from fm_constructs.orchestration.eks_cluster import DevicePlugins, GpuEksCluster, WorkloadOperators
-from fm_constructs.orchestration.kubernetes_versions import (
+from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     SUPPORTED_VERSIONS,
 )

@@ -36,12 +36,12 @@ from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
-from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import (
     associate_pod_identity,
     pod_identity_role,
     start_after_credentials,
 )
+from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
 
 #: Expanders that need no extra configuration (``priority`` needs a priorities ConfigMap).

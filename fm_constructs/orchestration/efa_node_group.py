@@ -56,14 +56,6 @@ PRESENT_LABELS: dict[EksAmiFamily, str] = {
     "NEURON": charts.NEURON_PRESENT_LABEL,
 }
 WORKLOADS: dict[EksAmiFamily, str] = {"NVIDIA": "gpu", "NEURON": "neuron"}
-#: Former names of the size options (new name by old), accepted with a synth warning: the
-#: patterns (EksAcceleratedWorkload, HyperPodAcceleratedWorkload) and GpuLaunchTemplate count
-#: nodes as ``node_count``/``min_node_count``/``max_node_count``, and so does this class.
-DEPRECATED_OPTIONS: Mapping[str, str] = {
-    "desired_size": "node_count",
-    "min_size": "min_node_count",
-    "max_size": "max_node_count",
-}
 #: Labels the construct owns; user labels may not override them.
 RESERVED_LABEL_PREFIXES = ("fm-constructs/", "nvidia.com/", "aws.amazon.com/", "vpc.amazonaws.com/")
 
@@ -94,8 +86,7 @@ class EfaNodeGroup(Construct):
 
     - ``node_count``: nodes the group starts with; ``min_node_count``/``max_node_count`` bound
       what the Cluster Autoscaler may scale it to (both default to ``node_count``: a fixed
-      size). The former names ``desired_size``/``min_size``/``max_size`` still work, with a
-      synth warning.
+      size).
 
     - ``capacity``: on-demand (default), an ODCR, or a Capacity Block (node group capacity type
       ``CAPACITY_BLOCK``; the launch template targets the reservation with the
@@ -139,9 +130,6 @@ class EfaNodeGroup(Construct):
     ``cluster.add_lustre_volume`` accept these nodes.
     """
 
-    #: Former option names, still accepted (see :data:`DEPRECATED_OPTIONS`).
-    DEPRECATED_OPTIONS = DEPRECATED_OPTIONS
-
     def __init__(
         self,
         scope: Construct,
@@ -173,24 +161,16 @@ class EfaNodeGroup(Construct):
         launch_template_version: int | None = None,
         session_manager: bool = False,
         max_pods: int | None = None,
-        desired_size: int | None = None,
-        min_size: int | None = None,
-        max_size: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
         problems = Problems.of(self)
         spec = self._resolve_spec(instance_type, efa_layout, problems)
-        counts = self._node_counts(
-            problems,
-            node_count=node_count,
-            min_node_count=min_node_count,
-            max_node_count=max_node_count,
-            desired_size=desired_size,
-            min_size=min_size,
-            max_size=max_size,
-        )
-        desired_size, min_size, max_size = counts
+        if node_count is None:
+            problems.add(
+                "node_count", None, "is required: the number of nodes the group starts with"
+            )
+        desired_size, min_size, max_size = node_count, min_node_count, max_node_count
         if desired_size is None:
             problems.raise_if_any()  # no size to check the rest against
         assert desired_size is not None
@@ -388,32 +368,6 @@ class EfaNodeGroup(Construct):
         except FmValidationError as error:
             problems.extend(error.problems)
             return None
-
-    def _node_counts(
-        self, problems: Problems, **given: int | None
-    ) -> tuple[int | None, int | None, int | None]:
-        """(node_count, min_node_count, max_node_count), each from its own option or from its
-        former name (with a synth warning); both at once, or no node count, is a problem."""
-        resolved: dict[str, int | None] = {}
-        for old, new in DEPRECATED_OPTIONS.items():
-            value = given[new]
-            if given[old] is not None:
-                if value is not None:
-                    problems.add(old, given[old], f"is the former name of {new}: give {new} alone")
-                else:
-                    value = given[old]
-                    Annotations.of(self).add_warning_v2(
-                        f"fm-constructs:EfaNodeGroup.{old}",
-                        f"EfaNodeGroup({old}=...) is deprecated: write {new}={value} (the name "
-                        "EksAcceleratedWorkload and GpuLaunchTemplate use); the old name will "
-                        "be removed in a later release",
-                    )
-            resolved[new] = value
-        if resolved["node_count"] is None:
-            problems.add(
-                "node_count", None, "is required: the number of nodes the group starts with"
-            )
-        return resolved["node_count"], resolved["min_node_count"], resolved["max_node_count"]
 
     @staticmethod
     def _validate(

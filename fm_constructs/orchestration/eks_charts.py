@@ -19,20 +19,13 @@ import yaml
 
 from fm_constructs import pins
 from fm_constructs.domain import names
-
-#: Taint keys on accelerated nodes (value "true", effect NoSchedule).
-GPU_TAINT_KEY = "nvidia.com/gpu"
-NEURON_TAINT_KEY = "aws.amazon.com/neuron"
-EFA_TAINT_KEY = "aws.amazon.com/efa"
-
-#: Node labels set on accelerated nodes. ``nvidia.com/gpu.present`` matches the default node
-#: affinity of the NVIDIA device plugin chart; ``aws.amazon.com/neuron.present`` and
-#: ``vpc.amazonaws.com/efa.present`` are the selectors AWS's own EKS blueprints use.
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-NEURON_PRESENT_LABEL = "aws.amazon.com/neuron.present"
-EFA_PRESENT_LABEL = "vpc.amazonaws.com/efa.present"
-#: Library label naming the role of a node group ("system", "gpu", "neuron").
-WORKLOAD_LABEL = "fm-constructs/workload"
+from fm_constructs.domain.names import EFA_PRESENT_LABEL as EFA_PRESENT_LABEL
+from fm_constructs.domain.names import EFA_TAINT_KEY as EFA_TAINT_KEY
+from fm_constructs.domain.names import GPU_PRESENT_LABEL as GPU_PRESENT_LABEL
+from fm_constructs.domain.names import GPU_TAINT_KEY as GPU_TAINT_KEY
+from fm_constructs.domain.names import NEURON_PRESENT_LABEL as NEURON_PRESENT_LABEL
+from fm_constructs.domain.names import NEURON_TAINT_KEY as NEURON_TAINT_KEY
+from fm_constructs.domain.names import WORKLOAD_LABEL as WORKLOAD_LABEL
 
 
 @dataclass(frozen=True)

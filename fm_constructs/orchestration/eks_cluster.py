@@ -29,18 +29,13 @@ from fm_constructs.kubernetes.eni_config import eni_configs
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.addon_registry import AddonRegistry
 from fm_constructs.orchestration.eks_addons import ClusterAddons
-from fm_constructs.orchestration.kubernetes_versions import (
-    DEFAULT_KUBERNETES_VERSION,
-    ENDING_SOON,
-    resolve_version,
-)
-from fm_constructs.orchestration.kubernetes_versions import (
-    kubectl_layer as make_kubectl_layer,
-)
-from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.orchestration.eks_versions import eks_version, resolve_version
+from fm_constructs.orchestration.eks_versions import kubectl_layer as make_kubectl_layer
 from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
+from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION, ENDING_SOON
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
 from fm_constructs.policy import acknowledge
+from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import platform as platform_rules
 
@@ -97,7 +92,7 @@ class WorkloadOperators:
     @classmethod
     def named(cls, names: Iterable[str]) -> WorkloadOperators:
         """Exactly the operators in ``names`` (field names, as a profile's workloads list them
-        in :data:`~fm_constructs.config.options.OPERATORS`); an unknown name is an error."""
+        in :data:`~fm_constructs.domain.workload_data.OPERATORS`); an unknown name is an error."""
         chosen = set(names)
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(chosen - fields)
@@ -127,7 +122,7 @@ class GpuEksCluster(Construct):
     """EKS control plane, system node group, managed add-ons and pinned Helm charts.
 
     - ``kubernetes_version``: one of the versions in EKS standard support (see
-      :data:`~fm_constructs.orchestration.kubernetes_versions.SUPPORTED_VERSIONS`); the matching
+      :data:`~fm_constructs.planning.kubernetes_versions.SUPPORTED_VERSIONS`); the matching
       kubectl layer comes from its PyPI package unless ``kubectl_layer`` is given.
     - ``gpu_availability_zone``: the zone holding the accelerated capacity and FSx for
       Lustre; EFA node groups outside it are rejected (cross-zone EFA and Lustre traffic is
@@ -221,7 +216,7 @@ class GpuEksCluster(Construct):
         self.cluster = eks.Cluster(
             self,
             "Resource",
-            version=version.eks_version,
+            version=eks_version(version),
             cluster_name=cluster_name,
             vpc=vpc,
             vpc_subnets=[

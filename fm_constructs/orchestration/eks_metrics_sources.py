@@ -38,6 +38,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from fm_constructs import pins
+from fm_constructs.domain import ports
 from fm_constructs.orchestration import eks_charts as charts
 
 if TYPE_CHECKING:
@@ -45,9 +46,9 @@ if TYPE_CHECKING:
 
 #: Namespace of the metrics sources this module installs.
 NAMESPACE = "monitoring"
-NODE_EXPORTER_PORT = 9100
-KUBE_STATE_METRICS_PORT = 8080
-EFA_EXPORTER_PORT = 9109
+NODE_EXPORTER_PORT = ports.NODE_EXPORTER_PORT
+KUBE_STATE_METRICS_PORT = ports.KUBE_STATE_METRICS_PORT
+EFA_EXPORTER_PORT = ports.EFA_EXPORTER_PORT
 EFA_EXPORTER_NAME = "efa-exporter"
 #: Where the counters script writes and the textfile collector reads.
 TEXTFILE_DIRECTORY = "/run/fm-metrics"

@@ -239,7 +239,7 @@ def controller_policy_statements(
 
 def _acknowledge_wildcards(role: iam.Role, stack: Stack) -> None:
     """One acknowledgement per wildcard resource, each with its own reason."""
-    from fm_constructs.orchestration.nag_findings import flatten_reference
+    from fm_constructs.policy.nag_findings import flatten_reference
 
     arns = _Arns(stack)
     reasons = {

@@ -23,7 +23,6 @@ from constructs import Construct
 from fm_constructs import kubernetes as k8s
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
-from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.topology import flavor_topology
@@ -35,13 +34,14 @@ from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
-from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns.eks_workload import gpu_type_label
 from fm_constructs.patterns.kueue_queues import KueueFlavors
 from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.kueue_quota import capacity_quota
+from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 

@@ -9,14 +9,20 @@ from typing import Protocol
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fm_constructs.domain import job_metrics
+from fm_constructs.domain import ports
 from fm_constructs.observability import IPrometheusWorkspace, ManagedScraper
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_metrics_sources import EksMetricsSources
 
 #: Ports the scraper reaches on the nodes: node exporter, DCGM exporter, EFA exporter,
 #: kube-state-metrics and the model server (8080), and the job-metrics contract's port.
-EXPORTER_PORTS = (9100, 9400, 9109, 8080, job_metrics.METRICS_PORT)
+EXPORTER_PORTS = (
+    ports.NODE_EXPORTER_PORT,
+    ports.DCGM_EXPORTER_PORT,
+    ports.EFA_EXPORTER_PORT,
+    ports.MODEL_SERVER_PORT,
+    ports.JOB_METRICS_PORT,
+)
 
 
 class IScrapedCluster(IGpuCluster, Protocol):

@@ -14,7 +14,6 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
-from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
 from fm_constructs.domain.topology import flavor_topology
 from fm_constructs.kubernetes.node_shape import INSTANCE_TYPE_LABEL, WorkloadTarget
@@ -23,6 +22,7 @@ from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.patterns.kueue_queues import KueueFlavors
 from fm_constructs.patterns.network_isolation import network_policies_manifest
+from fm_constructs.planning.kueue_quota import capacity_quota
 from fm_constructs.storage import LustreFileSystem
 
 #: Short name of the HyperPod node pool (its ResourceFlavor is ``<namespace>-hyperpod``).

@@ -11,13 +11,13 @@ from constructs import Construct
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
+from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.observability import AlertTopic, IPrometheusWorkspace
 from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import (
     HyperPodCluster,
     InstanceGroup,
-    Orchestrator,
     slurm_instance_groups,
 )
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping

@@ -16,14 +16,13 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fm_constructs.config.model import LoadBalancer
+from fm_constructs.domain.kinds import LoadBalancer
 from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.load_balancer_controller import AwsLoadBalancerController
-from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import (
     associate_pod_identity,
     pod_identity_role,
@@ -32,6 +31,7 @@ from fm_constructs.orchestration.pod_identity import (
 from fm_constructs.patterns import inference_manifests as render
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.planning.serving_layout import ServingLayout
+from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.storage import IDataBucket
 

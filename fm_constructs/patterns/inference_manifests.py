@@ -27,7 +27,8 @@ from typing import Any
 
 from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
-from fm_constructs.config.model import ServingMetric
+from fm_constructs.domain import names, ports
+from fm_constructs.domain.kinds import LoadBalancer, ServingMetric
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning import serving_layout
 from fm_constructs.planning.serving_layout import (
@@ -47,7 +48,7 @@ VLLM_IMAGE = pins.image("vllm-openai").reference
 AWS_CLI_IMAGE = pins.image("aws-cli").reference
 #: Port of the model server: the port the AMP scraper already reaches on GPU nodes
 #: (``EksClusterScraping.EXPORTER_PORTS``) and the one vLLM's LWS recipe uses.
-DEFAULT_PORT = 8080
+DEFAULT_PORT = ports.MODEL_SERVER_PORT
 #: Where the weights live inside the pods.
 MODEL_MOUNT_PATH = "/models"
 #: Port of the leader's torch.distributed store in vLLM's native multi-node mode (the default of
@@ -69,12 +70,12 @@ APP_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 ROLE_LABEL = "fm-constructs/role"
-WORKLOAD_LABEL = "fm-constructs/workload"
-GPU_RESOURCE = "nvidia.com/gpu"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
-GPU_TAINT_KEY = "nvidia.com/gpu"
+WORKLOAD_LABEL = names.WORKLOAD_LABEL
+GPU_RESOURCE = names.NVIDIA_GPU_RESOURCE
+EFA_RESOURCE = names.EFA_RESOURCE
+GPU_TAINT_KEY = names.GPU_TAINT_KEY
 #: Huge pages libfabric's EFA provider needs per pod (as the EKS EFA guide requests them).
-EFA_HUGEPAGES = "5120Mi"
+EFA_HUGEPAGES = names.EFA_HUGEPAGES_2MI
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
@@ -190,11 +191,11 @@ def validate_spec(spec: ModelServerSpec, problems: Problems) -> None:
     problems.add_findings(inference_rules.gpu_memory_utilization(spec.gpu_memory_utilization))
     if spec.max_model_len is not None and spec.max_model_len < 1:
         problems.add("max_model_len", spec.max_model_len, "must be >= 1 or None (model default)")
-    if not 1024 <= spec.port <= 65535 or spec.port in (9100, 9109, 9400):
+    if not 1024 <= spec.port <= 65535 or spec.port in ports.NODE_EXPORTER_PORTS:
         problems.add(
             "port",
             spec.port,
-            "must be 1024-65535 and not an exporter port (9100, 9109, 9400)",
+            f"must be 1024-65535 and not an exporter port {ports.NODE_EXPORTER_PORTS}",
         )
     if spec.model_cache_size_gib is not None and spec.model_cache_size_gib < 1:
         problems.add("model_cache_size_gib", spec.model_cache_size_gib, "must be >= 1 or None")
@@ -358,7 +359,7 @@ def _resources(layout: ServingLayout) -> dict[str, Any]:
     limits: dict[str, Any] = {GPU_RESOURCE: str(layout.gpus_per_pod)}
     if layout.efa_per_pod:
         limits[EFA_RESOURCE] = str(layout.efa_per_pod)
-        limits["hugepages-2Mi"] = EFA_HUGEPAGES
+        limits[names.HUGEPAGES_2MI_RESOURCE] = EFA_HUGEPAGES
     requests.update(limits)
     return {"requests": requests, "limits": limits}
 
@@ -567,7 +568,7 @@ def service_manifest(
     if load_balancer is None:
         manifest["spec"]["type"] = "ClusterIP"
         return manifest
-    if load_balancer not in ("internal", "internet-facing"):
+    if load_balancer not in (LoadBalancer.INTERNAL, LoadBalancer.INTERNET_FACING):
         raise ValueError(
             f"load_balancer must be 'internal' or 'internet-facing', got {load_balancer!r}"
         )

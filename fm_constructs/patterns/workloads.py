@@ -19,15 +19,11 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
-from fm_constructs.config.model import LoadBalancer
-from fm_constructs.config.options import (
-    DATA_INPUTS,
-    DATA_OUTPUTS,
-    MAIN_POOL,
-    ROLE_LABEL,
-    ROLLOUT_POOL,
-)
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
+from fm_constructs.domain.kinds import LoadBalancer
+from fm_constructs.domain.names import MAIN_POOL, ROLLOUT_POOL
+from fm_constructs.domain.names import WORKLOAD_ROLE_LABEL as ROLE_LABEL
+from fm_constructs.domain.workload_data import DATA_INPUTS, DATA_OUTPUTS
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings

@@ -81,6 +81,16 @@ class PcsPins:
 
 
 @dataclass(frozen=True)
+class ServicePin:
+    """A version a managed AWS service runs for the library (FSx for Lustre, Managed Grafana):
+    asked for through the service's API, never downloaded."""
+
+    name: str
+    version: str
+    source: str
+
+
+@dataclass(frozen=True)
 class KubernetesPins:
     """The supported Kubernetes versions, the default, and those whose support ends soon."""
 
@@ -102,6 +112,7 @@ class Pins:
     images: dict[str, ImagePin]
     binaries: dict[str, BinaryPin]
     pcs: PcsPins
+    services: dict[str, ServicePin] = field(default_factory=dict)
 
 
 def _parse(data: dict[str, Any]) -> Pins:
@@ -137,6 +148,7 @@ def _parse(data: dict[str, Any]) -> Pins:
         },
         binaries={name: BinaryPin(name=name, **entry) for name, entry in data["binaries"].items()},
         pcs=PcsPins(**data["pcs"]),
+        services={name: ServicePin(name=name, **entry) for name, entry in data["services"].items()},
     )
 
 
@@ -170,6 +182,11 @@ def binary(name: str) -> BinaryPin:
     return load().binaries[name]
 
 
+def service(name: str) -> ServicePin:
+    """The version managed service ``name`` runs (the key under ``[services]``)."""
+    return load().services[name]
+
+
 def pcs() -> PcsPins:
     """The AWS PCS pins (Slurm version)."""
     return load().pcs
@@ -196,10 +213,12 @@ __all__ = [
     "KubernetesPins",
     "KubernetesVersionPin",
     "Pins",
+    "ServicePin",
     "binary",
     "chart",
     "image",
     "image_tag",
     "kubernetes",
     "load",
+    "service",
 ]

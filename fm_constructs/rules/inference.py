@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from fm_constructs.catalog import InstanceSpec
+from fm_constructs.domain.kinds import LoadBalancer
 from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION_RANGE,
     ServingLayout,
@@ -400,7 +401,7 @@ def public_endpoint_source_ranges(
     """An internet-facing load balancer admits only the listed client ranges: none listed
     would open the unauthenticated endpoint to anyone, and each range is judged as the public
     API endpoint's are (CIDR blocks, not the internet by address space)."""
-    if load_balancer != "internet-facing":
+    if load_balancer != LoadBalancer.INTERNET_FACING:
         return []
     if not source_ranges:
         return [

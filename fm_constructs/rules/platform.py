@@ -12,12 +12,12 @@ import re
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 
+from fm_constructs.catalog import regions
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     SUPPORTED_VERSIONS,
     supported_versions_text,
 )
-from fm_constructs.rules import regions
 from fm_constructs.rules.findings import RULES, Finding, Severity, define, rule
 
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
@@ -67,7 +67,7 @@ def zone_in_region(
     letters = regions.zone_letters(region)
     if match is not None and (letters is None or match.group(1) in letters):
         return []
-    if re.fullmatch(r"[a-z]{2,5}\d+-az\d+", zone):
+    if regions.ZONE_ID_PATTERN.fullmatch(zone):
         allowed = (
             f"must be a zone name of {region_key} {region!r} such as {region + 'a'!r}, not a "
             "zone ID"

@@ -90,8 +90,8 @@ def workload_associations(
     """One association per directory of a workload, exporting only its own outputs.
 
     ``directories``: (file-system path, data-bucket prefix) pairs
-    (:data:`~fm_constructs.config.options.FSX_DIRECTORIES`); ``outputs``: the prefixes the
-    workload writes (:data:`~fm_constructs.config.options.DATA_OUTPUTS`). Every directory
+    (:data:`~fm_constructs.domain.workload_data.FSX_DIRECTORIES`); ``outputs``: the prefixes the
+    workload writes (:data:`~fm_constructs.domain.workload_data.DATA_OUTPUTS`). Every directory
     imports its prefix; only an output is exported (new and changed files, deletes too with
     ``export_checkpoint_deletes``), so a file written on Lustre under an input directory never
     reaches S3: FSx's own role cannot be used to write another workload's checkpoints or the

@@ -23,6 +23,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from fm_constructs import pins
 from fm_constructs.errors import Problems
 from fm_constructs.planning.fsx_sizing import (
     DEFAULT_PER_UNIT_THROUGHPUT,
@@ -48,7 +49,8 @@ from fm_constructs.storage.imported_lustre import ILustreFileSystem, ImportedLus
 from fm_constructs.storage.lustre_client import LustreClientAccess
 from fm_constructs.storage.lustre_connections import LustreConnections
 
-LUSTRE_VERSION = "2.15"
+#: Lustre version of the file systems (``FileSystemTypeVersion``), pinned in pins.toml.
+LUSTRE_VERSION = pins.service("fsx-lustre").version
 #: FSx only writes Lustre logs to log groups whose name starts with this prefix.
 FSX_LOG_GROUP_PREFIX = "/aws/fsx/"
 #: Daily backups of a persistent file system without data repository associations. With

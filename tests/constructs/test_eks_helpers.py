@@ -11,19 +11,18 @@ from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration import node_labels
 from fm_constructs.orchestration.eks_addons import MIN_VPC_CNI_VERSION, check_addon_versions
-from fm_constructs.orchestration.kubernetes_versions import (
+from fm_constructs.orchestration.eks_versions import eks_version, kubectl_layer, resolve_version
+from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     SUPPORTED_VERSIONS,
     SupportedVersion,
-    kubectl_layer,
-    resolve_version,
 )
-from fm_constructs.orchestration.nag_findings import flatten_reference
+from fm_constructs.policy.nag_findings import flatten_reference
 
 
 def test_default_version_supported_with_installed_layer() -> None:
     entry = SUPPORTED_VERSIONS[DEFAULT_KUBERNETES_VERSION]
-    assert entry.eks_version.version == DEFAULT_KUBERNETES_VERSION
+    assert eks_version(entry).version == DEFAULT_KUBERNETES_VERSION
     assert entry.layer_package == "aws-cdk.lambda-layer-kubectl-v35"
     assert entry.layer_class == "KubectlV35Layer"
     problems = Problems()
@@ -33,7 +32,7 @@ def test_default_version_supported_with_installed_layer() -> None:
 
 def test_every_supported_version_matches_the_cdk_enum() -> None:
     for version, entry in SUPPORTED_VERSIONS.items():
-        assert entry.version == version == entry.eks_version.version
+        assert entry.version == version == eks_version(entry).version
 
 
 def test_unknown_version_recorded() -> None:

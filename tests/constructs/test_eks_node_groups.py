@@ -486,51 +486,23 @@ def test_imported_cluster_without_security_group(
 # ----------------------------------------------------------------------------- option names
 
 
-def test_former_size_names_still_work_with_a_warning(
+def test_the_former_size_names_are_gone(
     bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
 ) -> None:
     """desired_size/min_size/max_size (the names before node_count/min_node_count/
-    max_node_count) build the same group and say what to write instead."""
+    max_node_count) are no longer options."""
     stack, cluster, vpc = bad
-    group = EfaNodeGroup(
-        stack,
-        "Former",
-        cluster=cluster,
-        instance_type="p5.48xlarge",
-        subnet=vpc.private_subnets[0],
-        desired_size=2,
-        max_size=3,
-    )
-    scaling = group.resource.scaling_config
-    assert isinstance(scaling, eks.CfnNodegroup.ScalingConfigProperty)
-    assert (scaling.min_size, scaling.desired_size, scaling.max_size) == (2, 2, 3)
-    warnings = [
-        entry.data
-        for entry in group.node.metadata
-        if entry.type == "aws:cdk:warning" and "deprecated" in str(entry.data)
-    ]
-    assert len(warnings) == 2
-    assert any("write node_count=2" in str(w) for w in warnings)
-    assert any("write max_node_count=3" in str(w) for w in warnings)
-
-
-def test_a_size_given_under_both_names_is_refused(
-    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
-) -> None:
-    stack, cluster, vpc = bad
-    with pytest.raises(FmValidationError) as error:
-        EfaNodeGroup(
-            stack,
-            "Both",
-            cluster=cluster,
-            instance_type="p5.48xlarge",
-            subnet=vpc.private_subnets[0],
-            node_count=2,
-            desired_size=2,
-        )
-    assert "desired_size: is the former name of node_count: give node_count alone" in str(
-        error.value
-    )
+    for former in ("desired_size", "min_size", "max_size"):
+        with pytest.raises(TypeError, match=former):
+            EfaNodeGroup(
+                stack,
+                f"Former-{former}",
+                cluster=cluster,
+                instance_type="p5.48xlarge",
+                subnet=vpc.private_subnets[0],
+                node_count=2,
+                **{former: 2},
+            )
 
 
 def test_node_count_is_required(bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc]) -> None:

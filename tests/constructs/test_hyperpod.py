@@ -686,16 +686,12 @@ def _slurm(stack: cdk.Stack, construct_id: str, vpc: ec2.IVpc, **props: Any) -> 
 
 def test_an_efa_security_group_of_either_type_is_used_as_given() -> None:
     """efa_security_group takes an EfaSecurityGroup or a plain security group (as EfaNodeGroup
-    and GpuLaunchTemplate do); the former name security_group still works, with a warning."""
+    and GpuLaunchTemplate do); the former name security_group is gone."""
     stack = cdk.Stack(cdk.App(), "Groups", env=TEST_ENV)
     vpc = _vpc(stack)
     efa = EfaSecurityGroup(stack, "Efa", vpc=vpc)
     plain = ec2.SecurityGroup(stack, "Plain", vpc=vpc)
     assert _slurm(stack, "A", vpc, efa_security_group=efa).efa_security_group is efa.security_group
     assert _slurm(stack, "B", vpc, efa_security_group=plain).efa_security_group is plain
-    former = _slurm(stack, "C", vpc, security_group=efa)
-    assert former.efa_security_group is efa.security_group
-    warnings = [e.data for e in former.node.metadata if e.type == "aws:cdk:warning"]
-    assert any("write efa_security_group=" in str(w) for w in warnings)
-    with pytest.raises(FmValidationError, match=r"security_group: is the former name"):
-        _slurm(stack, "D", vpc, security_group=efa, efa_security_group=efa)
+    with pytest.raises(TypeError, match="security_group"):
+        _slurm(stack, "C", vpc, security_group=efa)

@@ -38,7 +38,7 @@ import pytest
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.config import Orchestrator
-from fm_constructs.config.options import HUGEPAGES_2MI_PER_EFA_NODE_MI
+from fm_constructs.domain.names import EFA_HUGEPAGES_2MI_MI
 from fm_constructs.domain.topology import (
     HOSTNAME_LABEL,
     NETWORK_LAYER_LABELS,
@@ -112,7 +112,7 @@ def _allocatable(instance_type: str) -> dict[str, float]:
         out[GPU_RESOURCE] = spec.accelerator_count
     if spec.efa_supported:
         out[EFA_RESOURCE] = spec.max_efa_interfaces
-        out["hugepages-2Mi"] = HUGEPAGES_2MI_PER_EFA_NODE_MI * 2**20
+        out["hugepages-2Mi"] = EFA_HUGEPAGES_2MI_MI * 2**20
     return out
 
 

@@ -23,7 +23,7 @@ from fm_constructs.kubernetes.training_runtimes import (
     training_runtimes,
 )
 from fm_constructs.orchestration import eks_charts
-from fm_constructs.orchestration.kubernetes_versions import SUPPORTED_VERSIONS
+from fm_constructs.planning.kubernetes_versions import SUPPORTED_VERSIONS
 from fm_constructs.planning.nccl_bandwidth import MIN_LINE_RATE_MESSAGE_BYTES
 from tests.kubernetes_schemas import assert_valid
 

@@ -11,9 +11,9 @@ import pytest
 
 from fm_constructs import pins
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.orchestration.kubernetes_versions import SUPPORTED_VERSIONS
 from fm_constructs.patterns import inference_manifests as render
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy
+from fm_constructs.planning.kubernetes_versions import SUPPORTED_VERSIONS
 from tests.kubernetes_schemas import (
     CRD_SCHEMAS,
     SchemaError,

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from fm_constructs import pins
+from fm_constructs.observability import grafana
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.hyperpod import lifecycle
 from fm_constructs.patterns import inference, inference_manifests
 from fm_constructs.planning import kubernetes_versions
+from fm_constructs.storage import lustre
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = [ROOT / "fm_constructs", ROOT / "stacks", ROOT / "app.py"]
@@ -97,6 +99,38 @@ def test_no_version_literal_outside_the_pins_file() -> None:
     )
 
 
+#: A major.minor version on its own ("2.15", "10.4"), the form managed services take.
+MAJOR_MINOR = re.compile(r"v?\d+\.\d+")
+
+
+def test_no_version_constant_outside_the_pins_file() -> None:
+    """A module-level ``*VERSION = "x.y"`` names a version the scan above cannot tell from a
+    number; such versions are pins too (``[services]``)."""
+    offenders = []
+    for path in (ROOT / "fm_constructs").rglob("*.py"):
+        relative = path.relative_to(ROOT).as_posix()
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            value = node.value if isinstance(node, ast.Assign) else None
+            for target in targets:
+                if (
+                    isinstance(target, ast.Name)
+                    and target.id.endswith("VERSION")
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str)
+                    and MAJOR_MINOR.fullmatch(value.value)
+                ):
+                    offenders.append(f"{relative}: {target.id} = {value.value!r}")
+    assert not offenders
+
+
+def test_managed_service_versions_come_from_the_pins() -> None:
+    assert pins.service("fsx-lustre").version == lustre.LUSTRE_VERSION
+    assert pins.service("managed-grafana").version == grafana.DEFAULT_GRAFANA_VERSION
+    for pin in pins.load().services.values():
+        assert pin.source.startswith("https://"), pin.name
+
+
 @pytest.mark.parametrize(
     "text",
     ['image: "repo/x:1.2.3"', "VERSION=1.9.1", "docker.io/a/b:v0.27", "1.35", "v0.5.20"],
@@ -112,7 +146,12 @@ def test_the_scan_ignores_addresses_and_numbers(text: str) -> None:
 
 def test_every_pin_names_its_source() -> None:
     loaded = pins.load()
-    entries = [*loaded.charts.values(), *loaded.images.values(), *loaded.binaries.values()]
+    entries = [
+        *loaded.charts.values(),
+        *loaded.images.values(),
+        *loaded.binaries.values(),
+        *loaded.services.values(),
+    ]
     assert entries
     for entry in entries:
         assert entry.source.strip(), entry.name

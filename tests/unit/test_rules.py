@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fm_constructs.catalog import get_instance_type
+from fm_constructs.catalog import get_instance_type, regions
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.serving_layout import plan_layout
-from fm_constructs.rules import inference, platform, regions
+from fm_constructs.rules import inference, platform
 from fm_constructs.rules.findings import Finding, Severity
 from fm_constructs.rules.reference import all_rules, render_errors_page
 

@@ -17,7 +17,7 @@ from fm_constructs.kubernetes.workload import (
     namespace_objects,
     pod_security_labels,
 )
-from fm_constructs.orchestration.kubernetes_versions import SUPPORTED_VERSIONS
+from fm_constructs.planning.kubernetes_versions import SUPPORTED_VERSIONS
 from tests.kubernetes_schemas import assert_valid
 from tests.pod_security import pod_specs, violations
 

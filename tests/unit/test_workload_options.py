@@ -11,11 +11,11 @@ import pytest
 from fm_constructs import kubernetes as k8s
 from fm_constructs.config import load_profile, parse_profile
 from fm_constructs.config.options import (
-    HUGEPAGES_2MI_PER_EFA_NODE_MI,
     SHARED_CLUSTER,
     capacity_quota,
     deployment_options,
 )
+from fm_constructs.domain.names import EFA_HUGEPAGES_2MI_MI
 from fm_constructs.errors import FmValidationError
 from fm_constructs.kubernetes.node_shape import HUGEPAGES_2MI
 from tests import profile_data
@@ -70,7 +70,7 @@ def test_capacity_quota_counts_every_device_of_the_pool() -> None:
         "vpc.amazonaws.com/efa": 128,
         "hugepages-2Mi": "20480Mi",
     }
-    assert f"{HUGEPAGES_2MI_PER_EFA_NODE_MI}Mi" == HUGEPAGES_2MI  # one figure, two floors
+    assert f"{EFA_HUGEPAGES_2MI_MI}Mi" == HUGEPAGES_2MI  # one figure, two floors
     trainium = capacity_quota("trn2.48xlarge", 1)
     assert "aws.amazon.com/neuron" in trainium and "nvidia.com/gpu" not in trainium
 

@@ -1,6 +1,7 @@
 """SageMaker HyperPod: clusters orchestrated by Slurm or EKS, their typed instance groups,
 execution role, lifecycle scripts and EKS dependencies."""
 
+from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.orchestration.hyperpod.cluster import HyperPodCluster, NodeRecovery
 from fm_constructs.orchestration.hyperpod.eks import (
     HyperPodEksDependencies,
@@ -12,11 +13,11 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
     DeepHealthCheck,
     InstanceGroup,
     KubernetesTaint,
-    Orchestrator,
     PatchingStrategy,
     ScheduledUpdate,
     SlurmNodeType,
     check_layout,
+    hyperpod_orchestrator,
     lookup_instance_type,
     slurm_instance_groups,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "check_layout",
     "health_monitoring_agent_manifests",
     "hyperpod_node_labels",
+    "hyperpod_orchestrator",
     "lookup_instance_type",
     "provisioning_parameters",
     "scripts_directory",

@@ -10,12 +10,12 @@ HyperPod needs on the cluster first (see :mod:`~fm_constructs.orchestration.hype
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 import jsii
-from aws_cdk import Annotations, Names, RemovalPolicy, Stack, Tags, Token
+from aws_cdk import Names, RemovalPolicy, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -25,6 +25,7 @@ from constructs import Construct
 if TYPE_CHECKING:
     from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
 
+from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import Problems
 from fm_constructs.network import EfaSecurityGroup
@@ -36,10 +37,10 @@ from fm_constructs.orchestration.hyperpod.eks import (
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     GROUP_NAME_PATTERN,
     InstanceGroup,
-    Orchestrator,
     PatchingStrategy,
     SlurmNodeType,
     check_layout,
+    hyperpod_orchestrator,
 )
 from fm_constructs.orchestration.hyperpod.lifecycle import (
     DEFAULT_MOUNT_POINT,
@@ -82,7 +83,7 @@ class HyperPodCluster(Construct):
       workspace, or anything with a remote-write URL and grant: :class:`IRemoteWriteTarget`).
     - ``efa_security_group``: an :class:`EfaSecurityGroup` or any security group with the EFA
       self-rules, as for :class:`~fm_constructs.orchestration.EfaNodeGroup`; created when
-      absent. Its former name ``security_group`` still works, with a synth warning.
+      absent.
     - ``lifecycle_bucket``: where the lifecycle scripts go; a small bucket is created when absent.
     - ``cluster_name``: derived from the construct path when absent. It is create-only:
       changing it (or the construct path) replaces the cluster.
@@ -100,9 +101,6 @@ class HyperPodCluster(Construct):
     ``SecurityGroup`` (when created), ``Lifecycle``, ``EksDependencies`` (EKS).
     """
 
-    #: Former option names (new name by old), still accepted with a synth warning.
-    DEPRECATED_OPTIONS: ClassVar[Mapping[str, str]] = {"security_group": "efa_security_group"}
-
     def __init__(
         self,
         scope: Construct,
@@ -111,7 +109,7 @@ class HyperPodCluster(Construct):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         instance_groups: Sequence[InstanceGroup],
-        orchestrator: Orchestrator = Orchestrator.SLURM,
+        orchestrator: Orchestrator = Orchestrator.HYPERPOD_SLURM,
         eks_cluster: GpuEksCluster | None = None,
         lustre: LustreFileSystem | None = None,
         lustre_mount_point: str = DEFAULT_MOUNT_POINT,
@@ -125,10 +123,9 @@ class HyperPodCluster(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
         users: Sequence[ClusterUser] = (),
         lustre_efa_clients: int | None = None,
-        security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        orchestrator = Orchestrator(orchestrator)
+        orchestrator = hyperpod_orchestrator(orchestrator)
         groups = list(instance_groups)
         problems = Problems.of(self)
         problems.extend(check_layout(groups, orchestrator))
@@ -148,21 +145,6 @@ class HyperPodCluster(Construct):
         if not lustre_mount_point.startswith("/"):
             problems.add("lustre_mount_point", lustre_mount_point, "must be an absolute path")
         self._check_users(problems, users, orchestrator, lustre)
-        if security_group is not None:
-            if efa_security_group is not None:
-                problems.add(
-                    "security_group",
-                    security_group.node.path,
-                    "is the former name of efa_security_group: give efa_security_group alone",
-                )
-            else:
-                efa_security_group = security_group
-                Annotations.of(self).add_warning_v2(
-                    "fm-constructs:HyperPodCluster.security_group",
-                    "HyperPodCluster(security_group=...) is deprecated: write "
-                    "efa_security_group=... (the name EfaNodeGroup and GpuLaunchTemplate use); "
-                    "the old name will be removed in a later release",
-                )
         problems.raise_if_any()
 
         self.orchestrator = orchestrator
@@ -227,7 +209,7 @@ class HyperPodCluster(Construct):
         self.lifecycle.grant_read(role)
         if prometheus is not None:
             prometheus.grant_remote_write(role)
-            if orchestrator is Orchestrator.SLURM and any(
+            if orchestrator is Orchestrator.HYPERPOD_SLURM and any(
                 worker_group_parameters(g)["efa"]
                 for g in groups
                 if g.slurm_node_type is SlurmNodeType.WORKER
@@ -329,7 +311,7 @@ class HyperPodCluster(Construct):
                 )
             ]
         kubernetes = None
-        if self.orchestrator is Orchestrator.EKS:
+        if self.orchestrator is Orchestrator.HYPERPOD_EKS:
             labels = hyperpod_node_labels(group)
             taints = [
                 sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
@@ -413,11 +395,11 @@ class HyperPodCluster(Construct):
         if not users:
             return
         problems.add_findings(check_users(users))
-        if orchestrator is not Orchestrator.SLURM:
+        if orchestrator is not Orchestrator.HYPERPOD_SLURM:
             problems.add(
                 "users",
                 [u.name for u in users],
-                "are created by the Slurm lifecycle scripts only; remove them for Orchestrator.EKS",
+                "are created by the Slurm lifecycle scripts only; remove them for EKS",
             )
         elif lustre is None:
             problems.add(
@@ -430,7 +412,7 @@ class HyperPodCluster(Construct):
     def _check_orchestrator(
         problems: Problems, orchestrator: Orchestrator, eks_cluster: GpuEksCluster | None
     ) -> None:
-        if orchestrator is Orchestrator.EKS and eks_cluster is None:
+        if orchestrator is Orchestrator.HYPERPOD_EKS and eks_cluster is None:
             problems.add(
                 "eks_cluster",
                 None,
@@ -441,12 +423,12 @@ class HyperPodCluster(Construct):
                 eks_cluster.kubernetes_version, key="eks_cluster.kubernetes_version"
             ):
                 problems.add_message(problem)
-        if orchestrator is Orchestrator.SLURM and eks_cluster is not None:
+        if orchestrator is Orchestrator.HYPERPOD_SLURM and eks_cluster is not None:
             problems.add(
                 "eks_cluster",
                 "<GpuEksCluster>",
-                "is only used with orchestrator=Orchestrator.EKS; remove it or switch the "
-                "orchestrator",
+                "is only used with orchestrator=Orchestrator.HYPERPOD_EKS; remove it or switch "
+                "the orchestrator",
             )
 
     @staticmethod

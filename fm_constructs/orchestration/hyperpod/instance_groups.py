@@ -21,6 +21,7 @@ from aws_cdk import aws_kms as kms
 from fm_constructs.catalog import InstanceSpec, all_instance_types
 from fm_constructs.compute import CapacityKind, CapacitySource
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
+from fm_constructs.domain.kinds import HYPERPOD, Orchestrator
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.rules import constructs as codes
@@ -62,11 +63,21 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _Add = Callable[[str, object, str], None]
 
 
-class Orchestrator(StrEnum):
-    """Who schedules work on the cluster."""
-
-    SLURM = "Slurm"
-    EKS = "Eks"
+def hyperpod_orchestrator(orchestrator: Orchestrator | str) -> Orchestrator:
+    """The HyperPod orchestrator ``orchestrator`` names: ``HYPERPOD_SLURM`` (also spelled
+    ``SLURM``) or ``HYPERPOD_EKS`` (``EKS`` too: a HyperPod cluster orchestrated by EKS)."""
+    value = Orchestrator(orchestrator)
+    if value is Orchestrator.EKS:
+        return Orchestrator.HYPERPOD_EKS
+    if value not in HYPERPOD:
+        raise FmValidationError(
+            [
+                f"orchestrator: a HyperPod cluster is orchestrated by Slurm or EKS "
+                f"(Orchestrator.HYPERPOD_SLURM or Orchestrator.HYPERPOD_EKS), got {value.value!r}"
+            ],
+            code=codes.HYPERPOD_CLUSTER,
+        )
+    return value
 
 
 class SlurmNodeType(StrEnum):
@@ -407,7 +418,7 @@ class InstanceGroup:
                 add("capacity", capacity.kind.value, problem)
 
     def _check_orchestrator(self, add: _Add, orchestrator: Orchestrator) -> None:
-        if orchestrator is Orchestrator.SLURM:
+        if orchestrator is Orchestrator.HYPERPOD_SLURM:
             if self.kubernetes_labels or self.kubernetes_taints:
                 add(
                     "kubernetes_labels",
@@ -507,7 +518,7 @@ def check_layout(groups: Sequence[InstanceGroup], orchestrator: Orchestrator) ->
         found.append(f"instance_groups: group names must be unique, got {duplicates!r}")
     if len(groups) > 100:
         found.append(f"instance_groups: at most 100 groups, got {len(groups)!r}")
-    if orchestrator is Orchestrator.SLURM:
+    if orchestrator is Orchestrator.HYPERPOD_SLURM:
         by_type = {
             node_type: [g.name for g in groups if g.slurm_node_type is node_type]
             for node_type in SlurmNodeType

@@ -24,17 +24,18 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from fm_constructs import pins
+from fm_constructs.domain import ports
+from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
-    Orchestrator,
     SlurmNodeType,
 )
-from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam, flatten_reference
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.compliance import acknowledge_compliance
+from fm_constructs.policy.nag_findings import acknowledge_generated_iam, flatten_reference
 from fm_constructs.rules import constructs as codes
 
 ON_CREATE = "on_create.sh"
@@ -43,7 +44,12 @@ PARAMETERS_VERSION = "1.0.0"
 DEFAULT_MOUNT_POINT = "/fsx"
 #: Exporter ports (node exporter, DCGM exporter, EFA exporter; the Slurm exporter's default
 #: port on the controller).
-EXPORTER_PORTS = {"node": 9100, "dcgm": 9400, "efa": 9109, "slurm": 9341}
+EXPORTER_PORTS = {
+    "node": ports.NODE_EXPORTER_PORT,
+    "dcgm": ports.DCGM_EXPORTER_PORT,
+    "efa": ports.EFA_EXPORTER_PORT,
+    "slurm": ports.SLURM_EXPORTER_PORT,
+}
 #: The HyperPod EFA exporter image (node exporter with the amazonefa collector, which publishes
 #: the ``node_amazonefa_*`` counters the rules read), as AWS's HyperPod observability lifecycle
 #: scripts pull it: repository and tag in the region's HyperPod/EKS ECR registry.
@@ -305,7 +311,7 @@ def provisioning_parameters(
         names = [g.name for g in instance_groups if g.slurm_node_type is node_type]
         return names[0] if names else None
 
-    slurm = orchestrator is Orchestrator.SLURM
+    slurm = orchestrator is Orchestrator.HYPERPOD_SLURM
     workers = [g for g in instance_groups if g.slurm_node_type is SlurmNodeType.WORKER]
     worker_groups = [worker_group_parameters(g) for g in workers]
     if fsx is not None and fsx.get("efa_enabled"):

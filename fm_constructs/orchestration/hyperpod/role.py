@@ -30,8 +30,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fm_constructs.orchestration.nag_findings import flatten_reference
 from fm_constructs.policy import acknowledge
+from fm_constructs.policy.nag_findings import flatten_reference
 
 INSTANCE_ROLE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
 EKS_CNI_POLICY = "AmazonEKS_CNI_Policy"

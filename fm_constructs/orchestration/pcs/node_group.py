@@ -34,8 +34,8 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.compute.launch_template import GpuLaunchTemplate
 from fm_constructs.compute.root_device import UBUNTU_ROOT_DEVICE
 from fm_constructs.compute.user_data import UserDataMode
-from fm_constructs.config.model import CapacityKind
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
+from fm_constructs.domain.kinds import CapacityKind
 from fm_constructs.errors import Problems
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
 from fm_constructs.orchestration.pcs.cluster import IPcsCluster

@@ -16,41 +16,25 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from fm_constructs.errors import Problems
-from fm_constructs.planning import kubernetes_versions as table
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
-    ENDING_SOON,
+    SUPPORTED_VERSIONS,
+    SupportedVersion,
 )
 from fm_constructs.rules.platform import kubernetes_version
 
-__all__ = [
-    "DEFAULT_KUBERNETES_VERSION",
-    "ENDING_SOON",
-    "SUPPORTED_VERSIONS",
-    "SupportedVersion",
-    "kubectl_layer",
-    "resolve_version",
-]
+
+def eks_version(entry: SupportedVersion) -> eks.KubernetesVersion:
+    """aws-cdk-lib's ``KubernetesVersion`` member of ``entry`` (an attribute error if
+    aws-cdk-lib does not know the version)."""
+    member: eks.KubernetesVersion = getattr(
+        eks.KubernetesVersion, "V" + entry.version.replace(".", "_")
+    )
+    return member
 
 
-class SupportedVersion(table.SupportedVersion):
-    """A supported version with aws-cdk-lib's matching ``KubernetesVersion`` member (an
-    attribute error at import time if aws-cdk-lib does not know the version)."""
-
-    @property
-    def eks_version(self) -> eks.KubernetesVersion:
-        member: eks.KubernetesVersion = getattr(
-            eks.KubernetesVersion, "V" + self.version.replace(".", "_")
-        )
-        return member
-
-
-SUPPORTED_VERSIONS: dict[str, SupportedVersion] = {
-    version: SupportedVersion(entry.version, entry.end_of_standard_support)
-    for version, entry in table.SUPPORTED_VERSIONS.items()
-}
 for _entry in SUPPORTED_VERSIONS.values():
-    _ = _entry.eks_version  # every pinned version must be one aws-cdk-lib knows
+    _ = eks_version(_entry)  # every pinned version must be one aws-cdk-lib knows
 
 
 def resolve_version(version: str, problems: Problems) -> SupportedVersion | None:
@@ -61,7 +45,7 @@ def resolve_version(version: str, problems: Problems) -> SupportedVersion | None
 
 
 def kubectl_layer(
-    scope: Construct, construct_id: str, entry: table.SupportedVersion, problems: Problems
+    scope: Construct, construct_id: str, entry: SupportedVersion, problems: Problems
 ) -> lambda_.ILayerVersion | None:
     """A kubectl/helm layer matching ``entry`` from its PyPI package, or None after recording a
     problem that names the package to install."""

@@ -1,4 +1,5 @@
-"""Offline facts about regions, zones and the services each region offers.
+"""Offline facts about regions, zones and the services each region offers: the forms of their
+names, their zone letters, and where each service has an endpoint.
 
 Regions and services come from botocore's endpoint data (``botocore/data/endpoints.json``, in
 every install of boto3): a region is known when a partition lists it, and a service is offered
@@ -10,10 +11,21 @@ missing from it is checked by the zone name's form only.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+#: A region name (``us-east-1``, ``us-gov-west-1``): the form a profile's ``region`` must have.
+REGION_NAME_PATTERN = r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d"
+#: A zone name of a region (``us-east-1a``): the form a profile's zones must have.
+ZONE_NAME_PATTERN = REGION_NAME_PATTERN + "[a-z]"
+#: Availability Zone *names* the constructs accept (us-east-1a, and Local Zones such as
+#: us-west-2-lax-1a), not zone ids (use1-az4).
+AVAILABILITY_ZONE_PATTERN = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+[a-z]$")
+#: A zone *id* (``use1-az4``), which names the same physical zone in every account.
+ZONE_ID_PATTERN = re.compile(r"[a-z]{2,5}\d+-az\d+")
 
 #: Endpoint prefixes in botocore's data of the services a profile may use, by what they are.
 SERVICES = {
