@@ -8,7 +8,7 @@ balancer behind a security group of its own (the frontend group, open to
 group, rules in the one security group of each target ENI tagged
 ``kubernetes.io/cluster/<cluster>``: the EKS cluster security group). A Service is its when
 annotated ``service.beta.kubernetes.io/aws-load-balancer-type: external``
-(:func:`~fm_constructs.patterns.inference_manifests.service_manifest`); the in-tree provider
+(:func:`~fm_constructs.kubernetes.model_server.service_manifest`); the in-tree provider
 leaves such Services alone.
 
 Scope: Services only. The controller's Ingress (ALB) add-ons are switched off (Shield, WAF,

@@ -1,7 +1,7 @@
 """Test-time compute on EKS: a vLLM model server on EFA GPU nodes, weights from S3 on the
 instance store, an internal load balancer, and autoscaling on serving metrics from Prometheus.
 
-Manifests are rendered by :mod:`fm_constructs.patterns.inference_manifests` (pure Python) and
+Manifests are rendered by :mod:`fm_constructs.kubernetes.model_server` (pure Python) and
 applied through the cluster's kubectl provider.
 """
 
@@ -18,7 +18,9 @@ from constructs import Construct
 
 from fm_constructs.config.model import LoadBalancer
 from fm_constructs.domain.names import NODE_POOL_LABEL
+from fm_constructs.domain.serving import DEFAULT_PORT, AutoscalingPolicy, ModelServerSpec
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.kubernetes import model_server as render
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
@@ -29,8 +31,7 @@ from fm_constructs.orchestration.pod_identity import (
     pod_identity_role,
     start_after_credentials,
 )
-from fm_constructs.patterns import inference_manifests as render
-from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
+from fm_constructs.patterns import inference_manifests as checks
 from fm_constructs.planning.serving_layout import ServingLayout
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.storage import IDataBucket
@@ -145,7 +146,7 @@ class InferenceService(Construct):
       AwsLoadBalancerController`), with the serving pods as targets and a security group of its
       own admitting ``load_balancer_source_ranges`` (default: the VPC's CIDR for an internal
       load balancer; required for an internet-facing one, FM512); see
-      :func:`~fm_constructs.patterns.inference_manifests.service_manifest`.
+      :func:`~fm_constructs.kubernetes.model_server.service_manifest`.
     * ``autoscaling`` with ``workspace``: KEDA scales replicas between ``model.replicas`` and
       ``model.max_replicas`` on vLLM queue depth or p90 time to first token queried from
       Managed Prometheus (the pods carry ``prometheus.io/scrape`` annotations, which the
@@ -177,17 +178,17 @@ class InferenceService(Construct):
         problems = Problems.of(self)
         layout: ServingLayout | None = None
         try:
-            layout = render.plan_layout(model, gpu_nodes.instance_spec)
+            layout = checks.plan_layout(model, gpu_nodes.instance_spec)
         except FmValidationError as error:
             problems.extend(error.problems)
-        if not render.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
+        if not checks.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
             problems.add(
                 "namespace",
                 namespace,
                 "must be a Kubernetes DNS label other than kube-system and keda",
             )
         if autoscaling is not None:
-            render.validate_policy(autoscaling, model, problems)
+            checks.validate_policy(autoscaling, model, problems)
             if workspace is None:
                 problems.add(
                     "workspace",
@@ -371,11 +372,11 @@ class InferenceService(Construct):
                 "source ranges) and vLLM serves without authentication; prefer "
                 "LoadBalancer.INTERNAL behind an authenticating gateway.",
             )
-        if self.model.port != render.DEFAULT_PORT:
+        if self.model.port != DEFAULT_PORT:
             annotations.add_warning_v2(
                 "fm:inference-metrics-port",
                 f"The model server listens on {self.model.port}; the managed scraper reaches "
-                f"GPU nodes on {render.DEFAULT_PORT} only, so open the new port to the "
+                f"GPU nodes on {DEFAULT_PORT} only, so open the new port to the "
                 "scraper's security group or the inference dashboard stays empty.",
             )
         if not layout.node_has_nvme:

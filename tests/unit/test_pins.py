@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from fm_constructs import pins
+from fm_constructs.domain import serving
+from fm_constructs.kubernetes import model_server
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.hyperpod import lifecycle
-from fm_constructs.patterns import inference, inference_manifests
+from fm_constructs.patterns import inference
 from fm_constructs.planning import kubernetes_versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,8 +132,8 @@ def test_every_layer_reads_the_pins() -> None:
             pin.source,
         )
     assert inference.KEDA.version == pins.chart("keda").version
-    assert pins.image("vllm-openai").reference == inference_manifests.VLLM_IMAGE
-    assert pins.image("aws-cli").reference == inference_manifests.AWS_CLI_IMAGE
+    assert pins.image("vllm-openai").reference == serving.VLLM_IMAGE
+    assert pins.image("aws-cli").reference == model_server.AWS_CLI_IMAGE
     assert set(charts.CLUSTER_AUTOSCALER_IMAGE_TAGS) == set(kubernetes_versions.SUPPORTED_VERSIONS)
     assert pins.kubernetes().default == kubernetes_versions.DEFAULT_KUBERNETES_VERSION
 
