@@ -26,6 +26,7 @@ from constructs import Construct, IConstruct
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, all_instance_types
 from fm_constructs.errors import Problems
 from fm_constructs.kubernetes.eni_config import eni_configs
+from fm_constructs.kubernetes.objects import plain_namespace, service_account
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.addon_registry import AddonRegistry
 from fm_constructs.orchestration.eks_addons import ClusterAddons
@@ -496,9 +497,7 @@ class GpuEksCluster(Construct):
         problems.raise_if_any()
         manifests: list[dict[str, Any]] = []
         if create_namespace and namespace not in ("default", "kube-system"):
-            manifests.append(
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-            )
+            manifests.append(plain_namespace(namespace))
         manifests.extend(
             _rename_volume(
                 file_system.kubernetes_static_volume(name=name, namespace=namespace),
@@ -547,12 +546,8 @@ class GpuEksCluster(Construct):
             f"TrainingRuntimes-{namespace}",
             cluster=self.icluster,
             manifest=[
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": {"name": target.service_account, "namespace": namespace},
-                },
+                plain_namespace(namespace),
+                service_account(target.service_account, namespace),
                 *training_runtimes(target),
                 training_pod_budget(target),
             ],

@@ -21,6 +21,7 @@ from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
 from fm_constructs.domain.topology import TOPOLOGIES
+from fm_constructs.kubernetes import kueue
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 
@@ -116,15 +117,13 @@ class KueueFlavors(Construct):
 
     def cluster_queue(self, name: str, *, owner: str, namespace: str) -> dict[str, Any]:
         """``owner``'s ClusterQueue, its flavor list resolved at synthesis."""
-        return {
-            "apiVersion": k8s.KUEUE_API_VERSION,
-            "kind": "ClusterQueue",
-            "metadata": {"name": name},
-            "spec": Lazy.any(
+        return kueue.cluster_queue_object(
+            name,
+            Lazy.any(
                 _Producer(
-                    lambda: k8s.cluster_queue(
+                    lambda: kueue.cluster_queue_spec(
                         name, namespace=namespace, flavors=self.queue_lines(owner)
-                    )["spec"]
+                    )
                 )
             ),
-        }
+        )
