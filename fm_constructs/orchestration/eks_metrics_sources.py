@@ -89,7 +89,7 @@ def counters_script() -> str:
 class EksMetricsSources(Construct):
     """The node exporter, kube-state-metrics and the EFA exporter of one cluster.
 
-    Use :meth:`of`: one instance per cluster, a child ``MetricsSources`` of the cluster
+    Use :meth:`enable`: one instance per cluster, a child ``MetricsSources`` of the cluster
     construct. Its child ``Manifest`` holds the namespace, script and EFA exporter DaemonSet;
     the two charts join the cluster's pinned charts (:meth:`GpuEksCluster.add_pinned_chart`)
     and install after the manifest that creates their namespace.
@@ -114,7 +114,7 @@ class EksMetricsSources(Construct):
             chart.node.add_dependency(self.manifest)
 
     @classmethod
-    def of(cls, cluster: GpuEksCluster) -> EksMetricsSources:
+    def enable(cls, cluster: GpuEksCluster) -> EksMetricsSources:
         """The metrics sources of ``cluster``, installed on first use."""
         return cluster.addon_registry.install(
             cls.ID, lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)

@@ -24,23 +24,18 @@ from fm_constructs.kubernetes import model_server as render
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.keda import KedaAutoscaler
 from fm_constructs.orchestration.load_balancer_controller import AwsLoadBalancerController
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import (
     associate_pod_identity,
     pod_identity_role,
-    start_after_credentials,
 )
 from fm_constructs.patterns import inference_manifests as checks
 from fm_constructs.planning.serving_layout import ServingLayout
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.storage import IDataBucket
 
-#: KEDA (event-driven autoscaling; scales Deployments and any scale subresource, such as
-#: LeaderWorkerSet) from its publisher's Helm repository, pinned.
-KEDA = charts.pinned_chart("keda", namespace="keda")
-#: Service account the KEDA chart creates for its operator (the identity that queries AMP).
-KEDA_OPERATOR_SERVICE_ACCOUNT = "keda-operator"
 #: Name of the TriggerAuthentication of every ScaledObject in a namespace.
 TRIGGER_AUTHENTICATION = "amp-pod-identity"
 
@@ -58,62 +53,6 @@ def _namespace(cluster: GpuEksCluster, namespace: str) -> eks.KubernetesManifest
             manifest=[render.namespace_manifest(namespace)],
         ),
     )
-
-
-class KedaAutoscaler(Construct):
-    """KEDA installed once per cluster, with its operator's AWS identity (EKS Pod Identity).
-
-    Use :meth:`of` to get (or create) the cluster's instance; :meth:`allow_queries` grants the
-    operator ``aps:QueryMetrics`` and friends on a Prometheus workspace.
-    """
-
-    def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
-        super().__init__(scope, construct_id)
-        self.role = pod_identity_role(
-            self,
-            "OperatorRole",
-            description="KEDA operator (EKS Pod Identity): query Managed Prometheus",
-        )
-        self.pod_identity = associate_pod_identity(
-            self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=KEDA.namespace,
-            service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
-            role=self.role,
-        )
-        self.chart = cluster.add_pinned_chart(
-            KEDA,
-            {
-                "serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}},
-                # The TriggerAuthentication uses Pod Identity, so KEDA reads no Secret outside
-                # its namespace (chart values permissions.*.restrict.secret, keda/README.md).
-                "permissions": {
-                    "operator": {"restrict": {"secret": True}},
-                    "metricServer": {"restrict": {"secret": True}},
-                },
-            },
-            wait=True,
-        )
-        # The operator waits for its association and the Pod Identity agent.
-        start_after_credentials(
-            self.chart, association=self.pod_identity, agent=cluster.pod_identity_agent
-        )
-        self._workspaces: set[str] = set()
-
-    @classmethod
-    def of(cls, cluster: GpuEksCluster) -> KedaAutoscaler:
-        """The cluster's KEDA, installed once through its add-on registry."""
-        return cluster.addon_registry.install(
-            "Keda", lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)
-        )
-
-    def allow_queries(self, workspace: IPrometheusWorkspace) -> None:
-        """Let the operator query ``workspace`` (once per workspace)."""
-        key = workspace.node.path if isinstance(workspace, Construct) else workspace.workspace_arn
-        if key not in self._workspaces:
-            self._workspaces.add(key)
-            workspace.grant_query(self.role)
 
 
 def _vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
@@ -298,7 +237,7 @@ class InferenceService(Construct):
         self.autoscaler: KedaAutoscaler | None = None
         self.scaling: eks.KubernetesManifest | None = None
         if autoscaling is not None and workspace is not None:
-            self.autoscaler = KedaAutoscaler.of(cluster)
+            self.autoscaler = KedaAutoscaler.enable(cluster)
             self.autoscaler.allow_queries(workspace)
             server_address = (
                 f"https://aps-workspaces.{stack.region}.{stack.url_suffix}/workspaces/"

@@ -64,7 +64,7 @@ class _EksPattern(Construct):
     ) -> EksWorkload:
         """Switch on ``operators`` on ``cluster`` (once per cluster) and build the workload's
         node pools, namespace, identity, claim and queues (:class:`EksWorkload`)."""
-        cluster.enable_operators(operators)
+        operators.enable(cluster)
         self.workload = EksWorkload(self, "Workload", cluster=cluster, node_pools=pools, **workload)
         return self.workload
 

@@ -13,8 +13,8 @@ from fm_constructs import pins
 from fm_constructs.domain import serving
 from fm_constructs.kubernetes import model_server
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration import keda
 from fm_constructs.orchestration.hyperpod import lifecycle
-from fm_constructs.patterns import inference
 from fm_constructs.planning import kubernetes_versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,7 +131,7 @@ def test_every_layer_reads_the_pins() -> None:
             pin.version,
             pin.source,
         )
-    assert inference.KEDA.version == pins.chart("keda").version
+    assert keda.KEDA.version == pins.chart("keda").version
     assert pins.image("vllm-openai").reference == serving.VLLM_IMAGE
     assert pins.image("aws-cli").reference == model_server.AWS_CLI_IMAGE
     assert set(charts.CLUSTER_AUTOSCALER_IMAGE_TAGS) == set(kubernetes_versions.SUPPORTED_VERSIONS)

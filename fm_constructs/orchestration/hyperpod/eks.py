@@ -57,7 +57,7 @@ from fm_constructs.kubernetes.hyperpod import (
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.efa_node_group import node_labels
 from fm_constructs.orchestration.eks_addons import VPC_CNI
-from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.orchestration.eks_cluster import DevicePlugins, GpuEksCluster
 from fm_constructs.orchestration.hyperpod.instance_groups import InstanceGroup
 from fm_constructs.orchestration.pod_identity import pod_identity_role
 from fm_constructs.policy import acknowledge
@@ -140,9 +140,9 @@ class HyperPodEksDependencies(Construct):
 
         families = sorted({s.eks_ami_family for s in accelerated})
         for family in families:
-            eks_cluster.enable_device_plugins(family)
+            DevicePlugins.for_family(family, efa=False).enable(eks_cluster)
         if any(s.efa_supported for s in accelerated):
-            eks_cluster.enable_efa_device_plugin()
+            DevicePlugins(nvidia=False, efa=True).enable(eks_cluster)
         self.health_monitoring_agent = eks.KubernetesManifest(
             self,
             "HealthMonitoringAgent",
