@@ -37,9 +37,9 @@ from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.kueue_flavors import KueueFlavors
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.orchestration.network_isolation import network_policies_manifest
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns.eks_workload import gpu_type_label
-from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.rules import constructs as codes

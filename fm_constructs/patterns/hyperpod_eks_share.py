@@ -22,7 +22,7 @@ from fm_constructs.kubernetes.training_runtimes import training_pod_budget, trai
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.kueue_flavors import KueueFlavors
-from fm_constructs.patterns.network_isolation import network_policies_manifest
+from fm_constructs.orchestration.network_isolation import network_policies_manifest
 from fm_constructs.storage import LustreFileSystem
 
 #: Short name of the HyperPod node pool (its ResourceFlavor is ``<namespace>-hyperpod``).

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import jsii
 from aws_cdk import Annotations, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -27,6 +26,7 @@ from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.keda import KedaAutoscaler
 from fm_constructs.orchestration.load_balancer_controller import AwsLoadBalancerController
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
+from fm_constructs.orchestration.network_isolation import vpc_cidrs
 from fm_constructs.orchestration.pod_identity import (
     associate_pod_identity,
     pod_identity_role,
@@ -55,19 +55,12 @@ def _namespace(cluster: GpuEksCluster, namespace: str) -> eks.KubernetesManifest
     )
 
 
-def _vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
-    """The primary CIDR of the cluster's VPC; an imported VPC may not know it, then none (the
-    load balancer's security group admits any address, as the controller does without
-    source ranges)."""
-    try:
-        return [cluster.vpc.vpc_cidr_block]
-    except jsii.errors.JSIIError:
-        Annotations.of(cluster).add_warning_v2(
-            "fm:inference-lb-source-ranges",
-            "The cluster's VPC was imported without vpc_cidr_block: the internal load balancer "
-            "of a model server admits any address. Pass load_balancer_source_ranges.",
-        )
-        return []
+#: The warning of an internal load balancer whose VPC's CIDR is unknown.
+_NO_SOURCE_RANGES_WARNING = (
+    "fm:inference-lb-source-ranges",
+    "The cluster's VPC was imported without vpc_cidr_block: the internal load balancer "
+    "of a model server admits any address. Pass load_balancer_source_ranges.",
+)
 
 
 class InferenceService(Construct):
@@ -201,7 +194,9 @@ class InferenceService(Construct):
         scheme = None if load_balancer is LoadBalancer.NONE else load_balancer.value
         if load_balancer_source_ranges is None:
             load_balancer_source_ranges = (
-                _vpc_cidrs(cluster) if load_balancer is LoadBalancer.INTERNAL else []
+                vpc_cidrs(cluster, _NO_SOURCE_RANGES_WARNING)
+                if load_balancer is LoadBalancer.INTERNAL
+                else []
             )
         # A workload that owns its namespace passes its manifest; else one per cluster.
         self.namespace_manifest = namespace_manifest or _namespace(cluster, namespace)
