@@ -15,9 +15,8 @@ from constructs import Construct
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.eks_cluster import GpuEksCluster
 from fm_constructs.orchestration.pod_identity import (
-    associate_pod_identity,
+    chart_with_identity,
     pod_identity_role,
-    start_after_credentials,
 )
 
 
@@ -52,15 +51,10 @@ class KedaAutoscaler(Construct):
             "OperatorRole",
             description="KEDA operator (EKS Pod Identity): query Managed Prometheus",
         )
-        self.pod_identity = associate_pod_identity(
+        # The operator waits for its association and the Pod Identity agent.
+        self.pod_identity, self.chart = chart_with_identity(
             self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=KEDA.namespace,
-            service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
-            role=self.role,
-        )
-        self.chart = cluster.add_pinned_chart(
+            cluster,
             KEDA,
             {
                 "serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}},
@@ -71,11 +65,9 @@ class KedaAutoscaler(Construct):
                     "metricServer": {"restrict": {"secret": True}},
                 },
             },
-            wait=True,
-        )
-        # The operator waits for its association and the Pod Identity agent.
-        start_after_credentials(
-            self.chart, association=self.pod_identity, agent=cluster.pod_identity_agent
+            service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
+            role=self.role,
+            wait_for_role=False,
         )
         self._workspaces: set[str] = set()
 
