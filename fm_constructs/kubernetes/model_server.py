@@ -322,6 +322,23 @@ def leader_worker_set_manifest(
     }
 
 
+def server_workload_manifest(
+    spec: ModelServerSpec, layout: ServingLayout, ctx: RenderContext, *, autoscaled: bool
+) -> dict[str, Any]:
+    """The model server's workload: a LeaderWorkerSet for a multi-node layout, else a
+    Deployment. ``autoscaled``: KEDA owns the replica count, so the object carries none (a
+    count in the applied object would reset the autoscaled count on every deploy; KEDA starts
+    from ``minReplicaCount`` = ``replicas``)."""
+    workload = (
+        leader_worker_set_manifest(spec, layout, ctx)
+        if layout.multi_node
+        else deployment_manifest(spec, layout, ctx)
+    )
+    if autoscaled:
+        workload["spec"].pop("replicas", None)
+    return workload
+
+
 #: Annotations of a Service whose Network Load Balancer the AWS Load Balancer Controller makes
 #: (the in-tree cloud provider leaves ``aws-load-balancer-type: external`` Services alone).
 LB_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-"

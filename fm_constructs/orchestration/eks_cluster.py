@@ -26,6 +26,7 @@ from constructs import Construct, IConstruct
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, all_instance_types
 from fm_constructs.errors import Problems
 from fm_constructs.kubernetes.eni_config import eni_configs
+from fm_constructs.kubernetes.lustre_volume import rename_volume
 from fm_constructs.kubernetes.objects import plain_namespace, service_account
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.addon_registry import AddonRegistry
@@ -515,7 +516,7 @@ class GpuEksCluster(Construct):
         if create_namespace and namespace not in ("default", "kube-system"):
             manifests.append(plain_namespace(namespace))
         manifests.extend(
-            _rename_volume(
+            rename_volume(
                 file_system.kubernetes_static_volume(name=name, namespace=namespace),
                 volume_name or name,
             )
@@ -731,14 +732,3 @@ def _admin_entry_id(arn: str, index: int) -> str:
     if Token.is_unresolved(arn):
         return f"Admin{index}"
     return "Admin-" + arn.split(":role/", 1)[1].replace("/", "-")
-
-
-def _rename_volume(manifests: list[dict[str, Any]], volume_name: str) -> list[dict[str, Any]]:
-    """The PersistentVolume of a static PV/PVC pair renamed to ``volume_name`` (and the claim
-    bound to the new name)."""
-    for manifest in manifests:
-        if manifest["kind"] == "PersistentVolume":
-            manifest["metadata"]["name"] = volume_name
-        elif manifest["kind"] == "PersistentVolumeClaim":
-            manifest["spec"]["volumeName"] = volume_name
-    return manifests

@@ -182,15 +182,12 @@ class InferenceService(Construct):
             },
             taint_key=gpu_nodes.taint_key,
         )
-        workload = (
-            render.leader_worker_set_manifest(model, layout, self.render_context)
-            if layout.multi_node
-            else render.deployment_manifest(model, layout, self.render_context)
+        workload = render.server_workload_manifest(
+            model,
+            layout,
+            self.render_context,
+            autoscaled=autoscaling is not None and workspace is not None,
         )
-        if autoscaling is not None and workspace is not None:
-            # KEDA owns the replica count: a count in the applied manifest would reset the
-            # autoscaled count on every deploy (KEDA starts from minReplicaCount = replicas).
-            workload["spec"].pop("replicas", None)
         scheme = None if load_balancer is LoadBalancer.NONE else load_balancer.value
         if load_balancer_source_ranges is None:
             load_balancer_source_ranges = (

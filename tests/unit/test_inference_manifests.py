@@ -426,6 +426,21 @@ def test_trigger_authentication_uses_the_operator_pod_identity() -> None:
     assert auth["spec"] == {"podIdentity": {"provider": "aws", "identityOwner": "keda"}}
 
 
+def test_server_workload_is_the_layouts_kind_without_a_replica_count_when_autoscaled() -> None:
+    for spec, instance, kind in (
+        (SMALL, "g6e.48xlarge", "Deployment"),
+        (LARGE, "p5.48xlarge", "LeaderWorkerSet"),
+    ):
+        layout = plan_layout(spec, get_instance_type(instance))
+        fixed = render.server_workload_manifest(spec, layout, CTX, autoscaled=False)
+        scaled = render.server_workload_manifest(spec, layout, CTX, autoscaled=True)
+        assert fixed["kind"] == scaled["kind"] == kind
+        assert fixed["spec"]["replicas"] == spec.replicas
+        assert "replicas" not in scaled["spec"]
+        assert {**scaled["spec"], "replicas": spec.replicas} == fixed["spec"]
+        assert_valid([scaled], kubernetes_version="1.35")
+
+
 def test_autoscaling_policy_problems_are_reported() -> None:
     problems = Problems()
     validate_policy(

@@ -129,3 +129,20 @@ def test_hyperpod_objects_are_valid(version: str) -> None:
             "apiGroup": "rbac.authorization.k8s.io",
         }
     ]
+
+
+def test_renamed_static_volume_stays_bound_to_its_claim() -> None:
+    volume, claim = lustre_volume.rename_volume(
+        lustre_volume.static_volume_manifests(
+            name="fsx-lustre",
+            namespace="inference",
+            file_system_id="fs-0123456789abcdef0",
+            dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+            mount_name="abcdefgh",
+            storage_capacity_gib=1200,
+        ),
+        "inference-fsx-lustre",
+    )
+    assert volume["metadata"]["name"] == claim["spec"]["volumeName"] == "inference-fsx-lustre"
+    assert claim["metadata"]["name"] == volume["spec"]["claimRef"]["name"] == "fsx-lustre"
+    assert set(assert_valid([volume, claim], kubernetes_version=VERSIONS[-1])) == {"builtin"}
