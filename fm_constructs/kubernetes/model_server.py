@@ -24,10 +24,10 @@ from typing import Any
 from fm_constructs import pins
 from fm_constructs.config.model import ServingMetric
 from fm_constructs.domain import names
-from fm_constructs.domain.serving import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.kubernetes.node_shape import HUGEPAGES_2MI
 from fm_constructs.kubernetes.objects import plain_namespace, service_account
-from fm_constructs.planning.serving_layout import ServingLayout
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
+from fm_constructs.planning.serving_layout import ModelServerSpec, ServingLayout
 
 #: AWS CLI v2 from the AWS public ECR gallery, pinned; copies the weights at start-up.
 AWS_CLI_IMAGE = pins.image("aws-cli").reference

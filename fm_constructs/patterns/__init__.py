@@ -1,6 +1,5 @@
 """L3 patterns: compositions of the building blocks that a user imports into their own app."""
 
-from fm_constructs.domain.serving import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.orchestration.keda import KedaAutoscaler
 from fm_constructs.orchestration.kueue_flavors import KueueFlavors
 from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
@@ -17,6 +16,8 @@ from fm_constructs.patterns.workloads import (
     PostTrainingWorkload,
     PretrainingWorkload,
 )
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
+from fm_constructs.planning.serving_layout import ModelServerSpec
 
 __all__ = [
     "AutoscalingPolicy",

@@ -17,7 +17,6 @@ from constructs import Construct
 
 from fm_constructs.config.model import LoadBalancer
 from fm_constructs.domain.names import NODE_POOL_LABEL
-from fm_constructs.domain.serving import DEFAULT_PORT, AutoscalingPolicy, ModelServerSpec
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.kubernetes import model_server as render
 from fm_constructs.observability import IPrometheusWorkspace
@@ -32,7 +31,8 @@ from fm_constructs.orchestration.pod_identity import (
     pod_identity_role,
 )
 from fm_constructs.patterns import inference_manifests as checks
-from fm_constructs.planning.serving_layout import ServingLayout
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
+from fm_constructs.planning.serving_layout import DEFAULT_PORT, ModelServerSpec, ServingLayout
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.storage import IDataBucket
 

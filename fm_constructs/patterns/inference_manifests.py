@@ -1,6 +1,7 @@
 """Checks of a model server's spec and autoscaling policy, and the layout check that runs them.
 
-The value types live in :mod:`fm_constructs.domain.serving` (re-exported here and from
+The value types live in :mod:`fm_constructs.planning.serving_layout` and
+:mod:`fm_constructs.planning.autoscaling` (re-exported here and from
 :mod:`fm_constructs.patterns`), their Kubernetes objects in
 :mod:`fm_constructs.kubernetes.model_server`. :func:`plan_layout` maps a replica onto nodes:
 
@@ -15,15 +16,22 @@ from __future__ import annotations
 import re
 
 from fm_constructs.catalog import InstanceSpec
-from fm_constructs.domain.serving import VLLM_IMAGE, AutoscalingPolicy, ModelServerSpec
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning import serving_layout
-from fm_constructs.planning.serving_layout import ServingLayout
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
+from fm_constructs.planning.serving_layout import (
+    DEFAULT_PORT,
+    VLLM_IMAGE,
+    ModelServerSpec,
+    ServingLayout,
+)
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import inference as inference_rules
 
 __all__ = [
+    "DEFAULT_PORT",
     "DNS_LABEL",
+    "VLLM_IMAGE",
     "AutoscalingPolicy",
     "ModelServerSpec",
     "plan_layout",

@@ -28,13 +28,14 @@ from fm_constructs.config.options import (
     ROLLOUT_POOL,
 )
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
-from fm_constructs.domain.serving import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
 from fm_constructs.patterns.inference import InferenceService
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.serving_layout import ModelServerSpec
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 
 

@@ -16,13 +16,13 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Annotations, Match, Template
 
-from fm_constructs.domain.serving import AutoscalingPolicy
 from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import PrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.keda import KEDA
 from fm_constructs.patterns.inference import InferenceService, LoadBalancer
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket
 from tests.model_servers import MULTI_NODE, SINGLE_NODE

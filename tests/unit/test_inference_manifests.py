@@ -9,11 +9,11 @@ import pytest
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.config.model import ServingMetric
-from fm_constructs.domain.serving import VLLM_IMAGE, AutoscalingPolicy, ModelServerSpec
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.kubernetes import model_server as render
 from fm_constructs.patterns.inference_manifests import plan_layout, validate_policy
-from fm_constructs.planning.serving_layout import NODE_SHARE
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
+from fm_constructs.planning.serving_layout import NODE_SHARE, VLLM_IMAGE, ModelServerSpec
 from tests.kubernetes_schemas import assert_valid
 from tests.model_servers import MULTI_NODE, SINGLE_NODE, render_context
 

@@ -11,10 +11,10 @@ import pytest
 
 from fm_constructs import pins
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.domain.serving import AutoscalingPolicy
 from fm_constructs.kubernetes import model_server as render
 from fm_constructs.orchestration.kubernetes_versions import SUPPORTED_VERSIONS
 from fm_constructs.patterns.inference_manifests import plan_layout
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from tests.kubernetes_schemas import (
     CRD_SCHEMAS,
     SchemaError,

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from fm_constructs import pins
-from fm_constructs.domain import serving
 from fm_constructs.kubernetes import model_server
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration import keda
 from fm_constructs.orchestration.hyperpod import lifecycle
 from fm_constructs.planning import kubernetes_versions
+from fm_constructs.planning import serving_layout as serving
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = [ROOT / "fm_constructs", ROOT / "stacks", ROOT / "app.py"]
