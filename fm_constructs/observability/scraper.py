@@ -37,8 +37,10 @@ from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.kubernetes.scraper_access import (
-    SCRAPER_KUBERNETES_USERNAME,
-    scraper_rbac_manifests,
+    SCRAPER_KUBERNETES_USERNAME as SCRAPER_KUBERNETES_USERNAME,
+)
+from fm_constructs.kubernetes.scraper_access import (
+    scraper_rbac_manifests as scraper_rbac_manifests,
 )
 from fm_constructs.observability.data import EKS_SCRAPE_TEMPLATE, render_scrape_configuration
 from fm_constructs.observability.prometheus import IPrometheusWorkspace, PrometheusWorkspace
