@@ -6,10 +6,17 @@ runtimes and jobs have their own test modules.)"""
 
 from __future__ import annotations
 
+import pkgutil
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import fm_constructs
+from fm_constructs import kubernetes
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.domain import names
 from fm_constructs.kubernetes import hyperpod, kueue, lustre_volume, objects, scraper_access
@@ -146,3 +153,39 @@ def test_renamed_static_volume_stays_bound_to_its_claim() -> None:
     assert volume["metadata"]["name"] == claim["spec"]["volumeName"] == "inference-fsx-lustre"
     assert claim["metadata"]["name"] == volume["spec"]["claimRef"]["name"] == "fsx-lustre"
     assert set(assert_valid([volume, claim], kubernetes_version=VERSIONS[-1])) == {"builtin"}
+
+
+def test_renderers_import_no_cdk() -> None:
+    """Every module of fm_constructs.kubernetes imports without aws_cdk (floor 2 renderers are
+    plain data): checked in a fresh interpreter, where nothing else loaded it first."""
+    modules = [
+        f"fm_constructs.kubernetes.{m.name}" for m in pkgutil.iter_modules(kubernetes.__path__)
+    ]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        "cdk = ('aws_cdk', 'jsii', 'constructs')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in cdk))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    assert len(modules) >= 15
+    assert out == "[]"
+
+
+#: A Kubernetes object literal: an ``apiVersion`` key in Python source.
+_OBJECT_LITERAL = re.compile(r"""["']apiVersion["']\s*:""")
+
+
+def test_kubernetes_objects_are_written_only_under_kubernetes() -> None:
+    """No module outside fm_constructs/kubernetes/ writes a Kubernetes object itself; the
+    constructs call the renderers there."""
+    root = Path(fm_constructs.__file__).parent
+    writers = sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if path.relative_to(root).parts[0] != "kubernetes"
+        and _OBJECT_LITERAL.search(path.read_text(encoding="utf-8"))
+    )
+    assert writers == []
