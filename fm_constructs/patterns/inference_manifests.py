@@ -18,26 +18,12 @@ import re
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning import serving_layout
-from fm_constructs.planning.autoscaling import AutoscalingPolicy
-from fm_constructs.planning.serving_layout import (
-    DEFAULT_PORT,
-    VLLM_IMAGE,
-    ModelServerSpec,
-    ServingLayout,
-)
+from fm_constructs.planning.autoscaling import AutoscalingPolicy as AutoscalingPolicy
+from fm_constructs.planning.serving_layout import DEFAULT_PORT as DEFAULT_PORT
+from fm_constructs.planning.serving_layout import VLLM_IMAGE, ServingLayout
+from fm_constructs.planning.serving_layout import ModelServerSpec as ModelServerSpec
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import inference as inference_rules
-
-__all__ = [
-    "DEFAULT_PORT",
-    "DNS_LABEL",
-    "VLLM_IMAGE",
-    "AutoscalingPolicy",
-    "ModelServerSpec",
-    "plan_layout",
-    "validate_policy",
-    "validate_spec",
-]
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")

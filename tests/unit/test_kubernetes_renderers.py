@@ -26,6 +26,18 @@ from tests.kubernetes_schemas import assert_valid
 VERSIONS = sorted(SUPPORTED_VERSIONS)
 
 
+def _static_volume(namespace: str) -> list[dict[str, Any]]:
+    """The static volume and claim ``fsx-lustre`` of one file system in ``namespace``."""
+    return lustre_volume.static_volume_manifests(
+        name="fsx-lustre",
+        namespace=namespace,
+        file_system_id="fs-0123456789abcdef0",
+        dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+        mount_name="abcdefgh",
+        storage_capacity_gib=4800,
+    )
+
+
 def _kinds(rendered: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(obj["kind"], obj["metadata"]["name"]) for obj in rendered]
 
@@ -65,14 +77,7 @@ def test_scraper_access_is_valid_and_read_only(version: str) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_static_lustre_volume_is_valid_and_pre_bound(version: str) -> None:
-    volume, claim = lustre_volume.static_volume_manifests(
-        name="fsx-lustre",
-        namespace="pretraining",
-        file_system_id="fs-0123456789abcdef0",
-        dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
-        mount_name="abcdefgh",
-        storage_capacity_gib=4800,
-    )
+    volume, claim = _static_volume("pretraining")
     assert set(assert_valid([volume, claim], kubernetes_version=version)) == {"builtin"}
     assert volume["spec"]["claimRef"] == {"namespace": "pretraining", "name": "fsx-lustre"}
     assert claim["spec"]["volumeName"] == "fsx-lustre"
@@ -140,14 +145,7 @@ def test_hyperpod_objects_are_valid(version: str) -> None:
 
 def test_renamed_static_volume_stays_bound_to_its_claim() -> None:
     volume, claim = lustre_volume.rename_volume(
-        lustre_volume.static_volume_manifests(
-            name="fsx-lustre",
-            namespace="inference",
-            file_system_id="fs-0123456789abcdef0",
-            dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
-            mount_name="abcdefgh",
-            storage_capacity_gib=1200,
-        ),
+        _static_volume("inference"),
         "inference-fsx-lustre",
     )
     assert volume["metadata"]["name"] == claim["spec"]["volumeName"] == "inference-fsx-lustre"
