@@ -4,7 +4,8 @@ values derive them with ``dataclasses.replace``."""
 
 from __future__ import annotations
 
-from fm_constructs.patterns.inference_manifests import ModelServerSpec, RenderContext
+from fm_constructs.kubernetes.model_server import RenderContext
+from fm_constructs.planning.serving_layout import ModelServerSpec
 
 SINGLE_NODE = ModelServerSpec(
     model_s3_prefix="models/llama-3.1-8b/",

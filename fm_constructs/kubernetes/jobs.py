@@ -119,31 +119,41 @@ def nccl_tests_command(
     )
 
 
-def nccl_tests_trainjob(target: WorkloadTarget, nodes: int) -> dict[str, Any]:
-    """nccl-tests ``all_reduce_perf`` across ``nodes`` nodes through the MPI runtime."""
-    if nodes < 1:
-        raise ValueError(f"nodes must be >= 1, got {nodes}")
+def _trainjob(
+    target: WorkloadTarget, name: str, runtime: str, nodes: int, command: list[str]
+) -> dict[str, Any]:
+    """A TrainJob ``name`` in the workload's queue: ``command`` on every accelerator of
+    ``nodes`` nodes of the TrainingRuntime ``runtime``."""
     return {
         "apiVersion": API_VERSION,
         "kind": "TrainJob",
-        "metadata": {
-            "name": NCCL_TESTS_JOB,
-            "namespace": target.namespace,
-            "labels": queue_labels(target),
-        },
+        "metadata": {"name": name, "namespace": target.namespace, "labels": queue_labels(target)},
         "spec": {
             "runtimeRef": {
                 "apiGroup": "trainer.kubeflow.org",
                 "kind": "TrainingRuntime",
-                "name": MPI_RUNTIME,
+                "name": runtime,
             },
             "trainer": {
                 "numNodes": nodes,
                 "numProcPerNode": target.accelerators,
-                "command": ["/bin/bash", "-c", nccl_tests_command(target, nodes)],
+                "command": command,
             },
         },
     }
+
+
+def nccl_tests_trainjob(target: WorkloadTarget, nodes: int) -> dict[str, Any]:
+    """nccl-tests ``all_reduce_perf`` across ``nodes`` nodes through the MPI runtime."""
+    if nodes < 1:
+        raise ValueError(f"nodes must be >= 1, got {nodes}")
+    return _trainjob(
+        target,
+        NCCL_TESTS_JOB,
+        MPI_RUNTIME,
+        nodes,
+        ["/bin/bash", "-c", nccl_tests_command(target, nodes)],
+    )
 
 
 def fsdp_trainjob(
@@ -162,27 +172,7 @@ def fsdp_trainjob(
     ``script`` from FSx on every GPU of ``nodes`` nodes, checkpointing under /fsx/checkpoints.
     The defaults run ``examples/first-job/train_fsdp.py`` copied to ``s3://<bucket>/datasets/``
     (imported at /fsx/datasets by the file system's data repository association)."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "TrainJob",
-        "metadata": {
-            "name": FSDP_JOB,
-            "namespace": target.namespace,
-            "labels": queue_labels(target),
-        },
-        "spec": {
-            "runtimeRef": {
-                "apiGroup": "trainer.kubeflow.org",
-                "kind": "TrainingRuntime",
-                "name": TORCH_RUNTIME,
-            },
-            "trainer": {
-                "numNodes": nodes,
-                "numProcPerNode": target.accelerators,
-                "command": ["torchrun", script, *args],
-            },
-        },
-    }
+    return _trainjob(target, FSDP_JOB, TORCH_RUNTIME, nodes, ["torchrun", script, *args])
 
 
 def dcgm_diag_job(target: WorkloadTarget, nodes: int) -> dict[str, Any]:

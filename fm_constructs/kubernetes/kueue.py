@@ -96,6 +96,27 @@ def cluster_queue(
     name: str, *, namespace: str, flavors: Sequence[QueueFlavor], cohort: str = names.KUEUE_COHORT
 ) -> dict[str, Any]:
     """The workload's ClusterQueue, open to jobs of ``namespace`` only."""
+    return cluster_queue_object(
+        name, cluster_queue_spec(name, namespace=namespace, flavors=flavors, cohort=cohort)
+    )
+
+
+def cluster_queue_object(name: str, spec: Any) -> dict[str, Any]:
+    """The ClusterQueue ``name`` with ``spec``: :func:`cluster_queue_spec`, or a value that
+    resolves to it at synthesis (its flavor list is known once every workload registered)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def cluster_queue_spec(
+    name: str, *, namespace: str, flavors: Sequence[QueueFlavor], cohort: str = names.KUEUE_COHORT
+) -> dict[str, Any]:
+    """The spec of the ClusterQueue ``name``: the cohort, jobs of ``namespace`` only, and one
+    line per flavor covering :data:`COVERED_RESOURCES`."""
     if not flavors:
         raise ValueError(f"ClusterQueue {name!r} needs at least one flavor")
     lines = []
@@ -111,16 +132,11 @@ def cluster_queue(
             resources.append(entry)
         lines.append({"name": line.flavor, "resources": resources})
     return {
-        "apiVersion": API_VERSION,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": {
-            "cohortName": cohort,
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            "queueingStrategy": "BestEffortFIFO",
-            "preemption": dict(PREEMPTION),
-            "resourceGroups": [{"coveredResources": list(COVERED_RESOURCES), "flavors": lines}],
-        },
+        "cohortName": cohort,
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "preemption": dict(PREEMPTION),
+        "resourceGroups": [{"coveredResources": list(COVERED_RESOURCES), "flavors": lines}],
     }
 
 
@@ -138,3 +154,49 @@ def flavor_line(
 ) -> QueueFlavor:
     """A queue line: the workload's own pool at ``quota``, another pool at 0 (``None``)."""
     return QueueFlavor(flavor=flavor, nominal=dict(quota or {}), lendable=lendable)
+
+
+#: Job kinds Kueue admits through queues. The ``pod``, ``deployment``, ``statefulset`` and
+#: ``leaderworkerset`` integrations are left out: they put a fail-closed webhook on every pod
+#: creation, and model servers are not queued (inference capacity is not lent, see
+#: the module docstring).
+KUEUE_FRAMEWORKS: tuple[str, ...] = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "trainer.kubeflow.org/trainjob",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/mpijob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+)
+
+
+def manager_config() -> dict[str, Any]:
+    """Kueue's controller configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's
+    defaults, the job kinds of :data:`KUEUE_FRAMEWORKS`, and ``managedJobsNamespaceSelector``
+    on the workload-namespace label, which the chart (0.19.2,
+    ``templates/webhook/manifests.yaml``) copies into the namespace selector of its job
+    webhooks: pods and jobs in other namespaces (kube-system, device plugins, exporters,
+    operators) are never sent to Kueue, so they start even while Kueue is down."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {"matchLabels": {names.KUEUE_MANAGED_LABEL: "true"}},
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+    }

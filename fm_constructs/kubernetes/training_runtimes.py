@@ -127,36 +127,30 @@ def _metrics_metadata(target: WorkloadTarget) -> dict[str, Any]:
     return {"labels": job_metrics.pod_labels(target.workload), "annotations": annotations}
 
 
-def torch_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
-    """torchrun across ``numNodes`` whole nodes (set per TrainJob)."""
-    pod = node_pod_spec(target, image=image or images.PYTORCH_TRAINING.reference)
+def _node_runtime(target: WorkloadTarget, name: str, framework: str, image: str) -> dict[str, Any]:
+    """A runtime of ``numNodes`` identical whole-node pods, one process group per node."""
+    pod = node_pod_spec(target, image=image)
     return _runtime(
         target,
-        TORCH_RUNTIME,
-        "torch",
-        {"numNodes": 1, "torch": {}},
+        name,
+        framework,
+        {"numNodes": 1, framework: {}},
         {
             "replicatedJobs": [
                 _replicated_job("node", pod, trainer=True, pod_metadata=_metrics_metadata(target))
             ]
         },
     )
+
+
+def torch_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
+    """torchrun across ``numNodes`` whole nodes (set per TrainJob)."""
+    return _node_runtime(target, TORCH_RUNTIME, "torch", image or images.PYTORCH_TRAINING.reference)
 
 
 def jax_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:
     """JAX multi-process across ``numNodes`` whole nodes."""
-    pod = node_pod_spec(target, image=image or images.JAX.reference)
-    return _runtime(
-        target,
-        JAX_RUNTIME,
-        "jax",
-        {"numNodes": 1, "jax": {}},
-        {
-            "replicatedJobs": [
-                _replicated_job("node", pod, trainer=True, pod_metadata=_metrics_metadata(target))
-            ]
-        },
-    )
+    return _node_runtime(target, JAX_RUNTIME, "jax", image or images.JAX.reference)
 
 
 def mpi_runtime(target: WorkloadTarget, *, image: str | None = None) -> dict[str, Any]:

@@ -19,11 +19,12 @@ Pod Security Admission (Kubernetes "Pod Security Standards"), by namespace:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from fm_constructs.domain import names
 from fm_constructs.kubernetes.network_policy import deny_all, network_policies
+from fm_constructs.kubernetes.objects import service_account
 
 #: Pod Security Admission label prefix (``enforce``, ``audit``, ``warn`` and ``-version``).
 POD_SECURITY_LABEL = "pod-security.kubernetes.io/"
@@ -73,16 +74,6 @@ def diagnostics_namespace(workload: str) -> dict[str, Any]:
             "labels": pod_security_labels("privileged"),
         },
     }
-
-
-def service_account(
-    name: str, namespace_name: str, *, labels: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """A service account; its AWS permissions come from an EKS Pod Identity association."""
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace_name}
-    if labels:
-        metadata["labels"] = dict(labels)
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata}
 
 
 def namespace_objects(workload: str, *, kueue_managed: bool) -> list[dict[str, Any]]:

@@ -37,14 +37,16 @@ from constructs import Construct
 
 from fm_constructs.domain import ports
 from fm_constructs.errors import Problems
+from fm_constructs.kubernetes.scraper_access import (
+    SCRAPER_KUBERNETES_USERNAME as SCRAPER_KUBERNETES_USERNAME,
+)
+from fm_constructs.kubernetes.scraper_access import (
+    scraper_rbac_manifests as scraper_rbac_manifests,
+)
 from fm_constructs.observability.data import EKS_SCRAPE_TEMPLATE, render_scrape_configuration
 from fm_constructs.observability.prometheus import IPrometheusWorkspace, PrometheusWorkspace
 
-#: Kubernetes user name the scraper's role is mapped to (the AMP user guide's name).
-SCRAPER_KUBERNETES_USERNAME = "aps-collector-user"
-SCRAPER_CLUSTER_ROLE = "aps-collector-role"
 SCRAPER_ROLE_NAME_PREFIX = "AWSServiceRoleForAmazonPrometheusScraper"
-SCRAPER_CLUSTER_ROLE_BINDING = "aps-collector-user-role-binding"
 #: Service principal of the managed collector (trust of the role configuration's source role).
 SCRAPER_SERVICE_PRINCIPAL = "scraper.aps.amazonaws.com"
 #: The managed collector refuses scrape intervals below 30 seconds.
@@ -65,49 +67,6 @@ def cluster_name_from_arn(cluster_arn: str) -> str:
     if Token.is_unresolved(cluster_arn):
         return Fn.select(1, Fn.split("/", cluster_arn))
     return cluster_arn.split("/", 1)[1]
-
-
-def scraper_rbac_manifests() -> list[dict[str, Any]]:
-    """ClusterRole and ClusterRoleBinding for the scraper user, least privilege for the
-    shipped configuration: discovery of pods, nodes, services, endpoints and endpoint slices,
-    and GET of ``/metrics`` (API server metrics) — no secrets, no write verbs."""
-    return [
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": SCRAPER_CLUSTER_ROLE},
-            "rules": [
-                {
-                    "apiGroups": [""],
-                    "resources": ["nodes", "nodes/metrics", "services", "endpoints", "pods"],
-                    "verbs": ["get", "list", "watch"],
-                },
-                {
-                    "apiGroups": ["discovery.k8s.io"],
-                    "resources": ["endpointslices"],
-                    "verbs": ["get", "list", "watch"],
-                },
-                {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
-            ],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": SCRAPER_CLUSTER_ROLE_BINDING},
-            "subjects": [
-                {
-                    "kind": "User",
-                    "name": SCRAPER_KUBERNETES_USERNAME,
-                    "apiGroup": "rbac.authorization.k8s.io",
-                }
-            ],
-            "roleRef": {
-                "kind": "ClusterRole",
-                "name": SCRAPER_CLUSTER_ROLE,
-                "apiGroup": "rbac.authorization.k8s.io",
-            },
-        },
-    ]
 
 
 @jsii.implements(ec2.IConnectable)

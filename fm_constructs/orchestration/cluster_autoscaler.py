@@ -28,7 +28,6 @@ import re
 from typing import Any
 
 from aws_cdk import Stack, Token
-from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -36,11 +35,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
-from fm_constructs.orchestration.pod_identity import (
-    associate_pod_identity,
-    pod_identity_role,
-    start_after_credentials,
-)
+from fm_constructs.orchestration.pod_identity import chart_with_identity, pod_identity_role
 from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
 
@@ -168,28 +163,19 @@ class ClusterAutoscaler(Construct):
             "limited by tag conditions to this cluster's Auto Scaling groups (the policy the "
             "Cluster Autoscaler's AWS documentation recommends).",
         )
-        self.pod_identity = associate_pod_identity(
-            self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=charts.CLUSTER_AUTOSCALER.namespace,
-            service_account=charts.CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
-            role=self.role,
-        )
         self.values: dict[str, Any] = charts.cluster_autoscaler_values(
             cluster_name=cluster.cluster_name,
             region=Stack.of(cluster.icluster).region,
             image_tag=image_tag,
             settings=chosen,
         )
-        self.chart: eks.HelmChart = cluster.add_pinned_chart(
-            charts.CLUSTER_AUTOSCALER, self.values, wait=True
-        )
-        start_after_credentials(
-            self.chart,
-            association=self.pod_identity,
+        self.pod_identity, self.chart = chart_with_identity(
+            self,
+            cluster,
+            charts.CLUSTER_AUTOSCALER,
+            self.values,
+            service_account=charts.CLUSTER_AUTOSCALER_SERVICE_ACCOUNT,
             role=self.role,
-            agent=cluster.pod_identity_agent,
         )
 
     @classmethod

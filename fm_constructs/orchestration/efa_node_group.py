@@ -29,7 +29,7 @@ from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
-from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.orchestration.eks_cluster import DevicePlugins, GpuEksCluster
 from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
 from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.planning.efa_layout import EfaLayout
@@ -334,8 +334,7 @@ class EfaNodeGroup(Construct):
             security_groups=[efa_group, self.cluster_security_group]
         )
         if isinstance(cluster, GpuEksCluster):
-            cluster.enable_device_plugins(family)
-            cluster.enable_efa_device_plugin()
+            DevicePlugins.for_family(family).enable(cluster)
             cluster.add_node_peer(self)
 
     # ----------------------------------------------------------------------------- attributes

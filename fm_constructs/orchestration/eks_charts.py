@@ -18,7 +18,6 @@ from typing import Any
 import yaml
 
 from fm_constructs import pins
-from fm_constructs.domain import names
 from fm_constructs.domain.names import EFA_PRESENT_LABEL as EFA_PRESENT_LABEL
 from fm_constructs.domain.names import EFA_TAINT_KEY as EFA_TAINT_KEY
 from fm_constructs.domain.names import GPU_PRESENT_LABEL as GPU_PRESENT_LABEL
@@ -26,6 +25,7 @@ from fm_constructs.domain.names import GPU_TAINT_KEY as GPU_TAINT_KEY
 from fm_constructs.domain.names import NEURON_PRESENT_LABEL as NEURON_PRESENT_LABEL
 from fm_constructs.domain.names import NEURON_TAINT_KEY as NEURON_TAINT_KEY
 from fm_constructs.domain.names import WORKLOAD_LABEL as WORKLOAD_LABEL
+from fm_constructs.kubernetes import kueue
 
 
 @dataclass(frozen=True)
@@ -280,57 +280,12 @@ def aws_load_balancer_controller_values(
     }
 
 
-#: Job kinds Kueue admits through queues. The ``pod``, ``deployment``, ``statefulset`` and
-#: ``leaderworkerset`` integrations are left out: they put a fail-closed webhook on every pod
-#: creation, and model servers are not queued (inference capacity is not lent, see
-#: :mod:`fm_constructs.kubernetes.kueue`).
-KUEUE_FRAMEWORKS: tuple[str, ...] = (
-    "batch/job",
-    "jobset.x-k8s.io/jobset",
-    "trainer.kubeflow.org/trainjob",
-    "kubeflow.org/pytorchjob",
-    "kubeflow.org/mpijob",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-)
-
-
-def kueue_manager_config() -> dict[str, Any]:
-    """Kueue's controller configuration (``config.kueue.x-k8s.io/v1beta2``): the chart's
-    defaults, the job kinds of :data:`KUEUE_FRAMEWORKS`, and ``managedJobsNamespaceSelector``
-    on the workload-namespace label, which the chart (0.19.2,
-    ``templates/webhook/manifests.yaml``) copies into the namespace selector of its job
-    webhooks: pods and jobs in other namespaces (kube-system, device plugins, exporters,
-    operators) are never sent to Kueue, so they start even while Kueue is down."""
-    return {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
-        "webhook": {"port": 9443},
-        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        "controller": {
-            "groupKindConcurrency": {
-                "Job.batch": 5,
-                "Pod": 5,
-                "Workload.kueue.x-k8s.io": 10,
-                "LocalQueue.kueue.x-k8s.io": 5,
-                "ClusterQueue.kueue.x-k8s.io": 5,
-                "ResourceFlavor.kueue.x-k8s.io": 1,
-            }
-        },
-        "clientConnection": {"qps": 300, "burst": 500},
-        "manageJobsWithoutQueueName": False,
-        "managedJobsNamespaceSelector": {"matchLabels": {names.KUEUE_MANAGED_LABEL: "true"}},
-        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
-    }
-
-
 def kueue_values() -> dict[str, Any]:
-    """Kueue on the system nodes, with :func:`kueue_manager_config`."""
+    """Kueue on the system nodes, with its controller configuration
+    (:func:`fm_constructs.kubernetes.kueue.manager_config`)."""
     return {
         "controllerManager": {"nodeSelector": {WORKLOAD_LABEL: "system"}},
         "managerConfig": {
-            "controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(), sort_keys=False)
+            "controllerManagerConfigYaml": yaml.safe_dump(kueue.manager_config(), sort_keys=False)
         },
     }

@@ -26,8 +26,11 @@ from constructs import Construct, IConstruct
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, all_instance_types
 from fm_constructs.errors import Problems
 from fm_constructs.kubernetes.eni_config import eni_configs
+from fm_constructs.kubernetes.lustre_volume import rename_volume
+from fm_constructs.kubernetes.objects import plain_namespace, service_account
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.addon_registry import AddonRegistry
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_addons import ClusterAddons
 from fm_constructs.orchestration.eks_versions import eks_version, resolve_version
 from fm_constructs.orchestration.eks_versions import kubectl_layer as make_kubectl_layer
@@ -73,6 +76,39 @@ class DevicePlugins:
     efa: bool = True
     dcgm_exporter: bool = True
 
+    @classmethod
+    def for_family(
+        cls, family: EksAmiFamily, *, efa: bool = True, dcgm_exporter: bool = True
+    ) -> DevicePlugins:
+        """What accelerated nodes of ``family`` ("NVIDIA" or "NEURON") need: its device plugin
+        (with the DCGM exporter for NVIDIA, unless ``dcgm_exporter`` is off) and, with ``efa``,
+        the EFA device plugin."""
+        return cls(
+            nvidia=family == "NVIDIA",
+            neuron=family == "NEURON",
+            efa=efa,
+            dcgm_exporter=dcgm_exporter,
+        )
+
+    def enable(self, cluster: IGpuCluster) -> None:
+        """Install the switched-on plugins on ``cluster``, each chart once per cluster (those
+        switched off are left as they are, so node groups sharing a cluster add up)."""
+        if self.nvidia:
+            cluster.add_pinned_chart(
+                charts.NVIDIA_DEVICE_PLUGIN, charts.nvidia_device_plugin_values()
+            )
+            if self.dcgm_exporter:
+                cluster.add_pinned_chart(charts.DCGM_EXPORTER, charts.dcgm_exporter_values())
+        if self.neuron:
+            cluster.add_pinned_chart(
+                charts.NEURON_DEVICE_PLUGIN,
+                charts.neuron_device_plugin_values(_family_types("NEURON")),
+            )
+        if self.efa:
+            cluster.add_pinned_chart(
+                charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types())
+            )
+
 
 @dataclass(frozen=True)
 class WorkloadOperators:
@@ -99,6 +135,19 @@ class WorkloadOperators:
         if unknown:
             raise ValueError(f"unknown operators {unknown}; known: {sorted(fields)}")
         return cls(**{name: name in chosen for name in fields})
+
+    def enable(self, cluster: IGpuCluster) -> None:
+        """Install the operators switched on here on ``cluster``, each once per cluster (those
+        switched off are left as they are, so workloads sharing a cluster add up)."""
+        for enabled, spec in (
+            (self.kueue, charts.KUEUE),
+            (self.kubeflow_trainer, charts.KUBEFLOW_TRAINER),
+            (self.kuberay, charts.KUBERAY_OPERATOR),
+            (self.leader_worker_set, charts.LEADER_WORKER_SET),
+        ):
+            if enabled:
+                values = charts.kueue_values() if spec is charts.KUEUE else {}
+                cluster.add_pinned_chart(spec, values, wait=True)
 
 
 def _names(spec: InstanceSpec) -> list[str]:
@@ -348,16 +397,8 @@ class GpuEksCluster(Construct):
         self.eni_configs: eks.KubernetesManifest | None = None
         if eni_config_subnets:
             self._custom_networking(eni_config_subnets)
-        plugins = device_plugins or DevicePlugins()
-        if plugins.nvidia:
-            self.enable_device_plugins("NVIDIA", dcgm_exporter=plugins.dcgm_exporter)
-        if plugins.neuron:
-            self.enable_device_plugins("NEURON")
-        if plugins.efa:
-            self.add_pinned_chart(
-                charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types())
-            )
-        self.enable_operators(operators or WorkloadOperators())
+        (device_plugins or DevicePlugins()).enable(self)
+        (operators or WorkloadOperators()).enable(self)
 
     # ----------------------------------------------------------------------------- attributes
 
@@ -420,36 +461,13 @@ class GpuEksCluster(Construct):
     # ----------------------------------------------------------------------------- features
 
     def enable_device_plugins(self, family: EksAmiFamily, *, dcgm_exporter: bool = True) -> None:
-        """Install the device plugin for ``family`` ("NVIDIA" or "NEURON") and, for NVIDIA, the
-        DCGM exporter; a no-op for charts already installed."""
-        if family == "NVIDIA":
-            self.add_pinned_chart(charts.NVIDIA_DEVICE_PLUGIN, charts.nvidia_device_plugin_values())
-            if dcgm_exporter:
-                self.add_pinned_chart(charts.DCGM_EXPORTER, charts.dcgm_exporter_values())
-        else:
-            self.add_pinned_chart(
-                charts.NEURON_DEVICE_PLUGIN,
-                charts.neuron_device_plugin_values(_family_types("NEURON")),
-            )
-
-    def enable_operators(self, operators: WorkloadOperators) -> None:
-        """Install the operators switched on in ``operators`` (each once per cluster; those
-        switched off are left as they are, so workloads sharing a cluster add up)."""
-        for enabled, spec in (
-            (operators.kueue, charts.KUEUE),
-            (operators.kubeflow_trainer, charts.KUBEFLOW_TRAINER),
-            (operators.kuberay, charts.KUBERAY_OPERATOR),
-            (operators.leader_worker_set, charts.LEADER_WORKER_SET),
-        ):
-            if enabled:
-                values = charts.kueue_values() if spec is charts.KUEUE else {}
-                self.add_pinned_chart(spec, values, wait=True)
+        """Alias of ``DevicePlugins.for_family(family, efa=False, dcgm_exporter=...)
+        .enable(cluster)``: the device plugin of ``family`` (and the DCGM exporter for NVIDIA)."""
+        DevicePlugins.for_family(family, efa=False, dcgm_exporter=dcgm_exporter).enable(self)
 
     def enable_efa_device_plugin(self) -> None:
-        """Install the EFA device plugin (a no-op when already installed)."""
-        self.add_pinned_chart(
-            charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types())
-        )
+        """Alias of ``DevicePlugins(nvidia=False, efa=True).enable(cluster)``."""
+        DevicePlugins(nvidia=False, efa=True).enable(self)
 
     def add_node_peer(self, peer: ec2.IConnectable) -> None:
         """Register the security groups of a node group so that every FSx for Lustre file system
@@ -491,11 +509,9 @@ class GpuEksCluster(Construct):
         problems.raise_if_any()
         manifests: list[dict[str, Any]] = []
         if create_namespace and namespace not in ("default", "kube-system"):
-            manifests.append(
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-            )
+            manifests.append(plain_namespace(namespace))
         manifests.extend(
-            _rename_volume(
+            rename_volume(
                 file_system.kubernetes_static_volume(name=name, namespace=namespace),
                 volume_name or name,
             )
@@ -542,12 +558,8 @@ class GpuEksCluster(Construct):
             f"TrainingRuntimes-{namespace}",
             cluster=self.icluster,
             manifest=[
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": {"name": target.service_account, "namespace": namespace},
-                },
+                plain_namespace(namespace),
+                service_account(target.service_account, namespace),
                 *training_runtimes(target),
                 training_pod_budget(target),
             ],
@@ -715,14 +727,3 @@ def _admin_entry_id(arn: str, index: int) -> str:
     if Token.is_unresolved(arn):
         return f"Admin{index}"
     return "Admin-" + arn.split(":role/", 1)[1].replace("/", "-")
-
-
-def _rename_volume(manifests: list[dict[str, Any]], volume_name: str) -> list[dict[str, Any]]:
-    """The PersistentVolume of a static PV/PVC pair renamed to ``volume_name`` (and the claim
-    bound to the new name)."""
-    for manifest in manifests:
-        if manifest["kind"] == "PersistentVolume":
-            manifest["metadata"]["name"] = volume_name
-        elif manifest["kind"] == "PersistentVolumeClaim":
-            manifest["spec"]["volumeName"] = volume_name
-    return manifests

@@ -37,37 +37,21 @@ from typing import TYPE_CHECKING, Any
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from fm_constructs import pins
-from fm_constructs.domain import ports
+from fm_constructs.kubernetes.efa_exporter import (
+    COUNTERS_SCRIPT,
+    KUBE_STATE_METRICS_PORT,
+    NAMESPACE,
+    NODE_EXPORTER_PORT,
+    TOLERATE_EVERYTHING,
+    efa_exporter_manifests,
+)
 from fm_constructs.orchestration import eks_charts as charts
 
 if TYPE_CHECKING:
     from fm_constructs.orchestration.cluster_interface import IGpuCluster
 
-#: Namespace of the metrics sources this module installs.
-NAMESPACE = "monitoring"
-NODE_EXPORTER_PORT = ports.NODE_EXPORTER_PORT
-KUBE_STATE_METRICS_PORT = ports.KUBE_STATE_METRICS_PORT
-EFA_EXPORTER_PORT = ports.EFA_EXPORTER_PORT
-EFA_EXPORTER_NAME = "efa-exporter"
-#: Where the counters script writes and the textfile collector reads.
-TEXTFILE_DIRECTORY = "/run/fm-metrics"
-COUNTERS_SCRIPT = "node_counters.sh"
-#: Where the counters container sees the host's sysfs, and the host paths it mounts there
-#: (volume name, host path): EFA hw_counters and their device directories, and debugfs.
-HOST_SYSFS = "/host/sys"
-HOST_PATHS: tuple[tuple[str, str], ...] = (
-    ("sys-class", "/sys/class"),
-    ("sys-devices", "/sys/devices"),
-    ("debugfs", "/sys/kernel/debug"),
-)
-
 NODE_EXPORTER = charts.pinned_chart("prometheus-node-exporter", namespace=NAMESPACE)
 KUBE_STATE_METRICS = charts.pinned_chart("kube-state-metrics", namespace=NAMESPACE)
-
-#: Tolerates every taint: node-level exporters belong on every node their selector matches,
-#: whatever taints a node group adds (GPU, Neuron, EFA, rollout or user taints).
-TOLERATE_EVERYTHING: dict[str, str] = {"operator": "Exists"}
 
 
 def node_exporter_values() -> dict[str, Any]:
@@ -92,116 +76,20 @@ def kube_state_metrics_values() -> dict[str, Any]:
     }
 
 
+#: The nodes the EFA exporter runs on.
+EFA_NODES: dict[str, str] = {charts.EFA_PRESENT_LABEL: "true"}
+
+
 def counters_script() -> str:
     """The packaged counters script (POSIX sh, run by the image's busybox)."""
     package = resources.files("fm_constructs.orchestration") / "metrics_scripts"
     return (package / COUNTERS_SCRIPT).read_text(encoding="utf-8")
 
 
-def efa_exporter_manifests() -> list[dict[str, Any]]:
-    """Namespace, script ConfigMap and the EFA exporter DaemonSet (see the module docstring)."""
-    image = pins.image("node-exporter").reference
-    labels = {"app.kubernetes.io/name": EFA_EXPORTER_NAME}
-    read_only = {"runAsNonRoot": True, "runAsUser": 65534, "readOnlyRootFilesystem": True}
-    exporter = {
-        "name": "node-exporter",
-        "image": image,
-        "args": [
-            f"--web.listen-address=:{EFA_EXPORTER_PORT}",
-            "--collector.disable-defaults",
-            "--collector.textfile",
-            f"--collector.textfile.directory={TEXTFILE_DIRECTORY}",
-        ],
-        "ports": [{"name": "metrics", "containerPort": EFA_EXPORTER_PORT, "protocol": "TCP"}],
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
-        "securityContext": {
-            **read_only,
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-        },
-        "volumeMounts": [{"name": "textfile", "mountPath": TEXTFILE_DIRECTORY}],
-    }
-    counters = {
-        "name": "counters",
-        "image": image,
-        "command": ["/bin/sh", f"/opt/fm/{COUNTERS_SCRIPT}"],
-        "env": [
-            {"name": "SYSFS", "value": HOST_SYSFS},
-            {"name": "PROCFS", "value": "/proc"},
-            {"name": "OUT", "value": TEXTFILE_DIRECTORY},
-            {"name": "INTERVAL", "value": "15"},
-        ],
-        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
-        # uid 0 without capabilities: the debugfs root is 0700 root (module docstring).
-        "securityContext": {
-            "runAsUser": 0,
-            "runAsNonRoot": False,
-            "readOnlyRootFilesystem": True,
-            "allowPrivilegeEscalation": False,
-            "privileged": False,
-            "capabilities": {"drop": ["ALL"]},
-        },
-        "volumeMounts": [
-            {"name": "textfile", "mountPath": TEXTFILE_DIRECTORY},
-            {"name": "script", "mountPath": "/opt/fm", "readOnly": True},
-            *(
-                {
-                    "name": volume,
-                    "mountPath": f"{HOST_SYSFS}{path.removeprefix('/sys')}",
-                    "readOnly": True,
-                    **({"recursiveReadOnly": "IfPossible"} if volume == "debugfs" else {}),
-                }
-                for volume, path in HOST_PATHS
-            ),
-        ],
-    }
-    return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": f"{EFA_EXPORTER_NAME}-script", "namespace": NAMESPACE},
-            "data": {COUNTERS_SCRIPT: counters_script()},
-        },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "DaemonSet",
-            "metadata": {"name": EFA_EXPORTER_NAME, "namespace": NAMESPACE, "labels": labels},
-            "spec": {
-                "selector": {"matchLabels": labels},
-                "updateStrategy": {"type": "RollingUpdate"},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "hostNetwork": True,
-                        "dnsPolicy": "ClusterFirstWithHostNet",
-                        "priorityClassName": "system-node-critical",
-                        "nodeSelector": {charts.EFA_PRESENT_LABEL: "true"},
-                        "tolerations": [TOLERATE_EVERYTHING],
-                        "automountServiceAccountToken": False,
-                        "containers": [exporter, counters],
-                        "volumes": [
-                            {"name": "textfile", "emptyDir": {"medium": "Memory"}},
-                            {
-                                "name": "script",
-                                "configMap": {"name": f"{EFA_EXPORTER_NAME}-script"},
-                            },
-                            *(
-                                {"name": volume, "hostPath": {"path": path, "type": "Directory"}}
-                                for volume, path in HOST_PATHS
-                            ),
-                        ],
-                    },
-                },
-            },
-        },
-    ]
-
-
 class EksMetricsSources(Construct):
     """The node exporter, kube-state-metrics and the EFA exporter of one cluster.
 
-    Use :meth:`of`: one instance per cluster, a child ``MetricsSources`` of the cluster
+    Use :meth:`enable`: one instance per cluster, a child ``MetricsSources`` of the cluster
     construct. Its child ``Manifest`` holds the namespace, script and EFA exporter DaemonSet;
     the two charts join the cluster's pinned charts (:meth:`GpuEksCluster.add_pinned_chart`)
     and install after the manifest that creates their namespace.
@@ -212,7 +100,10 @@ class EksMetricsSources(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, cluster: IGpuCluster) -> None:
         super().__init__(scope, construct_id)
         self.manifest = eks.KubernetesManifest(
-            self, "Manifest", cluster=cluster.icluster, manifest=efa_exporter_manifests()
+            self,
+            "Manifest",
+            cluster=cluster.icluster,
+            manifest=efa_exporter_manifests(script=counters_script(), node_selector=EFA_NODES),
         )
         self.manifest.node.add_dependency(cluster.system_nodes)
         self.node_exporter = cluster.add_pinned_chart(NODE_EXPORTER, node_exporter_values())
@@ -223,7 +114,7 @@ class EksMetricsSources(Construct):
             chart.node.add_dependency(self.manifest)
 
     @classmethod
-    def of(cls, cluster: IGpuCluster) -> EksMetricsSources:
+    def enable(cls, cluster: IGpuCluster) -> EksMetricsSources:
         """The metrics sources of ``cluster``, installed on first use."""
         return cluster.addon_registry.install(
             cls.ID, lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)

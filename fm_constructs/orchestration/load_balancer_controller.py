@@ -8,7 +8,7 @@ balancer behind a security group of its own (the frontend group, open to
 group, rules in the one security group of each target ENI tagged
 ``kubernetes.io/cluster/<cluster>``: the EKS cluster security group). A Service is its when
 annotated ``service.beta.kubernetes.io/aws-load-balancer-type: external``
-(:func:`~fm_constructs.patterns.inference_manifests.service_manifest`); the in-tree provider
+(:func:`~fm_constructs.kubernetes.model_server.service_manifest`); the in-tree provider
 leaves such Services alone.
 
 Scope: Services only. The controller's Ingress (ALB) add-ons are switched off (Shield, WAF,
@@ -31,17 +31,12 @@ from __future__ import annotations
 
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
-from fm_constructs.orchestration.pod_identity import (
-    associate_pod_identity,
-    pod_identity_role,
-    start_after_credentials,
-)
+from fm_constructs.orchestration.pod_identity import chart_with_identity, pod_identity_role
 from fm_constructs.policy import acknowledge
 
 #: Id of the controller in its cluster's add-on registry (and its construct id).
@@ -289,25 +284,16 @@ class AwsLoadBalancerController(Construct):
         ):
             self.role.add_to_policy(statement)
         _acknowledge_wildcards(self.role, stack)
-        self.pod_identity = associate_pod_identity(
-            self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=charts.AWS_LOAD_BALANCER_CONTROLLER.namespace,
-            service_account=charts.AWS_LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
-            role=self.role,
-        )
         self.values = charts.aws_load_balancer_controller_values(
             cluster_name=cluster.cluster_name, region=stack.region, vpc_id=vpc.vpc_id
         )
-        self.chart: eks.HelmChart = cluster.add_pinned_chart(
-            charts.AWS_LOAD_BALANCER_CONTROLLER, self.values, wait=True
-        )
-        start_after_credentials(
-            self.chart,
-            association=self.pod_identity,
+        self.pod_identity, self.chart = chart_with_identity(
+            self,
+            cluster,
+            charts.AWS_LOAD_BALANCER_CONTROLLER,
+            self.values,
+            service_account=charts.AWS_LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
             role=self.role,
-            agent=cluster.pod_identity_agent,
         )
 
     @classmethod

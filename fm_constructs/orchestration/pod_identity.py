@@ -7,11 +7,16 @@ policy is the same everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
+
+if TYPE_CHECKING:
+    from fm_constructs.orchestration.cluster_interface import IGpuCluster
+    from fm_constructs.orchestration.eks_charts import HelmChartSpec
 
 
 def pod_identity_role(
@@ -101,3 +106,34 @@ def start_after_credentials(
         workload.node.add_dependency(role)
     if agent is not None:
         workload.node.add_dependency(agent)
+
+
+def chart_with_identity(
+    scope: Construct,
+    cluster: IGpuCluster,
+    spec: HelmChartSpec,
+    values: Mapping[str, Any],
+    *,
+    service_account: str,
+    role: iam.IRole,
+    wait_for_role: bool = True,
+) -> tuple[eks.CfnPodIdentityAssociation, eks.HelmChart]:
+    """The pinned chart ``spec`` whose ``service_account`` (in the chart's namespace) runs as
+    ``role``: the association ``PodIdentity`` under ``scope``, then the chart (waited for),
+    started after its credentials (and the role's policy, with ``wait_for_role``)."""
+    association = associate_pod_identity(
+        scope,
+        "PodIdentity",
+        cluster_name=cluster.cluster_name,
+        namespace=spec.namespace,
+        service_account=service_account,
+        role=role,
+    )
+    chart = cluster.add_pinned_chart(spec, values, wait=True)
+    start_after_credentials(
+        chart,
+        association=association,
+        role=role if wait_for_role else None,
+        agent=cluster.pod_identity_agent,
+    )
+    return association, chart

@@ -1,13 +1,13 @@
 """L3 patterns: compositions of the building blocks that a user imports into their own app."""
 
+from fm_constructs.orchestration.keda import KedaAutoscaler
+from fm_constructs.orchestration.kueue_flavors import KueueFlavors
 from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.patterns.eks_workload import EksAcceleratedWorkload
 from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
 from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
-from fm_constructs.patterns.inference import InferenceService, KedaAutoscaler
-from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
-from fm_constructs.patterns.kueue_queues import KueueFlavors
+from fm_constructs.patterns.inference import InferenceService
 from fm_constructs.patterns.observability import (
     HyperPodMonitoring,
     MonitoringFacade,
@@ -20,6 +20,8 @@ from fm_constructs.patterns.workloads import (
     PostTrainingWorkload,
     PretrainingWorkload,
 )
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
+from fm_constructs.planning.serving_layout import ModelServerSpec
 
 __all__ = [
     "AutoscalingPolicy",

@@ -34,10 +34,10 @@ from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
+from fm_constructs.orchestration.kueue_flavors import KueueFlavors
+from fm_constructs.orchestration.network_isolation import network_policies_manifest
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
 from fm_constructs.patterns.eks_workload import gpu_type_label
-from fm_constructs.patterns.kueue_queues import KueueFlavors
-from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.kueue_quota import capacity_quota
@@ -470,7 +470,7 @@ class EksWorkload(Construct):
         )
 
     def _queues(self, node_pools: Sequence[NodePool], lend_quota: bool) -> None:
-        flavors = KueueFlavors.of(self.cluster)
+        flavors = KueueFlavors.enable(self.cluster)
         for pool, group in zip(node_pools, self.node_groups.values(), strict=True):
             flavor_name = names.resource_flavor_name(self.name, pool.name)
             flavors.add(

@@ -72,7 +72,7 @@ class EksClusterScraping(Construct):
         """``scraper_role_scope``: where the scraper's role configuration is created (see
         :class:`~fm_constructs.observability.ManagedScraper`'s ``role_scope``)."""
         super().__init__(scope, construct_id)
-        self.metrics_sources = EksMetricsSources.of(cluster)
+        self.metrics_sources = EksMetricsSources.enable(cluster)
         # A shared cluster creates the scraper's group with itself (``security_group``), so
         # workloads can open their nodes to it without waiting for the scraper.
         self.security_group = security_group or scraper_security_group(

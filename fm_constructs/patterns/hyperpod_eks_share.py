@@ -20,8 +20,8 @@ from fm_constructs.kubernetes.node_shape import INSTANCE_TYPE_LABEL, WorkloadTar
 from fm_constructs.kubernetes.training_runtimes import training_pod_budget, training_runtimes
 from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
-from fm_constructs.patterns.kueue_queues import KueueFlavors
-from fm_constructs.patterns.network_isolation import network_policies_manifest
+from fm_constructs.orchestration.kueue_flavors import KueueFlavors
+from fm_constructs.orchestration.network_isolation import network_policies_manifest
 from fm_constructs.planning.kueue_quota import capacity_quota
 from fm_constructs.storage import LustreFileSystem
 
@@ -94,7 +94,7 @@ class HyperPodEksShare(Construct):
     def _queues(
         self, cluster: GpuEksCluster, name: str, instance_type: str, node_count: int
     ) -> eks.KubernetesManifest:
-        flavors = KueueFlavors.of(cluster)
+        flavors = KueueFlavors.enable(cluster)
         flavor = names.resource_flavor_name(name, HYPERPOD_POOL)
         flavors.add(
             k8s.Flavor(

@@ -14,7 +14,12 @@ from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
 from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.observability import AlertTopic, IPrometheusWorkspace
-from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
+from fm_constructs.orchestration import (
+    DEFAULT_KUBERNETES_VERSION,
+    DevicePlugins,
+    GpuEksCluster,
+    WorkloadOperators,
+)
 from fm_constructs.orchestration.hyperpod import (
     HyperPodCluster,
     InstanceGroup,
@@ -111,9 +116,9 @@ class HyperPodAcceleratedWorkload(Construct):
                 operators=operators,
             )
             if shared and operators is not None:
-                self.eks_cluster.enable_operators(operators)
-            self.eks_cluster.enable_device_plugins(get_instance_type(instance_type).eks_ami_family)
-            self.eks_cluster.enable_efa_device_plugin()
+                operators.enable(self.eks_cluster)
+            family = get_instance_type(instance_type).eks_ami_family
+            DevicePlugins.for_family(family).enable(self.eks_cluster)
         groups = [*groups, *extra_instance_groups]
         self.cluster = HyperPodCluster(
             self,

@@ -1,7 +1,7 @@
 """Test-time compute on EKS: a vLLM model server on EFA GPU nodes, weights from S3 on the
 instance store, an internal load balancer, and autoscaling on serving metrics from Prometheus.
 
-Manifests are rendered by :mod:`fm_constructs.patterns.inference_manifests` (pure Python) and
+Manifests are rendered by :mod:`fm_constructs.kubernetes.model_server` (pure Python) and
 applied through the cluster's kubectl provider.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import jsii
 from aws_cdk import Annotations, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -19,27 +18,24 @@ from constructs import Construct
 from fm_constructs.domain.kinds import LoadBalancer
 from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.kubernetes import model_server as render
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.keda import KedaAutoscaler
 from fm_constructs.orchestration.load_balancer_controller import AwsLoadBalancerController
+from fm_constructs.orchestration.network_isolation import vpc_cidrs
 from fm_constructs.orchestration.pod_identity import (
     associate_pod_identity,
     pod_identity_role,
-    start_after_credentials,
 )
-from fm_constructs.patterns import inference_manifests as render
-from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
-from fm_constructs.planning.serving_layout import ServingLayout
+from fm_constructs.patterns import inference_manifests as checks
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
+from fm_constructs.planning.serving_layout import DEFAULT_PORT, ModelServerSpec, ServingLayout
 from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.storage import IDataBucket
 
-#: KEDA (event-driven autoscaling; scales Deployments and any scale subresource, such as
-#: LeaderWorkerSet) from its publisher's Helm repository, pinned.
-KEDA = charts.pinned_chart("keda", namespace="keda")
-#: Service account the KEDA chart creates for its operator (the identity that queries AMP).
-KEDA_OPERATOR_SERVICE_ACCOUNT = "keda-operator"
 #: Name of the TriggerAuthentication of every ScaledObject in a namespace.
 TRIGGER_AUTHENTICATION = "amp-pod-identity"
 
@@ -59,75 +55,12 @@ def _namespace(cluster: GpuEksCluster, namespace: str) -> eks.KubernetesManifest
     )
 
 
-class KedaAutoscaler(Construct):
-    """KEDA installed once per cluster, with its operator's AWS identity (EKS Pod Identity).
-
-    Use :meth:`of` to get (or create) the cluster's instance; :meth:`allow_queries` grants the
-    operator ``aps:QueryMetrics`` and friends on a Prometheus workspace.
-    """
-
-    def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
-        super().__init__(scope, construct_id)
-        self.role = pod_identity_role(
-            self,
-            "OperatorRole",
-            description="KEDA operator (EKS Pod Identity): query Managed Prometheus",
-        )
-        self.pod_identity = associate_pod_identity(
-            self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=KEDA.namespace,
-            service_account=KEDA_OPERATOR_SERVICE_ACCOUNT,
-            role=self.role,
-        )
-        self.chart = cluster.add_pinned_chart(
-            KEDA,
-            {
-                "serviceAccount": {"operator": {"name": KEDA_OPERATOR_SERVICE_ACCOUNT}},
-                # The TriggerAuthentication uses Pod Identity, so KEDA reads no Secret outside
-                # its namespace (chart values permissions.*.restrict.secret, keda/README.md).
-                "permissions": {
-                    "operator": {"restrict": {"secret": True}},
-                    "metricServer": {"restrict": {"secret": True}},
-                },
-            },
-            wait=True,
-        )
-        # The operator waits for its association and the Pod Identity agent.
-        start_after_credentials(
-            self.chart, association=self.pod_identity, agent=cluster.pod_identity_agent
-        )
-        self._workspaces: set[str] = set()
-
-    @classmethod
-    def of(cls, cluster: GpuEksCluster) -> KedaAutoscaler:
-        """The cluster's KEDA, installed once through its add-on registry."""
-        return cluster.addon_registry.install(
-            "Keda", lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)
-        )
-
-    def allow_queries(self, workspace: IPrometheusWorkspace) -> None:
-        """Let the operator query ``workspace`` (once per workspace)."""
-        key = workspace.node.path if isinstance(workspace, Construct) else workspace.workspace_arn
-        if key not in self._workspaces:
-            self._workspaces.add(key)
-            workspace.grant_query(self.role)
-
-
-def _vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
-    """The primary CIDR of the cluster's VPC; an imported VPC may not know it, then none (the
-    load balancer's security group admits any address, as the controller does without
-    source ranges)."""
-    try:
-        return [cluster.vpc.vpc_cidr_block]
-    except jsii.errors.JSIIError:
-        Annotations.of(cluster).add_warning_v2(
-            "fm:inference-lb-source-ranges",
-            "The cluster's VPC was imported without vpc_cidr_block: the internal load balancer "
-            "of a model server admits any address. Pass load_balancer_source_ranges.",
-        )
-        return []
+#: The warning of an internal load balancer whose VPC's CIDR is unknown.
+_NO_SOURCE_RANGES_WARNING = (
+    "fm:inference-lb-source-ranges",
+    "The cluster's VPC was imported without vpc_cidr_block: the internal load balancer "
+    "of a model server admits any address. Pass load_balancer_source_ranges.",
+)
 
 
 class InferenceService(Construct):
@@ -145,7 +78,7 @@ class InferenceService(Construct):
       AwsLoadBalancerController`), with the serving pods as targets and a security group of its
       own admitting ``load_balancer_source_ranges`` (default: the VPC's CIDR for an internal
       load balancer; required for an internet-facing one, FM512); see
-      :func:`~fm_constructs.patterns.inference_manifests.service_manifest`.
+      :func:`~fm_constructs.kubernetes.model_server.service_manifest`.
     * ``autoscaling`` with ``workspace``: KEDA scales replicas between ``model.replicas`` and
       ``model.max_replicas`` on vLLM queue depth or p90 time to first token queried from
       Managed Prometheus (the pods carry ``prometheus.io/scrape`` annotations, which the
@@ -177,17 +110,17 @@ class InferenceService(Construct):
         problems = Problems.of(self)
         layout: ServingLayout | None = None
         try:
-            layout = render.plan_layout(model, gpu_nodes.instance_spec)
+            layout = checks.plan_layout(model, gpu_nodes.instance_spec)
         except FmValidationError as error:
             problems.extend(error.problems)
-        if not render.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
+        if not checks.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
             problems.add(
                 "namespace",
                 namespace,
                 "must be a Kubernetes DNS label other than kube-system and keda",
             )
         if autoscaling is not None:
-            render.validate_policy(autoscaling, model, problems)
+            checks.validate_policy(autoscaling, model, problems)
             if workspace is None:
                 problems.add(
                     "workspace",
@@ -249,19 +182,18 @@ class InferenceService(Construct):
             },
             taint_key=gpu_nodes.taint_key,
         )
-        workload = (
-            render.leader_worker_set_manifest(model, layout, self.render_context)
-            if layout.multi_node
-            else render.deployment_manifest(model, layout, self.render_context)
+        workload = render.server_workload_manifest(
+            model,
+            layout,
+            self.render_context,
+            autoscaled=autoscaling is not None and workspace is not None,
         )
-        if autoscaling is not None and workspace is not None:
-            # KEDA owns the replica count: a count in the applied manifest would reset the
-            # autoscaled count on every deploy (KEDA starts from minReplicaCount = replicas).
-            workload["spec"].pop("replicas", None)
         scheme = None if load_balancer is LoadBalancer.NONE else load_balancer.value
         if load_balancer_source_ranges is None:
             load_balancer_source_ranges = (
-                _vpc_cidrs(cluster) if load_balancer is LoadBalancer.INTERNAL else []
+                vpc_cidrs(cluster, _NO_SOURCE_RANGES_WARNING)
+                if load_balancer is LoadBalancer.INTERNAL
+                else []
             )
         # A workload that owns its namespace passes its manifest; else one per cluster.
         self.namespace_manifest = namespace_manifest or _namespace(cluster, namespace)
@@ -297,7 +229,7 @@ class InferenceService(Construct):
         self.autoscaler: KedaAutoscaler | None = None
         self.scaling: eks.KubernetesManifest | None = None
         if autoscaling is not None and workspace is not None:
-            self.autoscaler = KedaAutoscaler.of(cluster)
+            self.autoscaler = KedaAutoscaler.enable(cluster)
             self.autoscaler.allow_queries(workspace)
             server_address = (
                 f"https://aps-workspaces.{stack.region}.{stack.url_suffix}/workspaces/"
@@ -371,11 +303,11 @@ class InferenceService(Construct):
                 "source ranges) and vLLM serves without authentication; prefer "
                 "LoadBalancer.INTERNAL behind an authenticating gateway.",
             )
-        if self.model.port != render.DEFAULT_PORT:
+        if self.model.port != DEFAULT_PORT:
             annotations.add_warning_v2(
                 "fm:inference-metrics-port",
                 f"The model server listens on {self.model.port}; the managed scraper reaches "
-                f"GPU nodes on {render.DEFAULT_PORT} only, so open the new port to the "
+                f"GPU nodes on {DEFAULT_PORT} only, so open the new port to the "
                 "scraper's security group or the inference dashboard stays empty.",
             )
         if not layout.node_has_nvme:

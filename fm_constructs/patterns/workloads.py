@@ -29,8 +29,9 @@ from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
 from fm_constructs.patterns.inference import InferenceService
-from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.serving_layout import ModelServerSpec
 from fm_constructs.storage import IDataBucket, LustreFileSystem
 
 
@@ -60,7 +61,7 @@ class _EksPattern(Construct):
     ) -> EksWorkload:
         """Switch on ``operators`` on ``cluster`` (once per cluster) and build the workload's
         node pools, namespace, identity, claim and queues (:class:`EksWorkload`)."""
-        cluster.enable_operators(operators)
+        operators.enable(cluster)
         self.workload = EksWorkload(self, "Workload", cluster=cluster, node_pools=pools, **workload)
         return self.workload
 

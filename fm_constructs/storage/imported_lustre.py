@@ -13,8 +13,8 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.errors import Problems
+from fm_constructs.kubernetes.lustre_volume import DEFAULT_MOUNT_OPTIONS
 from fm_constructs.rules import constructs as codes
-from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS
 from fm_constructs.storage.lustre_client import LustreClientAccess
 from fm_constructs.storage.lustre_connections import LustreConnections
 

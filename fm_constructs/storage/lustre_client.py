@@ -12,8 +12,8 @@ from aws_cdk import Token, Tokenization
 from aws_cdk import aws_ec2 as ec2
 
 from fm_constructs.errors import Problems
+from fm_constructs.kubernetes.lustre_volume import DEFAULT_MOUNT_OPTIONS, static_volume_manifests
 from fm_constructs.rules import constructs as codes
-from fm_constructs.storage.kubernetes import DEFAULT_MOUNT_OPTIONS, static_volume_manifests
 
 #: The smallest FSx for Lustre file system (GiB): the claim size of an imported file system
 #: whose capacity was not given (the CSI driver does not enforce it).

@@ -23,6 +23,7 @@ from aws_cdk.assertions import Template
 from fm_constructs.compute import CapacitySource
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
+from fm_constructs.kubernetes.hyperpod import HMA_IMAGE_ACCOUNTS
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.observability import PrometheusWorkspace
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
@@ -38,10 +39,7 @@ from fm_constructs.orchestration.hyperpod import (
     SlurmNodeType,
     slurm_instance_groups,
 )
-from fm_constructs.orchestration.hyperpod.eks import (
-    HMA_IMAGE_ACCOUNTS,
-    TRAINING_OPERATOR_ADDON,
-)
+from fm_constructs.orchestration.hyperpod.eks import TRAINING_OPERATOR_ADDON
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,

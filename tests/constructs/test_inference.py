@@ -20,8 +20,9 @@ from fm_constructs.errors import FmValidationError
 from fm_constructs.observability import PrometheusWorkspace
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration import eks_charts as charts
-from fm_constructs.patterns.inference import KEDA, InferenceService, LoadBalancer
-from fm_constructs.patterns.inference_manifests import AutoscalingPolicy
+from fm_constructs.orchestration.keda import KEDA
+from fm_constructs.patterns.inference import InferenceService, LoadBalancer
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.policy import enable_nag
 from fm_constructs.storage import DataBucket
 from tests.model_servers import MULTI_NODE, SINGLE_NODE

@@ -134,7 +134,7 @@ def test_monitor_eks_cluster_scrapes_the_cluster_into_the_workspace(
     for scraper in scrapers.values():
         arn = scraper["Properties"]["Destination"]["AmpConfiguration"]["WorkspaceArn"]
         assert arn == {"Fn::GetAtt": [_logical_id(workspace), "Arn"]}
-    assert EksMetricsSources.of(monitored.cluster) is _scraping(monitored).metrics_sources
+    assert EksMetricsSources.enable(monitored.cluster) is _scraping(monitored).metrics_sources
     assert (
         monitored.segment("HyperPodMonitoring/Scraping").metrics_sources
         is _scraping(monitored).metrics_sources

@@ -9,17 +9,28 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from fm_constructs import pins
+from fm_constructs.kubernetes import efa_exporter
 from fm_constructs.observability import data, promql
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration import eks_metrics_sources as sources
 from tests.kubernetes_schemas import assert_valid
 
 SCRIPT = Path(sources.__file__).parent / "metrics_scripts" / sources.COUNTERS_SCRIPT
+
+
+def efa_objects() -> list[dict[str, Any]]:
+    """The EFA exporter's objects as the metrics sources apply them."""
+    return efa_exporter.efa_exporter_manifests(
+        script=sources.counters_script(), node_selector=sources.EFA_NODES
+    )
+
+
 SCRAPE = yaml.safe_load(
     data.render_scrape_configuration(
         data.EKS_SCRAPE_TEMPLATE.read_text(), cluster_name="c", scrape_interval_seconds=30
@@ -29,15 +40,13 @@ KEEP = promql.collected_metric_patterns(SCRAPE)
 
 
 def _daemon_set() -> dict:
-    (daemon_set,) = [o for o in sources.efa_exporter_manifests() if o["kind"] == "DaemonSet"]
+    (daemon_set,) = [o for o in efa_objects() if o["kind"] == "DaemonSet"]
     return daemon_set
 
 
 @pytest.mark.parametrize("version", sorted(pins.kubernetes().versions))
 def test_manifests_match_their_schemas(version: str) -> None:
-    assert set(assert_valid(sources.efa_exporter_manifests(), kubernetes_version=version)) == {
-        "builtin"
-    }
+    assert set(assert_valid(efa_objects(), kubernetes_version=version)) == {"builtin"}
 
 
 def test_node_level_exporters_tolerate_every_taint_and_listen_where_the_scraper_looks() -> None:
@@ -47,7 +56,7 @@ def test_node_level_exporters_tolerate_every_taint_and_listen_where_the_scraper_
     assert pod["nodeSelector"] == {charts.EFA_PRESENT_LABEL: "true"}
     (exporter,) = [c for c in pod["containers"] if c["name"] == "node-exporter"]
     assert exporter["image"] == pins.image("node-exporter").reference
-    assert f"--web.listen-address=:{sources.EFA_EXPORTER_PORT}" in exporter["args"]
+    assert f"--web.listen-address=:{efa_exporter.EFA_EXPORTER_PORT}" in exporter["args"]
     node_exporter = sources.node_exporter_values()
     assert node_exporter["tolerations"] == [{"operator": "Exists"}]
     assert node_exporter["hostNetwork"] is True
@@ -58,7 +67,7 @@ def test_node_level_exporters_tolerate_every_taint_and_listen_where_the_scraper_
         for r in job["relabel_configs"]
         if r.get("target_label") == "__address__" and "replacement" in r
     }
-    assert ports["efa-exporter"] == f"$1:{sources.EFA_EXPORTER_PORT}"
+    assert ports["efa-exporter"] == f"$1:{efa_exporter.EFA_EXPORTER_PORT}"
     assert ports["node-exporter"] == f"$1:{sources.NODE_EXPORTER_PORT}"
 
 
@@ -82,7 +91,7 @@ def test_charts_are_pinned() -> None:
 
 
 def test_the_configmap_ships_the_packaged_script() -> None:
-    (config_map,) = [o for o in sources.efa_exporter_manifests() if o["kind"] == "ConfigMap"]
+    (config_map,) = [o for o in efa_objects() if o["kind"] == "ConfigMap"]
     assert config_map["data"][sources.COUNTERS_SCRIPT] == SCRIPT.read_text()
 
 
@@ -196,23 +205,23 @@ def test_counters_container_runs_as_root_without_capabilities_on_read_only_host_
     assert exporter["runAsUser"] == 65534 and exporter["runAsNonRoot"] is True
     assert exporter["capabilities"] == {"drop": ["ALL"]}
     host = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
-    assert host == dict(sources.HOST_PATHS)
+    assert host == dict(efa_exporter.HOST_PATHS)
     for container in containers.values():
         for mount in container["volumeMounts"]:
             if mount["name"] in host:
                 assert container["name"] == "counters"
                 assert mount["readOnly"] is True
                 # The script's SYSFS prefix maps each host path to the same place below it.
-                assert mount["mountPath"] == sources.HOST_SYSFS + host[mount["name"]][4:]
+                assert mount["mountPath"] == efa_exporter.HOST_SYSFS + host[mount["name"]][4:]
     (debugfs,) = [m for m in containers["counters"]["volumeMounts"] if m["name"] == "debugfs"]
     assert debugfs["recursiveReadOnly"] == "IfPossible"
     env = {e["name"]: e["value"] for e in containers["counters"]["env"]}
-    assert env["SYSFS"] == sources.HOST_SYSFS
+    assert env["SYSFS"] == efa_exporter.HOST_SYSFS
     # Everything the script reads below SYSFS is under a mounted host path.
     script = SCRIPT.read_text()
     read = set(re.findall(r'"\$SYSFS"/([a-z]+/[a-z]+)', script))
     assert read == {"class/infiniband", "kernel/debug"}, read
-    assert all(any(f"/sys/{r}".startswith(p) for _, p in sources.HOST_PATHS) for r in read)
+    assert all(any(f"/sys/{r}".startswith(p) for _, p in efa_exporter.HOST_PATHS) for r in read)
 
 
 @pytest.mark.skipif(

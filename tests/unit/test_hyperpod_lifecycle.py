@@ -20,6 +20,7 @@ import pytest
 from fm_constructs import pins
 from fm_constructs.catalog import all_instance_types
 from fm_constructs.errors import FmValidationError
+from fm_constructs.kubernetes.hyperpod import HMA_IMAGE_ACCOUNTS
 from fm_constructs.orchestration.hyperpod import (
     HYPERPOD_CPU_INSTANCE_TYPES,
     Orchestrator,
@@ -28,7 +29,6 @@ from fm_constructs.orchestration.hyperpod import (
     scripts_directory,
     slurm_instance_groups,
 )
-from fm_constructs.orchestration.hyperpod.eks import HMA_IMAGE_ACCOUNTS
 from fm_constructs.orchestration.hyperpod.lifecycle import (
     EFA_EXPORTER_ACCOUNTS,
     efa_exporter_image,

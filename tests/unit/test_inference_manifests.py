@@ -8,13 +8,12 @@ from typing import Any
 import pytest
 
 from fm_constructs.catalog import get_instance_type
+from fm_constructs.config.model import ServingMetric
 from fm_constructs.errors import FmValidationError, Problems
-from fm_constructs.patterns import inference_manifests as render
-from fm_constructs.patterns.inference_manifests import (
-    AutoscalingPolicy,
-    ModelServerSpec,
-    ServingMetric,
-)
+from fm_constructs.kubernetes import model_server as render
+from fm_constructs.patterns.inference_manifests import plan_layout, validate_policy
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
+from fm_constructs.planning.serving_layout import NODE_SHARE, VLLM_IMAGE, ModelServerSpec
 from tests.kubernetes_schemas import assert_valid
 from tests.model_servers import MULTI_NODE, SINGLE_NODE, render_context
 
@@ -39,21 +38,21 @@ def _container(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_replica_that_fits_one_node_is_single_node_with_its_share_of_the_node() -> None:
-    layout = render.plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
+    layout = plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
     assert not layout.multi_node
     assert layout.gpus_per_pod == 2
     assert layout.pods_per_node == 4
     assert layout.efa_per_pod == 0
     # 2 of 8 GPUs -> a quarter of 192 vCPUs / 1536 GiB / 4 x 1900 GB NVMe, minus headroom.
-    assert layout.cpu_request == int(192 / 4 * render.NODE_SHARE)
-    assert layout.memory_request_gib == int(1536 / 4 * render.NODE_SHARE)
-    assert layout.model_cache_size_gib == int(4 * 1900e9 / 2**30 / 4 * render.NODE_SHARE)
+    assert layout.cpu_request == int(192 / 4 * NODE_SHARE)
+    assert layout.memory_request_gib == int(1536 / 4 * NODE_SHARE)
+    assert layout.model_cache_size_gib == int(4 * 1900e9 / 2**30 / 4 * NODE_SHARE)
     assert layout.nodes_for(6) == 2
 
 
 def test_replica_larger_than_a_node_is_a_group_of_whole_nodes() -> None:
     p5 = get_instance_type("p5.48xlarge")
-    layout = render.plan_layout(LARGE, p5)
+    layout = plan_layout(LARGE, p5)
     assert layout.multi_node
     assert layout.nodes_per_replica == 2
     assert layout.gpus_per_pod == 8
@@ -65,7 +64,7 @@ def test_replica_larger_than_a_node_is_a_group_of_whole_nodes() -> None:
 def test_an_efa_capable_image_gets_every_efa_device_and_huge_pages() -> None:
     p5 = get_instance_type("p5.48xlarge")
     spec = dataclasses.replace(LARGE, efa_image=True)
-    layout = render.plan_layout(spec, p5)
+    layout = plan_layout(spec, p5)
     assert layout.efa_per_pod == p5.max_efa_interfaces == 32
     resources = render._resources(layout)
     assert resources["limits"]["vpc.amazonaws.com/efa"] == "32"
@@ -95,7 +94,7 @@ def test_layouts_that_cannot_run_are_rejected_with_the_fix(
         SMALL, tensor_parallel_size=tensor_parallel, pipeline_parallel_size=pipeline
     )
     with pytest.raises(FmValidationError, match=message):
-        render.plan_layout(spec, get_instance_type(instance_type))
+        plan_layout(spec, get_instance_type(instance_type))
 
 
 def test_every_bad_field_is_reported_at_once() -> None:
@@ -114,7 +113,7 @@ def test_every_bad_field_is_reported_at_once() -> None:
         startup_timeout_s=10,
     )
     with pytest.raises(FmValidationError) as caught:
-        render.plan_layout(spec, get_instance_type("g6e.48xlarge"))
+        plan_layout(spec, get_instance_type("g6e.48xlarge"))
     fields = [problem.split(":", 1)[0] for problem in caught.value.problems]
     assert fields == [
         "model_s3_prefix",
@@ -136,7 +135,7 @@ def test_every_bad_field_is_reported_at_once() -> None:
 def test_model_cache_larger_than_the_instance_store_share_is_rejected() -> None:
     spec = dataclasses.replace(SMALL, model_cache_size_gib=100_000)
     with pytest.raises(FmValidationError, match=r"model_cache_size_gib: must fit .* got 100000"):
-        render.plan_layout(spec, get_instance_type("g6e.48xlarge"))
+        plan_layout(spec, get_instance_type("g6e.48xlarge"))
 
 
 def test_kubernetes_name_is_derived_from_the_served_name() -> None:
@@ -149,7 +148,7 @@ def test_kubernetes_name_is_derived_from_the_served_name() -> None:
 
 @pytest.fixture(scope="module")
 def deployment() -> dict[str, Any]:
-    layout = render.plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
+    layout = plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
     return render.deployment_manifest(SMALL, layout, CTX)
 
 
@@ -159,7 +158,7 @@ def test_deployment_runs_vllm_serve_with_the_spec(deployment: dict[str, Any]) ->
     assert deployment["spec"]["replicas"] == 2
     pod = deployment["spec"]["template"]["spec"]
     server = _container(pod)
-    assert server["image"] == render.VLLM_IMAGE
+    assert server["image"] == VLLM_IMAGE
     assert server["command"] == ["vllm", "serve"]
     assert server["args"] == [
         "/models/meta-llama-llama-3-1-8b-instruct",
@@ -247,7 +246,7 @@ def test_rolling_update_progresses_when_the_node_group_is_full(deployment: dict[
 
 @pytest.fixture(scope="module")
 def leader_worker_set() -> dict[str, Any]:
-    layout = render.plan_layout(LARGE, get_instance_type("p5.48xlarge"))
+    layout = plan_layout(LARGE, get_instance_type("p5.48xlarge"))
     return render.leader_worker_set_manifest(LARGE, layout, CTX)
 
 
@@ -301,8 +300,8 @@ def test_every_group_member_gets_all_gpus_and_its_own_weights(
 
 
 def test_renderers_refuse_the_other_layout() -> None:
-    single = render.plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
-    multi = render.plan_layout(LARGE, get_instance_type("p5.48xlarge"))
+    single = plan_layout(SMALL, get_instance_type("g6e.48xlarge"))
+    multi = plan_layout(LARGE, get_instance_type("p5.48xlarge"))
     with pytest.raises(ValueError, match="single-node"):
         render.deployment_manifest(LARGE, multi, CTX)
     with pytest.raises(ValueError, match="multi-node"):
@@ -311,7 +310,7 @@ def test_renderers_refuse_the_other_layout() -> None:
 
 def test_extra_args_reach_every_group_member_verbatim() -> None:
     spec = dataclasses.replace(LARGE, extra_args=("--chat-template", "it's {x}"))
-    layout = render.plan_layout(spec, get_instance_type("p5.48xlarge"))
+    layout = plan_layout(spec, get_instance_type("p5.48xlarge"))
     manifest = render.leader_worker_set_manifest(spec, layout, CTX)
     template = manifest["spec"]["leaderWorkerTemplate"]
     for role in ("leaderTemplate", "workerTemplate"):
@@ -322,7 +321,7 @@ def test_extra_args_reach_every_group_member_verbatim() -> None:
 @pytest.mark.parametrize("flag", ["--nnodes", "--node-rank", "--master-addr", "--headless"])
 def test_the_multi_node_flags_are_managed(flag: str) -> None:
     with pytest.raises(FmValidationError, match=flag):
-        render.plan_layout(
+        plan_layout(
             dataclasses.replace(LARGE, extra_args=(flag, "1")), get_instance_type("p5.48xlarge")
         )
 
@@ -350,7 +349,7 @@ def test_service_is_an_internal_nlb_of_the_load_balancer_controller_with_pod_tar
     }
     # The load balancer checks what the readiness probe checks.
     pod = render.deployment_manifest(
-        SMALL, render.plan_layout(SMALL, get_instance_type("g6e.48xlarge")), CTX
+        SMALL, plan_layout(SMALL, get_instance_type("g6e.48xlarge")), CTX
     )["spec"]["template"]["spec"]
     readiness = _container(pod)["readinessProbe"]["httpGet"]
     assert readiness["path"] == render.HEALTH_PATH
@@ -427,9 +426,24 @@ def test_trigger_authentication_uses_the_operator_pod_identity() -> None:
     assert auth["spec"] == {"podIdentity": {"provider": "aws", "identityOwner": "keda"}}
 
 
+def test_server_workload_is_the_layouts_kind_without_a_replica_count_when_autoscaled() -> None:
+    for spec, instance, kind in (
+        (SMALL, "g6e.48xlarge", "Deployment"),
+        (LARGE, "p5.48xlarge", "LeaderWorkerSet"),
+    ):
+        layout = plan_layout(spec, get_instance_type(instance))
+        fixed = render.server_workload_manifest(spec, layout, CTX, autoscaled=False)
+        scaled = render.server_workload_manifest(spec, layout, CTX, autoscaled=True)
+        assert fixed["kind"] == scaled["kind"] == kind
+        assert fixed["spec"]["replicas"] == spec.replicas
+        assert "replicas" not in scaled["spec"]
+        assert {**scaled["spec"], "replicas": spec.replicas} == fixed["spec"]
+        assert_valid([scaled], kubernetes_version="1.35")
+
+
 def test_autoscaling_policy_problems_are_reported() -> None:
     problems = Problems()
-    render.validate_policy(
+    validate_policy(
         AutoscalingPolicy(target=0, polling_interval_s=5, scale_down_stabilization_s=-1),
         dataclasses.replace(SMALL, max_replicas=2),
         problems,

@@ -11,8 +11,9 @@ import pytest
 
 from fm_constructs import pins
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.patterns import inference_manifests as render
-from fm_constructs.patterns.inference_manifests import AutoscalingPolicy
+from fm_constructs.kubernetes import model_server as render
+from fm_constructs.patterns.inference_manifests import plan_layout
+from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.planning.kubernetes_versions import SUPPORTED_VERSIONS
 from tests.kubernetes_schemas import (
     CRD_SCHEMAS,
@@ -70,7 +71,7 @@ def inference_objects() -> list[dict[str, Any]]:
     ]
     node = get_instance_type("p5.48xlarge")
     for spec in (SINGLE, MULTI, dataclasses.replace(MULTI, efa_image=True)):
-        layout = render.plan_layout(spec, node)
+        layout = plan_layout(spec, node)
         objects.append(
             render.leader_worker_set_manifest(spec, layout, CTX)
             if layout.multi_node
@@ -148,7 +149,7 @@ def test_wrong_enum_in_a_trainer_kind_is_an_error() -> None:
 
 
 def test_unknown_field_in_a_pod_template_of_a_kind_without_schema_is_an_error() -> None:
-    layout = render.plan_layout(MULTI, get_instance_type("p5.48xlarge"))
+    layout = plan_layout(MULTI, get_instance_type("p5.48xlarge"))
     lws = render.leader_worker_set_manifest(MULTI, layout, CTX)
     lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["nodeSelectr"] = {}
     with pytest.raises(SchemaError, match="nodeSelectr"):

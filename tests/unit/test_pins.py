@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from fm_constructs import pins
+from fm_constructs.kubernetes import model_server
 from fm_constructs.observability import grafana
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration import keda
 from fm_constructs.orchestration.hyperpod import lifecycle
-from fm_constructs.patterns import inference, inference_manifests
 from fm_constructs.planning import kubernetes_versions
+from fm_constructs.planning import serving_layout as serving
 from fm_constructs.storage import lustre
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,9 +170,9 @@ def test_every_layer_reads_the_pins() -> None:
             pin.version,
             pin.source,
         )
-    assert inference.KEDA.version == pins.chart("keda").version
-    assert pins.image("vllm-openai").reference == inference_manifests.VLLM_IMAGE
-    assert pins.image("aws-cli").reference == inference_manifests.AWS_CLI_IMAGE
+    assert keda.KEDA.version == pins.chart("keda").version
+    assert pins.image("vllm-openai").reference == serving.VLLM_IMAGE
+    assert pins.image("aws-cli").reference == model_server.AWS_CLI_IMAGE
     assert set(charts.CLUSTER_AUTOSCALER_IMAGE_TAGS) == set(kubernetes_versions.SUPPORTED_VERSIONS)
     assert pins.kubernetes().default == kubernetes_versions.DEFAULT_KUBERNETES_VERSION
 

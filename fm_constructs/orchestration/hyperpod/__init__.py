@@ -2,12 +2,9 @@
 execution role, lifecycle scripts and EKS dependencies."""
 
 from fm_constructs.domain.kinds import Orchestrator
+from fm_constructs.kubernetes.hyperpod import health_monitoring_agent_manifests
 from fm_constructs.orchestration.hyperpod.cluster import HyperPodCluster, NodeRecovery
-from fm_constructs.orchestration.hyperpod.eks import (
-    HyperPodEksDependencies,
-    health_monitoring_agent_manifests,
-    hyperpod_node_labels,
-)
+from fm_constructs.orchestration.hyperpod.eks import HyperPodEksDependencies, hyperpod_node_labels
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     HYPERPOD_CPU_INSTANCE_TYPES,
     DeepHealthCheck,

@@ -64,3 +64,14 @@ def static_volume_manifests(
         },
     }
     return [volume, claim]
+
+
+def rename_volume(manifests: list[dict[str, Any]], volume_name: str) -> list[dict[str, Any]]:
+    """The PersistentVolume of a static PV/PVC pair renamed to ``volume_name`` (and the claim
+    bound to the new name)."""
+    for manifest in manifests:
+        if manifest["kind"] == "PersistentVolume":
+            manifest["metadata"]["name"] = volume_name
+        elif manifest["kind"] == "PersistentVolumeClaim":
+            manifest["spec"]["volumeName"] = volume_name
+    return manifests

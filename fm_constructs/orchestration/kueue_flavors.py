@@ -21,8 +21,9 @@ from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
 from fm_constructs.domain.topology import TOPOLOGIES
-from fm_constructs.orchestration import GpuEksCluster
+from fm_constructs.kubernetes import kueue
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.eks_cluster import GpuEksCluster
 
 ADDON_ID = "KueueFlavors"
 
@@ -47,7 +48,7 @@ class _Producer:
 
 
 class KueueFlavors(Construct):
-    """Every ResourceFlavor of one cluster's cohort; get it with :meth:`of`."""
+    """Every ResourceFlavor of one cluster's cohort; get it with :meth:`enable`."""
 
     def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
         super().__init__(scope, construct_id)
@@ -57,7 +58,8 @@ class KueueFlavors(Construct):
         self.topologies: dict[str, eks.KubernetesManifest] = {}
 
     @classmethod
-    def of(cls, cluster: GpuEksCluster) -> KueueFlavors:
+    def enable(cls, cluster: GpuEksCluster) -> KueueFlavors:
+        """The cluster's flavors, installed once through its add-on registry."""
         return cluster.addon_registry.install(
             ADDON_ID, lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)
         )
@@ -116,15 +118,13 @@ class KueueFlavors(Construct):
 
     def cluster_queue(self, name: str, *, owner: str, namespace: str) -> dict[str, Any]:
         """``owner``'s ClusterQueue, its flavor list resolved at synthesis."""
-        return {
-            "apiVersion": k8s.KUEUE_API_VERSION,
-            "kind": "ClusterQueue",
-            "metadata": {"name": name},
-            "spec": Lazy.any(
+        return kueue.cluster_queue_object(
+            name,
+            Lazy.any(
                 _Producer(
-                    lambda: k8s.cluster_queue(
+                    lambda: kueue.cluster_queue_spec(
                         name, namespace=namespace, flavors=self.queue_lines(owner)
-                    )["spec"]
+                    )
                 )
             ),
-        }
+        )

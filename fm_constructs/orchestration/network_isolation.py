@@ -8,22 +8,26 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
-from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+
+#: The warning of :func:`vpc_cidrs` when the VPC's CIDR is unknown.
+NO_VPC_CIDR_WARNING = (
+    "fm:network-policy-vpc-cidr",
+    "The cluster's VPC was imported without vpc_cidr_block: the workload namespaces' "
+    "network policies admit nothing from the VPC (no scraping, no load balancer).",
+)
 
 
-def vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
+def vpc_cidrs(cluster: GpuEksCluster, warning: tuple[str, str] = NO_VPC_CIDR_WARNING) -> list[str]:
     """The primary CIDR of the cluster's VPC, the source of the load balancer's and the
-    managed collector's connections; an imported VPC may not know it, then none (and a
-    warning: the workload namespaces then admit nothing from outside themselves)."""
+    managed collector's connections; an imported VPC may not know it, then none, and the
+    cluster carries ``warning`` (id, message; by default: the workload namespaces then admit
+    nothing from outside themselves)."""
     try:
         return [cluster.vpc.vpc_cidr_block]
     except jsii.errors.JSIIError:
-        Annotations.of(cluster).add_warning_v2(
-            "fm:network-policy-vpc-cidr",
-            "The cluster's VPC was imported without vpc_cidr_block: the workload namespaces' "
-            "network policies admit nothing from the VPC (no scraping, no load balancer).",
-        )
+        Annotations.of(cluster).add_warning_v2(*warning)
         return []
 
 
