@@ -105,24 +105,24 @@ def test_the_facts_of_floor_one_load_without_aws_cdk() -> None:
 
 def test_every_layer_reads_the_same_names() -> None:
     from fm_constructs.config import options
-    from fm_constructs.kubernetes import node_shape
+    from fm_constructs.kubernetes import model_server, node_shape
     from fm_constructs.orchestration import eks_charts
-    from fm_constructs.patterns import inference_manifests
 
-    assert node_shape.HUGEPAGES_2MI == inference_manifests.EFA_HUGEPAGES == "5120Mi"
+    assert node_shape.HUGEPAGES_2MI == model_server.EFA_HUGEPAGES == "5120Mi"
     assert names.EFA_HUGEPAGES_2MI_MI == 5120
     assert node_shape.TAINT_KEYS == {
         "NVIDIA": eks_charts.GPU_TAINT_KEY,
         "NEURON": eks_charts.NEURON_TAINT_KEY,
     }
-    assert inference_manifests.GPU_RESOURCE == node_shape.GPU_RESOURCE == "nvidia.com/gpu"
+    assert model_server.GPU_RESOURCE == node_shape.GPU_RESOURCE == "nvidia.com/gpu"
+    assert model_server.GPU_TAINT_KEY == eks_charts.GPU_TAINT_KEY
     assert options.ROLE_LABEL == names.WORKLOAD_ROLE_LABEL
     assert (options.MAIN_POOL, options.ROLLOUT_POOL) == (names.MAIN_POOL, names.ROLLOUT_POOL)
 
 
 def test_every_layer_reads_the_same_ports() -> None:
+    from fm_constructs.kubernetes import efa_exporter
     from fm_constructs.observability import scraper
-    from fm_constructs.orchestration import eks_metrics_sources
     from fm_constructs.orchestration.hyperpod import lifecycle
     from fm_constructs.patterns import eks_monitoring, inference_manifests
 
@@ -133,7 +133,7 @@ def test_every_layer_reads_the_same_ports() -> None:
     assert node_exporters | {ports.KUBE_STATE_METRICS_PORT} == set(scraper.EXPORTER_PORTS.values())
     assert node_exporters <= set(eks_monitoring.EXPORTER_PORTS)
     assert set(lifecycle.EXPORTER_PORTS.values()) == node_exporters | {ports.SLURM_EXPORTER_PORT}
-    assert eks_metrics_sources.EFA_EXPORTER_PORT == ports.EFA_EXPORTER_PORT
+    assert efa_exporter.EFA_EXPORTER_PORT == ports.EFA_EXPORTER_PORT
 
 
 def test_the_node_script_serves_the_contract_port() -> None:
