@@ -7,11 +7,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from fm_constructs.config import NatGateways, PlatformConfig
-from fm_constructs.network.gpu_vpc import GpuClusterVpc
-from fm_constructs.patterns import ObservabilityPlatform
-from fm_constructs.storage import DataBucket
-from fm_constructs.storage.teardown import VpcTeardownGuard
+from fm_constructs.patterns.deployment import Deployment
 
 
 class GrafanaStack(Stack):
@@ -46,54 +42,25 @@ class PlatformStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        platform: PlatformConfig,
-        custom_networking: bool = False,
-        node_subnet_cidrs: tuple[str, ...] = (),
+        deployment: Deployment,
         grafana: Stack | None = None,
         **kwargs: Any,
     ) -> None:
         """``grafana``: the stack that holds the Grafana workspace and dashboards (nothing
-        waits for it); without it they are created here. ``node_subnet_cidrs``: secondary
-        blocks of the GPU zone's extra node subnets (the IP budget's node_subnets)."""
-        self._zones = list(platform.availability_zones)  # read by availability_zones
+        waits for it); without it they are created here."""
+        options = deployment.options.platform
+        self._zones = list(options.availability_zones)  # read by availability_zones
         super().__init__(
             scope,
             construct_id,
             description="fm-constructs shared platform: GPU VPC, data bucket, observability",
-            termination_protection=platform.termination_protection,
+            termination_protection=options.termination_protection,
             **kwargs,
         )
-        self.network = GpuClusterVpc(
-            self,
-            "Network",
-            availability_zones=platform.availability_zones,
-            cidr=platform.vpc_cidr,
-            nat_gateways_per_az=platform.nat_gateways is NatGateways.PER_AZ,
-            interface_endpoints=platform.interface_endpoints,
-            pod_cidr=platform.pod_cidr if custom_networking else None,
-            pod_subnet_zone=platform.availability_zone if custom_networking else None,
-            node_subnet_cidrs=node_subnet_cidrs,
-            node_subnet_zone=platform.availability_zone if node_subnet_cidrs else None,
-        )
-        self.vpc = self.network.vpc
-        # Deleted before the VPC: stops `cdk destroy` with what to delete first while retained
-        # file systems (and their security groups) are still in the VPC.
-        pod_subnet = self.network.pod_subnet
-        self.teardown_guard = VpcTeardownGuard(
-            self,
-            "TeardownGuard",
-            vpc=self.vpc,
-            extra_subnet_ids=[pod_subnet.ref] if pod_subnet is not None else [],
-        )
-        self.data = DataBucket(self, "Data")
-        self.observability: ObservabilityPlatform | None = None
-        if platform.observability:
-            self.observability = ObservabilityPlatform(
-                self,
-                "Observability",
-                grafana=platform.grafana,
-                grafana_scope=Construct(grafana, "Observability") if grafana else None,
-            )
+        platform = deployment.build_platform(self, grafana_scope=grafana)
+        self.network, self.vpc, self.data = platform.network, platform.vpc, platform.data
+        self.teardown_guard, self.observability = platform.teardown_guard, platform.observability
+        if self.observability is not None:
             CfnOutput(
                 self,
                 "PrometheusEndpoint",
