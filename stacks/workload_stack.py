@@ -1,30 +1,21 @@
-"""One accelerated workload's own stacks on the shared platform.
-
-- :class:`WorkloadStack` (``<name>-<workload>``): what the workload keeps across redeploys,
-  its FSx for Lustre file system (linked to the data bucket) and the file system's alarms;
-  for a HyperPod or AWS PCS workload also its cluster. It depends on the platform only (and,
-  for HyperPod on EKS, on the cluster), so the file system is created while the cluster is.
-- :class:`WorkloadComputeStack` (``<name>-<workload>-compute``, EKS): the workload's node
-  groups and Kubernetes objects on its cluster, built by the workload's pattern. A node group
-  that cannot get capacity fails this stack only; the cluster, the file system and the other
-  workloads stay, and ``cdk deploy <name>-<workload>-compute`` retries it.
-"""
+"""One accelerated workload's own stacks on the shared platform: :class:`WorkloadStack`
+(``<name>-<workload>``: what it keeps across redeploys, its FSx for Lustre file system and its
+alarms, and its HyperPod or AWS PCS cluster) and, on EKS, :class:`WorkloadComputeStack`
+(``<name>-<workload>-compute``: its node groups and Kubernetes objects on its cluster). A node
+group that cannot get capacity fails its compute stack only; ``cdk deploy`` retries it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Stack
 from constructs import Construct
 
 from fm_constructs.domain import names
 from fm_constructs.patterns.deployment import Deployment
+from stacks.outputs import output
 
-_TITLES = {
-    "pretraining": "pre-training",
-    "post_training": "post-training (SFT, RL)",
-    "inference": "inference",
-}
+_TITLES = {"pretraining": "pre-training", "post_training": "post-training (SFT, RL)"}
 
 #: Context value (``cdk synth -c pcs_ami_id=ami-...``) naming the AMI of AWS PCS nodes; without
 #: it the stack parameter ``PcsAmiId`` gives it at deploy time (see docs/blocks/pcs.md).
@@ -38,19 +29,14 @@ class WorkloadStack(Stack):
         self,
         scope: Construct,
         construct_id: str,
-        *,
         deployment: Deployment,
         workload: str,
         **kwargs: Any,
     ) -> None:
         w = deployment.options.workloads[workload]
-        super().__init__(
-            scope,
-            construct_id,
-            description=f"fm-constructs {_TITLES[w.name]}: {w.instance_count} x "
-            f"{w.instance_type} in {w.availability_zone}",
-            **kwargs,
-        )
+        nodes = f"{w.instance_count} x {w.instance_type} in {w.availability_zone}"
+        description = f"fm-constructs {_TITLES.get(w.name, w.name)}: {nodes}"
+        super().__init__(scope, construct_id, description=description, **kwargs)
         ami_id = self.node.try_get_context(PCS_AMI_CONTEXT)
         built = deployment.build_workload(
             self, workload, pcs_ami_id=str(ami_id) if ami_id else None
@@ -59,91 +45,61 @@ class WorkloadStack(Stack):
         self.compute, self.pcs = built.hyperpod, built.pcs
         if self.compute is not None:
             if self.compute.eks_cluster is not None and w.cluster is None:
-                CfnOutput(self, "EksClusterName", value=self.compute.eks_cluster.cluster_name)
-            CfnOutput(
-                self,
-                "HyperPodClusterName",
-                value=self.compute.cluster.cluster_name,
-                description="aws sagemaker list-cluster-nodes --cluster-name <this>",
-            )
+                output(self, "EksClusterName", self.compute.eks_cluster.cluster_name)
+            nodes = "aws sagemaker list-cluster-nodes --cluster-name <this>"
+            output(self, "HyperPodClusterName", self.compute.cluster.cluster_name, nodes)
         if self.pcs is not None:
-            self._pcs_outputs()
-        if self.file_system is not None:
-            CfnOutput(self, "FileSystemId", value=self.file_system.file_system_id)
-            CfnOutput(
-                self,
-                "MountCommand",
-                value=self.file_system.mount_command("/fsx"),
-                description="Mount on a node as root (HyperPod nodes mount it at /fsx)",
-            )
-
-    def _pcs_outputs(self) -> None:
-        assert self.pcs is not None
-        CfnOutput(self, "PcsClusterId", value=self.pcs.cluster.cluster_id)
-        login_group = self.pcs.login.compute_node_group_id
-        CfnOutput(
-            self,
-            "LoginNodeCommand",
-            value=(
-                "aws ec2 describe-instances --filters "
-                f"Name=tag:aws:pcs:compute-node-group-id,Values={login_group} "
+            output(self, "PcsClusterId", self.pcs.cluster.cluster_id)
+            login = (
+                "aws ec2 describe-instances --filters Name=tag:aws:pcs:compute-node-group-id,"
+                f"Values={self.pcs.login.compute_node_group_id} "
                 "--query 'Reservations[].Instances[].InstanceId' --output text"
-            ),
-            description="The login node's instance id; then aws ssm start-session --target <id>",
-        )
-        CfnOutput(
-            self,
-            "Queue",
-            value=self.pcs.queue.queue_name,
-            description="Slurm partition of the accelerated nodes (sbatch -p <this>)",
-        )
+            )
+            then = "The login node's instance id; then aws ssm start-session --target <id>"
+            output(self, "LoginNodeCommand", login, then)
+            sbatch = "Slurm partition of the accelerated nodes (sbatch -p <this>)"
+            output(self, "Queue", self.pcs.queue.queue_name, sbatch)
+        if self.file_system is not None:
+            output(self, "FileSystemId", self.file_system.file_system_id)
+            mount = "Mount on a node as root (HyperPod nodes mount it at /fsx)"
+            output(self, "MountCommand", self.file_system.mount_command("/fsx"), mount)
 
 
 class WorkloadComputeStack(Stack):
-    """One EKS workload's node groups and Kubernetes objects, on its cluster (one statement:
-    the workload's pattern)."""
+    """One EKS workload's node groups and Kubernetes objects on its cluster (its pattern)."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
-        *,
         deployment: Deployment,
         workload: str,
         **kwargs: Any,
     ) -> None:
         w = deployment.options.workloads[workload]
         pools = " + ".join(f"{p.max_size} x {p.instance_type}" for p in w.node_pools)
-        super().__init__(
-            scope,
-            construct_id,
-            description=f"fm-constructs {_TITLES[w.name]} nodes and Kubernetes objects: {pools}",
-            **kwargs,
+        description = (
+            f"fm-constructs {_TITLES.get(w.name, w.name)} nodes and Kubernetes objects: {pools}"
         )
+        super().__init__(scope, construct_id, description=description, **kwargs)
         self.workload = deployment.build_workload_nodes(self, workload)
-        eks_workload = self.workload.workload
-        for pool, parts in eks_workload.node_group_parts.items():
+        eks = self.workload.workload
+        for pool, parts in eks.node_group_parts.items():
             for index, group in enumerate(parts):
-                suffix = "" if index == 0 else str(index + 1)
-                CfnOutput(
+                group_id = "GpuNodeGroup" if pool == "gpu" else f"{pool.capitalize()}NodeGroup"
+                nodes = f"kubectl get nodes -l {names.NODE_POOL_LABEL}={group.node_pool}"
+                text = f"Managed node group of the {pool} pool ({nodes})"
+                output(
                     self,
-                    ("GpuNodeGroup" if pool == "gpu" else f"{pool.capitalize()}NodeGroup") + suffix,
-                    value=group.nodegroup_name,
-                    description=f"Managed node group of the {pool} pool "
-                    f"(kubectl get nodes -l {names.NODE_POOL_LABEL}={group.node_pool})",
+                    group_id + ("" if index == 0 else str(index + 1)),
+                    group.nodegroup_name,
+                    text,
                 )
-        CfnOutput(
-            self,
-            "Namespace",
-            value=eks_workload.namespace,
-            description=f"Jobs run here as {eks_workload.service_account} and queue on "
-            f"{eks_workload.local_queue_name} (kueue.x-k8s.io/queue-name)",
-        )
+        queue = f"{eks.local_queue_name} (kueue.x-k8s.io/queue-name)"
+        jobs = f"Jobs run here as {eks.service_account} and queue on {queue}"
+        output(self, "Namespace", eks.namespace, jobs)
         server = getattr(self.workload, "model_server", None)
         if server is not None:
-            CfnOutput(
-                self,
-                "ModelEndpointCommand",
-                value=f"kubectl -n {server.namespace} get service {server.service_name}",
-                description="OpenAI-compatible API of the model server (port 80 of the NLB)",
-            )
+            command = f"kubectl -n {server.namespace} get service {server.service_name}"
+            api = "OpenAI-compatible API of the model server (port 80 of the NLB)"
+            output(self, "ModelEndpointCommand", command, api)

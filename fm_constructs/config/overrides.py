@@ -1,5 +1,6 @@
-"""Profile values a deployment command overrides (``cdk synth -c key=value``), checked by the
-same rules the loader runs on the profile's own keys."""
+"""The profile a deployment builds: checked at its largest scale, with the values a deployment
+command overrides (``cdk synth -c key=value``) checked by the rules the loader runs on the
+profile's own keys."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import dataclasses
 from typing import Any
 
 from fm_constructs.config.model import Profile
+from fm_constructs.config.rules import check_scale
 from fm_constructs.errors import FmValidationError
 from fm_constructs.rules import platform as platform_rules
 
@@ -33,3 +35,13 @@ def with_admin_roles(profile: Profile, context_value: Any) -> Profile:
         raise FmValidationError(findings, context=f"cdk context -c {ADMIN_ROLES_CONTEXT}")
     platform = dataclasses.replace(profile.platform, admin_role_arns=arns)
     return dataclasses.replace(profile, platform=platform)
+
+
+def deployment_profile(profile: Profile, *, admin_roles: Any = None) -> Profile:
+    """``profile`` as a deployment builds it: its largest deployment fits the network and AWS's
+    fixed limits (the loader checked it; a profile built in code may not have been), with the
+    admin roles of the ``admin_role_arns`` context value when one is set."""
+    problems = check_scale(profile)
+    if problems:
+        raise FmValidationError(problems, context=f"profile {profile.source}")
+    return with_admin_roles(profile, admin_roles)
