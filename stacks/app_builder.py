@@ -16,10 +16,11 @@ from fm_constructs.config.overrides import (
     deployment_profile,
     with_admin_roles,  # noqa: F401 (re-exported)
 )
-from fm_constructs.patterns.deployment import Deployment
+from fm_constructs.patterns.deployment import Deployment, DeploymentScopes
 from stacks.cluster_stack import ClusterAddonsStack, ClusterMonitoringStack, ClusterStack
+from stacks.outputs import PartStack
 from stacks.platform_stack import GrafanaStack, PlatformStack
-from stacks.workload_stack import WorkloadComputeStack, WorkloadStack
+from stacks.workload_stack import PCS_AMI_CONTEXT, WorkloadComputeStack, WorkloadStack
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class DeploymentStacks:
     options: DeploymentOptions
 
     @property
-    def all(self) -> tuple[cdk.Stack, ...]:
+    def all(self) -> tuple[PartStack, ...]:
         grafana = (self.grafana,) if self.grafana is not None else ()
         groups = (
             self.clusters,
@@ -68,43 +69,42 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     --all --concurrency 4`` runs them side by side."""
     admins = app.node.try_get_context(ADMIN_ROLES_CONTEXT)
     options = deployment_options(deployment_profile(profile, admin_roles=admins))
-    p, deployment = options.platform, Deployment(options)
+    p = options.platform
     env = cdk.Environment(account=p.account, region=p.region)
 
     def name(*parts: str) -> str:  # <name>-platform, <name>-post-training-compute, ...
         return "-".join((p.name, *parts)).replace("_", "-")
 
     grafana = GrafanaStack(app, name("grafana"), env=env) if p.grafana else None
-    platform = PlatformStack(app, name("platform"), deployment, grafana, env=env)
+    platform = PlatformStack(app, name("platform"), p, grafana, env=env)
     clusters: dict[str, ClusterStack] = {}
     addons: dict[str, ClusterAddonsStack] = {}
     monitoring: dict[str, ClusterMonitoringStack] = {}
     for key, cluster in options.clusters.items():
         stem = cluster.stack_suffix
         addons[key] = ClusterAddonsStack(app, name(stem, "addons"), env=env)
-        clusters[key] = ClusterStack(app, name(stem), deployment, key, addons[key], env=env)
+        clusters[key] = ClusterStack(app, name(stem), cluster, addons[key], env=env)
         if cluster.scraped:
-            scraper = ClusterMonitoringStack(
-                app, name(stem, "monitoring"), deployment, key, env=env
-            )
-            monitoring[key] = scraper
+            monitoring[key] = ClusterMonitoringStack(app, name(stem, "monitoring"), key, env=env)
     workloads: dict[str, WorkloadStack] = {}
     computes: dict[str, WorkloadComputeStack] = {}
     for w in options.workloads.values():
         if w.has_storage_stack:
-            workloads[w.name] = WorkloadStack(app, name(w.name), deployment, w.name, env=env)
+            workloads[w.name] = WorkloadStack(app, name(w.name), w, env=env)
         if w.eks_nodes:
-            compute = WorkloadComputeStack(
-                app, name(w.name, "compute"), deployment, w.name, env=env
-            )
-            computes[w.name] = compute
+            computes[w.name] = WorkloadComputeStack(app, name(w.name, "compute"), w, env=env)
+    stacks = DeploymentStacks(
+        platform, grafana, clusters, addons, monitoring, workloads, computes, options
+    )
+    deployment = Deployment(options)
+    scopes = DeploymentScopes(platform, grafana, clusters, addons, monitoring, workloads, computes)
+    deployment.build(scopes, pcs_ami_id=app.node.try_get_context(PCS_AMI_CONTEXT) or None)
+    for stack in stacks.all:
+        stack.record(deployment)
     # Every resource is tagged with its deployment, except launch templates: a tag change
     # would make a new template version and roll every GPU node of the group.
     excluded = ["AWS::EC2::LaunchTemplate"]
     cdk.Tags.of(app).add("fm-constructs:deployment", p.name, exclude_resource_types=excluded)
-    stacks = DeploymentStacks(
-        platform, grafana, clusters, addons, monitoring, workloads, computes, options
-    )
     # The construct warnings the profile accepts, acknowledged in every stack (an
     # acknowledgement removes the warnings already added under its scope).
     for stack in stacks.all:

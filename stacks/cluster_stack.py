@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Stack
 from constructs import Construct
 
+from fm_constructs.config.options import ClusterOptions
 from fm_constructs.patterns.deployment import Deployment
-from stacks.outputs import output
+from stacks.outputs import PartStack, output
 
 _TITLES = {
     "pretraining": "pre-training",
@@ -20,31 +20,32 @@ _TITLES = {
 }
 
 
-class ClusterStack(Stack):
-    """Cluster ``key`` of the deployment and what is cluster-wide on it; what runs on its
-    control plane goes to ``addons`` (a :class:`ClusterAddonsStack`)."""
+class ClusterStack(PartStack):
+    """One EKS cluster and what is cluster-wide on it; what runs on its control plane goes to
+    ``addons`` (a :class:`ClusterAddonsStack`)."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
-        deployment: Deployment,
-        key: str,
-        addons: Stack,
+        options: ClusterOptions,
+        addons: ClusterAddonsStack,
         **kwargs: Any,
     ) -> None:
-        options = deployment.options.clusters[key]
         members = ", ".join(_TITLES[w] for w in options.workloads)
         kind = "dedicated" if options.dedicated else "shared"
         description = f"fm-constructs {kind} GPU EKS cluster ({members})"
         super().__init__(scope, construct_id, description=description, **kwargs)
-        built = deployment.build_cluster(self, key, addons_scope=addons)
-        self.options, self.cluster, self.addons = options, built.cluster, addons
+        self.options, self.addons = options, addons
+
+    def record(self, deployment: Deployment) -> None:
+        built = deployment.clusters[self.options.key]
+        self.cluster = built.cluster
         self.scraper_security_group = built.scraper_security_group
         self.scraper_role_scope = built.scraper_role_scope
         name = self.cluster.cluster_name
         output(self, "EksClusterName", name)
-        kubeconfig = f"aws eks update-kubeconfig --region {options.region} --name {name}"
+        kubeconfig = f"aws eks update-kubeconfig --region {self.options.region} --name {name}"
         output(
             self,
             "KubeconfigCommand",
@@ -53,8 +54,8 @@ class ClusterStack(Stack):
         )
 
 
-class ClusterAddonsStack(Stack):
-    """What runs on one cluster's control plane (filled in by its :class:`ClusterStack`)."""
+class ClusterAddonsStack(PartStack):
+    """What runs on one cluster's control plane (filled in with its :class:`ClusterStack`)."""
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         description = (
@@ -63,17 +64,13 @@ class ClusterAddonsStack(Stack):
         super().__init__(scope, construct_id, description=description, **kwargs)
 
 
-class ClusterMonitoringStack(Stack):
+class ClusterMonitoringStack(PartStack):
     """The AMP managed scraper of cluster ``key`` (nothing else waits for it)."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        deployment: Deployment,
-        key: str,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, key: str, **kwargs: Any) -> None:
         description = "fm-constructs managed Prometheus scraper of the GPU EKS cluster"
         super().__init__(scope, construct_id, description=description, **kwargs)
-        self.scraping = deployment.build_cluster_monitoring(self, key)
+        self.key = key
+
+    def record(self, deployment: Deployment) -> None:
+        self.scraping = deployment.scrapers[self.key]

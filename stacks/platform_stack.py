@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Stack
 from constructs import Construct
 
+from fm_constructs.config.options import PlatformOptions
 from fm_constructs.patterns.deployment import Deployment
-from stacks.outputs import output
+from stacks.outputs import PartStack, output
 
 
-class GrafanaStack(Stack):
-    """The Amazon Managed Grafana workspace and its dashboards (filled in by the
-    :class:`PlatformStack`); it reads the Prometheus workspace, and no stack waits for it."""
+class GrafanaStack(PartStack):
+    """The Amazon Managed Grafana workspace and its dashboards (filled in with the platform);
+    it reads the Prometheus workspace, and no stack waits for it."""
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
         description = "fm-constructs Amazon Managed Grafana workspace and dashboards"
         super().__init__(scope, construct_id, description=description, **kwargs)
 
 
-class PlatformStack(Stack):
+class PlatformStack(PartStack):
     """Long-lived, shared resources; workload stacks reference them and deploy side by side.
     ``grafana``: the stack of the Grafana workspace (none: it is created here).
 
@@ -37,12 +37,12 @@ class PlatformStack(Stack):
         self,
         scope: Construct,
         construct_id: str,
-        deployment: Deployment,
-        grafana: Stack | None,
+        options: PlatformOptions,
+        grafana: GrafanaStack | None,
         **kwargs: Any,
     ) -> None:
-        options = deployment.options.platform
         self._zones = list(options.availability_zones)  # read by availability_zones
+        self.grafana = grafana
         super().__init__(
             scope,
             construct_id,
@@ -50,7 +50,9 @@ class PlatformStack(Stack):
             termination_protection=options.termination_protection,
             **kwargs,
         )
-        platform = deployment.build_platform(self, grafana_scope=grafana)
+
+    def record(self, deployment: Deployment) -> None:
+        platform = deployment.platform
         self.network, self.vpc, self.data = platform.network, platform.vpc, platform.data
         self.teardown_guard, self.observability = platform.teardown_guard, platform.observability
         watch = self.observability
@@ -63,7 +65,7 @@ class PlatformStack(Stack):
             if watch.grafana is not None:
                 url = f"https://{watch.grafana.endpoint}"
                 users = "Amazon Managed Grafana (assign users in IAM Identity Center)"
-                output(grafana or self, "GrafanaUrl", url, users)
+                output(self.grafana or self, "GrafanaUrl", url, users)
         output(self, "VpcId", self.vpc.vpc_id, "VPC of the GPU clusters")
         prefixes = "Datasets under datasets/, checkpoints under checkpoints/"
         output(self, "DataBucketName", self.data.bucket_name, prefixes)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Stack
 from constructs import Construct
 
+from fm_constructs.config.options import WorkloadOptions
 from fm_constructs.domain import names
 from fm_constructs.patterns.deployment import Deployment
-from stacks.outputs import output
+from stacks.outputs import PartStack, output
 
 _TITLES = {"pretraining": "pre-training", "post_training": "post-training (SFT, RL)"}
 
@@ -22,29 +22,23 @@ _TITLES = {"pretraining": "pre-training", "post_training": "post-training (SFT, 
 PCS_AMI_CONTEXT = "pcs_ami_id"
 
 
-class WorkloadStack(Stack):
+class WorkloadStack(PartStack):
     """The file system of one workload (and its HyperPod or AWS PCS cluster)."""
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        deployment: Deployment,
-        workload: str,
-        **kwargs: Any,
+        self, scope: Construct, construct_id: str, options: WorkloadOptions, **kwargs: Any
     ) -> None:
-        w = deployment.options.workloads[workload]
+        w = self.options = options
         nodes = f"{w.instance_count} x {w.instance_type} in {w.availability_zone}"
         description = f"fm-constructs {_TITLES.get(w.name, w.name)}: {nodes}"
         super().__init__(scope, construct_id, description=description, **kwargs)
-        ami_id = self.node.try_get_context(PCS_AMI_CONTEXT)
-        built = deployment.build_workload(
-            self, workload, pcs_ami_id=str(ami_id) if ami_id else None
-        )
+
+    def record(self, deployment: Deployment) -> None:
+        built = deployment.storage[self.options.name]
         self.file_system, self.owns_file_system = built.file_system, built.owns_file_system
         self.compute, self.pcs = built.hyperpod, built.pcs
         if self.compute is not None:
-            if self.compute.eks_cluster is not None and w.cluster is None:
+            if self.compute.eks_cluster is not None and self.options.cluster is None:
                 output(self, "EksClusterName", self.compute.eks_cluster.cluster_name)
             nodes = "aws sagemaker list-cluster-nodes --cluster-name <this>"
             output(self, "HyperPodClusterName", self.compute.cluster.cluster_name, nodes)
@@ -65,24 +59,20 @@ class WorkloadStack(Stack):
             output(self, "MountCommand", self.file_system.mount_command("/fsx"), mount)
 
 
-class WorkloadComputeStack(Stack):
+class WorkloadComputeStack(PartStack):
     """One EKS workload's node groups and Kubernetes objects on its cluster (its pattern)."""
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        deployment: Deployment,
-        workload: str,
-        **kwargs: Any,
+        self, scope: Construct, construct_id: str, options: WorkloadOptions, **kwargs: Any
     ) -> None:
-        w = deployment.options.workloads[workload]
-        pools = " + ".join(f"{p.max_size} x {p.instance_type}" for p in w.node_pools)
-        description = (
-            f"fm-constructs {_TITLES.get(w.name, w.name)} nodes and Kubernetes objects: {pools}"
-        )
+        self.options = options
+        pools = " + ".join(f"{p.max_size} x {p.instance_type}" for p in options.node_pools)
+        title = _TITLES.get(options.name, options.name)
+        description = f"fm-constructs {title} nodes and Kubernetes objects: {pools}"
         super().__init__(scope, construct_id, description=description, **kwargs)
-        self.workload = deployment.build_workload_nodes(self, workload)
+
+    def record(self, deployment: Deployment) -> None:
+        self.workload = deployment.nodes[self.options.name]
         eks = self.workload.workload
         for pool, parts in eks.node_group_parts.items():
             for index, group in enumerate(parts):

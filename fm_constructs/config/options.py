@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.catalog.lookup import find_instance_type
+from fm_constructs.catalog.model import EksAmiFamily
 from fm_constructs.config.model import (
     SHARED_CLUSTER,
     CapacityConfig,
@@ -297,7 +298,7 @@ class ClusterOptions:
     #: IAM role ARN -> the namespaces (workload and diagnostics) it submits jobs in.
     submitter_namespaces: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: EKS AMI families of the members' accelerators (their device plugins), sorted.
-    device_plugin_families: tuple[str, ...] = ()
+    device_plugin_families: tuple[EksAmiFamily, ...] = ()
     custom_networking: bool = False
     prefix_delegation: bool = False
     #: Whether the AMP managed scraper reads the cluster (observability on).
@@ -611,7 +612,7 @@ def _submitter_namespaces(
     return tuple((arn, tuple(namespaces)) for arn, namespaces in found.items())
 
 
-def _device_plugin_families(profile: Profile, members: list[str]) -> tuple[str, ...]:
+def _device_plugin_families(profile: Profile, members: list[str]) -> tuple[EksAmiFamily, ...]:
     """EKS AMI families of the members' accelerators (main and rollout nodes)."""
     families = set()
     for name in members:

@@ -14,7 +14,7 @@ pre-training one.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,21 +104,55 @@ class WorkloadStorage:
     pcs: PcsAcceleratedWorkload | None
 
 
-class Deployment:
-    """Builds one profile's deployment from its options, part by part, into given scopes.
+@dataclass(frozen=True)
+class DeploymentScopes:
+    """Where :meth:`Deployment.build` puts each part (a stack each, in ``stacks/``): the
+    platform (``grafana``: its Grafana workspace, else in ``platform``); per cluster key its
+    control plane and the scope of what runs on it, and with observability on its scraper; per
+    workload the scope of its file system or HyperPod/PCS cluster (``workloads``) and, on EKS,
+    of its nodes and Kubernetes objects (``nodes``)."""
 
-    Call :meth:`build_platform` first, then :meth:`build_cluster` (and
-    :meth:`build_cluster_monitoring`) for each cluster of ``options.clusters``, then
-    :meth:`build_workload` and, for EKS workloads, :meth:`build_workload_nodes` for each
-    workload of ``options.workloads`` in order (post-training may mount the pre-training file
-    system).
+    platform: Construct
+    grafana: Construct | None
+    clusters: Mapping[str, Construct]
+    cluster_addons: Mapping[str, Construct]
+    monitoring: Mapping[str, Construct]
+    workloads: Mapping[str, Construct]
+    nodes: Mapping[str, Construct]
+
+
+class Deployment:
+    """Builds one profile's deployment from its options into given scopes.
+
+    :meth:`build` builds every part; the parts' methods build one each, in the order
+    :meth:`build` calls them: :meth:`build_platform`, then :meth:`build_cluster` (and
+    :meth:`build_cluster_monitoring`) per cluster, then :meth:`build_workload` and, on EKS,
+    :meth:`build_workload_nodes` per workload (post-training may mount the pre-training file
+    system). What each built is kept on the instance (``platform``, ``clusters``,
+    ``scrapers``, ``storage``, ``nodes``).
     """
 
     def __init__(self, options: DeploymentOptions) -> None:
         self.options = options
         self._platform: Platform | None = None
         self.clusters: dict[str, Cluster] = {}
+        self.scrapers: dict[str, EksClusterScraping] = {}
         self.storage: dict[str, WorkloadStorage] = {}
+        self.nodes: dict[str, EksWorkloadPattern] = {}
+
+    def build(self, scopes: DeploymentScopes, *, pcs_ami_id: str | None = None) -> None:
+        """Every part of the deployment, each into its scope of ``scopes``.
+        ``pcs_ami_id``: the AMI of AWS PCS nodes (see :meth:`build_workload`)."""
+        self.build_platform(scopes.platform, grafana_scope=scopes.grafana)
+        for key, cluster in self.options.clusters.items():
+            self.build_cluster(scopes.clusters[key], key, addons_scope=scopes.cluster_addons[key])
+            if cluster.scraped:
+                self.build_cluster_monitoring(scopes.monitoring[key], key)
+        for name, w in self.options.workloads.items():
+            if w.has_storage_stack:
+                self.build_workload(scopes.workloads[name], name, pcs_ami_id=pcs_ami_id)
+            if w.eks_nodes:
+                self.build_workload_nodes(scopes.nodes[name], name)
 
     @property
     def platform(self) -> Platform:
@@ -220,7 +254,7 @@ class Deployment:
         observability = self.platform.observability
         if observability is None or cluster.scraper_security_group is None:
             raise ValueError(f"cluster {key!r} is not scraped (observability is off)")
-        return EksClusterScraping(
+        self.scrapers[key] = EksClusterScraping(
             scope,
             "Scraping",
             cluster=cluster.cluster,
@@ -229,6 +263,7 @@ class Deployment:
             security_group=cluster.scraper_security_group,
             scraper_role_scope=cluster.scraper_role_scope,
         )
+        return self.scrapers[key]
 
     # ---- workloads ---------------------------------------------------------------------------
 
@@ -267,10 +302,10 @@ class Deployment:
         if storage is None and w.file_system_of is not None:
             storage = self.storage[w.file_system_of]
         file_system = storage.file_system if storage is not None else None
-        pattern = _EKS_PATTERNS[name](self, scope, w, file_system)
+        self.nodes[name] = _EKS_PATTERNS[name](self, scope, w, file_system)
         if storage is not None and storage.owns_file_system and file_system is not None:
             file_system.add_associations(associations_scope or Construct(scope, "FileSystem"))
-        return pattern
+        return self.nodes[name]
 
     def _file_system(self, scope: Construct, w: WorkloadOptions) -> LustreFileSystem | None:
         fs = w.file_system
@@ -477,6 +512,7 @@ _EKS_PATTERNS: dict[
 __all__ = [
     "Cluster",
     "Deployment",
+    "DeploymentScopes",
     "EksWorkloadPattern",
     "Platform",
     "WorkloadStorage",
