@@ -16,7 +16,7 @@ from fm_constructs.config.overrides import (
     deployment_profile,
     with_admin_roles,  # noqa: F401 (re-exported)
 )
-from fm_constructs.patterns.deployment import Deployment, DeploymentScopes
+from fm_constructs.patterns.deployment import Deployment
 from stacks.cluster_stack import ClusterAddonsStack, ClusterMonitoringStack, ClusterStack
 from stacks.outputs import PartStack
 from stacks.platform_stack import GrafanaStack, PlatformStack
@@ -97,8 +97,9 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
         platform, grafana, clusters, addons, monitoring, workloads, computes, options
     )
     deployment = Deployment(options)
-    scopes = DeploymentScopes(platform, grafana, clusters, addons, monitoring, workloads, computes)
-    deployment.build(scopes, pcs_ami_id=app.node.try_get_context(PCS_AMI_CONTEXT) or None)
+    ami_id = app.node.try_get_context(PCS_AMI_CONTEXT) or None
+    parts = (platform, grafana, clusters, addons, monitoring, workloads, computes)
+    deployment.build(*parts, pcs_ami_id=ami_id)
     for stack in stacks.all:
         stack.record(deployment)
     # Every resource is tagged with its deployment, except launch templates: a tag change

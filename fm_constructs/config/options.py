@@ -11,7 +11,8 @@ no aws_cdk import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.catalog.lookup import find_instance_type
@@ -22,7 +23,6 @@ from fm_constructs.config.model import (
     CapacityKind,
     InferenceConfig,
     LoadBalancer,
-    ModelConfig,
     NatGateways,
     Orchestrator,
     PlatformConfig,
@@ -41,6 +41,8 @@ from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import FsxSizingRequest
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
 from fm_constructs.planning.pod_networking import PodNetworking
+
+_T = TypeVar("_T")
 
 #: Node label and taint key that keep the RL rollout group for generation workers.
 ROLE_LABEL = "workload-role"
@@ -151,9 +153,16 @@ class FileSystemOptions:
     sizing: FsxSizingRequest | None
     metadata_iops: int | None
     efa_enabled: bool
-    backup_retention_days: int
+    automatic_backup_retention_days: int
     directories: tuple[tuple[str, str], ...]
     exported_prefixes: tuple[str, ...]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The file system's own settings, under the keyword names of
+        :class:`~fm_constructs.storage.LustreFileSystem`."""
+        linked = ("directories", "exported_prefixes")
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in linked}
 
 
 @dataclass(frozen=True)
@@ -186,7 +195,8 @@ class ModelServerOptions:
 
 @dataclass(frozen=True)
 class AutoscalingOptions:
-    """Replica autoscaling of the model server on a serving metric read from Prometheus."""
+    """Replica autoscaling of the model server on a serving metric read from Prometheus (the
+    model server may grow and observability is on)."""
 
     metric: ServingMetric
     target: float
@@ -367,33 +377,26 @@ class DeploymentOptions:
         return None if key is None else self.clusters[key]
 
 
+def _pool(
+    workload: str, pool: str, instance_type: str, nodes: int, maximum: int, **extra: Any
+) -> NodePoolOptions:
+    """Node pool ``pool`` of ``workload``: ``nodes`` nodes at the least, ``maximum`` at most."""
+    flavor = names.resource_flavor_name(workload, pool)
+    return NodePoolOptions(pool, flavor, instance_type, nodes, nodes, maximum, **extra)
+
+
 def node_pools(w: WorkloadConfig) -> tuple[NodePoolOptions, ...]:
     """The accelerated node groups of ``w`` (EKS): the main group and, for RL post-training,
     the rollout group labelled and tainted ``workload-role=rollout``."""
-    maximum = w.largest_size
-    pools = [
-        NodePoolOptions(
-            name=MAIN_POOL,
-            flavor=names.resource_flavor_name(w.name, MAIN_POOL),
-            instance_type=w.instance_type,
-            desired_size=w.instance_count,
-            min_size=w.instance_count,
-            max_size=maximum,
-            capacity=w.capacity,
-        )
-    ]
+    count = w.instance_count
+    pools = [_pool(w.name, MAIN_POOL, w.instance_type, count, w.largest_size, capacity=w.capacity)]
     rollout = w.rollout_group
     if rollout is not None:
+        role = ((ROLE_LABEL, ROLLOUT_POOL),)
+        count = rollout.instance_count
         pools.append(
-            NodePoolOptions(
-                name=ROLLOUT_POOL,
-                flavor=names.resource_flavor_name(w.name, ROLLOUT_POOL),
-                instance_type=rollout.instance_type,
-                desired_size=rollout.instance_count,
-                min_size=rollout.instance_count,
-                max_size=rollout.instance_count,
-                labels=((ROLE_LABEL, ROLLOUT_POOL),),
-                taints=((ROLE_LABEL, ROLLOUT_POOL),),
+            _pool(
+                w.name, ROLLOUT_POOL, rollout.instance_type, count, count, labels=role, taints=role
             )
         )
     return tuple(pools)
@@ -459,17 +462,22 @@ def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
     return total
 
 
+def _copied(cls: type[_T], table: object, /, **values: Any) -> _T:
+    """A ``cls`` options object: ``values``, and every other field of ``cls`` taken from the
+    attribute of ``table`` (a profile table) of the same name, the profile's key as it is."""
+    names = [f.name for f in fields(cls) if f.name not in values]  # type: ignore[arg-type]
+    return cls(**values, **{n: getattr(table, n) for n in names if hasattr(table, n)})
+
+
 def _file_system(w: WorkloadConfig) -> FileSystemOptions | None:
     storage = w.storage
     if not storage.enabled or w.reuses_pretraining_storage:
         return None
-    return FileSystemOptions(
-        storage_capacity_gib=storage.storage_capacity_gib,
-        throughput_mb_s_per_tib=storage.throughput_mb_s_per_tib,
+    return _copied(
+        FileSystemOptions,
+        storage,
         sizing=workload_fsx_sizing_request(w),
-        metadata_iops=storage.metadata_iops,
-        efa_enabled=storage.efa_enabled,
-        backup_retention_days=storage.backup_retention_days,
+        automatic_backup_retention_days=storage.backup_retention_days,
         directories=FSX_DIRECTORIES[w.name],
         exported_prefixes=DATA_OUTPUTS[w.name],
     )
@@ -485,40 +493,30 @@ def _rollout(w: WorkloadConfig) -> RolloutGroupOptions | None:
     rollout = w.rollout_group
     if rollout is None:
         return None
-    return RolloutGroupOptions(
-        instance_type=rollout.instance_type,
-        instance_count=rollout.instance_count,
-        launch_template_version=rollout.launch_template_version,
-        partition_name=ROLLOUT_POOL if w.orchestrator is Orchestrator.HYPERPOD_SLURM else None,
-    )
+    slurm = w.orchestrator is Orchestrator.HYPERPOD_SLURM
+    return _copied(RolloutGroupOptions, rollout, partition_name=ROLLOUT_POOL if slurm else None)
 
 
 def _hyperpod(platform: PlatformConfig, w: WorkloadConfig) -> HyperPodOptions | None:
     if w.orchestrator not in (Orchestrator.HYPERPOD_SLURM, Orchestrator.HYPERPOD_EKS):
         return None
-    return HyperPodOptions(
-        orchestrator=w.orchestrator,
-        kubernetes_version=platform.kubernetes_version,
-        admin_role_arns=platform.admin_role_arns,
-        public_access_cidrs=platform.public_access_cidrs,
-        training=w.name != "inference",
-        users=w.users if isinstance(w, TrainingWorkloadConfig) else (),
+    users = w.users if isinstance(w, TrainingWorkloadConfig) else ()
+    training = w.name != "inference"
+    return _copied(
+        HyperPodOptions, platform, orchestrator=w.orchestrator, training=training, users=users
     )
 
 
-def _model_server(model: ModelConfig) -> ModelServerOptions | None:
+def _model_server(w: InferenceConfig) -> ModelServerOptions | None:
+    model = w.model
     if not model.enabled:
         return None
-    return ModelServerOptions(
+    return _copied(
+        ModelServerOptions,
+        model,
         model_s3_prefix=model.model_s3_prefix or "",
         served_model_name=model.served_model_name or "",
-        tensor_parallel_size=model.tensor_parallel_size,
-        pipeline_parallel_size=model.pipeline_parallel_size,
-        replicas=model.replicas,
         max_replicas=model.max_replicas or model.replicas,
-        gpu_memory_utilization=model.gpu_memory_utilization,
-        image=model.image,
-        max_model_len=model.max_model_len,
     )
 
 
@@ -535,12 +533,12 @@ def _autoscaling(w: InferenceConfig, observability: bool) -> AutoscalingOptions 
 def _inference(w: WorkloadConfig, observability: bool) -> InferenceOptions | None:
     if not isinstance(w, InferenceConfig) or w.orchestrator is not Orchestrator.EKS:
         return None
-    return InferenceOptions(
+    return _copied(
+        InferenceOptions,
+        w,
         max_node_count=w.largest_size,
-        model_server=_model_server(w.model),
+        model_server=_model_server(w),
         autoscaling=_autoscaling(w, observability),
-        load_balancer=w.load_balancer,
-        load_balancer_source_ranges=w.load_balancer_source_ranges,
     )
 
 
@@ -558,12 +556,15 @@ def workload_options(
     networking: PodNetworking = PodNetworking.NODE_SUBNET,
     node_group_subnets: dict[str, tuple[int, ...]] | None = None,
 ) -> WorkloadOptions:
-    """Options of one enabled workload of ``profile`` under ``networking``."""
+    """Options of one enabled workload of ``profile`` under ``networking``: its own keys
+    (instance type and count, EFA layout, root volume, launch template version...) as they are,
+    and what the deployment derives from them."""
     platform = profile.platform
     on_eks = w.orchestrator is Orchestrator.EKS
-    return WorkloadOptions(
-        name=w.name,
-        orchestrator=w.orchestrator,
+    vpc_cni = networking in (PodNetworking.CUSTOM_NETWORKING, PodNetworking.PREFIX_DELEGATION)
+    return _copied(
+        WorkloadOptions,
+        w,
         cluster=w.eks_cluster,
         namespace=names.workload_namespace(w.name),
         service_account=names.service_account_name(w.name),
@@ -574,20 +575,10 @@ def workload_options(
         operators=OPERATORS[w.name],
         data_prefixes=DATA_OUTPUTS[w.name],
         read_prefixes=DATA_INPUTS[w.name],
-        max_pods_per_node=(
-            accelerated_max_pods(w)
-            if networking in (PodNetworking.CUSTOM_NETWORKING, PodNetworking.PREFIX_DELEGATION)
-            else w.max_pods_per_node
-        ),
-        instance_type=w.instance_type,
-        instance_count=w.instance_count,
+        max_pods_per_node=accelerated_max_pods(w) if vpc_cni else w.max_pods_per_node,
         availability_zone=platform.availability_zone,
         capacity=CapacityOptions(w.capacity, platform.availability_zone, w.instance_type),
-        efa_layout=w.efa_layout,
         node_efa_layout=efa_layout_of(w),
-        root_volume_size_gib=w.root_volume_size_gib,
-        session_manager=w.session_manager,
-        launch_template_version=w.launch_template_version,
         rollout=_rollout(w),
         file_system=_file_system(w),
         file_system_of=_file_system_of(w),
@@ -623,23 +614,40 @@ def _device_plugin_families(profile: Profile, members: list[str]) -> tuple[EksAm
     return tuple(sorted(families))
 
 
+def _cluster(
+    profile: Profile,
+    key: str,
+    members: list[str],
+    workloads: dict[str, WorkloadOptions],
+    networking: PodNetworking,
+) -> ClusterOptions:
+    """EKS cluster ``key`` of ``members``: the platform's control-plane keys as they are."""
+    return _copied(
+        ClusterOptions,
+        profile.platform,
+        key=key,
+        workloads=tuple(members),
+        operators=frozenset().union(*(workloads[n].operators for n in members)),
+        dedicated=key != SHARED_CLUSTER,
+        submitter_namespaces=_submitter_namespaces(profile, members),
+        device_plugin_families=_device_plugin_families(profile, members),
+        custom_networking=networking is PodNetworking.CUSTOM_NETWORKING,
+        prefix_delegation=networking is PodNetworking.PREFIX_DELEGATION,
+        scraped=profile.platform.observability,
+    )
+
+
 def _platform(
     profile: Profile, networking: PodNetworking, node_cidrs: tuple[str, ...]
 ) -> PlatformOptions:
+    """The platform: its keys as they are, pod and node subnets from the IP budget."""
     p = profile.platform
-    return PlatformOptions(
-        name=p.name,
-        region=p.region,
-        account=p.account,
-        availability_zone=p.availability_zone,
-        availability_zones=p.availability_zones,
-        vpc_cidr=p.vpc_cidr,
+    return _copied(
+        PlatformOptions,
+        p,
         nat_gateways_per_az=p.nat_gateways is NatGateways.PER_AZ,
-        interface_endpoints=p.interface_endpoints,
         pod_cidr=p.pod_cidr if networking is PodNetworking.CUSTOM_NETWORKING else None,
         node_subnet_cidrs=node_cidrs,
-        termination_protection=p.termination_protection,
-        observability=p.observability,
         grafana=p.observability and p.grafana,
         accepted_warnings=tuple(w for w in p.accepted_warnings if w.startswith("fm:")),
         source=profile.source,
@@ -666,30 +674,12 @@ def deployment_options(profile: Profile) -> DeploymentOptions:
     for options in workloads.values():
         if options.cluster is not None:
             members.setdefault(options.cluster, []).append(options.name)
-    p = profile.platform
-    clusters = {
-        key: ClusterOptions(
-            key=key,
-            workloads=tuple(names_),
-            operators=frozenset().union(*(workloads[n].operators for n in names_)),
-            dedicated=key != SHARED_CLUSTER,
-            region=p.region,
-            availability_zone=p.availability_zone,
-            kubernetes_version=p.kubernetes_version,
-            admin_role_arns=p.admin_role_arns,
-            public_access_cidrs=p.public_access_cidrs,
-            submitter_namespaces=_submitter_namespaces(profile, names_),
-            device_plugin_families=_device_plugin_families(profile, names_),
-            custom_networking=networking is PodNetworking.CUSTOM_NETWORKING,
-            prefix_delegation=networking is PodNetworking.PREFIX_DELEGATION,
-            scraped=p.observability,
-        )
-        for key, names_ in members.items()
-    }
     node_cidrs = tuple(subnet.cidr for subnet in demand.node_subnets)
     return DeploymentOptions(
         platform=_platform(profile, networking, node_cidrs),
-        clusters=clusters,
+        clusters={
+            key: _cluster(profile, key, m, workloads, networking) for key, m in members.items()
+        },
         workloads=workloads,
         pod_networking=networking,
         node_subnet_cidrs=node_cidrs,

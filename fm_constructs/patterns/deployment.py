@@ -104,23 +104,6 @@ class WorkloadStorage:
     pcs: PcsAcceleratedWorkload | None
 
 
-@dataclass(frozen=True)
-class DeploymentScopes:
-    """Where :meth:`Deployment.build` puts each part (a stack each, in ``stacks/``): the
-    platform (``grafana``: its Grafana workspace, else in ``platform``); per cluster key its
-    control plane and the scope of what runs on it, and with observability on its scraper; per
-    workload the scope of its file system or HyperPod/PCS cluster (``workloads``) and, on EKS,
-    of its nodes and Kubernetes objects (``nodes``)."""
-
-    platform: Construct
-    grafana: Construct | None
-    clusters: Mapping[str, Construct]
-    cluster_addons: Mapping[str, Construct]
-    monitoring: Mapping[str, Construct]
-    workloads: Mapping[str, Construct]
-    nodes: Mapping[str, Construct]
-
-
 class Deployment:
     """Builds one profile's deployment from its options into given scopes.
 
@@ -140,19 +123,34 @@ class Deployment:
         self.storage: dict[str, WorkloadStorage] = {}
         self.nodes: dict[str, EksWorkloadPattern] = {}
 
-    def build(self, scopes: DeploymentScopes, *, pcs_ami_id: str | None = None) -> None:
-        """Every part of the deployment, each into its scope of ``scopes``.
+    def build(
+        self,
+        platform: Construct,
+        grafana: Construct | None,
+        clusters: Mapping[str, Construct],
+        cluster_addons: Mapping[str, Construct],
+        monitoring: Mapping[str, Construct],
+        workloads: Mapping[str, Construct],
+        nodes: Mapping[str, Construct],
+        *,
+        pcs_ami_id: str | None = None,
+    ) -> None:
+        """Every part of the deployment, each into its scope (a stack each, in ``stacks/``):
+        the platform (``grafana``: its Grafana workspace, else in ``platform``); per cluster
+        key its control plane, the scope of what runs on it and, with observability on, of its
+        scraper; per workload the scope of its file system or HyperPod/PCS cluster
+        (``workloads``) and, on EKS, of its nodes and Kubernetes objects (``nodes``).
         ``pcs_ami_id``: the AMI of AWS PCS nodes (see :meth:`build_workload`)."""
-        self.build_platform(scopes.platform, grafana_scope=scopes.grafana)
+        self.build_platform(platform, grafana_scope=grafana)
         for key, cluster in self.options.clusters.items():
-            self.build_cluster(scopes.clusters[key], key, addons_scope=scopes.cluster_addons[key])
+            self.build_cluster(clusters[key], key, addons_scope=cluster_addons[key])
             if cluster.scraped:
-                self.build_cluster_monitoring(scopes.monitoring[key], key)
+                self.build_cluster_monitoring(monitoring[key], key)
         for name, w in self.options.workloads.items():
             if w.has_storage_stack:
-                self.build_workload(scopes.workloads[name], name, pcs_ami_id=pcs_ami_id)
+                self.build_workload(workloads[name], name, pcs_ami_id=pcs_ami_id)
             if w.eks_nodes:
-                self.build_workload_nodes(scopes.nodes[name], name)
+                self.build_workload_nodes(nodes[name], name)
 
     @property
     def platform(self) -> Platform:
@@ -177,12 +175,12 @@ class Deployment:
             "Network",
             availability_zones=p.availability_zones,
             cidr=p.vpc_cidr,
+            pod_subnet_zone=p.availability_zone if p.pod_cidr is not None else None,
             nat_gateways_per_az=p.nat_gateways_per_az,
             interface_endpoints=p.interface_endpoints,
-            pod_cidr=p.pod_cidr,
-            pod_subnet_zone=p.availability_zone if p.pod_cidr is not None else None,
-            node_subnet_cidrs=p.node_subnet_cidrs,
             node_subnet_zone=p.availability_zone if p.node_subnet_cidrs else None,
+            pod_cidr=p.pod_cidr,
+            node_subnet_cidrs=p.node_subnet_cidrs,
         )
         # Deleted before the VPC: stops `cdk destroy` with what to delete first while retained
         # file systems (and their security groups) are still in the VPC.
@@ -217,10 +215,10 @@ class Deployment:
             scope,
             "Cluster",
             vpc=platform.vpc,
+            submitter_namespaces={arn: list(ns) for arn, ns in options.submitter_namespaces},
             gpu_availability_zone=options.availability_zone,
             kubernetes_version=options.kubernetes_version,
             admin_role_arns=options.admin_role_arns,
-            submitter_namespaces={arn: list(ns) for arn, ns in options.submitter_namespaces},
             public_access_cidrs=options.public_access_cidrs,
             operators=WorkloadOperators.named(options.operators),
             eni_config_subnets=(
@@ -235,11 +233,12 @@ class Deployment:
         security_group: ec2.SecurityGroup | None = None
         role_scope: Construct | None = None
         if options.scraped:
+            text = "AMP managed scraper of the GPU cluster"
             security_group = ec2.SecurityGroup(
                 scope,
                 "ScraperSecurityGroup",
                 vpc=platform.vpc,
-                description="AMP managed scraper of the GPU cluster",
+                description=text,
                 allow_all_outbound=True,
             )
             # The scraper's role configuration, created with the control plane so that the
@@ -322,14 +321,9 @@ class Deployment:
             associations=workload_associations(
                 fs.directories, fs.exported_prefixes, bucket_name=data.bucket_name
             ),
-            storage_capacity_gib=fs.storage_capacity_gib,
-            throughput_mb_s_per_tib=fs.throughput_mb_s_per_tib,
-            sizing=fs.sizing,
-            metadata_iops=fs.metadata_iops,
-            efa_enabled=fs.efa_enabled,
-            automatic_backup_retention_days=fs.backup_retention_days,
             # EKS: the workload's nodes scope creates the associations while its nodes start.
             defer_associations=w.orchestrator is Orchestrator.EKS,
+            **fs.settings,
         )
         observability = self.platform.observability
         if file_system.throughput_mb_s_per_tib is not None and observability is not None:
@@ -471,19 +465,18 @@ class Deployment:
             given = dataclasses.asdict(server)
             model = ModelServerSpec(**{k: v for k, v in given.items() if v is not None})
         scaling = serving.autoscaling
+        policy = None
+        if scaling is not None:
+            policy = AutoscalingPolicy(metric=scaling.metric, target=scaling.target)
         return InferenceWorkload(
             scope,
             "Workload",
+            model=model,
+            autoscaling=policy,
+            load_balancer_source_ranges=list(serving.load_balancer_source_ranges) or None,
             max_node_count=serving.max_node_count,
             file_system=file_system,
-            model=model,
             load_balancer=serving.load_balancer,
-            load_balancer_source_ranges=list(serving.load_balancer_source_ranges) or None,
-            autoscaling=(
-                AutoscalingPolicy(metric=scaling.metric, target=scaling.target)
-                if scaling is not None
-                else None
-            ),
             workspace=observability.prometheus if observability is not None else None,
             **self._eks_common(w),
         )
@@ -512,7 +505,6 @@ _EKS_PATTERNS: dict[
 __all__ = [
     "Cluster",
     "Deployment",
-    "DeploymentScopes",
     "EksWorkloadPattern",
     "Platform",
     "WorkloadStorage",
