@@ -29,8 +29,7 @@ from fm_constructs.config import (
     WorkloadConfig,
 )
 from fm_constructs.config.limits import fixed_limit_problems, limit_usages
-from fm_constructs.config.options import capacity_quota, deployment_options
-from fm_constructs.config.rules import efa_layout_of
+from fm_constructs.config.options import capacity_quota, deployment_options, efa_layout_of
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE, workload_fsx_sizing_request
 from fm_constructs.config.subnet_demand import (
     NodeGroupDemand,

@@ -1,34 +1,57 @@
-"""The one mapping from a validated profile to the options of the workload patterns.
+"""The one mapping from a validated profile to the options of the deployment pattern.
 
-The stacks build from these options and ``fmc plan`` prints them, so what the plan shows (which
-cluster a workload runs on, its node pools, its Kueue queue and quotas) is what the templates
-hold by construction. Pure data: no aws_cdk import.
+:func:`deployment_options` turns a profile into complete, frozen options: the platform (VPC,
+observability), each EKS cluster (its members, operators, device plugins), and per workload
+its nodes and their capacity, node pools, rollout group, file system (settings or sizing
+request), model server and autoscaling, HyperPod settings. The deployment pattern
+(:mod:`fm_constructs.patterns.deployment`) builds from these options alone and ``fmc plan``
+prints them, so what the plan shows is what the templates hold by construction. Pure data:
+no aws_cdk import.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.catalog.lookup import find_instance_type
+from fm_constructs.catalog.model import EksAmiFamily
 from fm_constructs.config.model import (
     SHARED_CLUSTER,
     CapacityConfig,
+    CapacityKind,
+    InferenceConfig,
+    LoadBalancer,
+    NatGateways,
     Orchestrator,
+    PlatformConfig,
     Profile,
+    ServingMetric,
+    TrainingWorkloadConfig,
     WorkloadConfig,
 )
+from fm_constructs.config.sizing import workload_fsx_sizing_request
 from fm_constructs.config.subnet_demand import accelerated_max_pods, subnet_demand
 from fm_constructs.domain import names
+from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.names import MAIN_POOL as MAIN_POOL
 from fm_constructs.domain.names import ROLLOUT_POOL as ROLLOUT_POOL
 from fm_constructs.domain.names import WORKLOAD_ROLE_LABEL as ROLE_LABEL
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.domain.workload_data import DATA_INPUTS as DATA_INPUTS
 from fm_constructs.domain.workload_data import DATA_OUTPUTS as DATA_OUTPUTS
 from fm_constructs.domain.workload_data import DATA_PREFIXES as DATA_PREFIXES
 from fm_constructs.domain.workload_data import FSX_DIRECTORIES as FSX_DIRECTORIES
 from fm_constructs.domain.workload_data import OPERATORS as OPERATORS
 from fm_constructs.planning.aws_limits import node_groups_for
+from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.fsx_sizing import FsxSizingRequest
+from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
 from fm_constructs.planning.kueue_quota import capacity_quota as capacity_quota
 from fm_constructs.planning.pod_networking import PodNetworking
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -62,8 +85,109 @@ class NodePoolOptions:
 
 
 @dataclass(frozen=True)
+class CapacityOptions:
+    """Where a group of accelerated nodes gets its capacity: the profile's
+    ``[<workload>.capacity]`` table (kind, reservation ids, schedule) for nodes of
+    ``instance_type`` in ``availability_zone``, the zone every reservation must be in."""
+
+    config: CapacityConfig
+    availability_zone: str
+    instance_type: str
+
+    @property
+    def kind(self) -> CapacityKind:
+        return self.config.kind
+
+
+@dataclass(frozen=True)
+class FileSystemOptions:
+    """A workload's own FSx for Lustre file system: its settings or sizing request, and the
+    directories linked to the data bucket (only ``exported_prefixes`` are written back)."""
+
+    storage_capacity_gib: int | None
+    throughput_mb_s_per_tib: int | None
+    #: The request the file system is sized from (None: the explicit numbers above).
+    sizing: FsxSizingRequest | None
+    metadata_iops: int | None
+    efa_enabled: bool
+    automatic_backup_retention_days: int
+    directories: tuple[tuple[str, str], ...]
+    exported_prefixes: tuple[str, ...]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The file system's own settings, under the keyword names of
+        :class:`~fm_constructs.storage.LustreFileSystem`."""
+        linked = ("directories", "exported_prefixes")
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in linked}
+
+
+@dataclass(frozen=True)
+class RolloutGroupOptions:
+    """The RL rollout (generation) group beside a workload's main nodes: an EKS node pool, or a
+    HyperPod instance group (a Slurm partition of its own on HyperPod Slurm)."""
+
+    instance_type: str
+    instance_count: int
+    launch_template_version: int | None
+    #: HyperPod Slurm: the partition of the group (None elsewhere).
+    partition_name: str | None
+
+
+@dataclass(frozen=True)
+class ModelServerOptions:
+    """The vLLM model server of an inference workload (the keyword arguments of
+    :class:`~fm_constructs.patterns.ModelServerSpec`; None: that spec's default)."""
+
+    model_s3_prefix: str
+    served_model_name: str
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    replicas: int
+    max_replicas: int
+    gpu_memory_utilization: float
+    image: str | None = None
+    max_model_len: int | None = None
+
+
+@dataclass(frozen=True)
+class AutoscalingOptions:
+    """Replica autoscaling of the model server on a serving metric read from Prometheus (the
+    model server may grow and observability is on)."""
+
+    metric: ServingMetric
+    target: float
+
+
+@dataclass(frozen=True)
+class InferenceOptions:
+    """What an inference workload serves and how it is reached."""
+
+    #: Nodes of the main pool at its largest (the autoscaling headroom included).
+    max_node_count: int
+    model_server: ModelServerOptions | None
+    autoscaling: AutoscalingOptions | None
+    load_balancer: LoadBalancer
+    load_balancer_source_ranges: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HyperPodOptions:
+    """A workload's SageMaker HyperPod cluster (Slurm or EKS)."""
+
+    orchestrator: Orchestrator
+    kubernetes_version: str
+    admin_role_arns: tuple[str, ...]
+    public_access_cidrs: tuple[str, ...]
+    #: Training nodes (Slurm accounting and users) rather than inference nodes.
+    training: bool
+    users: tuple[ClusterUser, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class WorkloadOptions:
-    """What a workload pattern builds on its cluster."""
+    """Everything a workload's patterns build: its nodes and their capacity, its file system,
+    its Kubernetes names on EKS, or its HyperPod or AWS PCS cluster."""
 
     name: str
     orchestrator: Orchestrator
@@ -81,10 +205,48 @@ class WorkloadOptions:
     read_prefixes: tuple[str, ...] = ()
     #: kubelet maxPods of the accelerated nodes (None: the VPC CNI's own figure).
     max_pods_per_node: int | None = None
+    instance_type: str = ""
+    instance_count: int = 1
+    availability_zone: str = ""
+    capacity: CapacityOptions | None = None
+    #: The profile's EFA layout (what HyperPod and AWS PCS nodes request).
+    efa_layout: EfaLayout = EfaLayout.EFA_ONLY
+    #: The EFA layout of the EKS nodes: None for a type without EFA.
+    node_efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY
+    root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB
+    session_manager: bool = False
+    launch_template_version: int | None = None
+    rollout: RolloutGroupOptions | None = None
+    #: The workload's own file system (None: none, or it mounts ``file_system_of``'s).
+    file_system: FileSystemOptions | None = None
+    #: The workload whose file system this one mounts (itself, ``pretraining``, or None).
+    file_system_of: str | None = None
+    #: HyperPod Slurm and AWS PCS nodes that mount the file system over EFA (None: no EFA).
+    file_system_efa_clients: int | None = None
+    #: Pool name -> the subnet of each of its managed node groups (0: the private subnet, i:
+    #: node subnet i - 1), for the pools the IP budget moved into node subnets of their own.
+    node_group_subnets: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    hyperpod: HyperPodOptions | None = None
+    inference: InferenceOptions | None = None
 
     @property
     def on_eks(self) -> bool:
         return self.cluster is not None
+
+    @property
+    def owns_file_system(self) -> bool:
+        return self.file_system is not None
+
+    @property
+    def eks_nodes(self) -> bool:
+        """Whether the workload's nodes are EKS managed node groups (its own node pools)."""
+        return self.orchestrator is Orchestrator.EKS
+
+    @property
+    def has_storage_stack(self) -> bool:
+        """Whether the workload has a stack beside its EKS nodes: its own file system, or its
+        HyperPod or AWS PCS cluster."""
+        return not self.eks_nodes or self.owns_file_system
 
 
 @dataclass(frozen=True)
@@ -95,6 +257,19 @@ class ClusterOptions:
     workloads: tuple[str, ...]
     operators: frozenset[str]
     dedicated: bool
+    region: str = ""
+    availability_zone: str = ""
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    admin_role_arns: tuple[str, ...] = ()
+    public_access_cidrs: tuple[str, ...] = ()
+    #: IAM role ARN -> the namespaces (workload and diagnostics) it submits jobs in.
+    submitter_namespaces: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: EKS AMI families of the members' accelerators (their device plugins), sorted.
+    device_plugin_families: tuple[EksAmiFamily, ...] = ()
+    custom_networking: bool = False
+    prefix_delegation: bool = False
+    #: Whether the AMP managed scraper reads the cluster (observability on).
+    scraped: bool = False
 
     @property
     def stack_suffix(self) -> str:
@@ -105,10 +280,36 @@ class ClusterOptions:
 
 
 @dataclass(frozen=True)
+class PlatformOptions:
+    """The shared platform: VPC, data bucket, observability, and the deployment's name."""
+
+    name: str
+    region: str
+    account: str | None
+    availability_zone: str
+    availability_zones: tuple[str, ...]
+    vpc_cidr: str
+    nat_gateways_per_az: bool
+    interface_endpoints: bool
+    #: The pods' secondary block (custom networking only).
+    pod_cidr: str | None
+    node_subnet_cidrs: tuple[str, ...]
+    termination_protection: bool
+    observability: bool
+    #: A Grafana workspace, in a stack of its own (observability on).
+    grafana: bool
+    #: The construct warnings (``fm:...``) the profile accepts.
+    accepted_warnings: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
 class DeploymentOptions:
     """Every cluster and workload of a profile."""
 
+    platform: PlatformOptions
     clusters: dict[str, ClusterOptions]
+    #: The enabled workloads, in the profile's order (pre-training first).
     workloads: dict[str, WorkloadOptions]
     #: Where pods get addresses (``auto`` resolved by the IP budget).
     pod_networking: PodNetworking = PodNetworking.NODE_SUBNET
@@ -133,91 +334,294 @@ class DeploymentOptions:
         return None if key is None else self.clusters[key]
 
 
+def _pool(
+    workload: str, pool: str, instance_type: str, nodes: int, maximum: int, **extra: Any
+) -> NodePoolOptions:
+    """Node pool ``pool`` of ``workload``: ``nodes`` nodes at the least, ``maximum`` at most."""
+    flavor = names.resource_flavor_name(workload, pool)
+    return NodePoolOptions(pool, flavor, instance_type, nodes, nodes, maximum, **extra)
+
+
 def node_pools(w: WorkloadConfig) -> tuple[NodePoolOptions, ...]:
     """The accelerated node groups of ``w`` (EKS): the main group and, for RL post-training,
     the rollout group labelled and tainted ``workload-role=rollout``."""
-    maximum = w.largest_size
-    pools = [
-        NodePoolOptions(
-            name=MAIN_POOL,
-            flavor=names.resource_flavor_name(w.name, MAIN_POOL),
-            instance_type=w.instance_type,
-            desired_size=w.instance_count,
-            min_size=w.instance_count,
-            max_size=maximum,
-            capacity=w.capacity,
-        )
-    ]
+    count = w.instance_count
+    pools = [_pool(w.name, MAIN_POOL, w.instance_type, count, w.largest_size, capacity=w.capacity)]
     rollout = w.rollout_group
     if rollout is not None:
+        role = ((ROLE_LABEL, ROLLOUT_POOL),)
+        count = rollout.instance_count
         pools.append(
-            NodePoolOptions(
-                name=ROLLOUT_POOL,
-                flavor=names.resource_flavor_name(w.name, ROLLOUT_POOL),
-                instance_type=rollout.instance_type,
-                desired_size=rollout.instance_count,
-                min_size=rollout.instance_count,
-                max_size=rollout.instance_count,
-                labels=((ROLE_LABEL, ROLLOUT_POOL),),
-                taints=((ROLE_LABEL, ROLLOUT_POOL),),
+            _pool(
+                w.name, ROLLOUT_POOL, rollout.instance_type, count, count, labels=role, taints=role
             )
         )
     return tuple(pools)
 
 
+def efa_layout_of(workload: WorkloadConfig, instance_type: str | None = None) -> EfaLayout | None:
+    """The EFA layout nodes of ``workload`` get (of ``instance_type`` when given, such as the
+    rollout group's): the profile's ``efa_layout``, or None for a type without EFA, which the
+    rules allow only for inference whose replicas fit one node. Stacks, the IP budget and
+    ``fmc plan`` all read it here."""
+    spec = get_instance_type(instance_type or workload.instance_type)
+    return workload.efa_layout if spec.efa_supported else None
+
+
+def _efa_nodes(instance_type: str, count: int) -> int:
+    spec = find_instance_type(instance_type)  # None for an unknown type (reported by FM301)
+    return count if spec is not None and spec.efa_supported else 0
+
+
+def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
+    """EFA-capable nodes of ``w``'s HyperPod Slurm cluster (its rollout group included), the
+    nodes that mount an EFA-enabled file system over EFA (on AWS PCS too, which runs the same
+    node scripts); 0 for other orchestrators."""
+    if not w.enabled or not w.orchestrator.is_slurm:
+        return 0
+    total = _efa_nodes(w.instance_type, w.instance_count)
+    rollout = w.rollout_group
+    if rollout is not None:
+        total += _efa_nodes(rollout.instance_type, rollout.instance_count)
+    return total
+
+
+def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
+    """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
+    the workload that owns it and of a post-training workload reusing it. None when ``w``'s
+    file system has no EFA or ``w`` is not on HyperPod Slurm or AWS PCS."""
+    owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
+    if not owner.storage.enabled or not owner.storage.efa_enabled:
+        return None
+    if not w.orchestrator.is_slurm:
+        return None
+    total = hyperpod_slurm_efa_nodes(owner)
+    post = profile.post_training
+    if owner is profile.pretraining and post.reuses_pretraining_storage:
+        total += hyperpod_slurm_efa_nodes(post)
+    return total
+
+
+def _copied(cls: type[_T], table: object, /, **values: Any) -> _T:
+    """A ``cls`` options object: ``values``, and every other field of ``cls`` taken from the
+    attribute of ``table`` (a profile table) of the same name, the profile's key as it is."""
+    names = [f.name for f in fields(cls) if f.name not in values]  # type: ignore[arg-type]
+    return cls(**values, **{n: getattr(table, n) for n in names if hasattr(table, n)})
+
+
+def _file_system(w: WorkloadConfig) -> FileSystemOptions | None:
+    storage = w.storage
+    if not storage.enabled or w.reuses_pretraining_storage:
+        return None
+    return _copied(
+        FileSystemOptions,
+        storage,
+        sizing=workload_fsx_sizing_request(w),
+        automatic_backup_retention_days=storage.backup_retention_days,
+        directories=FSX_DIRECTORIES[w.name],
+        exported_prefixes=DATA_OUTPUTS[w.name],
+    )
+
+
+def _file_system_of(w: WorkloadConfig) -> str | None:
+    if w.reuses_pretraining_storage:
+        return "pretraining"
+    return w.name if w.storage.enabled else None
+
+
+def _rollout(w: WorkloadConfig) -> RolloutGroupOptions | None:
+    rollout = w.rollout_group
+    if rollout is None:
+        return None
+    slurm = w.orchestrator is Orchestrator.HYPERPOD_SLURM
+    return _copied(RolloutGroupOptions, rollout, partition_name=ROLLOUT_POOL if slurm else None)
+
+
+def _hyperpod(platform: PlatformConfig, w: WorkloadConfig) -> HyperPodOptions | None:
+    if w.orchestrator not in (Orchestrator.HYPERPOD_SLURM, Orchestrator.HYPERPOD_EKS):
+        return None
+    users = w.users if isinstance(w, TrainingWorkloadConfig) else ()
+    training = w.name != "inference"
+    return _copied(
+        HyperPodOptions, platform, orchestrator=w.orchestrator, training=training, users=users
+    )
+
+
+def _model_server(w: InferenceConfig) -> ModelServerOptions | None:
+    model = w.model
+    if not model.enabled:
+        return None
+    return _copied(
+        ModelServerOptions,
+        model,
+        model_s3_prefix=model.model_s3_prefix or "",
+        served_model_name=model.served_model_name or "",
+        max_replicas=model.max_replicas or model.replicas,
+    )
+
+
+def _autoscaling(w: InferenceConfig, observability: bool) -> AutoscalingOptions | None:
+    """Replica autoscaling when the server may grow and Prometheus holds its metric."""
+    model, scaling = w.model, w.autoscaling
+    if not model.enabled or not scaling.enabled or not observability:
+        return None
+    if (model.max_replicas or model.replicas) <= model.replicas:
+        return None
+    return AutoscalingOptions(metric=scaling.metric, target=scaling.target)
+
+
+def _inference(w: WorkloadConfig, observability: bool) -> InferenceOptions | None:
+    if not isinstance(w, InferenceConfig) or w.orchestrator is not Orchestrator.EKS:
+        return None
+    return _copied(
+        InferenceOptions,
+        w,
+        max_node_count=w.largest_size,
+        model_server=_model_server(w),
+        autoscaling=_autoscaling(w, observability),
+    )
+
+
+def _node_group_subnets(
+    w: WorkloadConfig, subnets: dict[str, tuple[int, ...]]
+) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Pool name -> the subnets of its node groups, for the pools the IP budget moved."""
+    demands = ((MAIN_POOL, w.name), (ROLLOUT_POOL, f"{w.name}.rollout"))
+    return tuple((pool, subnets[demand]) for pool, demand in demands if subnets.get(demand))
+
+
 def workload_options(
-    w: WorkloadConfig, networking: PodNetworking = PodNetworking.NODE_SUBNET
+    profile: Profile,
+    w: WorkloadConfig,
+    networking: PodNetworking = PodNetworking.NODE_SUBNET,
+    node_group_subnets: dict[str, tuple[int, ...]] | None = None,
 ) -> WorkloadOptions:
-    """Options of one enabled workload under ``networking``."""
-    return WorkloadOptions(
-        name=w.name,
-        orchestrator=w.orchestrator,
+    """Options of one enabled workload of ``profile`` under ``networking``: its own keys
+    (instance type and count, EFA layout, root volume, launch template version...) as they are,
+    and what the deployment derives from them."""
+    platform = profile.platform
+    on_eks = w.orchestrator is Orchestrator.EKS
+    vpc_cni = networking in (PodNetworking.CUSTOM_NETWORKING, PodNetworking.PREFIX_DELEGATION)
+    return _copied(
+        WorkloadOptions,
+        w,
         cluster=w.eks_cluster,
         namespace=names.workload_namespace(w.name),
         service_account=names.service_account_name(w.name),
         cluster_queue=names.cluster_queue_name(w.name),
         local_queue=names.local_queue_name(w.name),
         fsx_claim=names.fsx_claim_name(w.name),
-        node_pools=node_pools(w) if w.orchestrator is Orchestrator.EKS else (),
+        node_pools=node_pools(w) if on_eks else (),
         operators=OPERATORS[w.name],
         data_prefixes=DATA_OUTPUTS[w.name],
         read_prefixes=DATA_INPUTS[w.name],
-        max_pods_per_node=(
-            accelerated_max_pods(w)
-            if networking in (PodNetworking.CUSTOM_NETWORKING, PodNetworking.PREFIX_DELEGATION)
-            else w.max_pods_per_node
-        ),
+        max_pods_per_node=accelerated_max_pods(w) if vpc_cni else w.max_pods_per_node,
+        availability_zone=platform.availability_zone,
+        capacity=CapacityOptions(w.capacity, platform.availability_zone, w.instance_type),
+        node_efa_layout=efa_layout_of(w),
+        rollout=_rollout(w),
+        file_system=_file_system(w),
+        file_system_of=_file_system_of(w),
+        file_system_efa_clients=fsx_efa_clients(profile, w),
+        node_group_subnets=_node_group_subnets(w, node_group_subnets or {}) if on_eks else (),
+        hyperpod=_hyperpod(platform, w),
+        inference=_inference(w, platform.observability),
+    )
+
+
+def _submitter_namespaces(
+    profile: Profile, members: list[str]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Role ARN -> the namespaces (workload and diagnostics) it submits jobs in, over the
+    cluster's ``members``."""
+    found: dict[str, list[str]] = {}
+    for w in profile.enabled_workloads:
+        if w.name in members:
+            for arn in w.submitter_role_arns:
+                namespaces = [names.workload_namespace(w.name), names.diagnostics_namespace(w.name)]
+                found.setdefault(arn, []).extend(namespaces)
+    return tuple((arn, tuple(namespaces)) for arn, namespaces in found.items())
+
+
+def _device_plugin_families(profile: Profile, members: list[str]) -> tuple[EksAmiFamily, ...]:
+    """EKS AMI families of the members' accelerators (main and rollout nodes)."""
+    families = set()
+    for name in members:
+        w = profile.workloads_by_name[name]
+        families.add(get_instance_type(w.instance_type).eks_ami_family)
+        if w.rollout_group is not None:
+            families.add(get_instance_type(w.rollout_group.instance_type).eks_ami_family)
+    return tuple(sorted(families))
+
+
+def _cluster(
+    profile: Profile,
+    key: str,
+    members: list[str],
+    workloads: dict[str, WorkloadOptions],
+    networking: PodNetworking,
+) -> ClusterOptions:
+    """EKS cluster ``key`` of ``members``: the platform's control-plane keys as they are."""
+    return _copied(
+        ClusterOptions,
+        profile.platform,
+        key=key,
+        workloads=tuple(members),
+        operators=frozenset().union(*(workloads[n].operators for n in members)),
+        dedicated=key != SHARED_CLUSTER,
+        submitter_namespaces=_submitter_namespaces(profile, members),
+        device_plugin_families=_device_plugin_families(profile, members),
+        custom_networking=networking is PodNetworking.CUSTOM_NETWORKING,
+        prefix_delegation=networking is PodNetworking.PREFIX_DELEGATION,
+        scraped=profile.platform.observability,
+    )
+
+
+def _platform(
+    profile: Profile, networking: PodNetworking, node_cidrs: tuple[str, ...]
+) -> PlatformOptions:
+    """The platform: its keys as they are, pod and node subnets from the IP budget."""
+    p = profile.platform
+    return _copied(
+        PlatformOptions,
+        p,
+        nat_gateways_per_az=p.nat_gateways is NatGateways.PER_AZ,
+        pod_cidr=p.pod_cidr if networking is PodNetworking.CUSTOM_NETWORKING else None,
+        node_subnet_cidrs=node_cidrs,
+        grafana=p.observability and p.grafana,
+        accepted_warnings=tuple(w for w in p.accepted_warnings if w.startswith("fm:")),
+        source=profile.source,
     )
 
 
 def deployment_options(profile: Profile) -> DeploymentOptions:
-    """Options of every enabled workload and of the clusters they run on: one shared cluster
-    for every EKS-orchestrated workload unless it asks for ``dedicated_cluster``."""
+    """Options of the platform, of every enabled workload and of the clusters they run on:
+    one shared cluster for every EKS-orchestrated workload unless it asks for
+    ``dedicated_cluster``."""
     demand = subnet_demand(profile)
     networking = demand.networking
-    workloads = {w.name: workload_options(w, networking) for w in profile.enabled_workloads}
+    moved = {p.group for subnet in demand.node_subnets for p in subnet.parts}
+    group_subnets = {
+        g.name: tuple(demand.subnet_of(g.name, i) for i in range(len(g.part_sizes())))
+        for g in demand.node_groups
+        if g.name in moved
+    }
+    workloads = {
+        w.name: workload_options(profile, w, networking, group_subnets)
+        for w in profile.enabled_workloads
+    }
     members: dict[str, list[str]] = {}
     for options in workloads.values():
         if options.cluster is not None:
             members.setdefault(options.cluster, []).append(options.name)
-    clusters = {
-        key: ClusterOptions(
-            key=key,
-            workloads=tuple(names_),
-            operators=frozenset().union(*(workloads[n].operators for n in names_)),
-            dedicated=key != SHARED_CLUSTER,
-        )
-        for key, names_ in members.items()
-    }
-    moved = {p.group for subnet in demand.node_subnets for p in subnet.parts}
+    node_cidrs = tuple(subnet.cidr for subnet in demand.node_subnets)
     return DeploymentOptions(
-        clusters=clusters,
+        platform=_platform(profile, networking, node_cidrs),
+        clusters={
+            key: _cluster(profile, key, m, workloads, networking) for key, m in members.items()
+        },
         workloads=workloads,
         pod_networking=networking,
-        node_subnet_cidrs=tuple(subnet.cidr for subnet in demand.node_subnets),
-        node_group_subnets={
-            g.name: tuple(demand.subnet_of(g.name, i) for i in range(len(g.part_sizes())))
-            for g in demand.node_groups
-            if g.name in moved
-        },
+        node_subnet_cidrs=node_cidrs,
+        node_group_subnets=group_subnets,
     )

@@ -8,7 +8,7 @@ the constructs and the CLI.
 
 from __future__ import annotations
 
-from fm_constructs.catalog import InstanceSpec, get_instance_type
+from fm_constructs.catalog import InstanceSpec
 from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.config.limits import fixed_limit_problems
 from fm_constructs.config.model import (
@@ -22,6 +22,11 @@ from fm_constructs.config.model import (
     StorageConfig,
     TrainingWorkloadConfig,
     WorkloadConfig,
+)
+from fm_constructs.config.options import (  # noqa: F401 (mappings, re-exported)
+    efa_layout_of,
+    fsx_efa_clients,
+    hyperpod_slurm_efa_nodes,
 )
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE
 from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
@@ -40,7 +45,6 @@ from fm_constructs.planning.capacity_ids import (
     check_resource_group_arn,
     check_training_plan_arn,
 )
-from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import check_lustre_settings
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.planning.pcs_limits import MAX_NODES, PcsClusterSize
@@ -136,15 +140,6 @@ def default_pod_ips(workload: WorkloadConfig) -> int:
 
 
 pod_ips_per_node = default_pod_ips
-
-
-def efa_layout_of(workload: WorkloadConfig, instance_type: str | None = None) -> EfaLayout | None:
-    """The EFA layout nodes of ``workload`` get (of ``instance_type`` when given, such as the
-    rollout group's): the profile's ``efa_layout``, or None for a type without EFA, which the
-    rules allow only for inference whose replicas fit one node. Stacks, the IP budget and
-    ``fmc plan`` all read it here."""
-    spec = get_instance_type(instance_type or workload.instance_type)
-    return workload.efa_layout if spec.efa_supported else None
 
 
 def check_profile(profile: Profile) -> list[Finding]:
@@ -482,35 +477,6 @@ def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
 def _efa_count(instance_type: str, count: int) -> int:
     spec = find_instance_type(instance_type)  # None for an unknown type (reported by FM301)
     return count if spec is not None and spec.efa_supported else 0
-
-
-def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
-    """EFA-capable nodes of ``w``'s HyperPod Slurm cluster (its rollout group included), the
-    nodes that mount an EFA-enabled file system over EFA (on AWS PCS too, which runs the same
-    node scripts); 0 for other orchestrators."""
-    if not w.enabled or not w.orchestrator.is_slurm:
-        return 0
-    total = _efa_count(w.instance_type, w.instance_count)
-    rollout = w.rollout_group
-    if rollout is not None:
-        total += _efa_count(rollout.instance_type, rollout.instance_count)
-    return total
-
-
-def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
-    """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
-    the workload that owns it and of a post-training workload reusing it. None when ``w``'s
-    file system has no EFA or ``w`` is not on HyperPod Slurm or AWS PCS."""
-    owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
-    if not owner.storage.enabled or not owner.storage.efa_enabled:
-        return None
-    if not w.orchestrator.is_slurm:
-        return None
-    total = hyperpod_slurm_efa_nodes(owner)
-    post = profile.post_training
-    if owner is profile.pretraining and post.reuses_pretraining_storage:
-        total += hyperpod_slurm_efa_nodes(post)
-    return total
 
 
 #: Orchestrators whose EFA nodes count against an EFA-enabled file system's connections.

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fm_constructs.planning.kubernetes_versions import SUPPORTED_VERSIONS
 
 import fm_constructs
 from fm_constructs import kubernetes
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.domain import names
 from fm_constructs.kubernetes import hyperpod, kueue, lustre_volume, objects, scraper_access
+from fm_constructs.planning.kubernetes_versions import SUPPORTED_VERSIONS
 from tests.kubernetes_schemas import assert_valid
 
 VERSIONS = sorted(SUPPORTED_VERSIONS)
