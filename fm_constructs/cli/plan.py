@@ -246,6 +246,8 @@ class SubnetPlan(SubnetFit):
     prefix: int
     addresses: int
     reserved: int
+    usable: int
+    required: int
     #: None: each workload's default (see build_plan).
     pod_ips_per_node: int | None
     #: What the subnet holds besides the GPU nodes.
@@ -417,12 +419,19 @@ def build_plan(
     )
 
 
+def _fit_of(subnet: NodeSubnetDemand | PodSubnetDemand) -> dict[str, Any]:
+    """The figures every subnet record shows: its block, room, need and answer."""
+    return {
+        "cidr": subnet.cidr,
+        "usable": subnet.usable,
+        "required": subnet.required,
+        "fits": subnet.fits,
+    }
+
+
 def _node_subnet_plan(subnet: NodeSubnetDemand) -> NodeSubnetPlan:
     return NodeSubnetPlan(
-        cidr=subnet.cidr,
-        usable=subnet.usable,
-        required=subnet.required,
-        fits=subnet.fits,
+        **_fit_of(subnet),
         prefix_delegation=subnet.prefix_delegation,
         node_groups=tuple(
             NodeSubnetGroup(p.group, p.index + 1, p.nodes, p.worst_case) for p in subnet.parts
@@ -432,10 +441,7 @@ def _node_subnet_plan(subnet: NodeSubnetDemand) -> NodeSubnetPlan:
 
 def _pod_subnet_plan(pods: PodSubnetDemand) -> PodSubnetPlan:
     return PodSubnetPlan(
-        cidr=pods.cidr,
-        usable=pods.usable,
-        required=pods.required,
-        fits=pods.fits,
+        **_fit_of(pods),
         node_groups=tuple(
             PodSubnetGroup(
                 name=g.name,

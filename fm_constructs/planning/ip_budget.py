@@ -25,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.errors import FmValidationError, Problems
@@ -146,15 +147,20 @@ def ip_addresses_per_node(
     return interface_ips + pod_ips_per_node
 
 
-@dataclass(frozen=True, kw_only=True)
 class SubnetFit:
-    """A subnet's usable addresses against what must go in it: the one fit result of every
+    """A subnet's usable addresses against what must go in it: the one fit answer of every
     subnet the library counts (the GPU zone's private subnet, a node subnet, the pod subnet,
-    an :class:`IpBudget`). A kind whose answer needs more than room (the pod subnet: room for
-    each node's ENIs too) extends :attr:`fits`."""
+    an :class:`IpBudget`, the row ``fmc plan`` prints). A kind gives ``usable`` and
+    ``required`` (fields or properties); one whose answer needs more than room (the pod
+    subnet: room for each node's ENIs too) extends :attr:`fits`."""
 
-    usable: int
-    required: int
+    if TYPE_CHECKING:  # given by each kind, as a field or a property
+
+        @property
+        def usable(self) -> int: ...
+
+        @property
+        def required(self) -> int: ...
 
     @property
     def free(self) -> int:
@@ -171,10 +177,9 @@ class SubnetFit:
         return self.required / self.usable if self.usable > 0 else float("inf")
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class IpBudget(SubnetFit):
-    """The arithmetic of one subnet plan: ``node_count`` nodes of ``addresses_per_node`` in a
-    /``subnet_prefix`` beside ``other_addresses`` taken elsewhere."""
+    """The arithmetic of one subnet plan."""
 
     node_count: int
     addresses_per_node: int
@@ -182,6 +187,14 @@ class IpBudget(SubnetFit):
     subnet_addresses: int
     reserved: int
     other_addresses: int
+
+    @property
+    def required(self) -> int:
+        return self.node_count * self.addresses_per_node
+
+    @property
+    def usable(self) -> int:
+        return self.subnet_addresses - self.reserved - self.other_addresses
 
 
 def _subnet_prefix(subnet_cidr: str | int) -> int:
@@ -246,16 +259,13 @@ def check_ip_budget(
         problems.add("other_addresses", other_addresses, "must be 0 or more")
     problems.raise_if_any()
     prefix = _subnet_prefix(subnet_cidr)
-    per_node = ip_addresses_per_node(spec, layout, pod_ips_per_node)
     budget = IpBudget(
         node_count=node_count,
-        addresses_per_node=per_node,
+        addresses_per_node=ip_addresses_per_node(spec, layout, pod_ips_per_node),
         subnet_prefix=prefix,
         subnet_addresses=2 ** (32 - prefix),
         reserved=reserved,
         other_addresses=other_addresses,
-        usable=2 ** (32 - prefix) - reserved - other_addresses,
-        required=node_count * per_node,
     )
     if not budget.fits:
         raise FmValidationError(

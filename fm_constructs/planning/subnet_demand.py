@@ -12,6 +12,7 @@ back into config/ or rules/. Floor 1: no aws_cdk import.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
 from collections.abc import Sequence
@@ -79,6 +80,7 @@ class NodeGroupRequest:
 
     name: str
     workload: str
+    #: The workload's orchestrator (a value of the profile's vocabulary), carried to the result.
     orchestrator: str
     instance_type: str
     layout: EfaLayout | None
@@ -103,15 +105,17 @@ class FileSystemRequest:
 FixedRequest = tuple[str, int] | FileSystemRequest
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SubnetRequest:
     """Everything the GPU zone's subnets must hold, from one profile."""
 
-    availability_zone: str
-    vpc_cidr: str
-    pod_cidr: str
     node_groups: tuple[NodeGroupRequest, ...]
     fixed: tuple[FixedRequest, ...] = ()
+    availability_zone: str
+    #: The VPC's primary block (its private subnets are a quarter of it each) and the
+    #: secondary block of custom networking's pod subnets.
+    vpc_cidr: str
+    pod_cidr: str
     #: Pods per node that need an address, when the caller knows it (``fmc plan``'s what-if).
     pods_per_node: int | None = None
 
@@ -145,21 +149,15 @@ def _fixed_addresses(item: FixedRequest) -> tuple[str, int]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NodeGroupDemand:
-    """One node group at its largest size. ``pod_addressing``: what each node takes from the
-    pod subnet under custom networking (None: pods use the node subnet, or no VPC CNI)."""
+class NodeGroupDemand(NodeGroupRequest):
+    """One node group at its largest size: the request with what its nodes take under the pod
+    networking evaluated. ``pod_addressing``: what each node takes from the pod subnet under
+    custom networking (None: pods use the node subnet, or no VPC CNI)."""
 
-    name: str
-    orchestrator: str
-    layout: EfaLayout | None  # None: a type without EFA
-    nodes: int
     addressing: NodeAddressing
     pod_addressing: PodSubnetAddressing | None = None
     #: /28 prefixes each node holds in its own subnet (prefix delegation there; else 0).
     prefixes: int = 0
-    workload: str = ""
-    #: EKS managed node groups: the pools that may move to node subnets of their own.
-    managed: bool = False
     #: Pod ENIs network card 0 leaves room for under custom networking
     #: (:func:`~fm_constructs.planning.pod_networking.pod_enis_with_custom_networking`).
     custom_networking_pod_enis: int = 0
@@ -217,7 +215,7 @@ class NodeGroupPart:
     worst_case: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class NodeSubnetDemand(SubnetFit):
     """A node subnet in the GPU zone spanning one secondary VPC CIDR block (a /16). It holds
     whole managed node groups and nothing else, so its count is exact: a managed node group
@@ -231,6 +229,14 @@ class NodeSubnetDemand(SubnetFit):
     def addresses(self) -> int:
         return int(2 ** (32 - NODE_BLOCK_PREFIX))
 
+    @property
+    def usable(self) -> int:
+        return node_subnet_usable(delegation=self.prefix_delegation)
+
+    @property
+    def required(self) -> int:
+        return sum(p.worst_case for p in self.parts)
+
 
 def node_subnet_usable(*, delegation: bool) -> int:
     """Usable addresses of a /16 node subnet; with prefix delegation counted in /28s (the
@@ -241,7 +247,7 @@ def node_subnet_usable(*, delegation: bool) -> int:
     return addresses - AWS_RESERVED_ADDRESSES_PER_SUBNET
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class PodSubnetDemand(SubnetFit):
     """What the GPU zone's pod subnet (the whole secondary CIDR) must hold under custom
     networking, counted in whole /28 prefixes: ``usable`` is the /28s free to hold a prefix
@@ -265,6 +271,14 @@ class PodSubnetDemand(SubnetFit):
         return prefix_blocks(self.prefix)
 
     @property
+    def usable(self) -> int:
+        return self.blocks * PREFIX_ADDRESSES
+
+    @property
+    def required(self) -> int:
+        return sum(g.pod_subnet_addresses for g in self.node_groups)
+
+    @property
     def fits(self) -> bool:
         return self.free >= 0 and all(
             g.pod_addressing is None or g.pod_addressing.fits_node for g in self.node_groups
@@ -282,7 +296,7 @@ class OversizedPool:
     fitting: NodeGroupDemand | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class SubnetDemand(SubnetFit):
     """Everything the GPU zone's private subnet must hold (and, under custom networking, its
     pod subnet). ``networking`` is the pod networking evaluated, with ``auto`` resolved.
@@ -315,6 +329,17 @@ class SubnetDemand(SubnetFit):
         """Pods take /28 prefixes in the node subnets: the private subnet is counted in whole
         /28s too (:func:`private_subnet_usable`, :func:`private_subnet_required`)."""
         return self.networking is PodNetworking.PREFIX_DELEGATION
+
+    @property
+    def usable(self) -> int:
+        return private_subnet_usable(self.prefix, delegation=self.prefix_delegation)
+
+    @property
+    def required(self) -> int:
+        return (
+            private_subnet_required(self.node_groups, self.fixed, delegation=self.prefix_delegation)
+            - self.moved
+        )
 
     @property
     def moved(self) -> int:
@@ -425,6 +450,7 @@ def node_group_demand(
     kubelet admits and the CNI can address)."""
     spec = get_instance_type(group.instance_type)
     layout = group.layout
+    room = pod_enis_with_custom_networking(spec, layout)
 
     def demand(
         addressing: NodeAddressing,
@@ -432,16 +458,11 @@ def node_group_demand(
         prefixes: int = 0,
     ) -> NodeGroupDemand:
         return NodeGroupDemand(
-            name=group.name,
-            orchestrator=group.orchestrator,
-            layout=layout,
-            nodes=group.nodes,
+            **{f.name: getattr(group, f.name) for f in dataclasses.fields(NodeGroupRequest)},
             addressing=addressing,
             pod_addressing=pod_addressing,
             prefixes=prefixes,
-            workload=group.workload,
-            managed=group.managed,
-            custom_networking_pod_enis=pod_enis_with_custom_networking(spec, layout),
+            custom_networking_pod_enis=room,
         )
 
     if pods is None and group.max_pods_per_node is not None:
@@ -505,50 +526,42 @@ def _demand(
     )
     fixed = tuple(_fixed_addresses(item) for item in request.fixed)
     prefix, _ = subnet_prefixes(request.vpc_cidr)
-    if networking is not PodNetworking.CUSTOM_NETWORKING or not request.uses_vpc_cni:
+    node_subnets: tuple[NodeSubnetDemand, ...] = ()
+    oversized: tuple[OversizedPool, ...] = ()
+    pod_subnet: PodSubnetDemand | None = None
+    cidr_problems: tuple[str, ...] = ()
+    unsupported: tuple[str, ...] = ()
+    if networking is PodNetworking.CUSTOM_NETWORKING and request.uses_vpc_cni:
+        resolved = PodNetworking.CUSTOM_NETWORKING
+        cidr_problems = tuple(pod_cidr_problems(request.pod_cidr, request.vpc_cidr))
+        # A pod_cidr that is not a valid block holds nothing (its problem is reported).
+        pod_prefix = ipaddress.IPv4Network(request.pod_cidr).prefixlen if not cidr_problems else 32
+        members = tuple(g for g in groups if g.pod_addressing is not None)
+        pod_subnet = _pod_subnet(request.pod_cidr, pod_prefix, members)
+        unsupported = tuple(
+            dict.fromkeys(g.workload for g in request.node_groups if g.vpc_cni and not g.managed)
+        )
+    else:
         resolved = (
             PodNetworking.PREFIX_DELEGATION
             if networking is PodNetworking.PREFIX_DELEGATION and request.uses_vpc_cni
             else PodNetworking.NODE_SUBNET
         )
-        delegation = resolved is PodNetworking.PREFIX_DELEGATION
-        node_subnets, oversized = (
-            _node_subnets(request, groups, fixed, delegation) if spill else ((), ())
-        )
-        moved = sum(
-            p.worst_case if delegation else p.addresses for s in node_subnets for p in s.parts
-        )
-        return SubnetDemand(
-            availability_zone=request.availability_zone,
-            prefix=prefix,
-            node_groups=groups,
-            fixed=fixed,
-            networking=resolved,
-            node_subnets=node_subnets,
-            oversized_pools=oversized,
-            usable=private_subnet_usable(prefix, delegation=delegation),
-            required=private_subnet_required(groups, fixed, delegation=delegation) - moved,
-        )
-    cidr_problems = tuple(pod_cidr_problems(request.pod_cidr, request.vpc_cidr))
-    # A pod_cidr that is not a valid block holds nothing (its problem is reported).
-    members = tuple(g for g in groups if g.pod_addressing is not None)
+        if spill:
+            node_subnets, oversized = _node_subnets(
+                request, groups, fixed, resolved is PodNetworking.PREFIX_DELEGATION
+            )
     return SubnetDemand(
-        availability_zone=request.availability_zone,
-        prefix=prefix,
-        node_groups=groups,
-        fixed=fixed,
-        networking=PodNetworking.CUSTOM_NETWORKING,
-        pod_subnet=_pod_subnet(
-            request.pod_cidr,
-            ipaddress.IPv4Network(request.pod_cidr).prefixlen if not cidr_problems else 32,
-            members,
-        ),
+        request.availability_zone,
+        prefix,
+        groups,
+        fixed,
+        resolved,
+        pod_subnet=pod_subnet,
+        node_subnets=node_subnets,
         pod_cidr_problems=cidr_problems,
-        unsupported_workloads=tuple(
-            dict.fromkeys(g.workload for g in request.node_groups if g.vpc_cni and not g.managed)
-        ),
-        usable=private_subnet_usable(prefix, delegation=False),
-        required=private_subnet_required(groups, fixed, delegation=False),
+        unsupported_workloads=unsupported,
+        oversized_pools=oversized,
     )
 
 
@@ -576,13 +589,11 @@ def _pod_subnet(cidr: str, prefix: int, groups: tuple[NodeGroupDemand, ...]) -> 
             None,
         )
     return PodSubnetDemand(
-        cidr=cidr,
-        prefix=prefix,
-        node_groups=groups,
-        usable=usable,
-        required=required,
-        fitting_max_pods=fitting,
-        fitting_blocks=_pod_subnet_blocks_at(groups, fitting) if fitting is not None else 0,
+        cidr,
+        prefix,
+        groups,
+        fitting,
+        _pod_subnet_blocks_at(groups, fitting) if fitting is not None else 0,
     )
 
 
@@ -626,11 +637,7 @@ def _node_subnets(
         return (), ()
     oversized = [g for g in moved if g.worst_case_addresses(g.nodes) > capacity]
     if oversized:
-        requests = {g.name: g for g in request.node_groups}
-        return (), tuple(
-            OversizedPool(g, capacity, _fitting_pool(requests[g.name], g, capacity))
-            for g in oversized
-        )
+        return (), tuple(OversizedPool(g, capacity, _fitting_pool(g, capacity)) for g in oversized)
     bins: list[list[NodeGroupDemand]] = []
     for group in moved:
         need = group.worst_case_addresses(group.nodes)
@@ -645,34 +652,27 @@ def _node_subnets(
     blocks = node_cidr_blocks(request.vpc_cidr, len(bins), avoid=(request.pod_cidr,))
     if len(blocks) < len(bins):
         return (), ()
-    subnets = []
-    for cidr, members in zip(blocks, bins, strict=True):
-        parts = tuple(
-            NodeGroupPart(g.name, i, n, n * g.addressing.per_node, g.worst_case_addresses(n))
-            for g in members
-            for i, n in enumerate(g.part_sizes())
+    return tuple(
+        NodeSubnetDemand(
+            cidr,
+            tuple(
+                NodeGroupPart(g.name, i, n, n * g.addressing.per_node, g.worst_case_addresses(n))
+                for g in members
+                for i, n in enumerate(g.part_sizes())
+            ),
+            delegation,
         )
-        subnets.append(
-            NodeSubnetDemand(
-                cidr=cidr,
-                parts=parts,
-                prefix_delegation=delegation,
-                usable=capacity,
-                required=sum(p.worst_case for p in parts),
-            )
-        )
-    return tuple(subnets), ()
+        for cidr, members in zip(blocks, bins, strict=True)
+    ), ()
 
 
-def _fitting_pool(
-    request: NodeGroupRequest, group: NodeGroupDemand, capacity: int
-) -> NodeGroupDemand | None:
+def _fitting_pool(group: NodeGroupDemand, capacity: int) -> NodeGroupDemand | None:
     """``group`` at the largest maxPods below its own whose worst case fits ``capacity``
     (with prefix delegation only; None without prefixes or when none fits)."""
     if not group.prefixes:
         return None
     for pods in range(group.addressing.kubelet_max_pods - 1, 0, -1):
-        smaller = node_group_demand(request, pods, PodNetworking.PREFIX_DELEGATION)
+        smaller = node_group_demand(group, pods, PodNetworking.PREFIX_DELEGATION)
         if smaller.worst_case_addresses(smaller.nodes) <= capacity:
             return smaller
     return None
