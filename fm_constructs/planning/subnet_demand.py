@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
-from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
 from fm_constructs.planning.fsx_sizing import (
     DEFAULT_STORAGE_CAPACITY_GIB,
     FsxSizingRequest,
@@ -165,6 +165,22 @@ class NodeGroupDemand(NodeGroupRequest):
     @property
     def addresses(self) -> int:
         return self.nodes * self.addressing.per_node
+
+    @property
+    def network_interfaces(self) -> int:
+        """Network interfaces one node holds at its largest: the launch template's (primary
+        and EFA), plus the ENIs the VPC CNI attaches for pods."""
+        spec = get_instance_type(self.addressing.instance_type)
+        layout = self.layout
+        interfaces = len(efa_interface_layout(spec, layout)) if layout is not None else 1
+        if self.pod_addressing is not None:
+            return interfaces + self.pod_addressing.attached_enis
+        addressing = self.addressing
+        if addressing.cni_addresses:
+            per_eni = spec.ipv4_addresses_per_interface - 1
+            attached = (addressing.cni_addresses + 1) // (per_eni + 1)
+            return interfaces + max(0, attached - 1)
+        return interfaces
 
     @property
     def pod_subnet_addresses(self) -> int:
