@@ -154,13 +154,15 @@ class SubnetFit:
     ``required`` (fields or properties); one whose answer needs more than room (the pod
     subnet: room for each node's ENIs too) extends :attr:`fits`."""
 
-    if TYPE_CHECKING:  # given by each kind, as a field or a property
+    if TYPE_CHECKING:  # each kind gives both, as fields or properties
 
         @property
-        def usable(self) -> int: ...
+        def usable(self) -> int:
+            """Addresses of the subnet free to hold what must go in it."""
 
         @property
-        def required(self) -> int: ...
+        def required(self) -> int:
+            """Addresses what must go in the subnet takes."""
 
     @property
     def free(self) -> int:
