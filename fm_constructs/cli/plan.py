@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
 from fm_constructs.cli.costs import CostLine, missing_prices, platform_cost_lines
+from fm_constructs.cli.document import document, json_field
 from fm_constructs.cli.flops import peak_flops
 from fm_constructs.cli.goal import GoalEstimate, TrainingGoal, estimate
 from fm_constructs.cli.pricing import HOURS_PER_MONTH, PriceTable
@@ -34,7 +35,7 @@ from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE, workload_fsx_si
 from fm_constructs.config.subnet_demand import (
     NodeGroupDemand,
     NodeSubnetDemand,
-    SubnetDemand,
+    PodSubnetDemand,
     demand_problems,
     subnet_demand,
 )
@@ -51,6 +52,7 @@ from fm_constructs.planning.fsx_sizing import (
 from fm_constructs.planning.ip_budget import (
     AWS_RESERVED_ADDRESSES_PER_SUBNET,
     DEFAULT_POD_COUNT,
+    SubnetFit,
 )
 from fm_constructs.planning.node_updates import NodeRoll, node_roll
 from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE, cluster_size_for
@@ -108,12 +110,38 @@ class GoalPlan:
     tokens: float
     mfu: float
     flops: float
-    peak_bf16_dense_tflops: float | None
+    peak_bf16_dense_tflops: float | None = field(
+        metadata=json_field("peak_bf16_dense_tflops_per_accelerator")
+    )
     peak_source: str | None
     accelerator_hours: float | None
     wall_clock_days: float | None
     usd: float | None
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadCost:
+    """What one workload row costs by the hour (None: a price is missing)."""
+
+    instance_usd_per_hour: float | None
+    compute_usd_per_hour: float | None
+    storage_usd_per_hour: float | None
+    usd_per_hour: float | None
+    basis: str
+
+
+def _node_roll_document(roll: NodeRoll) -> dict[str, Any]:
+    """A node roll in the ``--json`` document (the planning type, flattened)."""
+    return {
+        "update_strategy": roll.policy.strategy.value,
+        "max_unavailable": roll.policy.max_unavailable,
+        "max_unavailable_percentage": roll.policy.max_unavailable_percentage,
+        "node_groups": list(roll.group_sizes),
+        "nodes_at_once": list(roll.parallel),
+        "batches": roll.batches,
+        "minutes": roll.minutes,
+    }
 
 
 @dataclass(frozen=True)
@@ -143,21 +171,75 @@ class WorkloadPlan:
     pod_ip_capacity: int
     #: Pods kubelet admits beyond what the CNI can address (they stay ContainerCreating).
     pods_without_address: int
-    instance_usd_per_hour: float | None
-    compute_usd_per_hour: float | None
-    storage_usd_per_hour: float | None
-    usd_per_hour: float | None
-    cost_basis: str
+    cost: WorkloadCost
     storage: StoragePlan | None
-    goal: GoalPlan | None
+    goal: GoalPlan | None = field(metadata=json_field("training_goal"))
     notes: tuple[str, ...] = ()
     #: How a launch-template or AMI change replaces the nodes (EKS node groups; else None).
-    node_roll: NodeRoll | None = None
+    node_roll: NodeRoll | None = field(
+        default=None, metadata=json_field(encode=_node_roll_document)
+    )
+
+
+class FixedAddresses(NamedTuple):
+    """Addresses the private subnet holds besides the GPU nodes."""
+
+    what: str
+    addresses: int
 
 
 @dataclass(frozen=True)
-class SubnetPlan:
+class NodeSubnetGroup:
+    """Managed node group ``group`` (1-based) of pool ``name`` in a node subnet."""
+
+    name: str
+    group: int
+    nodes: int
+    #: What its nodes take whatever addresses EC2 picks (whole /28s with prefix delegation).
+    addresses: int
+
+
+@dataclass(frozen=True)
+class NodeSubnetPlan:
+    """A node subnet of the GPU zone in a secondary CIDR block."""
+
+    cidr: str
+    usable: int
+    required: int
+    fits: bool
+    prefix_delegation: bool
+    node_groups: tuple[NodeSubnetGroup, ...]
+
+
+@dataclass(frozen=True)
+class PodSubnetGroup:
+    """What one node group takes from the pod subnet under custom networking."""
+
+    name: str
+    nodes: int
+    max_pods: int
+    prefixes_per_node: int
+    addresses_per_node: int
+    blocks_per_node: int
+    addresses: int
+
+
+@dataclass(frozen=True)
+class PodSubnetPlan:
+    """The GPU zone's pod subnet under custom networking."""
+
+    cidr: str
+    usable: int
+    required: int
+    fits: bool
+    node_groups: tuple[PodSubnetGroup, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubnetPlan(SubnetFit):
     """The private subnet in the GPU zone that every workload's nodes share."""
+
+    JSON_PROPERTIES = ("free", "fits")
 
     availability_zone: str
     prefix: int
@@ -167,22 +249,15 @@ class SubnetPlan:
     required: int
     #: None: each workload's default (see build_plan).
     pod_ips_per_node: int | None
-    #: (what, addresses) in the subnet besides the GPU nodes.
-    fixed: tuple[tuple[str, int], ...] = ()
-    #: Pod networking with ``auto`` resolved: ``node-subnet`` or ``custom-networking``.
-    networking: str = "node-subnet"
-    #: Custom networking: the GPU zone's pod subnet (cidr, usable, required, per-group rows).
-    pod_subnet: dict[str, Any] | None = None
-    #: Node subnets of the GPU zone in secondary CIDR blocks (cidr, usable, required, groups).
-    node_subnets: tuple[dict[str, Any], ...] = ()
-
-    @property
-    def free(self) -> int:
-        return self.usable - self.required
-
-    @property
-    def fits(self) -> bool:
-        return self.free >= 0
+    #: What the subnet holds besides the GPU nodes.
+    fixed: tuple[FixedAddresses, ...] = field(default=(), metadata=json_field("other"))
+    #: Pod networking with ``auto`` resolved: ``node-subnet``, ``prefix-delegation`` or
+    #: ``custom-networking``.
+    networking: str = field(default="node-subnet", metadata=json_field("pod_networking"))
+    #: Custom networking: the GPU zone's pod subnet.
+    pod_subnet: PodSubnetPlan | None = None
+    #: Node subnets of the GPU zone in secondary CIDR blocks.
+    node_subnets: tuple[NodeSubnetPlan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,22 +311,8 @@ class Plan:
             "region": self.region,
             "availability_zone": self.availability_zone,
             "prices": {"as_of": self.prices_as_of, "source": self.prices_source},
-            "workloads": [_workload_json(w) for w in self.workloads],
-            "subnet": {
-                "availability_zone": self.subnet.availability_zone,
-                "prefix": self.subnet.prefix,
-                "addresses": self.subnet.addresses,
-                "reserved": self.subnet.reserved,
-                "usable": self.subnet.usable,
-                "required": self.subnet.required,
-                "free": self.subnet.free,
-                "fits": self.subnet.fits,
-                "pod_ips_per_node": self.subnet.pod_ips_per_node,
-                "other": [{"what": what, "addresses": n} for what, n in self.subnet.fixed],
-                "pod_networking": self.subnet.networking,
-                "pod_subnet": self.subnet.pod_subnet,
-                "node_subnets": list(self.subnet.node_subnets),
-            },
+            "workloads": document(self.workloads),
+            "subnet": document(self.subnet),
             "limits": [
                 {
                     "key": u.limit.key,
@@ -281,89 +342,6 @@ class Plan:
             "clusters": list(self.clusters),
             "warnings": list(self.warnings),
         }
-
-
-def _workload_json(w: WorkloadPlan) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        key: getattr(w, key)
-        for key in (
-            "name",
-            "orchestrator",
-            "capacity_kind",
-            "instance_type",
-            "nodes",
-            "accelerator",
-            "accelerators_per_node",
-            "accelerators",
-            "accelerator_memory_gib",
-            "total_accelerator_memory_gib",
-            "efa_layout",
-            "efa_interfaces_per_node",
-            "efa_bandwidth_gbps_per_node",
-            "efa_bandwidth_gbps_total",
-            "ip_addresses_per_node",
-            "ip_addresses",
-            "max_nodes",
-            "kubelet_max_pods",
-            "pod_ip_capacity",
-            "pods_without_address",
-        )
-    }
-    doc["cost"] = {
-        "instance_usd_per_hour": w.instance_usd_per_hour,
-        "compute_usd_per_hour": w.compute_usd_per_hour,
-        "storage_usd_per_hour": w.storage_usd_per_hour,
-        "usd_per_hour": w.usd_per_hour,
-        "basis": w.cost_basis,
-    }
-    doc["storage"] = None if w.storage is None else _storage_json(w.storage)
-    doc["training_goal"] = None if w.goal is None else _goal_json(w.goal)
-    doc["notes"] = list(w.notes)
-    roll = w.node_roll
-    doc["node_roll"] = (
-        None
-        if roll is None
-        else {
-            "update_strategy": roll.policy.strategy.value,
-            "max_unavailable": roll.policy.max_unavailable,
-            "max_unavailable_percentage": roll.policy.max_unavailable_percentage,
-            "node_groups": list(roll.group_sizes),
-            "nodes_at_once": list(roll.parallel),
-            "batches": roll.batches,
-            "minutes": roll.minutes,
-        }
-    )
-    return doc
-
-
-def _storage_json(s: StoragePlan) -> dict[str, Any]:
-    return {
-        "source": s.source,
-        "deployment_type": s.deployment_type,
-        "storage_capacity_gib": s.storage_capacity_gib,
-        "throughput_mb_s_per_tib": s.throughput_mb_s_per_tib,
-        "aggregate_throughput_mb_s": s.aggregate_throughput_mb_s,
-        "efa_enabled": s.efa_enabled,
-        "checkpoint_size_gib": s.checkpoint_size_gib,
-        "checkpoint_write_seconds": s.checkpoint_write_seconds,
-        "usd_per_month": s.usd_per_month,
-        "reasoning": list(s.reasoning),
-    }
-
-
-def _goal_json(g: GoalPlan) -> dict[str, Any]:
-    return {
-        "parameters": g.parameters,
-        "tokens": g.tokens,
-        "mfu": g.mfu,
-        "flops": g.flops,
-        "peak_bf16_dense_tflops_per_accelerator": g.peak_bf16_dense_tflops,
-        "peak_source": g.peak_source,
-        "accelerator_hours": g.accelerator_hours,
-        "wall_clock_days": g.wall_clock_days,
-        "usd": g.usd,
-        "note": g.note,
-    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -414,10 +392,10 @@ def build_plan(
         usable=demand.usable,
         required=demand.required,
         pod_ips_per_node=pod_ips_per_node,
-        fixed=demand.fixed,
+        fixed=tuple(FixedAddresses(what, n) for what, n in demand.fixed),
         networking=demand.networking.value,
-        pod_subnet=_pod_subnet_json(demand),
-        node_subnets=tuple(_node_subnet_json(s) for s in demand.node_subnets),
+        pod_subnet=None if demand.pod_subnet is None else _pod_subnet_plan(demand.pod_subnet),
+        node_subnets=tuple(_node_subnet_plan(s) for s in demand.node_subnets),
     )
     costs = [line for w in workloads for line in _workload_cost_lines(w, region, prices)]
     costs += platform_cost_lines(profile, prices)
@@ -440,48 +418,43 @@ def build_plan(
     )
 
 
-def _node_subnet_json(subnet: NodeSubnetDemand) -> dict[str, Any]:
+def _fit_of(subnet: NodeSubnetDemand | PodSubnetDemand) -> dict[str, Any]:
+    """The figures every subnet record shows: its block, room, need and answer."""
     return {
         "cidr": subnet.cidr,
         "usable": subnet.usable,
         "required": subnet.required,
         "fits": subnet.fits,
-        "prefix_delegation": subnet.prefix_delegation,
-        "node_groups": [
-            {
-                "name": p.group,
-                "group": p.index + 1,
-                "nodes": p.nodes,
-                "addresses": p.worst_case,
-            }
-            for p in subnet.parts
-        ],
     }
 
 
-def _pod_subnet_json(demand: SubnetDemand) -> dict[str, Any] | None:
-    pods = demand.pod_subnet
-    if pods is None:
-        return None
-    return {
-        "cidr": pods.cidr,
-        "usable": pods.usable,
-        "required": pods.required,
-        "fits": pods.fits,
-        "node_groups": [
-            {
-                "name": g.name,
-                "nodes": g.nodes,
-                "max_pods": g.pod_addressing.max_pods,
-                "prefixes_per_node": g.pod_addressing.prefixes,
-                "addresses_per_node": g.pod_addressing.addresses,
-                "blocks_per_node": g.pod_addressing.blocks,
-                "addresses": g.pod_subnet_addresses,
-            }
+def _node_subnet_plan(subnet: NodeSubnetDemand) -> NodeSubnetPlan:
+    return NodeSubnetPlan(
+        **_fit_of(subnet),
+        prefix_delegation=subnet.prefix_delegation,
+        node_groups=tuple(
+            NodeSubnetGroup(p.group, p.index + 1, p.nodes, p.worst_case) for p in subnet.parts
+        ),
+    )
+
+
+def _pod_subnet_plan(pods: PodSubnetDemand) -> PodSubnetPlan:
+    return PodSubnetPlan(
+        **_fit_of(pods),
+        node_groups=tuple(
+            PodSubnetGroup(
+                name=g.name,
+                nodes=g.nodes,
+                max_pods=g.pod_addressing.max_pods,
+                prefixes_per_node=g.pod_addressing.prefixes,
+                addresses_per_node=g.pod_addressing.addresses,
+                blocks_per_node=g.pod_addressing.blocks,
+                addresses=g.pod_subnet_addresses,
+            )
             for g in pods.node_groups
             if g.pod_addressing is not None
-        ],
-    }
+        ),
+    )
 
 
 def _workload_cost_lines(w: WorkloadPlan, region: str, prices: PriceTable) -> list[CostLine]:
@@ -491,7 +464,7 @@ def _workload_cost_lines(w: WorkloadPlan, region: str, prices: PriceTable) -> li
             item=f"{w.name}: {w.instance_type}",
             quantity=w.nodes,
             unit="instance-hour",
-            unit_usd_per_hour=w.instance_usd_per_hour,
+            unit_usd_per_hour=w.cost.instance_usd_per_hour,
             source=prices.source_of("on_demand_usd_per_hour", region),
             priced=w.instance_type,
             owner=w.name,
@@ -663,11 +636,13 @@ def _plan_workload(
         kubelet_max_pods=group.addressing.kubelet_max_pods,
         pod_ip_capacity=group.addressing.pod_ip_capacity,
         pods_without_address=group.addressing.pods_without_address,
-        instance_usd_per_hour=instance_price,
-        compute_usd_per_hour=compute,
-        storage_usd_per_hour=storage_hourly,
-        usd_per_hour=total,
-        cost_basis=_cost_basis(workload),
+        cost=WorkloadCost(
+            instance_usd_per_hour=instance_price,
+            compute_usd_per_hour=compute,
+            storage_usd_per_hour=storage_hourly,
+            usd_per_hour=total,
+            basis=_cost_basis(workload),
+        ),
         storage=storage,
         goal=goal_plan,
         notes=tuple(notes),
@@ -823,9 +798,10 @@ def _pod_ip_note(workloads: Sequence[WorkloadPlan]) -> list[str]:
 
 def _workload_money(w: WorkloadPlan) -> str:
     """A workload's $/hour; when one of its prices is missing, the priced part, marked."""
-    if w.usd_per_hour is not None:
-        return _money(w.usd_per_hour)
-    known = [v for v in (w.compute_usd_per_hour, w.storage_usd_per_hour) if v is not None]
+    cost = w.cost
+    if cost.usd_per_hour is not None:
+        return _money(cost.usd_per_hour)
+    known = [v for v in (cost.compute_usd_per_hour, cost.storage_usd_per_hour) if v is not None]
     return f"{_money(sum(known))} partial" if known else "no price"
 
 
@@ -836,15 +812,15 @@ def _render_pod_subnet(subnet: SubnetPlan) -> list[str]:
     lines = [
         "",
         f"pod networking: VPC CNI custom networking with prefix delegation; pod subnet "
-        f"{pods['cidr']} in {subnet.availability_zone} ({pods['usable'] // 16:,} whole /28s "
-        f"free for prefixes) needs {pods['required'] // 16:,} - "
-        + ("fits" if pods["fits"] else "DOES NOT FIT"),
+        f"{pods.cidr} in {subnet.availability_zone} ({pods.usable // 16:,} whole /28s "
+        f"free for prefixes) needs {pods.required // 16:,} - "
+        + ("fits" if pods.fits else "DOES NOT FIT"),
     ]
-    for g in pods["node_groups"]:
+    for g in pods.node_groups:
         lines.append(
-            f"  {g['name']}: {g['nodes']:,} nodes x {g['blocks_per_node']} /28s (maxPods "
-            f"{g['max_pods']}: {g['prefixes_per_node']} prefixes incl. 1 spare, and the pod "
-            f"ENI's own address, which may spoil a /28) = {g['addresses'] // 16:,}"
+            f"  {g.name}: {g.nodes:,} nodes x {g.blocks_per_node} /28s (maxPods "
+            f"{g.max_pods}: {g.prefixes_per_node} prefixes incl. 1 spare, and the pod "
+            f"ENI's own address, which may spoil a /28) = {g.addresses // 16:,}"
         )
     return lines
 
@@ -865,7 +841,7 @@ def _render_node_rolls(workloads: Sequence[WorkloadPlan]) -> list[str]:
 def _render_node_subnets(subnet: SubnetPlan) -> list[str]:
     if not subnet.node_subnets:
         return []
-    moved = sum(g["nodes"] for s in subnet.node_subnets for g in s["node_groups"])
+    moved = sum(g.nodes for s in subnet.node_subnets for g in s.node_groups)
     lines = [
         "",
         f"node subnets in {subnet.availability_zone}: {moved:,} nodes in "
@@ -873,18 +849,17 @@ def _render_node_subnets(subnet: SubnetPlan) -> list[str]:
         "per node "
         + (
             "(prefixes + own addresses) whole /28s, whatever addresses EC2 picks"
-            if subnet.node_subnets[0]["prefix_delegation"]
+            if subnet.node_subnets[0].prefix_delegation
             else "its addresses"
         ),
     ]
     for s in subnet.node_subnets:
         groups = ", ".join(
-            f"{g['name']} group {g['group']} ({g['nodes']:,} nodes, {g['addresses']:,})"
-            for g in s["node_groups"]
+            f"{g.name} group {g.group} ({g.nodes:,} nodes, {g.addresses:,})" for g in s.node_groups
         )
         lines.append(
-            f"  {s['cidr']} ({s['usable']:,} usable) needs {s['required']:,} - "
-            + ("fits" if s["fits"] else "DOES NOT FIT")
+            f"  {s.cidr} ({s.usable:,} usable) needs {s.required:,} - "
+            + ("fits" if s.fits else "DOES NOT FIT")
             + f": {groups}"
         )
     return lines
@@ -1038,9 +1013,7 @@ def render_plan(plan: Plan) -> str:
         lines.append(
             "  moved to node subnets (below), not counted here: "
             + ", ".join(
-                f"{g['name']} group {g['group']}"
-                for s in subnet.node_subnets
-                for g in s["node_groups"]
+                f"{g.name} group {g.group}" for s in subnet.node_subnets for g in s.node_groups
             )
         )
     lines += _render_pod_subnet(subnet)
@@ -1095,7 +1068,7 @@ def render_plan(plan: Plan) -> str:
     ]
     lines.extend(f"  {message}; add it with --prices FILE" for message in plan.missing_prices)
     for w in plan.workloads:
-        lines.append(f"  {w.name}: {w.cost_basis}")
+        lines.append(f"  {w.name}: {w.cost.basis}")
         lines.extend(f"  {w.name}: note: {note}" for note in w.notes)
     for cluster in plan.clusters:
         kind = "dedicated" if cluster["dedicated"] else "shared"

@@ -9,7 +9,6 @@ group that gets one, the pod networking the IP budget chose. Floor 1: no aws_cdk
 
 from __future__ import annotations
 
-from fm_constructs.catalog import get_instance_type
 from fm_constructs.config.model import CapacityKind, Orchestrator, Profile, WorkloadConfig
 from fm_constructs.config.options import deployment_options
 from fm_constructs.config.subnet_demand import (
@@ -19,7 +18,6 @@ from fm_constructs.config.subnet_demand import (
     subnet_demand,
 )
 from fm_constructs.planning import aws_limits as lim
-from fm_constructs.planning.efa_layout import efa_interface_layout
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES
 from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import Finding, Severity
@@ -33,18 +31,9 @@ def _workload_of(profile: Profile, group: NodeGroupDemand) -> WorkloadConfig:
 
 
 def network_interfaces_per_node(group: NodeGroupDemand) -> int:
-    """Network interfaces one node of ``group`` holds at its largest: the launch template's
-    (primary and EFA), plus the ENIs the VPC CNI attaches for pods."""
-    spec = get_instance_type(group.addressing.instance_type)
-    interfaces = len(efa_interface_layout(spec, group.layout)) if group.layout is not None else 1
-    if group.pod_addressing is not None:
-        return interfaces + group.pod_addressing.attached_enis
-    addressing = group.addressing
-    if addressing.cni_addresses:
-        per_eni = spec.ipv4_addresses_per_interface - 1
-        attached = (addressing.cni_addresses + 1) // (per_eni + 1)
-        return interfaces + max(0, attached - 1)
-    return interfaces
+    """Network interfaces one node of ``group`` holds at its largest (the planning figure,
+    :attr:`~fm_constructs.planning.subnet_demand.NodeGroupDemand.network_interfaces`)."""
+    return group.network_interfaces
 
 
 def _eks_groups(profile: Profile, demand: SubnetDemand) -> list[NodeGroupDemand]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.errors import FmValidationError, Problems
@@ -146,8 +147,40 @@ def ip_addresses_per_node(
     return interface_ips + pod_ips_per_node
 
 
+class SubnetFit:
+    """A subnet's usable addresses against what must go in it: the one fit answer of every
+    subnet the library counts (the GPU zone's private subnet, a node subnet, the pod subnet,
+    an :class:`IpBudget`, the row ``fmc plan`` prints). A kind gives ``usable`` and
+    ``required`` (fields or properties); one whose answer needs more than room (the pod
+    subnet: room for each node's ENIs too) extends :attr:`fits`."""
+
+    if TYPE_CHECKING:  # each kind gives both, as fields or properties
+
+        @property
+        def usable(self) -> int:
+            """Addresses of the subnet free to hold what must go in it."""
+
+        @property
+        def required(self) -> int:
+            """Addresses what must go in the subnet takes."""
+
+    @property
+    def free(self) -> int:
+        """Addresses left after the plan (negative when it does not fit)."""
+        return self.usable - self.required
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= 0
+
+    @property
+    def utilization(self) -> float:
+        """Share of the usable addresses the plan takes (1.0 = full)."""
+        return self.required / self.usable if self.usable > 0 else float("inf")
+
+
 @dataclass(frozen=True)
-class IpBudget:
+class IpBudget(SubnetFit):
     """The arithmetic of one subnet plan."""
 
     node_count: int
@@ -164,20 +197,6 @@ class IpBudget:
     @property
     def usable(self) -> int:
         return self.subnet_addresses - self.reserved - self.other_addresses
-
-    @property
-    def free(self) -> int:
-        """Addresses left after the plan (negative when it does not fit)."""
-        return self.usable - self.required
-
-    @property
-    def fits(self) -> bool:
-        return self.free >= 0
-
-    @property
-    def utilization(self) -> float:
-        """Share of the usable addresses the plan takes (1.0 = full)."""
-        return self.required / self.usable if self.usable > 0 else float("inf")
 
 
 def _subnet_prefix(subnet_cidr: str | int) -> int:
