@@ -43,7 +43,6 @@ from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import check_lustre_settings
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.planning.pcs_limits import MAX_NODES, PcsClusterSize
-from fm_constructs.planning.serving_layout import plan_layout
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import users as user_rules
@@ -302,7 +301,9 @@ def _check_inference(w: InferenceConfig) -> list[Finding]:
         ]
         out += [f.under("inference.model.") for f in _weights_fit(model, spec)]
         try:
-            layout = plan_layout(spec, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+            layout = inference_rules.plan_layout(
+                spec, tensor_parallel_size=tp, pipeline_parallel_size=pp
+            )
         except FmValidationError as error:
             out += [f.under("inference.model.") for f in error.findings]
         else:

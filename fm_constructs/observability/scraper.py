@@ -38,6 +38,7 @@ from constructs import Construct
 from fm_constructs.errors import Problems
 from fm_constructs.observability.data import EKS_SCRAPE_TEMPLATE, render_scrape_configuration
 from fm_constructs.observability.prometheus import IPrometheusWorkspace, PrometheusWorkspace
+from fm_constructs.rules import constructs as codes
 
 #: Kubernetes user name the scraper's role is mapped to (the AMP user guide's name).
 SCRAPER_KUBERNETES_USERNAME = "aps-collector-user"
@@ -121,6 +122,9 @@ class ManagedScraper(Construct):
     the construct the two roles are created under (default: this one); one in a stack that
     deploys earlier (the cluster's) keeps their creation off the scraper's quarter of an hour.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.SCRAPER
 
     def __init__(
         self,

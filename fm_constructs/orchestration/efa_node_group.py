@@ -139,6 +139,9 @@ class EfaNodeGroup(Construct):
     ``cluster.add_lustre_volume`` accept these nodes.
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.NODE_GROUP
+
     #: Former option names, still accepted (see :data:`DEPRECATED_OPTIONS`).
     DEPRECATED_OPTIONS = DEPRECATED_OPTIONS
 

@@ -32,6 +32,7 @@ from fm_constructs.orchestration.pod_identity import (
 from fm_constructs.patterns import inference_manifests as render
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.planning.serving_layout import ServingLayout
+from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.storage import IDataBucket
 
@@ -156,6 +157,9 @@ class InferenceService(Construct):
       ``gpu_nodes`` a max size that holds ``max_replicas`` (a warning says when it is too
       small).
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.INFERENCE_SERVICE
 
     def __init__(
         self,

@@ -229,7 +229,7 @@ _MANAGED_FLAGS = frozenset(
 
 
 def plan_layout(spec: ModelServerSpec, instance: InstanceSpec) -> ServingLayout:
-    """Map a replica onto ``instance`` nodes (:func:`fm_constructs.planning.serving_layout.
+    """Map a replica onto ``instance`` nodes (:func:`fm_constructs.rules.inference.
     plan_layout`, the function the profile loader runs); raise FmValidationError listing every
     problem of the spec and the layout."""
     problems = Problems(context="ModelServerSpec", code=codes.MODEL_SERVER)
@@ -237,7 +237,7 @@ def plan_layout(spec: ModelServerSpec, instance: InstanceSpec) -> ServingLayout:
     if any(f.key in ("tensor_parallel_size", "pipeline_parallel_size") for f in problems.findings):
         problems.raise_if_any()  # no layout without whole, positive sizes
     try:
-        layout = serving_layout.plan_layout(
+        layout = inference_rules.plan_layout(
             instance,
             tensor_parallel_size=spec.tensor_parallel_size,
             pipeline_parallel_size=spec.pipeline_parallel_size,

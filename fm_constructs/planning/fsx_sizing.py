@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from fm_constructs.errors import Problems
-from fm_constructs.rules import constructs as codes
+
+#: The code of an invalid :class:`FsxSizingRequest` (its meaning is registered with the
+#: construct codes, :data:`fm_constructs.rules.constructs.FSX_SIZING`).
+FSX_SIZING_CODE = "FM823"
 
 # --------------------------------------------------------------------------------------------
 # Validity rules
@@ -303,7 +306,7 @@ class FsxSizingRequest:
 
     def problems(self) -> Problems:
         """Every problem with this request (empty when it is usable)."""
-        problems = Problems(context="FsxSizingRequest", code=codes.FSX_SIZING)
+        problems = Problems(context="FsxSizingRequest", code=FSX_SIZING_CODE)
         if (self.checkpoint_size_gib is None) == (self.model_parameters is None):
             problems.add_message(
                 "checkpoint_size_gib / model_parameters: give exactly one of them, got "

@@ -12,13 +12,16 @@ import re
 from collections.abc import Sequence
 
 from fm_constructs.catalog import InstanceSpec
+from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION_RANGE,
     ServingLayout,
+    layout_replica,
+    pod_nvme_gib,
     spans_nodes,
 )
 from fm_constructs.rules import platform as platform_rules
-from fm_constructs.rules.findings import Finding, Severity, define
+from fm_constructs.rules.findings import Finding, Severity, define, errors
 
 NVIDIA_GPU = define(
     "FM501",
@@ -200,6 +203,37 @@ def model_cache_fits(
             f"({nvme_share_gib} GiB)",
         )
     ]
+
+
+def plan_layout(
+    instance: InstanceSpec,
+    *,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    model_cache_size_gib: int | None = None,
+    efa_image: bool = False,
+    context: str | None = "ModelServerSpec",
+) -> ServingLayout:
+    """Map a replica onto ``instance`` nodes
+    (:func:`fm_constructs.planning.serving_layout.layout_replica`) once the layout rules
+    (:func:`serving_layout`, :func:`model_cache_fits`) pass; raise FmValidationError listing
+    every problem otherwise. The profile loader, ``fmc plan`` and the model server spec all
+    plan through here."""
+    layout_errors = errors(serving_layout(tensor_parallel_size, pipeline_parallel_size, instance))
+    if layout_errors:
+        raise FmValidationError(layout_errors, context=context)
+    layout = layout_replica(
+        instance,
+        tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size,
+        model_cache_size_gib=model_cache_size_gib,
+        efa_image=efa_image,
+    )
+    nvme_gib = pod_nvme_gib(instance, tensor_parallel_size, pipeline_parallel_size)
+    cache_findings = model_cache_fits(layout.model_cache_size_gib, nvme_gib, instance)
+    if cache_findings:
+        raise FmValidationError(cache_findings, context=context)
+    return layout
 
 
 REPLICAS_FIT = define(

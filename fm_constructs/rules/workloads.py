@@ -7,22 +7,10 @@ replica spans nodes (see :mod:`fm_constructs.rules.inference`).
 
 from __future__ import annotations
 
-import difflib
-from functools import cache
-
-from fm_constructs.catalog import InstanceSpec, all_instance_types, efa_instance_types
-from fm_constructs.catalog.lookup import find_instance_type
+from fm_constructs.catalog import InstanceSpec, efa_instance_types
+from fm_constructs.catalog.lookup import find_instance_type, uncatalogued
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.rules.findings import Finding, Severity, define, rule
-
-
-@cache
-def ec2_instance_types() -> frozenset[str]:
-    """Every EC2 instance type name in botocore's EC2 API model (offline, read from disk)."""
-    from botocore.loaders import Loader  # reads the packaged model files, no client
-
-    model = Loader().load_service_model("ec2", "service-2")
-    return frozenset(model["shapes"]["InstanceType"]["enum"])
 
 
 @rule(
@@ -38,19 +26,7 @@ def catalogued(
     spec = find_instance_type(name)
     if spec is not None:
         return spec, []
-    known = [s.name for s in all_instance_types()]
-    normalized = name.strip().lower().removeprefix("ml.")
-    if normalized in ec2_instance_types():
-        allowed = (
-            "must be an accelerated (GPU or Trainium) instance type: "
-            f"{normalized!r} is an EC2 type without the accelerators this library deploys"
-        )
-    else:
-        allowed = "must be an accelerated instance type from the catalog"
-    close = difflib.get_close_matches(normalized, known, n=3, cutoff=0.6)
-    fix = f"did you mean {' or '.join(map(repr, close))}?" if close else ""
-    fix = (fix + " " if fix else "") + f"catalogued types: {', '.join(known)}"
-    return None, [Finding("FM301", Severity.ERROR, key, name, allowed, fix)]
+    return None, [uncatalogued(name, key=key)]
 
 
 @rule(

@@ -35,6 +35,7 @@ from fm_constructs.planning.fsx_sizing import (
     size_fsx_lustre,
 )
 from fm_constructs.policy import logs_encryption_key
+from fm_constructs.rules import constructs as codes
 from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
     check_associations,
@@ -110,6 +111,9 @@ class LustreFileSystem(LustreClientAccess, Construct):
     Clients: ``fs.connections.allow_default_port_from(nodes)`` opens TCP 988 and 1018-1023 (all
     traffic both ways with EFA) between the nodes' and the file system's security groups.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.LUSTRE
 
     def __init__(
         self,
