@@ -82,25 +82,22 @@ def pod_nvme_gib(
 
 
 def layout_replica(
-    instance: InstanceSpec,
-    *,
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    model_cache_size_gib: int | None = None,
-    efa_image: bool = False,
+    instance: InstanceSpec, sizes: tuple[int, int], cache_gib: int | None, efa_image: bool
 ) -> ServingLayout:
     """Map a replica onto ``instance`` nodes, for sizes the rules accept
-    (:func:`fm_constructs.rules.inference.plan_layout` checks them first).
+    (:func:`fm_constructs.rules.inference.plan_layout` checks them first). ``sizes`` is
+    (tensor parallel, pipeline parallel); ``cache_gib`` the weight cache asked for (None: the
+    pod's share of the node's NVMe, else a root-volume cache).
 
     ``efa_image``: the server image carries libfabric and the AWS OFI NCCL plugin, so a
     replica spanning nodes reserves the nodes' EFA devices (without, NCCL runs over TCP)."""
     gpus = instance.accelerator_count
-    gpus_per_replica = tensor_parallel_size * pipeline_parallel_size
+    gpus_per_replica = sizes[0] * sizes[1]
     multi_node = gpus_per_replica > gpus
-    per_pod = gpus_per_pod(instance, tensor_parallel_size, pipeline_parallel_size)
+    per_pod = gpus_per_pod(instance, *sizes)
     share = per_pod / gpus
-    nvme_gib = pod_nvme_gib(instance, tensor_parallel_size, pipeline_parallel_size)
-    cache = model_cache_size_gib or (nvme_gib if nvme_gib is not None else ROOT_VOLUME_CACHE_GIB)
+    nvme_gib = pod_nvme_gib(instance, *sizes)
+    cache = cache_gib or (nvme_gib if nvme_gib is not None else ROOT_VOLUME_CACHE_GIB)
     return ServingLayout(
         instance_type=instance.name,
         multi_node=multi_node,

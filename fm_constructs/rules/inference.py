@@ -222,14 +222,9 @@ def plan_layout(
     layout_errors = errors(serving_layout(tensor_parallel_size, pipeline_parallel_size, instance))
     if layout_errors:
         raise FmValidationError(layout_errors, context=context)
-    layout = layout_replica(
-        instance,
-        tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size,
-        model_cache_size_gib=model_cache_size_gib,
-        efa_image=efa_image,
-    )
-    nvme_gib = pod_nvme_gib(instance, tensor_parallel_size, pipeline_parallel_size)
+    sizes = (tensor_parallel_size, pipeline_parallel_size)
+    layout = layout_replica(instance, sizes, model_cache_size_gib, efa_image)
+    nvme_gib = pod_nvme_gib(instance, *sizes)
     cache_findings = model_cache_fits(layout.model_cache_size_gib, nvme_gib, instance)
     if cache_findings:
         raise FmValidationError(cache_findings, context=context)
