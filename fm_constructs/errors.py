@@ -11,6 +11,7 @@ report them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from fm_constructs.domain.findings import Finding, Severity
@@ -121,6 +122,13 @@ class Problems:
     def add_findings(self, findings: Iterable[Finding]) -> None:
         for finding in findings:
             self.add_finding(finding)
+
+    def adopt(self, findings: Iterable[Finding]) -> None:
+        """Record a shared rule's error findings under this collector's own code (a construct
+        reports the rules it runs on its arguments as its own problems)."""
+        for finding in findings:
+            if finding.is_error:
+                self._items.append(replace(finding, code=self.code).under(self.field_prefix))
 
     def add_message(self, message: str, *, code: str | None = None) -> None:
         """Record a problem already phrased in full (for rules spanning several fields)."""

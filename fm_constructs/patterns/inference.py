@@ -184,14 +184,14 @@ class InferenceService(Construct):
             layout = render.plan_layout(model, gpu_nodes.instance_spec)
         except FmValidationError as error:
             problems.extend(error.problems)
-        if not render.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
+        if not inference_rules.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
             problems.add(
                 "namespace",
                 namespace,
                 "must be a Kubernetes DNS label other than kube-system and keda",
             )
         if autoscaling is not None:
-            render.validate_policy(autoscaling, model, problems)
+            problems.adopt(inference_rules.autoscaling_policy(autoscaling, model))
             if workspace is None:
                 problems.add(
                     "workspace",

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
+from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.serving_layout import (
@@ -21,6 +23,7 @@ from fm_constructs.planning.serving_layout import (
     spans_nodes,
 )
 from fm_constructs.rules import platform as platform_rules
+from fm_constructs.rules.constructs import MODEL_SERVER
 from fm_constructs.rules.findings import Finding, Severity, define, errors
 
 NVIDIA_GPU = define(
@@ -446,3 +449,191 @@ def public_endpoint_source_ranges(
         PUBLIC_ENDPOINT_RANGES.finding(f.key, f.value, f.allowed, f.fix)
         for f in platform_rules.public_access_cidrs(list(source_ranges), key=key)
     ]
+
+
+# ------------------------------------------------------------------ the model server's fields
+
+#: A Kubernetes DNS label (names of namespaces, workloads and services).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+#: The pinned model server image (the example of a well-formed reference).
+_VLLM_IMAGE = pins.image("vllm-openai").reference
+_SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
+_IMAGE = re.compile(r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$")
+
+
+class ModelServerFields(Protocol):
+    """The fields of a model server spec these rules read
+    (:class:`fm_constructs.patterns.inference_manifests.ModelServerSpec`)."""
+
+    @property
+    def model_s3_prefix(self) -> str: ...
+    @property
+    def served_model_name(self) -> str: ...
+    @property
+    def kubernetes_name(self) -> str: ...
+    @property
+    def tensor_parallel_size(self) -> int: ...
+    @property
+    def pipeline_parallel_size(self) -> int: ...
+    @property
+    def replicas(self) -> int: ...
+    @property
+    def max_replicas(self) -> int: ...
+    @property
+    def image(self) -> str: ...
+    @property
+    def gpu_memory_utilization(self) -> float: ...
+    @property
+    def max_model_len(self) -> int | None: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def extra_args(self) -> tuple[str, ...]: ...
+    @property
+    def model_cache_size_gib(self) -> int | None: ...
+    @property
+    def startup_timeout_s(self) -> int: ...
+
+
+class AutoscalingFields(Protocol):
+    """The fields of an autoscaling policy these rules read
+    (:class:`fm_constructs.patterns.inference_manifests.AutoscalingPolicy`)."""
+
+    @property
+    def target(self) -> float: ...
+    @property
+    def polling_interval_s(self) -> int: ...
+    @property
+    def scale_down_stabilization_s(self) -> int: ...
+
+
+def _add(out: list[Finding], key: str, value: object, allowed: str) -> None:
+    out.append(Finding(MODEL_SERVER, Severity.ERROR, key, value, allowed))
+
+
+def model_server_spec(spec: ModelServerFields) -> list[Finding]:
+    """Every problem of a model server spec that does not depend on the instance type
+    (FM863, with the shared serving rules' own codes)."""
+    out: list[Finding] = []
+    prefix = spec.model_s3_prefix
+    if not prefix or prefix.startswith(("/", "s3://")) or not prefix.endswith("/"):
+        _add(
+            out,
+            "model_s3_prefix",
+            prefix,
+            "must be a key prefix inside the data bucket ending with '/', without 's3://' or a "
+            "leading '/', e.g. 'models/llama-3.1-70b-instruct/'",
+        )
+    if not _SERVED_NAME.match(spec.served_model_name):
+        _add(
+            out,
+            "served_model_name",
+            spec.served_model_name,
+            "must be 1-128 characters of letters, digits and . _ / : - (it is the 'model' of "
+            "API requests and the model_name label of the metrics)",
+        )
+    if not DNS_LABEL.match(spec.kubernetes_name) or len(spec.kubernetes_name) > 40:
+        _add(
+            out,
+            "name",
+            spec.kubernetes_name,
+            "must be a DNS label of at most 40 characters (lowercase letters, digits, '-'); "
+            "pod names of a LeaderWorkerSet append group and worker indexes to it",
+        )
+    for name, value in (
+        ("tensor_parallel_size", spec.tensor_parallel_size),
+        ("pipeline_parallel_size", spec.pipeline_parallel_size),
+        ("replicas", spec.replicas),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            _add(out, name, value, "must be a whole number >= 1")
+    if isinstance(spec.max_replicas, bool) or not isinstance(spec.max_replicas, int):
+        _add(
+            out,
+            "max_replicas",
+            spec.max_replicas,
+            f"must be a whole number >= replicas ({spec.replicas})",
+        )
+    elif isinstance(spec.replicas, int):
+        # The profile's rule, on the spec's own fields.
+        out += max_replicas_cover_replicas(spec.replicas, spec.max_replicas)
+    if not _IMAGE.match(spec.image) or spec.image.endswith(":latest"):
+        _add(
+            out,
+            "image",
+            spec.image,
+            "must be a registry/repository reference pinned to a version tag or sha256 digest "
+            f"(not 'latest'), e.g. {_VLLM_IMAGE!r}",
+        )
+    out += gpu_memory_utilization(spec.gpu_memory_utilization)
+    if spec.max_model_len is not None and spec.max_model_len < 1:
+        _add(out, "max_model_len", spec.max_model_len, "must be >= 1 or None (model default)")
+    if not 1024 <= spec.port <= 65535 or spec.port in (9100, 9109, 9400):
+        _add(
+            out,
+            "port",
+            spec.port,
+            "must be 1024-65535 and not an exporter port (9100, 9109, 9400)",
+        )
+    if spec.model_cache_size_gib is not None and spec.model_cache_size_gib < 1:
+        _add(out, "model_cache_size_gib", spec.model_cache_size_gib, "must be >= 1 or None")
+    if spec.startup_timeout_s < 60:
+        _add(out, "startup_timeout_s", spec.startup_timeout_s, "must be >= 60")
+    for index, arg in enumerate(spec.extra_args):
+        flag = arg.split("=", 1)[0]
+        if flag in _MANAGED_FLAGS:
+            _add(
+                out,
+                f"extra_args[{index}]",
+                arg,
+                f"is set from the spec; use the matching field instead of {flag}",
+            )
+    return out
+
+
+_MANAGED_FLAGS = frozenset(
+    {
+        "--tensor-parallel-size",
+        "--pipeline-parallel-size",
+        "--served-model-name",
+        "--port",
+        "--gpu-memory-utilization",
+        "--max-model-len",
+        "--distributed-executor-backend",
+        "--nnodes",
+        "--node-rank",
+        "--master-addr",
+        "--master-port",
+        "--headless",
+    }
+)
+
+
+def autoscaling_policy(policy: AutoscalingFields, spec: ModelServerFields) -> list[Finding]:
+    """Every problem of an autoscaling policy for ``spec`` (FM863)."""
+    out: list[Finding] = []
+    if policy.target <= 0:
+        _add(out, "autoscaling.target", policy.target, "must be > 0")
+    if policy.polling_interval_s < 15:
+        _add(
+            out,
+            "autoscaling.polling_interval_s",
+            policy.polling_interval_s,
+            "must be >= 15 (metrics arrive every 30 s from the managed scraper)",
+        )
+    if policy.scale_down_stabilization_s < 0:
+        _add(
+            out,
+            "autoscaling.scale_down_stabilization_s",
+            policy.scale_down_stabilization_s,
+            "must be >= 0",
+        )
+    if spec.max_replicas <= spec.replicas:
+        _add(
+            out,
+            "max_replicas",
+            spec.max_replicas,
+            f"must be greater than replicas ({spec.replicas}) for autoscaling to have room; "
+            "raise max_replicas or pass autoscaling=None",
+        )
+    return out

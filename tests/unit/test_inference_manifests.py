@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.errors import FmValidationError
 from fm_constructs.patterns import inference_manifests as render
 from fm_constructs.patterns.inference_manifests import (
     AutoscalingPolicy,
     ModelServerSpec,
     ServingMetric,
 )
+from fm_constructs.rules.inference import autoscaling_policy
 from tests.kubernetes_schemas import assert_valid
 from tests.model_servers import MULTI_NODE, SINGLE_NODE, render_context
 
@@ -428,13 +429,11 @@ def test_trigger_authentication_uses_the_operator_pod_identity() -> None:
 
 
 def test_autoscaling_policy_problems_are_reported() -> None:
-    problems = Problems()
-    render.validate_policy(
+    findings = autoscaling_policy(
         AutoscalingPolicy(target=0, polling_interval_s=5, scale_down_stabilization_s=-1),
         dataclasses.replace(SMALL, max_replicas=2),
-        problems,
     )
-    assert [p.split(":", 1)[0] for p in problems] == [
+    assert [f.key for f in findings] == [
         "autoscaling.target",
         "autoscaling.polling_interval_s",
         "autoscaling.scale_down_stabilization_s",

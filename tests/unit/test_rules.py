@@ -210,7 +210,8 @@ def test_the_profile_and_the_model_server_spec_share_the_serving_rules() -> None
     """gpu_memory_utilization's range and max_replicas >= replicas are held once: the
     profile loader and ModelServerSpec's checks report the same findings."""
     from fm_constructs.config import parse_profile
-    from fm_constructs.patterns.inference_manifests import ModelServerSpec, validate_spec
+    from fm_constructs.patterns.inference_manifests import ModelServerSpec
+    from fm_constructs.rules.inference import model_server_spec
     from tests.profile_data import INFERENCE, changed, profile_with
 
     model = {
@@ -231,9 +232,7 @@ def test_the_profile_and_the_model_server_spec_share_the_serving_rules() -> None
         replicas=2,
         max_replicas=1,
     )
-    problems = Problems()
-    validate_spec(spec, problems)
-    built = {f.code: f for f in problems.findings}
+    built = {f.code: f for f in model_server_spec(spec)}
     for code, key in (("FM509", "gpu_memory_utilization"), ("FM510", "max_replicas")):
         assert loaded[code].key == f"inference.model.{key}" and built[code].key == key
         assert loaded[code].allowed == built[code].allowed
