@@ -191,7 +191,14 @@ class InferenceService(Construct):
                 "must be a Kubernetes DNS label other than kube-system and keda",
             )
         if autoscaling is not None:
-            problems.adopt(inference_rules.autoscaling_policy(autoscaling, model))
+            problems.adopt(
+                inference_rules.autoscaling_policy(
+                    autoscaling.target,
+                    autoscaling.polling_interval_s,
+                    autoscaling.scale_down_stabilization_s,
+                    model,
+                )
+            )
             if workspace is None:
                 problems.add(
                     "workspace",

@@ -20,7 +20,6 @@ Layout rules (:func:`plan_layout`):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,22 +31,19 @@ from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning import serving_layout
 from fm_constructs.planning.serving_layout import (
     AUTOSCALING_TARGET,
-    GPU_MEMORY_UTILIZATION,
     ServingLayout,
 )
+
+# The spec, its image and port are defined with the serving layout (so that the rules can
+# check them); they keep their names here.
+from fm_constructs.planning.serving_layout import DEFAULT_PORT as DEFAULT_PORT
+from fm_constructs.planning.serving_layout import VLLM_IMAGE as VLLM_IMAGE
+from fm_constructs.planning.serving_layout import ModelServerSpec as ModelServerSpec
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import inference as inference_rules
 
-#: vLLM's OpenAI-compatible server (docker.io, published by the vLLM project), pinned. It ships
-#: no libfabric and no AWS OFI NCCL plugin (its Dockerfile installs libibverbs only), so NCCL
-#: between the nodes of a multi-node replica runs over TCP: such replicas reserve no EFA device
-#: unless ``ModelServerSpec.efa_image`` says the image carries the EFA stack.
-VLLM_IMAGE = pins.image("vllm-openai").reference
 #: AWS CLI v2 from the AWS public ECR gallery, pinned; copies the weights at start-up.
 AWS_CLI_IMAGE = pins.image("aws-cli").reference
-#: Port of the model server: the port the AMP scraper already reaches on GPU nodes
-#: (``EksClusterScraping.EXPORTER_PORTS``) and the one vLLM's LWS recipe uses.
-DEFAULT_PORT = 8080
 #: Where the weights live inside the pods.
 MODEL_MOUNT_PATH = "/models"
 #: Port of the leader's torch.distributed store in vLLM's native multi-node mode (the default of
@@ -75,48 +71,6 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 #: Huge pages libfabric's EFA provider needs per pod (as the EKS EFA guide requests them).
 EFA_HUGEPAGES = "5120Mi"
-
-
-@dataclass(frozen=True)
-class ModelServerSpec:
-    """What to serve and how: the model under ``model_s3_prefix`` of the data bucket, served as
-    ``served_model_name`` by ``replicas`` (up to ``max_replicas``) vLLM replicas of
-    ``tensor_parallel_size x pipeline_parallel_size`` GPUs each.
-
-    ``name`` is the Kubernetes name of the workload and service (derived from
-    ``served_model_name`` when None). ``model_cache_size_gib`` caps the instance-store space of
-    the weight copy (default: the pod's share of the node's NVMe). ``startup_timeout_s`` is how
-    long the server may take to load weights before it is restarted.
-    """
-
-    model_s3_prefix: str
-    served_model_name: str
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    replicas: int = 1
-    max_replicas: int = 1
-    image: str = VLLM_IMAGE
-    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
-    max_model_len: int | None = None
-    port: int = DEFAULT_PORT
-    name: str | None = None
-    extra_args: tuple[str, ...] = ()
-    model_cache_size_gib: int | None = None
-    startup_timeout_s: int = 1800
-    efa_image: bool = False
-
-    @property
-    def gpus_per_replica(self) -> int:
-        return self.tensor_parallel_size * self.pipeline_parallel_size
-
-    @property
-    def kubernetes_name(self) -> str:
-        """``name``, or ``served_model_name`` made a DNS label (``meta-llama/Llama-3.1-8B``
-        -> ``meta-llama-llama-3-1-8b``)."""
-        if self.name is not None:
-            return self.name
-        slug = re.sub(r"[^a-z0-9]+", "-", self.served_model_name.lower()).strip("-")
-        return slug[:40].rstrip("-") or "model"
 
 
 @dataclass(frozen=True)

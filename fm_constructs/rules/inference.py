@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Protocol
 
-from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION_RANGE,
+    VLLM_IMAGE,
+    ModelServerSpec,
     ServingLayout,
     layout_replica,
     pod_nvme_gib,
@@ -455,63 +455,15 @@ def public_endpoint_source_ranges(
 
 #: A Kubernetes DNS label (names of namespaces, workloads and services).
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-#: The pinned model server image (the example of a well-formed reference).
-_VLLM_IMAGE = pins.image("vllm-openai").reference
 _SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
 _IMAGE = re.compile(r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$")
-
-
-class ModelServerFields(Protocol):
-    """The fields of a model server spec these rules read
-    (:class:`fm_constructs.patterns.inference_manifests.ModelServerSpec`)."""
-
-    @property
-    def model_s3_prefix(self) -> str: ...
-    @property
-    def served_model_name(self) -> str: ...
-    @property
-    def kubernetes_name(self) -> str: ...
-    @property
-    def tensor_parallel_size(self) -> int: ...
-    @property
-    def pipeline_parallel_size(self) -> int: ...
-    @property
-    def replicas(self) -> int: ...
-    @property
-    def max_replicas(self) -> int: ...
-    @property
-    def image(self) -> str: ...
-    @property
-    def gpu_memory_utilization(self) -> float: ...
-    @property
-    def max_model_len(self) -> int | None: ...
-    @property
-    def port(self) -> int: ...
-    @property
-    def extra_args(self) -> tuple[str, ...]: ...
-    @property
-    def model_cache_size_gib(self) -> int | None: ...
-    @property
-    def startup_timeout_s(self) -> int: ...
-
-
-class AutoscalingFields(Protocol):
-    """The fields of an autoscaling policy these rules read
-    (:class:`fm_constructs.patterns.inference_manifests.AutoscalingPolicy`)."""
-
-    @property
-    def target(self) -> float: ...
-    @property
-    def polling_interval_s(self) -> int: ...
-    @property
-    def scale_down_stabilization_s(self) -> int: ...
 
 
 def _add(out: list[Finding], key: str, value: object, allowed: str) -> None:
     out.append(Finding(MODEL_SERVER, Severity.ERROR, key, value, allowed))
 
 
-def model_server_spec(spec: ModelServerFields) -> list[Finding]:
+def model_server_spec(spec: ModelServerSpec) -> list[Finding]:
     """Every problem of a model server spec that does not depend on the instance type
     (FM863, with the shared serving rules' own codes)."""
     out: list[Finding] = []
@@ -563,7 +515,7 @@ def model_server_spec(spec: ModelServerFields) -> list[Finding]:
             "image",
             spec.image,
             "must be a registry/repository reference pinned to a version tag or sha256 digest "
-            f"(not 'latest'), e.g. {_VLLM_IMAGE!r}",
+            f"(not 'latest'), e.g. {VLLM_IMAGE!r}",
         )
     out += gpu_memory_utilization(spec.gpu_memory_utilization)
     if spec.max_model_len is not None and spec.max_model_len < 1:
@@ -609,23 +561,26 @@ _MANAGED_FLAGS = frozenset(
 )
 
 
-def autoscaling_policy(policy: AutoscalingFields, spec: ModelServerFields) -> list[Finding]:
-    """Every problem of an autoscaling policy for ``spec`` (FM863)."""
+def autoscaling_policy(
+    target: float, polling_interval_s: int, scale_down_stabilization_s: int, spec: ModelServerSpec
+) -> list[Finding]:
+    """Every problem of an autoscaling policy (its target, polling interval and scale-down
+    stabilization) for ``spec`` (FM863)."""
     out: list[Finding] = []
-    if policy.target <= 0:
-        _add(out, "autoscaling.target", policy.target, "must be > 0")
-    if policy.polling_interval_s < 15:
+    if target <= 0:
+        _add(out, "autoscaling.target", target, "must be > 0")
+    if polling_interval_s < 15:
         _add(
             out,
             "autoscaling.polling_interval_s",
-            policy.polling_interval_s,
+            polling_interval_s,
             "must be >= 15 (metrics arrive every 30 s from the managed scraper)",
         )
-    if policy.scale_down_stabilization_s < 0:
+    if scale_down_stabilization_s < 0:
         _add(
             out,
             "autoscaling.scale_down_stabilization_s",
-            policy.scale_down_stabilization_s,
+            scale_down_stabilization_s,
             "must be >= 0",
         )
     if spec.max_replicas <= spec.replicas:

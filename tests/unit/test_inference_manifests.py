@@ -429,8 +429,11 @@ def test_trigger_authentication_uses_the_operator_pod_identity() -> None:
 
 
 def test_autoscaling_policy_problems_are_reported() -> None:
+    policy = AutoscalingPolicy(target=0, polling_interval_s=5, scale_down_stabilization_s=-1)
     findings = autoscaling_policy(
-        AutoscalingPolicy(target=0, polling_interval_s=5, scale_down_stabilization_s=-1),
+        policy.target,
+        policy.polling_interval_s,
+        policy.scale_down_stabilization_s,
         dataclasses.replace(SMALL, max_replicas=2),
     )
     assert [f.key for f in findings] == [
