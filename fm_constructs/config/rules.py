@@ -32,22 +32,16 @@ from fm_constructs.planning.aws_limits import (
     node_groups_for,
     split_sizes,
 )
-from fm_constructs.planning.capacity_block import check_capacity_block_times
-from fm_constructs.planning.capacity_ids import (
-    check_placement_group_arn,
-    check_reservation_id,
-    check_resource_group_arn,
-    check_training_plan_arn,
-)
 from fm_constructs.planning.efa_layout import EfaLayout
-from fm_constructs.planning.fsx_sizing import check_lustre_settings
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.planning.pcs_limits import MAX_NODES, PcsClusterSize
+from fm_constructs.rules import capacity as capacity_rules
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import users as user_rules
 from fm_constructs.rules import workloads as workload_rules
 from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.storage import STORAGE, lustre_settings
 
 HYPERPOD = (Orchestrator.HYPERPOD_EKS, Orchestrator.HYPERPOD_SLURM)
 #: Addresses reserved per Kubernetes node for pods: kubelet's default maximum of 110 pods, each
@@ -64,17 +58,6 @@ CAPACITY = info(
     "The capacity table does not match its kind (a reservation without its id, an id the kind "
     "does not use, a training plan outside HyperPod, more nodes than reserved).",
     "Give the identifiers the kind needs and nothing else, as the message says.",
-)
-CAPACITY_ID = info(
-    "FM311",
-    "A capacity identifier (reservation id, resource group ARN, training plan ARN) is malformed.",
-    "Copy the identifier from the purchase or the console; the message shows its form.",
-)
-STORAGE = info(
-    "FM401",
-    "An FSx for Lustre setting breaks FSx's rules (capacity steps, throughput tiers, metadata "
-    "IOPS, EFA) or the sizing keys are mixed with explicit ones.",
-    "Use one of the valid values the message lists, or a sizing request alone.",
 )
 ORCHESTRATOR = info(
     "FM304",
@@ -637,17 +620,11 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
                 "reservations; use kind 'training-plan' or 'on-demand'",
             )
         )
-    ids = Problems(field_prefix=f"{prefix}.", code=CAPACITY_ID)
-    check_capacity_block_times(ids, cap.start_time, cap.end_time)
-    if cap.placement_group_arn is not None:
-        check_placement_group_arn(ids, cap.placement_group_arn)
-    if cap.reservation_id is not None:
-        check_reservation_id(ids, cap.reservation_id)
-    if cap.resource_group_arn is not None:
-        check_resource_group_arn(ids, cap.resource_group_arn)
-    if cap.training_plan_arn is not None:
-        check_training_plan_arn(ids, cap.training_plan_arn)
-    out.extend(_recode(CAPACITY_ID, ids))
+    ids = capacity_rules.capacity_block_times(cap.start_time, cap.end_time)
+    ids += _identifiers(
+        cap, ("placement_group_arn", "reservation_id", "resource_group_arn", "training_plan_arn")
+    )
+    out += [f.under(f"{prefix}.") for f in ids]
     if cap.training_plan_arn is not None and not ids:
         out += workload_rules.training_plan_matches(
             cap.training_plan_arn,
@@ -760,14 +737,10 @@ def reservation_node_groups(cap: CapacityConfig, nodes: int, *, prefix: str) -> 
                     "needs exactly one of reservation_id ('cr-...') or resource_group_arn",
                 )
             )
-        entry_ids = Problems(field_prefix=f"{entry}.", code=CAPACITY_ID)
-        if group.reservation_id is not None:
-            check_reservation_id(entry_ids, group.reservation_id)
-        if group.resource_group_arn is not None:
-            check_resource_group_arn(entry_ids, group.resource_group_arn)
-        if group.placement_group_arn is not None:
-            check_placement_group_arn(entry_ids, group.placement_group_arn)
-        out += _recode(CAPACITY_ID, entry_ids)
+        entry_ids = _identifiers(
+            group, ("reservation_id", "resource_group_arn", "placement_group_arn")
+        )
+        out += [f.under(f"{entry}.") for f in entry_ids]
         if (
             index < len(sizes)
             and group.instance_count is not None
@@ -782,6 +755,17 @@ def reservation_node_groups(cap: CapacityConfig, nodes: int, *, prefix: str) -> 
                     "give the reservation's real size, or lower instance_count",
                 )
             )
+    return out
+
+
+def _identifiers(table: object, keys: tuple[str, ...]) -> list[Finding]:
+    """The form of each identifier of ``table`` (a capacity table or one of its node groups)
+    that is set, in the order of ``keys``."""
+    out: list[Finding] = []
+    for key in keys:
+        value = getattr(table, key)
+        if value is not None:
+            out += capacity_rules.identifier(key, value)
     return out
 
 
@@ -899,16 +883,16 @@ def _check_storage(workload: str, s: StorageConfig) -> list[Finding]:
                 "set 0 or remove the key",
             )
         )
-    settings = Problems(field_prefix=f"{prefix}.", code=STORAGE)
-    check_lustre_settings(
-        settings,
-        deployment_type=PROFILE_DEPLOYMENT_TYPE,
-        storage_capacity_gib=s.storage_capacity_gib,
-        throughput_mb_s_per_tib=s.throughput_mb_s_per_tib,
-        metadata_iops=s.metadata_iops,
-        efa_enabled=s.efa_enabled and not s.is_sized,
-    )
-    out.extend(_recode(STORAGE, settings))
+    out += [
+        f.under(f"{prefix}.")
+        for f in lustre_settings(
+            deployment_type=PROFILE_DEPLOYMENT_TYPE,
+            storage_capacity_gib=s.storage_capacity_gib,
+            throughput_mb_s_per_tib=s.throughput_mb_s_per_tib,
+            metadata_iops=s.metadata_iops,
+            efa_enabled=s.efa_enabled and not s.is_sized,
+        )
+    ]
     if s.bytes_per_parameter is not None and s.checkpoint_size_gib is not None:
         out.append(
             _finding(

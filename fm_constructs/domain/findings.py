@@ -43,8 +43,9 @@ class Finding:
         return self.severity is Severity.ERROR
 
     def under(self, prefix: str) -> Finding:
-        """The same finding with ``prefix`` put before its key (``platform.`` + ``region``)."""
-        return replace(self, key=f"{prefix}{self.key}") if prefix else self
+        """The same finding with ``prefix`` put before its key (``platform.`` + ``region``); a
+        finding without a key (phrased in full) stays as it is."""
+        return replace(self, key=f"{prefix}{self.key}") if prefix and self.key else self
 
     def message(self) -> str:
         """``key: allowed, got value; fix``; a finding without a key is its text alone."""

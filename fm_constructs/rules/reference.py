@@ -17,6 +17,8 @@ RULE_MODULES = (
     "fm_constructs.rules.inference",
     "fm_constructs.rules.scale",
     "fm_constructs.rules.users",
+    "fm_constructs.rules.storage",
+    "fm_constructs.rules.capacity",
     "fm_constructs.rules.constructs",
     "fm_constructs.cli.preflight",
     "fm_constructs.cli.plan",

@@ -31,11 +31,11 @@ from fm_constructs.planning.fsx_sizing import (
     FsxSizingRequest,
     FsxSizingResult,
     LustreDeploymentType,
-    check_lustre_settings,
     size_fsx_lustre,
 )
 from fm_constructs.policy import logs_encryption_key
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules.storage import lustre_settings
 from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
     check_associations,
@@ -172,13 +172,14 @@ class LustreFileSystem(LustreClientAccess, Construct):
         if throughput_mb_s_per_tib is None:
             throughput_mb_s_per_tib = DEFAULT_PER_UNIT_THROUGHPUT[deployment_type]
 
-        check_lustre_settings(
-            problems,
-            deployment_type=deployment_type,
-            storage_capacity_gib=_literal(storage_capacity_gib),
-            throughput_mb_s_per_tib=_literal(throughput_mb_s_per_tib),
-            metadata_iops=_literal(metadata_iops),
-            efa_enabled=efa_enabled,
+        problems.adopt(
+            lustre_settings(
+                deployment_type=deployment_type,
+                storage_capacity_gib=_literal(storage_capacity_gib),
+                throughput_mb_s_per_tib=_literal(throughput_mb_s_per_tib),
+                metadata_iops=_literal(metadata_iops),
+                efa_enabled=efa_enabled,
+            )
         )
         if not persistent and kms_key is not None:
             problems.add(
