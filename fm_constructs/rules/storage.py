@@ -1,11 +1,24 @@
-"""Rules of FSx for Lustre settings: capacity steps, throughput tiers, metadata IOPS and EFA,
+"""Rules of FSx for Lustre: settings (capacity steps, throughput tiers, metadata IOPS and EFA),
 checked the same way on a profile's storage table and on a
-:class:`~fm_constructs.storage.LustreFileSystem`'s arguments (the arithmetic is
-:mod:`fm_constructs.planning.fsx_sizing`).
+:class:`~fm_constructs.storage.LustreFileSystem`'s arguments, and the data repository
+associations of a file system (the arithmetic and the values are
+:mod:`fm_constructs.planning.fsx_sizing` and :mod:`fm_constructs.planning.data_repositories`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from fm_constructs.planning.data_repositories import (
+    MAX_ASSOCIATIONS,
+    MAX_CHUNK_SIZE_MIB,
+    MIN_CHUNK_SIZE_MIB,
+    DataRepositoryAssociation,
+    S3Event,
+    association_construct_id,
+    default_data_repository_path,
+    normalize_file_system_path,
+)
 from fm_constructs.planning.fsx_sizing import (
     EFA_CAPACITY_STEP_GIB,
     LustreDeploymentType,
@@ -16,13 +29,19 @@ from fm_constructs.planning.fsx_sizing import (
     storage_capacity_rule,
     valid_per_unit_throughputs,
 )
+from fm_constructs.rules.constructs import LUSTRE
 from fm_constructs.rules.findings import Finding, Severity, rule
+from fm_constructs.rules.tokens import is_unresolved
 
 STORAGE = "FM401"
 
 
 def _add(problems: list[Finding], key: str, value: object, allowed: str) -> None:
     problems.append(Finding(STORAGE, Severity.ERROR, key, value, allowed))
+
+
+def _lustre(problems: list[Finding], key: str, value: object, allowed: str) -> None:
+    problems.append(Finding(LUSTRE, Severity.ERROR, key, value, allowed))
 
 
 @rule(
@@ -123,3 +142,159 @@ def lustre_settings(
 
 def _as_number(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _is_nested(parent: str, child: str) -> bool:
+    return parent == "/" or child.startswith(parent + "/")
+
+
+def data_repository_associations(
+    associations: Sequence[DataRepositoryAssociation], *, bucket_name: str
+) -> list[Finding]:
+    """Every way ``associations`` break FSx's rules (errors), and the risky but legal nested S3
+    prefixes (warnings, without a key), all under the file system's code (FM822).
+
+    Rules: at most 8; file-system paths absolute, unique, not nested in one another (``/`` only
+    as the sole association); S3 paths ``s3://`` inside the data bucket and unique; events a
+    subset of NEW/CHANGED/DELETED without repeats; chunk size 1..512000 MiB. Values that are
+    CDK tokens are skipped.
+    """
+    problems: list[Finding] = []
+    if len(associations) > MAX_ASSOCIATIONS:
+        _lustre(
+            problems,
+            "associations",
+            [a.file_system_path for a in associations],
+            f"FSx allows at most {MAX_ASSOCIATIONS} data repository associations per file system",
+        )
+
+    paths: list[tuple[int, str]] = []
+    ids: dict[str, str] = {}
+    s3_paths: list[tuple[int, str]] = []
+    for index, assoc in enumerate(associations):
+        where = f"associations[{index}]"
+        path = assoc.file_system_path
+        if is_unresolved(path):
+            _lustre(
+                problems,
+                f"{where}.file_system_path",
+                path,
+                "must be a literal path (it names the association's construct id), not a token",
+            )
+        elif not path.startswith("/") or "//" in path or len(path) > 4096:
+            _lustre(
+                problems,
+                f"{where}.file_system_path",
+                path,
+                "must be an absolute directory such as '/datasets' (leading '/', no '//', at "
+                "most 4096 characters)",
+            )
+        else:
+            normalized = normalize_file_system_path(path)
+            paths.append((index, normalized))
+            construct_id = association_construct_id(normalized)
+            if construct_id in ids and ids[construct_id] != normalized:
+                _lustre(
+                    problems,
+                    f"{where}.file_system_path",
+                    path,
+                    f"maps to the same construct id '{construct_id}' as {ids[construct_id]!r}; "
+                    "rename one directory",
+                )
+            ids.setdefault(construct_id, normalized)
+
+        s3_path = assoc.data_repository_path
+        if s3_path is None:
+            s3_path = default_data_repository_path(bucket_name, path)
+        if not is_unresolved(s3_path) or s3_path.startswith("s3://"):
+            if not s3_path.startswith("s3://"):
+                _lustre(
+                    problems,
+                    f"{where}.data_repository_path",
+                    s3_path,
+                    "must be an S3 URL 's3://<bucket>/<prefix>/'",
+                )
+            else:
+                repo_bucket = s3_path[len("s3://") :].split("/", 1)[0]
+                if repo_bucket != bucket_name:
+                    _lustre(
+                        problems,
+                        f"{where}.data_repository_path",
+                        s3_path,
+                        f"must be inside the data bucket: start with 's3://{bucket_name}/' "
+                        "(build it from data_bucket.bucket_name, or leave it unset to derive "
+                        "it from the file-system path)",
+                    )
+                else:
+                    s3_paths.append((index, s3_path.rstrip("/") + "/"))
+
+        for field_name, events in (
+            ("import_events", assoc.import_events),
+            ("export_events", assoc.export_events),
+        ):
+            values = [str(e) for e in events]
+            if any(v not in S3Event.__members__ for v in values) or len(set(values)) != len(values):
+                _lustre(
+                    problems,
+                    f"{where}.{field_name}",
+                    values,
+                    "must be distinct values from NEW, CHANGED, DELETED",
+                )
+
+        chunk = assoc.imported_file_chunk_size_mib
+        if (
+            chunk is not None
+            and not is_unresolved(chunk)
+            and (
+                isinstance(chunk, bool)
+                or not isinstance(chunk, int)
+                or not MIN_CHUNK_SIZE_MIB <= chunk <= MAX_CHUNK_SIZE_MIB
+            )
+        ):
+            _lustre(
+                problems,
+                f"{where}.imported_file_chunk_size_mib",
+                chunk,
+                f"must be a whole number of MiB from {MIN_CHUNK_SIZE_MIB} to "
+                f"{MAX_CHUNK_SIZE_MIB:,}",
+            )
+
+    for i, (index_a, path_a) in enumerate(paths):
+        for index_b, path_b in paths[i + 1 :]:
+            if path_a == path_b:
+                _lustre(
+                    problems,
+                    f"associations[{index_b}].file_system_path",
+                    path_b,
+                    f"duplicates associations[{index_a}]; each directory links to one S3 prefix",
+                )
+            elif _is_nested(path_a, path_b) or _is_nested(path_b, path_a):
+                _lustre(
+                    problems,
+                    f"associations[{index_b}].file_system_path",
+                    path_b,
+                    f"overlaps associations[{index_a}] ({path_a!r}); association directories "
+                    "cannot be nested ('/' is only allowed as the only association)",
+                )
+    for i, (index_a, s3_a) in enumerate(s3_paths):
+        for index_b, s3_b in s3_paths[i + 1 :]:
+            if s3_a == s3_b:
+                _lustre(
+                    problems,
+                    f"associations[{index_b}].data_repository_path",
+                    s3_b,
+                    f"duplicates associations[{index_a}]; each association needs its own prefix",
+                )
+            elif s3_a.startswith(s3_b) or s3_b.startswith(s3_a):
+                problems.append(
+                    Finding(
+                        LUSTRE,
+                        Severity.WARNING,
+                        "",
+                        None,
+                        f"associations[{index_a}] and [{index_b}] link nested S3 prefixes "
+                        f"({s3_a}, {s3_b}): the same objects appear in two directories and "
+                        "exports from both race each other",
+                    )
+                )
+    return problems

@@ -35,10 +35,10 @@ from fm_constructs.planning.fsx_sizing import (
 )
 from fm_constructs.policy import logs_encryption_key
 from fm_constructs.rules import constructs as codes
-from fm_constructs.rules.storage import lustre_settings
+from fm_constructs.rules.findings import warnings
+from fm_constructs.rules.storage import data_repository_associations, lustre_settings
 from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
-    check_associations,
     create_associations,
     default_associations,
     normalize_file_system_path,
@@ -234,9 +234,10 @@ class LustreFileSystem(LustreClientAccess, Construct):
                 weekly_maintenance_start_time_utc,
                 "must be 'd:HH:MM' in UTC, d from 1 (Monday) to 7 (Sunday), e.g. '7:05:00'",
             )
-        warnings = check_associations(problems, chosen, bucket_name=data_bucket.bucket_name)
+        found = data_repository_associations(chosen, bucket_name=data_bucket.bucket_name)
+        problems.add_findings(found)
         problems.raise_if_any()
-        warn(self, warnings)
+        warn(self, [f.message() for f in warnings(found)])
         if chosen and not data_bucket.key_allows_fsx_data_repositories:
             Annotations.of(self).add_warning_v2(
                 "fm:fsx-data-bucket-key-policy",
