@@ -7,7 +7,7 @@ associations of a file system (the arithmetic and the values are
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from fm_constructs.planning.data_repositories import (
     MAX_ASSOCIATIONS,
@@ -144,6 +144,13 @@ def _as_number(value: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
+def _pairs(items: list[tuple[int, str]]) -> Iterator[tuple[int, str, int, str]]:
+    """Every two of ``items`` (index, value), the earlier first."""
+    for i, (index_a, a) in enumerate(items):
+        for index_b, b in items[i + 1 :]:
+            yield index_a, a, index_b, b
+
+
 def _is_nested(parent: str, child: str) -> bool:
     return parent == "/" or child.startswith(parent + "/")
 
@@ -259,42 +266,35 @@ def data_repository_associations(
                 f"{MAX_CHUNK_SIZE_MIB:,}",
             )
 
-    for i, (index_a, path_a) in enumerate(paths):
-        for index_b, path_b in paths[i + 1 :]:
-            if path_a == path_b:
-                _lustre(
-                    problems,
-                    f"associations[{index_b}].file_system_path",
-                    path_b,
-                    f"duplicates associations[{index_a}]; each directory links to one S3 prefix",
+    for index_a, path_a, index_b, path_b in _pairs(paths):
+        if path_a == path_b:
+            clash = f"duplicates associations[{index_a}]; each directory links to one S3 prefix"
+        elif _is_nested(path_a, path_b) or _is_nested(path_b, path_a):
+            clash = (
+                f"overlaps associations[{index_a}] ({path_a!r}); association directories "
+                "cannot be nested ('/' is only allowed as the only association)"
+            )
+        else:
+            continue
+        _lustre(problems, f"associations[{index_b}].file_system_path", path_b, clash)
+    for index_a, s3_a, index_b, s3_b in _pairs(s3_paths):
+        if s3_a == s3_b:
+            _lustre(
+                problems,
+                f"associations[{index_b}].data_repository_path",
+                s3_b,
+                f"duplicates associations[{index_a}]; each association needs its own prefix",
+            )
+        elif s3_a.startswith(s3_b) or s3_b.startswith(s3_a):
+            problems.append(
+                Finding(
+                    LUSTRE,
+                    Severity.WARNING,
+                    "",
+                    None,
+                    f"associations[{index_a}] and [{index_b}] link nested S3 prefixes "
+                    f"({s3_a}, {s3_b}): the same objects appear in two directories and "
+                    "exports from both race each other",
                 )
-            elif _is_nested(path_a, path_b) or _is_nested(path_b, path_a):
-                _lustre(
-                    problems,
-                    f"associations[{index_b}].file_system_path",
-                    path_b,
-                    f"overlaps associations[{index_a}] ({path_a!r}); association directories "
-                    "cannot be nested ('/' is only allowed as the only association)",
-                )
-    for i, (index_a, s3_a) in enumerate(s3_paths):
-        for index_b, s3_b in s3_paths[i + 1 :]:
-            if s3_a == s3_b:
-                _lustre(
-                    problems,
-                    f"associations[{index_b}].data_repository_path",
-                    s3_b,
-                    f"duplicates associations[{index_a}]; each association needs its own prefix",
-                )
-            elif s3_a.startswith(s3_b) or s3_b.startswith(s3_a):
-                problems.append(
-                    Finding(
-                        LUSTRE,
-                        Severity.WARNING,
-                        "",
-                        None,
-                        f"associations[{index_a}] and [{index_b}] link nested S3 prefixes "
-                        f"({s3_a}, {s3_b}): the same objects appear in two directories and "
-                        "exports from both race each other",
-                    )
-                )
+            )
     return problems

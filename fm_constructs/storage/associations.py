@@ -17,10 +17,6 @@ from constructs import Construct
 
 from fm_constructs.planning.data_repositories import (
     ALL_EVENTS,
-    CHECKPOINT_EXPORT_EVENTS,
-    MAX_ASSOCIATIONS,
-    MAX_CHUNK_SIZE_MIB,
-    MIN_CHUNK_SIZE_MIB,
     DataRepositoryAssociation,
     S3Event,
     association_construct_id,
@@ -30,18 +26,13 @@ from fm_constructs.planning.data_repositories import (
     workload_associations,
 )
 
+#: The values keep their names here (as before they moved to floor 1).
 __all__ = [
     "ALL_EVENTS",
-    "CHECKPOINT_EXPORT_EVENTS",
-    "MAX_ASSOCIATIONS",
-    "MAX_CHUNK_SIZE_MIB",
-    "MIN_CHUNK_SIZE_MIB",
     "DataRepositoryAssociation",
     "S3Event",
-    "association_construct_id",
     "create_associations",
     "default_associations",
-    "default_data_repository_path",
     "normalize_file_system_path",
     "warn",
     "workload_associations",
