@@ -102,6 +102,15 @@ def _finding(code: str, key: str, value: object, allowed: str, fix: str = "") ->
     return Finding(code, Severity.ERROR, key, value, allowed, fix)
 
 
+def _keys_set(code: str, prefix: str, values: dict[str, object], allowed: str) -> list[Finding]:
+    """A finding of ``code`` for each key of ``values`` (under ``prefix``) that is set."""
+    return [
+        _finding(code, f"{prefix}.{key}", value, allowed)
+        for key, value in values.items()
+        if value is not None
+    ]
+
+
 def _text(code: str, message: str) -> Finding:
     """A finding phrased in full (rules spanning several keys)."""
     return Finding(code, Severity.ERROR, "", None, message)
@@ -653,16 +662,12 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
         "start_time": cap.start_time if cap.kind is not CapacityKind.CAPACITY_BLOCK else None,
         "end_time": cap.end_time if cap.kind is not CapacityKind.CAPACITY_BLOCK else None,
     }
-    for key, value in unused.items():
-        if value is not None:
-            out.append(
-                _finding(
-                    CAPACITY,
-                    f"{prefix}.{key}",
-                    value,
-                    f"does not apply to kind {cap.kind.value!r}; remove it or change the kind",
-                )
-            )
+    out += _keys_set(
+        CAPACITY,
+        prefix,
+        unused,
+        f"does not apply to kind {cap.kind.value!r}; remove it or change the kind",
+    )
     if cap.reserved_instance_count is not None and w.instance_count > cap.reserved_instance_count:
         out.append(
             _finding(
@@ -851,17 +856,13 @@ def _check_storage(workload: str, s: StorageConfig) -> list[Finding]:
         "checkpoints_to_keep": s.checkpoints_to_keep,
     }
     if not s.is_sized:
-        for key, value in sizing_only.items():
-            if value is not None:
-                out.append(
-                    _finding(
-                        STORAGE,
-                        f"{prefix}.{key}",
-                        value,
-                        "only applies to a sizing request (set checkpoint_size_gib or "
-                        "model_parameters_billion)",
-                    )
-                )
+        out += _keys_set(
+            STORAGE,
+            prefix,
+            sizing_only,
+            "only applies to a sizing request (set checkpoint_size_gib or "
+            "model_parameters_billion)",
+        )
     if s.is_sized and s.checkpoint_write_seconds is None:
         out.append(
             _finding(

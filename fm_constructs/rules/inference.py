@@ -55,30 +55,6 @@ TP_WITHIN_NODE = define(
 )
 
 
-def tensor_parallel_within_node(
-    tensor_parallel_size: int,
-    pipeline_parallel_size: int,
-    instance: InstanceSpec,
-    *,
-    key: str = "tensor_parallel_size",
-) -> list[Finding]:
-    gpus = instance.accelerator_count
-    if tensor_parallel_size <= gpus:
-        return []
-    nodes = math.ceil(tensor_parallel_size / gpus)
-    return [
-        TP_WITHIN_NODE.finding(
-            key,
-            tensor_parallel_size,
-            f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
-            "stays within one node; pipeline parallelism spans nodes)",
-            f"for a {tensor_parallel_size * pipeline_parallel_size}-GPU replica set "
-            f"tensor_parallel_size = {gpus} and pipeline_parallel_size = "
-            f"{nodes * pipeline_parallel_size}",
-        )
-    ]
-
-
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -91,55 +67,11 @@ REPLICA_DIVIDES_NODE = define(
 )
 
 
-def replica_divides_node(
-    tensor_parallel_size: int,
-    pipeline_parallel_size: int,
-    instance: InstanceSpec,
-    *,
-    key: str = "tensor_parallel_size",
-) -> list[Finding]:
-    gpus = instance.accelerator_count
-    per_replica = tensor_parallel_size * pipeline_parallel_size
-    if tensor_parallel_size > gpus or per_replica > gpus or gpus % per_replica == 0:
-        return []
-    return [
-        REPLICA_DIVIDES_NODE.finding(
-            key,
-            tensor_parallel_size,
-            f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must divide the "
-            f"{gpus} GPUs of one {instance.name}",
-            f"use one of {', '.join(map(str, _divisors(gpus)))}",
-        )
-    ]
-
-
 REPLICA_FILLS_NODES = define(
     "FM504",
     "A replica spanning nodes must fill whole nodes.",
     "Make tensor_parallel_size x pipeline_parallel_size a multiple of the GPUs of a node.",
 )
-
-
-def replica_fills_nodes(
-    tensor_parallel_size: int,
-    pipeline_parallel_size: int,
-    instance: InstanceSpec,
-    *,
-    key: str = "pipeline_parallel_size",
-) -> list[Finding]:
-    gpus = instance.accelerator_count
-    per_replica = tensor_parallel_size * pipeline_parallel_size
-    if tensor_parallel_size > gpus or per_replica <= gpus or per_replica % gpus == 0:
-        return []
-    return [
-        REPLICA_FILLS_NODES.finding(
-            key,
-            pipeline_parallel_size,
-            f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must fill whole "
-            f"{instance.name} nodes ({gpus} GPUs each) when a replica spans several nodes",
-            f"use a multiple of {gpus} GPUs per replica",
-        )
-    ]
 
 
 EFA_ACROSS_NODES = define(
@@ -175,14 +107,48 @@ def efa_where_replicas_span_nodes(
 def serving_layout(
     tensor_parallel_size: int, pipeline_parallel_size: int, instance: InstanceSpec
 ) -> list[Finding]:
-    """Every layout rule for one replica on ``instance``."""
+    """Every layout rule for one replica on ``instance``: an NVIDIA GPU (FM501), tensor
+    parallelism within one node (FM502), and a replica that divides a node (FM503) or, when it
+    spans nodes, fills whole nodes (FM504)."""
     accelerator = nvidia_accelerator(instance)
     if accelerator:
         return accelerator
+    tp, pp = tensor_parallel_size, pipeline_parallel_size
+    gpus = instance.accelerator_count
+    per_replica = tp * pp
+    if tp > gpus:
+        return [
+            TP_WITHIN_NODE.finding(
+                "tensor_parallel_size",
+                tp,
+                f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
+                "stays within one node; pipeline parallelism spans nodes)",
+                f"for a {per_replica}-GPU replica set tensor_parallel_size = {gpus} and "
+                f"pipeline_parallel_size = {math.ceil(tp / gpus) * pp}",
+            )
+        ]
+    if per_replica <= gpus:
+        if gpus % per_replica == 0:
+            return []
+        return [
+            REPLICA_DIVIDES_NODE.finding(
+                "tensor_parallel_size",
+                tp,
+                f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must divide the "
+                f"{gpus} GPUs of one {instance.name}",
+                f"use one of {', '.join(map(str, _divisors(gpus)))}",
+            )
+        ]
+    if per_replica % gpus == 0:
+        return []
     return [
-        *tensor_parallel_within_node(tensor_parallel_size, pipeline_parallel_size, instance),
-        *replica_divides_node(tensor_parallel_size, pipeline_parallel_size, instance),
-        *replica_fills_nodes(tensor_parallel_size, pipeline_parallel_size, instance),
+        REPLICA_FILLS_NODES.finding(
+            "pipeline_parallel_size",
+            pp,
+            f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must fill whole "
+            f"{instance.name} nodes ({gpus} GPUs each) when a replica spans several nodes",
+            f"use a multiple of {gpus} GPUs per replica",
+        )
     ]
 
 

@@ -131,31 +131,19 @@ def zone_list(
     key: str = "availability_zones",
     gpu_zone_key: str = "availability_zone",
 ) -> list[Finding]:
-    out: list[Finding] = []
+    broken: list[str] = []
     if len(set(zones)) != len(zones):
-        out.append(Finding("FM104", Severity.ERROR, key, list(zones), "zones must be unique"))
+        broken.append("zones must be unique")
     if len(zones) == 1:
-        out.append(
-            Finding(
-                "FM104",
-                Severity.ERROR,
-                key,
-                list(zones),
-                "list at least two zones (EKS and HyperPod-EKS need subnets in two zones; "
-                f"GPU nodes stay in {gpu_zone!r})",
-            )
+        broken.append(
+            "list at least two zones (EKS and HyperPod-EKS need subnets in two zones; "
+            f"GPU nodes stay in {gpu_zone!r})"
         )
     if gpu_zone and zones and gpu_zone not in zones:
-        out.append(
-            Finding(
-                "FM104",
-                Severity.ERROR,
-                key,
-                list(zones),
-                f"must include {gpu_zone_key} {gpu_zone!r} (the zone of the GPU nodes and FSx)",
-            )
+        broken.append(
+            f"must include {gpu_zone_key} {gpu_zone!r} (the zone of the GPU nodes and FSx)"
         )
-    return out
+    return [Finding("FM104", Severity.ERROR, key, list(zones), allowed) for allowed in broken]
 
 
 @rule(

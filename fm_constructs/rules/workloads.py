@@ -86,32 +86,24 @@ def training_plan_matches(
     parts = arn.split(":")
     if len(parts) < 6 or not region:
         return []
-    out: list[Finding] = []
+    broken: list[tuple[str, str]] = []
     plan_region, plan_account = parts[3], parts[4]
     if plan_region != region:
-        out.append(
-            Finding(
-                "FM315",
-                Severity.ERROR,
-                key,
-                arn,
+        broken.append(
+            (
                 f"must be a training plan of platform.region {region!r} (this one is in "
                 f"{plan_region!r})",
                 "buy or pick a plan in the platform's region",
             )
         )
     if account is not None and plan_account != account:
-        out.append(
-            Finding(
-                "FM315",
-                Severity.ERROR,
-                key,
-                arn,
+        broken.append(
+            (
                 f"must belong to platform.account {account!r} (this one is in {plan_account!r})",
                 "use a plan of the deploying account",
             )
         )
-    return out
+    return [Finding("FM315", Severity.ERROR, key, arn, allowed, fix) for allowed, fix in broken]
 
 
 @rule(
