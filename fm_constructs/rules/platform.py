@@ -307,31 +307,20 @@ def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs
         try:
             network = ipaddress.ip_network(cidr, strict=True)
         except ValueError:
-            out.append(
-                Finding(
-                    "FM204",
-                    Severity.ERROR,
-                    f"{key}[{index}]",
-                    cidr,
-                    "must be a CIDR block such as '203.0.113.0/24'",
-                    "write the network address and prefix length",
-                )
-            )
-            continue
-        if network.prefixlen == 0:
-            out.append(
-                Finding(
-                    "FM204",
-                    Severity.ERROR,
-                    f"{key}[{index}]",
-                    cidr,
-                    "must not open the API endpoint to the whole internet",
-                    "list your office or VPN ranges, or leave public_access_cidrs empty for a "
-                    "private endpoint",
-                )
+            broken = (
+                "must be a CIDR block such as '203.0.113.0/24'",
+                "write the network address and prefix length",
             )
         else:
-            networks.append(network)
+            if network.prefixlen != 0:
+                networks.append(network)
+                continue
+            broken = (
+                "must not open the API endpoint to the whole internet",
+                "list your office or VPN ranges, or leave public_access_cidrs empty for a "
+                "private endpoint",
+            )
+        out.append(Finding("FM204", Severity.ERROR, f"{key}[{index}]", cidr, *broken))
     # By address space, not by prefix: 0.0.0.0/1 and 128.0.0.0/1 are the internet too.
     v4 = [n for n in networks if isinstance(n, ipaddress.IPv4Network)]
     v6 = [n for n in networks if isinstance(n, ipaddress.IPv6Network)]
