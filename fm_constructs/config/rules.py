@@ -331,8 +331,7 @@ def _weights_fit(model: ModelConfig, spec: InstanceSpec) -> list[Finding]:
 
 
 def _spec(instance_type: str) -> InstanceSpec | None:
-    spec, _ = workload_rules.catalogued(instance_type) if instance_type else (None, [])
-    return spec
+    return find_instance_type(instance_type) if instance_type else None
 
 
 def _check_training_goal(w: TrainingWorkloadConfig) -> list[Finding]:
@@ -356,8 +355,8 @@ def _check_post_training_extras(profile: Profile, w: PostTrainingConfig) -> list
     out: list[Finding] = []
     if w.rollout.enabled and w.rollout.instance_type:
         key = f"{w.name}.rollout.instance_type"
-        spec, found = workload_rules.catalogued(w.rollout.instance_type, key=key)
-        out += found
+        out += workload_rules.catalogued(w.rollout.instance_type, key=key)
+        spec = find_instance_type(w.rollout.instance_type)
         if spec is not None:
             out += workload_rules.efa_for_training(spec, key=key)
     if w.storage.reuse_pretraining:
@@ -461,9 +460,9 @@ def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
     if not w.instance_type:
         return []  # missing or malformed: already reported by the loader
     key = f"{w.name}.instance_type"
-    spec, found = workload_rules.catalogued(w.instance_type, key=key)
+    spec = find_instance_type(w.instance_type)
     if spec is None:
-        return found
+        return workload_rules.catalogued(w.instance_type, key=key)
     out: list[Finding] = []
     if not isinstance(w, InferenceConfig):
         out += workload_rules.efa_for_training(spec, key=key)

@@ -19,14 +19,10 @@ from fm_constructs.rules.findings import Finding, Severity, define, rule
     "Fix the spelling (the message suggests the closest names), or choose a GPU/Trainium type "
     "from the catalog.",
 )
-def catalogued(
-    name: str, *, key: str = "instance_type"
-) -> tuple[InstanceSpec | None, list[Finding]]:
-    """The catalogued spec of ``name``, or None with a finding that says why."""
-    spec = find_instance_type(name)
-    if spec is not None:
-        return spec, []
-    return None, [uncatalogued(name, key=key)]
+def catalogued(name: str, *, key: str = "instance_type") -> list[Finding]:
+    """``name`` is in the catalog (:func:`fm_constructs.catalog.lookup.find_instance_type`
+    gives its spec); otherwise a finding that says why and names the closest types."""
+    return [] if find_instance_type(name) is not None else [uncatalogued(name, key=key)]
 
 
 @rule(
