@@ -7,7 +7,6 @@ error does not stop the others, so a single run shows everything that is wrong.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,15 +15,18 @@ from functools import partial
 from typing import Any
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
-from fm_constructs.cli.aws import AwsSession, call, call_required
+from fm_constructs.cli.aws import AwsSession, call, call_required, describe_aws_error
 from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
 from fm_constructs.config.subnet_demand import largest_node_count
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.capacity_block import parse_utc
-from fm_constructs.planning.pcs_limits import CLUSTERS_CREATING_PER_REGION
 from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.online import eks as eks_rules
+from fm_constructs.rules.online import iam as iam_rules
+from fm_constructs.rules.online import pcs as pcs_rules
+from fm_constructs.rules.online.aws import AwsCallError
 
 SCHEMA = "fmc.preflight/v1"
 
@@ -108,30 +110,10 @@ CHECK_CODES: dict[str, str] = {
         "Request a quota increase, or size the file systems down.",
         severity=None,
     ),
-    "PCS cluster creation": info(
-        "FM711",
-        "Another AWS PCS cluster is being created in the region: PCS creates one cluster per "
-        "account and region at a time, so this deployment's cluster would fail to create.",
-        "Wait until that cluster is ACTIVE (aws pcs list-clusters), then deploy.",
-        severity=None,
-    ),
-    "EKS version": info(
-        "FM709",
-        "EKS does not offer the Kubernetes version in this region, or it is past standard "
-        "support (extended support costs more per cluster hour).",
-        "Choose a version EKS supports (platform.kubernetes_version).",
-        severity=None,
-    ),
-    "admin roles": info(
-        "FM710",
-        "An IAM role of platform.admin_role_arns does not exist in the account, or exists "
-        "under another ARN (its path differs), so no one gets cluster-admin access through it.",
-        "Write each role's ARN as iam get-role prints it (Role.Arn, path included).",
-        severity=None,
-    ),
+    "PCS cluster creation": pcs_rules.PCS_CREATING.code,
+    "EKS version": eks_rules.EKS_VERSION.code,
+    "admin roles": iam_rules.ADMIN_ROLE.code,
 }
-
-_ROLE_ARN = re.compile(r"^arn:[^:]+:iam::(?P<account>\d{12}):role/(?:.*/)?(?P<name>[^/]+)$")
 
 
 @dataclass(frozen=True)
@@ -216,6 +198,9 @@ class Preflight:
         self.reporter.progress(f"{name}" + (f" ({workload})" if workload else ""))
         try:
             self.checks.extend(run())
+        except AwsCallError as error:  # an online rule's call AWS did not answer
+            message = describe_aws_error(error.error, error.action)
+            self.checks.append(Check(name, workload, Status.ERROR, message))
         except CliError as error:
             if error.exit_code is not ExitCode.AWS_ERROR:
                 raise
@@ -886,123 +871,56 @@ class Preflight:
                 return total
 
     def check_pcs_creating(self) -> Check:
-        """No other PCS cluster is in ``CREATING`` in the region (pcs:ListClusters): PCS
-        allows one at a time per account and region (``CreateCluster`` fails with
-        ``ServiceQuotaExceededException`` otherwise)."""
-        name = "PCS cluster creation"
-        client = self.client("pcs")
-        creating: list[str] = []
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"nextToken": token} if token else {}
-            answer = call_required(client, "list_clusters", "pcs:ListClusters", **params)
-            creating += [
-                str(c.get("name"))
-                for c in answer.get("clusters", [])
-                if str(c.get("status", "")).upper() == "CREATING"
-            ]
-            token = answer.get("nextToken")
-            if not token:
-                break
-        if creating:
-            return Check(
-                name,
-                None,
-                Status.WARN,
-                f"PCS is creating {', '.join(creating)} in {self.region}; it creates one "
-                f"cluster per account and region at a time (at most "
-                f"{CLUSTERS_CREATING_PER_REGION})",
-                "wait until it is ACTIVE (aws pcs list-clusters), then deploy",
-            )
-        return Check(name, None, Status.PASS, f"no PCS cluster is being created in {self.region}")
+        """No other PCS cluster is being created in the region
+        (:func:`fm_constructs.rules.online.pcs.no_cluster_creating`)."""
+        found = pcs_rules.no_cluster_creating(self.client("pcs"), self.region)
+        return _checks("PCS cluster creation", None, found)[0]
 
     def check_eks_version(self) -> Check:
         """The profile's Kubernetes version (``platform.kubernetes_version``) is one EKS offers
-        in standard support in the region."""
+        in standard support in the region
+        (:func:`fm_constructs.rules.online.eks.kubernetes_version_supported`)."""
         name = "EKS version"
-        client = self.client("eks")
-        if not hasattr(client, "describe_cluster_versions"):
+        found = eks_rules.kubernetes_version_supported(
+            self.client("eks"), self.kubernetes_version, self.region
+        )
+        if not found:
             return Check(
                 name,
                 None,
                 Status.SKIP,
                 "this botocore has no eks:DescribeClusterVersions; upgrade boto3 to check",
             )
-        answer = call_required(
-            client,
-            "describe_cluster_versions",
-            "eks:DescribeClusterVersions",
-            clusterVersions=[self.kubernetes_version],
-        )
-        versions = answer.get("clusterVersions", [])
-        if not versions:
-            return Check(
-                name,
-                None,
-                Status.FAIL,
-                f"EKS does not offer Kubernetes {self.kubernetes_version} in {self.region}",
-                "choose a version listed by aws eks describe-cluster-versions",
-            )
-        v = versions[0]
-        status = str(v.get("versionStatus") or v.get("status") or "unknown").upper()
-        end = v.get("endOfStandardSupportDate")
-        end_text = f", standard support until {end:%Y-%m-%d}" if end else ""
-        detail = f"Kubernetes {self.kubernetes_version}: {status}{end_text}"
-        if status == "STANDARD_SUPPORT":
-            return Check(name, None, Status.PASS, detail)
-        if status == "EXTENDED_SUPPORT":
-            return Check(
-                name,
-                None,
-                Status.WARN,
-                detail,
-                "extended support is billed at a higher cluster-hour rate; move to a version in "
-                "standard support",
-            )
-        return Check(name, None, Status.FAIL, detail, "choose a supported Kubernetes version")
+        return _checks(name, None, found)[0]
 
     def check_admin_role(self, arn: str) -> list[Check]:
         """The role of one ``platform.admin_role_arns`` entry exists, under exactly that ARN
-        (iam:GetRole: a role created with a path, such as IAM Identity Center's
-        ``aws-reserved/sso.amazonaws.com/...``, is another principal without it)."""
-        name = "admin roles"
-        match = _ROLE_ARN.match(arn)
-        if match is None:  # the loader accepts only role ARNs; a guard for profiles in code
-            return [Check(name, None, Status.FAIL, f"{arn} is not an IAM role ARN", _ROLE_FIX)]
-        answer = call(
-            self.client("iam"),
-            "get_role",
-            "iam:GetRole",
-            missing_codes=frozenset({"NoSuchEntity"}),
-            RoleName=match["name"],
+        (:func:`fm_constructs.rules.online.iam.admin_role`)."""
+        return _checks("admin roles", None, iam_rules.admin_role(self.client("iam"), arn))
+
+
+#: How an online rule's finding is printed: an error fails the check, an info passes it.
+_STATUS_OF = {
+    Severity.ERROR: Status.FAIL,
+    Severity.WARNING: Status.WARN,
+    Severity.INFO: Status.PASS,
+}
+
+
+def _checks(name: str, workload: str | None, findings: Iterable[Finding]) -> list[Check]:
+    """The findings of an online rule as the checks ``fmc preflight`` prints (the finding's
+    text, fix and code; a passed check carries no code)."""
+    return [
+        Check(
+            name,
+            workload,
+            _STATUS_OF[f.severity],
+            f.allowed,
+            f.fix or None,
+            None if f.severity is Severity.INFO else f.code,
         )
-        if answer is None:
-            return [
-                Check(
-                    name,
-                    None,
-                    Status.FAIL,
-                    f"{arn}: no role {match['name']} in account {match['account']}",
-                    _ROLE_FIX,
-                )
-            ]
-        actual = str(answer["Role"]["Arn"])
-        if actual != arn:
-            return [
-                Check(
-                    name,
-                    None,
-                    Status.FAIL,
-                    f"{arn}: the role {match['name']} is {actual}",
-                    f"write {actual} in platform.admin_role_arns",
-                )
-            ]
-        return [Check(name, None, Status.PASS, f"{arn} exists")]
-
-
-_ROLE_FIX = (
-    "list roles that exist, by the ARN aws iam get-role --role-name NAME --query Role.Arn prints"
-)
+        for f in findings
+    ]
 
 
 def _is_lustre_persistent2_capacity(quota_name: str) -> bool:

@@ -19,10 +19,12 @@ from typing import Any
 
 
 class Severity(StrEnum):
-    """An error stops the load (and synthesis); a warning is shown and the build goes on."""
+    """An error stops the load (and synthesis); a warning is shown and the build goes on; an
+    info is what an online check saw when it passed (``fmc preflight`` prints it)."""
 
     ERROR = "error"
     WARNING = "warning"
+    INFO = "info"
 
 
 @dataclass(frozen=True)
@@ -86,4 +88,4 @@ def errors(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def warnings(findings: Iterable[Finding]) -> list[Finding]:
-    return [f for f in findings if not f.is_error]
+    return [f for f in findings if f.severity is Severity.WARNING]

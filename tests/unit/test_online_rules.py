@@ -1,0 +1,116 @@
+"""The online rules (rules/online/) on real botocore clients answered by botocore's Stubber: the
+finding of each outcome (an info when the check passes), and an unanswered call raised as
+AwsCallError naming the IAM action."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from fm_constructs.rules.findings import Severity
+from fm_constructs.rules.online import eks, iam, pcs
+from fm_constructs.rules.online.aws import AwsCallError
+
+ACCOUNT = "123456789012"
+
+
+@pytest.fixture
+def client(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Stubber]]:
+    service = request.param
+    made = boto3.client(
+        service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    with Stubber(made) as stubber:
+        yield made, stubber
+        stubber.assert_no_pending_responses()
+
+
+def _role(arn: str, name: str) -> dict[str, Any]:
+    return {
+        "Role": {
+            "Path": "/",
+            "RoleName": name,
+            "RoleId": "AROAEXAMPLEEXAMPLE123",
+            "Arn": arn,
+            "CreateDate": datetime(2026, 1, 1, tzinfo=UTC),
+        }
+    }
+
+
+@pytest.mark.parametrize("client", ["iam"], indirect=True)
+def test_admin_role_outcomes(client: tuple[Any, Stubber]) -> None:
+    made, stubber = client
+    ops = f"arn:aws:iam::{ACCOUNT}:role/Ops"
+    stubber.add_response("get_role", _role(ops, "Ops"), {"RoleName": "Ops"})
+    stubber.add_client_error("get_role", "NoSuchEntity", expected_params={"RoleName": "Gone"})
+    with_path = f"arn:aws:iam::{ACCOUNT}:role/team/Admin"
+    stubber.add_response("get_role", _role(with_path, "Admin"), {"RoleName": "Admin"})
+    (passed,) = iam.admin_role(made, ops)
+    assert (passed.severity, passed.allowed, passed.code) == (
+        Severity.INFO,
+        f"{ops} exists",
+        "FM710",
+    )
+    (missing,) = iam.admin_role(made, f"arn:aws:iam::{ACCOUNT}:role/Gone")
+    assert missing.is_error and f"no role Gone in account {ACCOUNT}" in missing.allowed
+    (other,) = iam.admin_role(made, f"arn:aws:iam::{ACCOUNT}:role/Admin")
+    assert other.is_error and other.fix == f"write {with_path} in platform.admin_role_arns"
+    (malformed,) = iam.admin_role(made, "not-an-arn")
+    assert malformed.is_error and "is not an IAM role ARN" in malformed.allowed
+
+
+@pytest.mark.parametrize("client", ["iam"], indirect=True)
+def test_an_unanswered_call_names_its_action(client: tuple[Any, Stubber]) -> None:
+    made, stubber = client
+    stubber.add_client_error("get_role", "AccessDenied", expected_params={"RoleName": "Ops"})
+    with pytest.raises(AwsCallError) as raised:
+        iam.admin_role(made, f"arn:aws:iam::{ACCOUNT}:role/Ops")
+    assert raised.value.action == "iam:GetRole"
+
+
+@pytest.mark.parametrize("client", ["eks"], indirect=True)
+@pytest.mark.parametrize(
+    ("versions", "severity"),
+    [
+        ([{"clusterVersion": "1.35", "versionStatus": "STANDARD_SUPPORT"}], Severity.INFO),
+        ([{"clusterVersion": "1.35", "versionStatus": "EXTENDED_SUPPORT"}], Severity.WARNING),
+        ([], Severity.ERROR),
+    ],
+)
+def test_kubernetes_version_outcomes(
+    client: tuple[Any, Stubber], versions: list[dict[str, str]], severity: Severity
+) -> None:
+    made, stubber = client
+    stubber.add_response(
+        "describe_cluster_versions", {"clusterVersions": versions}, {"clusterVersions": ["1.35"]}
+    )
+    (found,) = eks.kubernetes_version_supported(made, "1.35", "us-east-1")
+    assert found.severity is severity and found.code == "FM709"
+    assert found.allowed.startswith(
+        "Kubernetes 1.35:" if versions else "EKS does not offer Kubernetes 1.35 in us-east-1"
+    )
+
+
+@pytest.mark.parametrize("client", ["pcs"], indirect=True)
+def test_pcs_creating_outcomes(client: tuple[Any, Stubber]) -> None:
+    made, stubber = client
+    cluster = {
+        "name": "busy",
+        "id": "pcs_0123456789",
+        "arn": f"arn:aws:pcs:us-east-1:{ACCOUNT}:cluster/pcs_0123456789",
+        "createdAt": datetime(2026, 1, 1, tzinfo=UTC),
+        "modifiedAt": datetime(2026, 1, 1, tzinfo=UTC),
+        "status": "CREATING",
+    }
+    stubber.add_response("list_clusters", {"clusters": [cluster]}, {})
+    stubber.add_response("list_clusters", {"clusters": []}, {})
+    (busy,) = pcs.no_cluster_creating(made, "us-east-1")
+    assert busy.severity is Severity.WARNING and "PCS is creating busy" in busy.allowed
+    (free,) = pcs.no_cluster_creating(made, "us-east-1")
+    assert free.severity is Severity.INFO
+    assert free.allowed == "no PCS cluster is being created in us-east-1"
