@@ -23,6 +23,7 @@ from fm_constructs.config.subnet_demand import largest_node_count
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.capacity_block import parse_utc
 from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.online import ec2 as ec2_rules
 from fm_constructs.rules.online import eks as eks_rules
 from fm_constructs.rules.online import iam as iam_rules
 from fm_constructs.rules.online import pcs as pcs_rules
@@ -56,12 +57,7 @@ class Status(StrEnum):
 #: The code each online check reports when it fails or warns: the same codes, finding type and
 #: reference page (docs/reference/errors.md) as the offline rules.
 CHECK_CODES: dict[str, str] = {
-    "instance type offered": info(
-        "FM701",
-        "The instance type is not offered in the profile's GPU zone (or region).",
-        "Pick the zone the type is offered in (platform.availability_zone), or another type.",
-        severity=None,
-    ),
+    "instance type offered": ec2_rules.OFFERED.code,
     "capacity reservation group": info(
         "FM702",
         "The ODCR resource group is missing, empty, or holds reservations that do not match "
@@ -238,7 +234,8 @@ class Preflight:
 
     # ---------------------------------------------------------------- checks
     def check_offering(self, w: WorkloadConfig) -> Check:
-        """The instance type is offered in the GPU zone (DescribeInstanceTypeOfferings)."""
+        """The instance type is offered in the GPU zone
+        (:func:`fm_constructs.rules.online.ec2.instance_type_offered`)."""
         name = "instance type offered"
         if w.orchestrator in HYPERPOD:
             return Check(
@@ -248,32 +245,10 @@ class Preflight:
                 "SageMaker HyperPod provisions its own instances; see the training plan and "
                 "HyperPod checks",
             )
-        answer = call_required(
-            self.client("ec2"),
-            "describe_instance_type_offerings",
-            "ec2:DescribeInstanceTypeOfferings",
-            LocationType="availability-zone",
-            Filters=[{"Name": "instance-type", "Values": [w.instance_type]}],
+        found = ec2_rules.instance_type_offered(
+            self.client("ec2"), w.instance_type, self.zone, self.region, workload=w.name
         )
-        zones = sorted({o["Location"] for o in answer.get("InstanceTypeOfferings", [])})
-        if self.zone in zones:
-            return Check(name, w.name, Status.PASS, f"{w.instance_type} is offered in {self.zone}")
-        if not zones:
-            return Check(
-                name,
-                w.name,
-                Status.FAIL,
-                f"{w.instance_type} is not offered in any zone of {self.region}",
-                f"choose another region (platform.region) or another {w.name}.instance_type",
-            )
-        return Check(
-            name,
-            w.name,
-            Status.FAIL,
-            f"{w.instance_type} is not offered in {self.zone}; it is offered in {', '.join(zones)}",
-            f"set platform.availability_zone to one of {', '.join(zones)} (and list it in "
-            "platform.availability_zones)",
-        )
+        return _checks(name, w.name, found)[0]
 
     def check_capacity(self, w: WorkloadConfig) -> Check:
         cap = w.capacity

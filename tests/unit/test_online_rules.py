@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from fm_constructs.rules.findings import Severity
-from fm_constructs.rules.online import eks, iam, pcs
+from fm_constructs.rules.online import ec2, eks, iam, pcs
 from fm_constructs.rules.online.aws import AwsCallError
 
 ACCOUNT = "123456789012"
@@ -114,3 +114,26 @@ def test_pcs_creating_outcomes(client: tuple[Any, Stubber]) -> None:
     (free,) = pcs.no_cluster_creating(made, "us-east-1")
     assert free.severity is Severity.INFO
     assert free.allowed == "no PCS cluster is being created in us-east-1"
+
+
+@pytest.mark.parametrize("client", ["ec2"], indirect=True)
+def test_instance_type_offered_outcomes(client: tuple[Any, Stubber]) -> None:
+    made, stubber = client
+    params = {
+        "LocationType": "availability-zone",
+        "Filters": [{"Name": "instance-type", "Values": ["p5.48xlarge"]}],
+    }
+    offering = {"InstanceType": "p5.48xlarge", "LocationType": "availability-zone"}
+    for zones in (["us-east-1a"], ["us-east-1c", "us-east-1b"], []):
+        offerings = [{**offering, "Location": zone} for zone in zones]
+        stubber.add_response(
+            "describe_instance_type_offerings", {"InstanceTypeOfferings": offerings}, params
+        )
+    found = [
+        ec2.instance_type_offered(made, "p5.48xlarge", "us-east-1a", "us-east-1", workload="w")[0]
+        for _ in range(3)
+    ]
+    assert [f.severity for f in found] == [Severity.INFO, Severity.ERROR, Severity.ERROR]
+    assert found[0].allowed == "p5.48xlarge is offered in us-east-1a"
+    assert found[1].allowed.endswith("it is offered in us-east-1b, us-east-1c")
+    assert found[2].fix == "choose another region (platform.region) or another w.instance_type"
