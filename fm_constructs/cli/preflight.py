@@ -27,6 +27,7 @@ from fm_constructs.rules.online import ec2 as ec2_rules
 from fm_constructs.rules.online import eks as eks_rules
 from fm_constructs.rules.online import iam as iam_rules
 from fm_constructs.rules.online import pcs as pcs_rules
+from fm_constructs.rules.online import sagemaker as sagemaker_rules
 from fm_constructs.rules.online.aws import AwsCallError
 
 SCHEMA = "fmc.preflight/v1"
@@ -79,12 +80,7 @@ CHECK_CODES: dict[str, str] = {
         "Buy or pick a matching training plan for target resource hyperpod-cluster.",
         severity=None,
     ),
-    "HyperPod instance type": info(
-        "FM705",
-        "SageMaker HyperPod in this region does not list the instance type.",
-        "Choose a type HyperPod offers in the region, or orchestrator 'eks'.",
-        severity=None,
-    ),
+    "HyperPod instance type": sagemaker_rules.HYPERPOD_TYPE.code,
     "EC2 vCPU quota": info(
         "FM706",
         "The account's On-Demand vCPU quota of the instance family is below what the profile "
@@ -625,22 +621,14 @@ class Preflight:
         return _verdict(name, w.name, summary, failures, warnings)
 
     def check_hyperpod_type(self, w: WorkloadConfig) -> Check:
-        """HyperPod's API (botocore's SageMaker model) lists the ml.* instance type."""
+        """HyperPod's API (botocore's SageMaker model) lists the ml.* instance type
+        (:func:`fm_constructs.rules.online.sagemaker.hyperpod_instance_type`)."""
         name = "HyperPod instance type"
         hyperpod_name = get_instance_type(w.instance_type).hyperpod_name
-        shape = self.client("sagemaker").meta.service_model.shape_for("ClusterInstanceType")
-        allowed = set(shape.enum)
-        if hyperpod_name and hyperpod_name in allowed:
-            return Check(name, w.name, Status.PASS, f"{hyperpod_name} is a HyperPod instance type")
-        return Check(
-            name,
-            w.name,
-            Status.FAIL,
-            f"{hyperpod_name or w.instance_type} is not a HyperPod cluster instance type in this "
-            "botocore version",
-            f"choose a type HyperPod offers, or orchestrator 'eks' for {w.name}; upgrade boto3 "
-            "if the type is new",
+        found = sagemaker_rules.hyperpod_instance_type(
+            self.client("sagemaker"), hyperpod_name, w.instance_type, workload=w.name
         )
+        return _checks(name, w.name, found)[0]
 
     def check_ec2_quotas(self) -> list[Check]:
         """On-Demand vCPU quotas cover every EC2 workload that draws on them, added up."""

@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from fm_constructs.rules.findings import Severity
-from fm_constructs.rules.online import ec2, eks, iam, pcs
+from fm_constructs.rules.online import ec2, eks, iam, pcs, sagemaker
 from fm_constructs.rules.online.aws import AwsCallError
 
 ACCOUNT = "123456789012"
@@ -137,3 +137,15 @@ def test_instance_type_offered_outcomes(client: tuple[Any, Stubber]) -> None:
     assert found[0].allowed == "p5.48xlarge is offered in us-east-1a"
     assert found[1].allowed.endswith("it is offered in us-east-1b, us-east-1c")
     assert found[2].fix == "choose another region (platform.region) or another w.instance_type"
+
+
+def test_hyperpod_instance_type_reads_the_sagemaker_model() -> None:
+    made = boto3.client(
+        "sagemaker", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    (listed,) = sagemaker.hyperpod_instance_type(
+        made, "ml.p5.48xlarge", "p5.48xlarge", workload="w"
+    )
+    assert listed.severity is Severity.INFO and listed.code == "FM705"
+    (unlisted,) = sagemaker.hyperpod_instance_type(made, None, "g6.4xlarge", workload="w")
+    assert unlisted.is_error and unlisted.allowed.startswith("g6.4xlarge is not a HyperPod")
