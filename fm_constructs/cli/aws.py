@@ -14,7 +14,8 @@ import botocore.exceptions
 from botocore.config import Config
 
 from fm_constructs.cli.exit_codes import CliError, ExitCode
-from fm_constructs.rules.online.aws import AwsCallError, ask, error_code
+from fm_constructs.rules.online.aws import AwsCallError, ask
+from fm_constructs.rules.online.aws import error_code as error_code
 
 #: Standard retry mode backs off on throttling; three attempts keep a stuck command short.
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=10)

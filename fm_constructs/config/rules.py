@@ -8,6 +8,8 @@ the constructs and the CLI.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from fm_constructs.catalog import InstanceSpec, get_instance_type
 from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.config.limits import fixed_limit_problems
@@ -102,7 +104,7 @@ def _finding(code: str, key: str, value: object, allowed: str, fix: str = "") ->
     return Finding(code, Severity.ERROR, key, value, allowed, fix)
 
 
-def _keys_set(code: str, prefix: str, values: dict[str, object], allowed: str) -> list[Finding]:
+def _keys_set(code: str, prefix: str, values: Mapping[str, object], allowed: str) -> list[Finding]:
     """A finding of ``code`` for each key of ``values`` (under ``prefix``) that is set."""
     return [
         _finding(code, f"{prefix}.{key}", value, allowed)

@@ -19,7 +19,8 @@ def is_unresolved(value: object) -> bool:
     if isinstance(value, str):
         return "${Token[" in value
     if isinstance(value, float):
-        return struct.unpack("<Q", struct.pack("<d", value))[0] >> 48 == _NUMBER_MARKER
+        bits: int = struct.unpack("<Q", struct.pack("<d", value))[0]
+        return bits >> 48 == _NUMBER_MARKER
     if isinstance(value, list | tuple):
         return len(value) == 1 and isinstance(value[0], str) and value[0].startswith("#{Token[")
     return callable(getattr(value, "resolve", None))
