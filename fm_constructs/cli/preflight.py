@@ -27,6 +27,7 @@ from fm_constructs.rules.online import ec2 as ec2_rules
 from fm_constructs.rules.online import eks as eks_rules
 from fm_constructs.rules.online import iam as iam_rules
 from fm_constructs.rules.online import pcs as pcs_rules
+from fm_constructs.rules.online import quotas as quota_rules
 from fm_constructs.rules.online import sagemaker as sagemaker_rules
 from fm_constructs.rules.online.aws import AwsCallError
 
@@ -81,20 +82,8 @@ CHECK_CODES: dict[str, str] = {
         severity=None,
     ),
     "HyperPod instance type": sagemaker_rules.HYPERPOD_TYPE.code,
-    "EC2 vCPU quota": info(
-        "FM706",
-        "The account's On-Demand vCPU quota of the instance family is below what the profile "
-        "needs at its largest size (or could not be read).",
-        "Request a quota increase (the fix shows the command), or lower the node counts.",
-        severity=None,
-    ),
-    "HyperPod quota": info(
-        "FM707",
-        "The account's SageMaker HyperPod quota of the instance type is below the profile's "
-        "node count (or could not be read).",
-        "Request a quota increase (the fix shows the command), or lower the node counts.",
-        severity=None,
-    ),
+    "EC2 vCPU quota": quota_rules.EC2_VCPU.code,
+    "HyperPod quota": quota_rules.HYPERPOD_QUOTA.code,
     "FSx for Lustre storage quota": info(
         "FM708",
         "The account's FSx for Lustre storage quota cannot hold the existing file systems and "
@@ -655,54 +644,16 @@ class Preflight:
                     "reserved capacity, checked above)",
                 )
             ]
-        checks = []
         client = self.client("service-quotas")
-        for code, (quota_name, vcpus, names) in needed.items():
-            answer = call(
-                client,
-                "get_service_quota",
-                "servicequotas:GetServiceQuota",
-                missing_codes=frozenset({"NoSuchResourceException"}),
-                ServiceCode="ec2",
-                QuotaCode=code,
+        return [
+            check
+            for code, (quota_name, vcpus, names) in needed.items()
+            for check in _checks(
+                "EC2 vCPU quota",
+                None,
+                quota_rules.ec2_vcpu_quota(client, code, quota_name, vcpus, names, self.region),
             )
-            label = f"{quota_name} ({code})"
-            if answer is None:
-                checks.append(
-                    Check(
-                        "EC2 vCPU quota",
-                        None,
-                        Status.WARN,
-                        f"{label} not found in {self.region}",
-                        "check the EC2 quotas in the Service Quotas console",
-                    )
-                )
-                continue
-            value = float(answer.get("Quota", {}).get("Value", 0))
-            detail = (
-                f"{label}: {value:,.0f} vCPUs, the profile needs {vcpus:,} ({'; '.join(names)})"
-            )
-            if value >= vcpus:
-                checks.append(
-                    Check(
-                        "EC2 vCPU quota",
-                        None,
-                        Status.PASS,
-                        detail + "; instances already running in these families count too",
-                    )
-                )
-            else:
-                checks.append(
-                    Check(
-                        "EC2 vCPU quota",
-                        None,
-                        Status.FAIL,
-                        detail,
-                        f"aws service-quotas request-service-quota-increase --service-code ec2 "
-                        f"--quota-code {code} --desired-value {vcpus} --region {self.region}",
-                    )
-                )
-        return checks
+        ]
 
     def _on_demand_node_groups(self) -> list[tuple[str, str, int]]:
         """(node group, instance type, largest node count) of every EC2 node group that draws
@@ -720,57 +671,18 @@ class Preflight:
         return groups
 
     def _list_quotas(self, service_code: str) -> list[dict[str, Any]]:
-        client = self.client("service-quotas")
-        quotas: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"ServiceCode": service_code}
-            if token:
-                params["NextToken"] = token
-            answer = call_required(
-                client, "list_service_quotas", "servicequotas:ListServiceQuotas", **params
-            )
-            quotas.extend(answer.get("Quotas", []))
-            token = answer.get("NextToken")
-            if not token:
-                return quotas
+        return quota_rules.list_quotas(self.client("service-quotas"), service_code)
 
     def check_hyperpod_quotas(self) -> list[Check]:
         """SageMaker's '<ml type> for cluster usage' quota covers each HyperPod workload."""
-        quotas = {q.get("QuotaName"): q for q in self._list_quotas("sagemaker")}
-        checks = []
+        quotas = {str(q.get("QuotaName")): q for q in self._list_quotas("sagemaker")}
+        checks: list[Check] = []
         for w in self.profile.enabled_workloads:
             if w.orchestrator not in HYPERPOD:
                 continue
             quota_name = f"{get_instance_type(w.instance_type).hyperpod_name} for cluster usage"
-            quota = quotas.get(quota_name)
-            if quota is None:
-                checks.append(
-                    Check(
-                        "HyperPod quota",
-                        w.name,
-                        Status.WARN,
-                        f"no SageMaker quota named {quota_name!r} in {self.region}",
-                        "check the SageMaker quotas in the Service Quotas console",
-                    )
-                )
-                continue
-            value = float(quota.get("Value", 0))
-            detail = f"{quota_name}: {value:,.0f}, the profile needs {w.instance_count}"
-            if value >= w.instance_count:
-                checks.append(Check("HyperPod quota", w.name, Status.PASS, detail))
-            else:
-                checks.append(
-                    Check(
-                        "HyperPod quota",
-                        w.name,
-                        Status.FAIL,
-                        detail,
-                        f"aws service-quotas request-service-quota-increase --service-code "
-                        f"sagemaker --quota-code {quota.get('QuotaCode')} --desired-value "
-                        f"{w.instance_count} --region {self.region}",
-                    )
-                )
+            found = quota_rules.hyperpod_quota(quotas, quota_name, w.instance_count, self.region)
+            checks += _checks("HyperPod quota", w.name, found)
         return checks
 
     def check_fsx_quota(self) -> Check:

@@ -23,6 +23,7 @@ RULE_MODULES = (
     "fm_constructs.rules.online.eks",
     "fm_constructs.rules.online.iam",
     "fm_constructs.rules.online.pcs",
+    "fm_constructs.rules.online.quotas",
     "fm_constructs.rules.online.sagemaker",
     "fm_constructs.rules.constructs",
     "fm_constructs.cli.preflight",

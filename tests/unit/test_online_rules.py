@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from fm_constructs.rules.findings import Severity
-from fm_constructs.rules.online import ec2, eks, iam, pcs, sagemaker
+from fm_constructs.rules.online import ec2, eks, iam, pcs, quotas, sagemaker
 from fm_constructs.rules.online.aws import AwsCallError
 
 ACCOUNT = "123456789012"
@@ -149,3 +149,30 @@ def test_hyperpod_instance_type_reads_the_sagemaker_model() -> None:
     assert listed.severity is Severity.INFO and listed.code == "FM705"
     (unlisted,) = sagemaker.hyperpod_instance_type(made, None, "g6.4xlarge", workload="w")
     assert unlisted.is_error and unlisted.allowed.startswith("g6.4xlarge is not a HyperPod")
+
+
+@pytest.mark.parametrize("client", ["service-quotas"], indirect=True)
+def test_ec2_vcpu_quota_outcomes(client: tuple[Any, Stubber]) -> None:
+    made, stubber = client
+    params = {"ServiceCode": "ec2", "QuotaCode": "L-417A185B"}
+    for value in (1152.0, 768.0):
+        stubber.add_response("get_service_quota", {"Quota": {"Value": value}}, params)
+    stubber.add_client_error("get_service_quota", "NoSuchResourceException", expected_params=params)
+    name = "Running On-Demand P instances"
+    found = [
+        quotas.ec2_vcpu_quota(made, "L-417A185B", name, 1152, ["w 6 x p5.48xlarge"], "us-east-1")[0]
+        for _ in range(3)
+    ]
+    assert [f.severity for f in found] == [Severity.INFO, Severity.ERROR, Severity.WARNING]
+    assert "768 vCPUs, the profile needs 1,152 (w 6 x p5.48xlarge)" in found[1].allowed
+    assert "--quota-code L-417A185B --desired-value 1152 --region us-east-1" in found[1].fix
+
+
+def test_hyperpod_quota_outcomes() -> None:
+    name = "ml.p5.48xlarge for cluster usage"
+    listed = {name: {"QuotaName": name, "QuotaCode": "L-1", "Value": 4.0}}
+    assert quotas.hyperpod_quota(listed, name, 4, "us-east-1")[0].severity is Severity.INFO
+    (short,) = quotas.hyperpod_quota(listed, name, 8, "us-east-1")
+    assert short.is_error and short.allowed == f"{name}: 4, the profile needs 8"
+    (absent,) = quotas.hyperpod_quota({}, name, 8, "us-east-1")
+    assert absent.severity is Severity.WARNING

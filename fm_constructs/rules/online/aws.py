@@ -3,6 +3,7 @@ rule expects, and :class:`AwsCallError` (naming the IAM action) for every other 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import botocore.exceptions
@@ -50,3 +51,18 @@ def ask_required(client: Any, operation: str, action: str, **params: Any) -> dic
     result = ask(client, operation, action, **params)
     assert result is not None  # no missing_codes were given
     return result
+
+
+def ask_pages(
+    client: Any, operation: str, action: str, *, token: str = "NextToken", **params: Any
+) -> Iterator[dict[str, Any]]:
+    """Every page of ``operation``'s answer, following the ``token`` key (``NextToken``, or
+    ``nextToken`` in the newer APIs)."""
+    next_token: str | None = None
+    while True:
+        page = dict(params, **{token: next_token}) if next_token else params
+        answer = ask_required(client, operation, action, **page)
+        yield answer
+        next_token = answer.get(token)
+        if not next_token:
+            return

@@ -9,7 +9,7 @@ from typing import Any
 from fm_constructs.domain.findings import Finding, Severity
 from fm_constructs.planning.pcs_limits import CLUSTERS_CREATING_PER_REGION
 from fm_constructs.rules.findings import define
-from fm_constructs.rules.online.aws import ask_required
+from fm_constructs.rules.online.aws import ask_pages
 
 PCS_CREATING = define(
     "FM711",
@@ -22,19 +22,13 @@ PCS_CREATING = define(
 
 def no_cluster_creating(pcs: Any, region: str) -> list[Finding]:
     """A warning naming the clusters in ``CREATING``; an info when there are none."""
-    creating: list[str] = []
-    token: str | None = None
-    while True:
-        params: dict[str, Any] = {"nextToken": token} if token else {}
-        answer = ask_required(pcs, "list_clusters", "pcs:ListClusters", **params)
-        creating += [
-            str(c.get("name"))
-            for c in answer.get("clusters", [])
-            if str(c.get("status", "")).upper() == "CREATING"
-        ]
-        token = answer.get("nextToken")
-        if not token:
-            break
+    pages = ask_pages(pcs, "list_clusters", "pcs:ListClusters", token="nextToken")
+    creating = [
+        str(c.get("name"))
+        for page in pages
+        for c in page.get("clusters", [])
+        if str(c.get("status", "")).upper() == "CREATING"
+    ]
     if creating:
         detail = (
             f"PCS is creating {', '.join(creating)} in {region}; it creates one cluster per "
