@@ -84,13 +84,7 @@ CHECK_CODES: dict[str, str] = {
     "HyperPod instance type": sagemaker_rules.HYPERPOD_TYPE.code,
     "EC2 vCPU quota": quota_rules.EC2_VCPU.code,
     "HyperPod quota": quota_rules.HYPERPOD_QUOTA.code,
-    "FSx for Lustre storage quota": info(
-        "FM708",
-        "The account's FSx for Lustre storage quota cannot hold the existing file systems and "
-        "the planned ones (or could not be read).",
-        "Request a quota increase, or size the file systems down.",
-        severity=None,
-    ),
+    "FSx for Lustre storage quota": quota_rules.FSX_STORAGE.code,
     "PCS cluster creation": pcs_rules.PCS_CREATING.code,
     "EKS version": eks_rules.EKS_VERSION.code,
     "admin roles": iam_rules.ADMIN_ROLE.code,
@@ -696,54 +690,10 @@ class Preflight:
         planned = sum(
             w.storage.storage_capacity_gib for w in plan.workloads if w.storage is not None
         )
-        candidates = [
-            q
-            for q in self._list_quotas("fsx")
-            if _is_lustre_persistent2_capacity(str(q.get("QuotaName", "")))
-        ]
-        if not candidates:
-            return Check(
-                name,
-                None,
-                Status.WARN,
-                f"no FSx for Lustre PERSISTENT_2 storage-capacity quota found in Service Quotas "
-                f"(service code fsx, {self.region}); the plan needs {planned:,} GiB",
-                "check the FSx quotas in the Service Quotas console",
-            )
-        quota = candidates[0]
-        existing = self._existing_lustre_gib()
-        value = float(quota.get("Value", 0))
-        detail = (
-            f"{quota.get('QuotaName')} ({quota.get('QuotaCode')}): {value:,.0f} GiB; existing "
-            f"PERSISTENT_2 file systems {existing:,} GiB + planned {planned:,} GiB"
+        found = quota_rules.fsx_storage_quota(
+            self.client("service-quotas"), self.client("fsx"), planned, self.region
         )
-        if value >= existing + planned:
-            return Check(name, None, Status.PASS, detail)
-        return Check(
-            name,
-            None,
-            Status.FAIL,
-            detail,
-            f"aws service-quotas request-service-quota-increase --service-code fsx --quota-code "
-            f"{quota.get('QuotaCode')} --desired-value {existing + planned} --region {self.region}",
-        )
-
-    def _existing_lustre_gib(self) -> int:
-        client = self.client("fsx")
-        total = 0
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"NextToken": token} if token else {}
-            answer = call_required(
-                client, "describe_file_systems", "fsx:DescribeFileSystems", **params
-            )
-            for fs in answer.get("FileSystems", []):
-                deployment = fs.get("LustreConfiguration", {}).get("DeploymentType")
-                if fs.get("FileSystemType") == "LUSTRE" and deployment == "PERSISTENT_2":
-                    total += int(fs.get("StorageCapacity", 0))
-            token = answer.get("NextToken")
-            if not token:
-                return total
+        return _checks(name, None, found)[0]
 
     def check_pcs_creating(self) -> Check:
         """No other PCS cluster is being created in the region
@@ -796,11 +746,6 @@ def _checks(name: str, workload: str | None, findings: Iterable[Finding]) -> lis
         )
         for f in findings
     ]
-
-
-def _is_lustre_persistent2_capacity(quota_name: str) -> bool:
-    text = quota_name.lower().replace("_", " ")
-    return "lustre" in text and "persistent 2" in text and "storage capacity" in text
 
 
 @dataclass(frozen=True)

@@ -176,3 +176,29 @@ def test_hyperpod_quota_outcomes() -> None:
     assert short.is_error and short.allowed == f"{name}: 4, the profile needs 8"
     (absent,) = quotas.hyperpod_quota({}, name, 8, "us-east-1")
     assert absent.severity is Severity.WARNING
+
+
+def test_fsx_storage_quota_counts_existing_and_planned_file_systems() -> None:
+    def made(service: str) -> Any:
+        return boto3.client(
+            service, region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+        )
+
+    service_quotas, fsx = made("service-quotas"), made("fsx")
+    quota = {
+        "QuotaName": "Lustre Persistent_2 storage capacity (GiB)",
+        "QuotaCode": "L-1",
+        "Value": 100000.0,
+    }
+    existing = {
+        "FileSystemType": "LUSTRE",
+        "StorageCapacity": 96000,
+        "LustreConfiguration": {"DeploymentType": "PERSISTENT_2"},
+    }
+    with Stubber(service_quotas) as quotas_stub, Stubber(fsx) as fsx_stub:
+        quotas_stub.add_response("list_service_quotas", {"Quotas": [quota]}, {"ServiceCode": "fsx"})
+        fsx_stub.add_response("describe_file_systems", {"FileSystems": [existing]}, {})
+        (found,) = quotas.fsx_storage_quota(service_quotas, fsx, 4800, "us-east-1")
+    assert found.is_error and found.code == "FM708"
+    assert "existing PERSISTENT_2 file systems 96,000 GiB + planned 4,800 GiB" in found.allowed
+    assert "--quota-code L-1 --desired-value 100800 --region us-east-1" in found.fix

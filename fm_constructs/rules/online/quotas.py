@@ -18,6 +18,13 @@ EC2_VCPU = define(
     "Request a quota increase (the fix shows the command), or lower the node counts.",
     severity=None,
 )
+FSX_STORAGE = define(
+    "FM708",
+    "The account's FSx for Lustre storage quota cannot hold the existing file systems and "
+    "the planned ones (or could not be read).",
+    "Request a quota increase, or size the file systems down.",
+    severity=None,
+)
 HYPERPOD_QUOTA = define(
     "FM707",
     "The account's SageMaker HyperPod quota of the instance type is below the profile's "
@@ -89,3 +96,48 @@ def hyperpod_quota(
         return [Finding(HYPERPOD_QUOTA.code, Severity.INFO, "", None, detail)]
     fix = _increase("sagemaker", quota.get("QuotaCode"), nodes, region)
     return [Finding(HYPERPOD_QUOTA.code, Severity.ERROR, "", None, detail, fix)]
+
+
+def _is_lustre_persistent2_capacity(quota_name: str) -> bool:
+    text = quota_name.lower().replace("_", " ")
+    return "lustre" in text and "persistent 2" in text and "storage capacity" in text
+
+
+def existing_lustre_gib(fsx: Any) -> int:
+    """Storage of the account's PERSISTENT_2 Lustre file systems in the region, GiB."""
+    pages = ask_pages(fsx, "describe_file_systems", "fsx:DescribeFileSystems")
+    return sum(
+        int(fs.get("StorageCapacity", 0))
+        for page in pages
+        for fs in page.get("FileSystems", [])
+        if fs.get("FileSystemType") == "LUSTRE"
+        and fs.get("LustreConfiguration", {}).get("DeploymentType") == "PERSISTENT_2"
+    )
+
+
+def fsx_storage_quota(quotas: Any, fsx: Any, planned_gib: int, region: str) -> list[Finding]:
+    """The PERSISTENT_2 storage-capacity quota holds the existing file systems plus
+    ``planned_gib``."""
+    candidates = [
+        q
+        for q in list_quotas(quotas, "fsx")
+        if _is_lustre_persistent2_capacity(str(q.get("QuotaName", "")))
+    ]
+    if not candidates:
+        detail = (
+            f"no FSx for Lustre PERSISTENT_2 storage-capacity quota found in Service Quotas "
+            f"(service code fsx, {region}); the plan needs {planned_gib:,} GiB"
+        )
+        fix = "check the FSx quotas in the Service Quotas console"
+        return [Finding(FSX_STORAGE.code, Severity.WARNING, "", None, detail, fix)]
+    quota = candidates[0]
+    existing = existing_lustre_gib(fsx)
+    value = float(quota.get("Value", 0))
+    detail = (
+        f"{quota.get('QuotaName')} ({quota.get('QuotaCode')}): {value:,.0f} GiB; existing "
+        f"PERSISTENT_2 file systems {existing:,} GiB + planned {planned_gib:,} GiB"
+    )
+    if value >= existing + planned_gib:
+        return [Finding(FSX_STORAGE.code, Severity.INFO, "", None, detail)]
+    fix = _increase("fsx", quota.get("QuotaCode"), existing + planned_gib, region)
+    return [Finding(FSX_STORAGE.code, Severity.ERROR, "", None, detail, fix)]
