@@ -3,7 +3,7 @@
 Every check in the library reports *all* of its problems at once, each naming the field, the
 bad value, what is allowed and the fix, with a stable code (listed with its fix in
 docs/reference/errors.md), so a user fixes a profile in one pass instead of one error per synth.
-Problems are :class:`~fm_constructs.rules.findings.Finding` values; the rule functions of
+Problems are :class:`~fm_constructs.domain.findings.Finding` values; the rule functions of
 :mod:`fm_constructs.rules` return them and the profile loader, the constructs and the CLI
 report them.
 """
@@ -11,17 +11,14 @@ report them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
-from fm_constructs.rules import constructs as construct_codes
-from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.domain.findings import Finding, Severity
 
-#: Code of a problem raised by code that names none (a library user's own checks).
-GENERIC_CODE = info(
-    "FM000",
-    "An argument breaks a requirement of the construct or function it is passed to.",
-    "Change the argument as the message says.",
-)
+#: Code of a problem raised by code that names none (a library user's own checks); its
+#: meaning is registered with the construct codes (:mod:`fm_constructs.rules.constructs`).
+GENERIC_CODE = "FM000"
 
 
 def as_finding(problem: str | Finding, code: str = GENERIC_CODE) -> Finding:
@@ -86,15 +83,9 @@ class Problems:
     def of(cls, construct: Any) -> Problems:
         """Problems of a construct's arguments, reported under its class and construct path
         (``GpuLaunchTemplate Stack/Workload/LaunchTemplate``), so a user finds which one,
-        with the construct's code (:data:`fm_constructs.rules.constructs.BY_CLASS`)."""
-        code = next(
-            (
-                construct_codes.BY_CLASS[klass.__name__]
-                for klass in type(construct).__mro__
-                if klass.__name__ in construct_codes.BY_CLASS
-            ),
-            GENERIC_CODE,
-        )
+        with the code the construct's class declares as ``problem_code`` (a subclass inherits
+        it; a class that declares none reports :data:`GENERIC_CODE`)."""
+        code = getattr(type(construct), "problem_code", GENERIC_CODE)
         return cls(context=f"{type(construct).__name__} {construct.node.path}", code=code)
 
     def add(
@@ -131,6 +122,13 @@ class Problems:
     def add_findings(self, findings: Iterable[Finding]) -> None:
         for finding in findings:
             self.add_finding(finding)
+
+    def adopt(self, findings: Iterable[Finding]) -> None:
+        """Record a shared rule's error findings under this collector's own code (a construct
+        reports the rules it runs on its arguments as its own problems)."""
+        for finding in findings:
+            if finding.is_error:
+                self._items.append(replace(finding, code=self.code).under(self.field_prefix))
 
     def add_message(self, message: str, *, code: str | None = None) -> None:
         """Record a problem already phrased in full (for rules spanning several fields)."""

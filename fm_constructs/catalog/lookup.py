@@ -1,7 +1,14 @@
-"""Load the checked-in instance catalog and look types up, with errors that list the choices."""
+"""Load the checked-in instance catalog and look types up, with errors that list the choices.
+
+Pure data and lookups: a name that is not catalogued (FM301) or a type without EFA where EFA
+is required (FM302) is described here, from the catalog's own names, because the lookups
+raise it; the rules that report these codes on a profile or a construct
+(:func:`fm_constructs.rules.workloads.catalogued`) build on these lookups, never the reverse.
+"""
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from functools import cache
@@ -16,8 +23,8 @@ from fm_constructs.catalog.model import (
     NetworkCard,
     NvmeStorage,
 )
+from fm_constructs.domain.findings import Finding, Severity
 from fm_constructs.errors import FmValidationError
-from fm_constructs.rules.findings import Finding, Severity
 
 _DATA_FILE = "instance_types.json"
 
@@ -92,19 +99,42 @@ def find_instance_type(name: str) -> InstanceSpec | None:
     return _catalog().get(_normalize(name))
 
 
+@cache
+def ec2_instance_types() -> frozenset[str]:
+    """Every EC2 instance type name in botocore's EC2 API model (offline, read from disk)."""
+    from botocore.loaders import Loader  # reads the packaged model files, no client
+
+    model = Loader().load_service_model("ec2", "service-2")
+    return frozenset(model["shapes"]["InstanceType"]["enum"])
+
+
+def uncatalogued(name: str, *, key: str = "instance_type") -> Finding:
+    """The FM301 finding for ``name``, which is not catalogued: an EC2 type without
+    accelerators, or a misspelling (with the closest catalogued names)."""
+    known = [s.name for s in all_instance_types()]
+    normalized = _normalize(name)
+    if normalized in ec2_instance_types():
+        allowed = (
+            "must be an accelerated (GPU or Trainium) instance type: "
+            f"{normalized!r} is an EC2 type without the accelerators this library deploys"
+        )
+    else:
+        allowed = "must be an accelerated instance type from the catalog"
+    close = difflib.get_close_matches(normalized, known, n=3, cutoff=0.6)
+    fix = f"did you mean {' or '.join(map(repr, close))}?" if close else ""
+    fix = (fix + " " if fix else "") + f"catalogued types: {', '.join(known)}"
+    return Finding("FM301", Severity.ERROR, key, name, allowed, fix)
+
+
 def get_instance_type(name: str, *, field: str = "instance_type") -> InstanceSpec:
     """The catalogued spec for ``name`` (``p5.48xlarge`` or ``ml.p5.48xlarge``).
 
-    Raises FmValidationError with the finding of
-    :func:`fm_constructs.rules.workloads.catalogued` (the closest names, or "an EC2 type without
-    accelerators") when ``name`` is not in the catalog.
+    Raises FmValidationError with the finding of :func:`uncatalogued` (the closest names, or
+    "an EC2 type without accelerators") when ``name`` is not in the catalog.
     """
     spec = _catalog().get(_normalize(name))
     if spec is None:
-        from fm_constructs.rules.workloads import catalogued  # the rules import the catalog
-
-        _, findings = catalogued(name, key=field)
-        raise FmValidationError(findings)
+        raise FmValidationError([uncatalogued(name, key=field)])
     return spec
 
 

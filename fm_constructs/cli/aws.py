@@ -14,6 +14,8 @@ import botocore.exceptions
 from botocore.config import Config
 
 from fm_constructs.cli.exit_codes import CliError, ExitCode
+from fm_constructs.rules.online.aws import AwsCallError, ask
+from fm_constructs.rules.online.aws import error_code as error_code
 
 #: Standard retry mode backs off on throttling; three attempts keep a stuck command short.
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=10)
@@ -75,14 +77,6 @@ class AwsSession:
         return self._session.client(service, region_name=self.region, config=_CLIENT_CONFIG)
 
 
-def error_code(error: BaseException) -> str | None:
-    """The AWS error code of a ClientError, else None."""
-    if isinstance(error, botocore.exceptions.ClientError):
-        code = error.response.get("Error", {}).get("Code")
-        return str(code) if code else None
-    return None
-
-
 def describe_aws_error(error: BaseException, action: str) -> str:
     """One line saying what failed during ``action`` (e.g. 'ec2:DescribeCapacityReservations')
     and how to fix it."""
@@ -114,26 +108,17 @@ def is_aws_error(error: BaseException) -> bool:
     return isinstance(error, botocore.exceptions.BotoCoreError | botocore.exceptions.ClientError)
 
 
-def call(
-    client: Any,
-    operation: str,
-    action: str,
-    *,
-    missing_codes: frozenset[str] = frozenset(),
-    **params: Any,
-) -> dict[str, Any] | None:
-    """``client.<operation>(**params)``.
+def call(client: Any, operation: str, action: str, **params: Any) -> dict[str, Any] | None:
+    """``client.<operation>(**params)`` (:func:`fm_constructs.rules.online.aws.ask`, whose
+    ``missing_codes`` it takes too).
 
     Returns None when AWS answers with one of ``missing_codes`` (the thing asked about does not
     exist: a finding, not an error); every other botocore error becomes CliError (exit 3).
     """
     try:
-        result: dict[str, Any] = getattr(client, operation)(**params)
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
-        if error_code(error) in missing_codes:
-            return None
-        raise CliError(describe_aws_error(error, action), ExitCode.AWS_ERROR) from None
-    return result
+        return ask(client, operation, action, **params)
+    except AwsCallError as error:
+        raise CliError(describe_aws_error(error.error, action), ExitCode.AWS_ERROR) from None
 
 
 def call_required(client: Any, operation: str, action: str, **params: Any) -> dict[str, Any]:

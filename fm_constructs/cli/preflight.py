@@ -7,7 +7,6 @@ error does not stop the others, so a single run shows everything that is wrong.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,7 +15,7 @@ from functools import partial
 from typing import Any
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
-from fm_constructs.cli.aws import AwsSession, call, call_required
+from fm_constructs.cli.aws import AwsSession, call, call_required, describe_aws_error
 from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
@@ -24,8 +23,14 @@ from fm_constructs.config.subnet_demand import largest_node_count
 from fm_constructs.domain.kinds import HYPERPOD
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.capacity_block import parse_utc
-from fm_constructs.planning.pcs_limits import CLUSTERS_CREATING_PER_REGION
 from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.online import ec2 as ec2_rules
+from fm_constructs.rules.online import eks as eks_rules
+from fm_constructs.rules.online import iam as iam_rules
+from fm_constructs.rules.online import pcs as pcs_rules
+from fm_constructs.rules.online import quotas as quota_rules
+from fm_constructs.rules.online import sagemaker as sagemaker_rules
+from fm_constructs.rules.online.aws import AwsCallError
 
 SCHEMA = "fmc.preflight/v1"
 
@@ -54,12 +59,7 @@ class Status(StrEnum):
 #: The code each online check reports when it fails or warns: the same codes, finding type and
 #: reference page (docs/reference/errors.md) as the offline rules.
 CHECK_CODES: dict[str, str] = {
-    "instance type offered": info(
-        "FM701",
-        "The instance type is not offered in the profile's GPU zone (or region).",
-        "Pick the zone the type is offered in (platform.availability_zone), or another type.",
-        severity=None,
-    ),
+    "instance type offered": ec2_rules.OFFERED.code,
     "capacity reservation group": info(
         "FM702",
         "The ODCR resource group is missing, empty, or holds reservations that do not match "
@@ -81,57 +81,14 @@ CHECK_CODES: dict[str, str] = {
         "Buy or pick a matching training plan for target resource hyperpod-cluster.",
         severity=None,
     ),
-    "HyperPod instance type": info(
-        "FM705",
-        "SageMaker HyperPod in this region does not list the instance type.",
-        "Choose a type HyperPod offers in the region, or orchestrator 'eks'.",
-        severity=None,
-    ),
-    "EC2 vCPU quota": info(
-        "FM706",
-        "The account's On-Demand vCPU quota of the instance family is below what the profile "
-        "needs at its largest size (or could not be read).",
-        "Request a quota increase (the fix shows the command), or lower the node counts.",
-        severity=None,
-    ),
-    "HyperPod quota": info(
-        "FM707",
-        "The account's SageMaker HyperPod quota of the instance type is below the profile's "
-        "node count (or could not be read).",
-        "Request a quota increase (the fix shows the command), or lower the node counts.",
-        severity=None,
-    ),
-    "FSx for Lustre storage quota": info(
-        "FM708",
-        "The account's FSx for Lustre storage quota cannot hold the existing file systems and "
-        "the planned ones (or could not be read).",
-        "Request a quota increase, or size the file systems down.",
-        severity=None,
-    ),
-    "PCS cluster creation": info(
-        "FM711",
-        "Another AWS PCS cluster is being created in the region: PCS creates one cluster per "
-        "account and region at a time, so this deployment's cluster would fail to create.",
-        "Wait until that cluster is ACTIVE (aws pcs list-clusters), then deploy.",
-        severity=None,
-    ),
-    "EKS version": info(
-        "FM709",
-        "EKS does not offer the Kubernetes version in this region, or it is past standard "
-        "support (extended support costs more per cluster hour).",
-        "Choose a version EKS supports (platform.kubernetes_version).",
-        severity=None,
-    ),
-    "admin roles": info(
-        "FM710",
-        "An IAM role of platform.admin_role_arns does not exist in the account, or exists "
-        "under another ARN (its path differs), so no one gets cluster-admin access through it.",
-        "Write each role's ARN as iam get-role prints it (Role.Arn, path included).",
-        severity=None,
-    ),
+    "HyperPod instance type": sagemaker_rules.HYPERPOD_TYPE.code,
+    "EC2 vCPU quota": quota_rules.EC2_VCPU.code,
+    "HyperPod quota": quota_rules.HYPERPOD_QUOTA.code,
+    "FSx for Lustre storage quota": quota_rules.FSX_STORAGE.code,
+    "PCS cluster creation": pcs_rules.PCS_CREATING.code,
+    "EKS version": eks_rules.EKS_VERSION.code,
+    "admin roles": iam_rules.ADMIN_ROLE.code,
 }
-
-_ROLE_ARN = re.compile(r"^arn:[^:]+:iam::(?P<account>\d{12}):role/(?:.*/)?(?P<name>[^/]+)$")
 
 
 @dataclass(frozen=True)
@@ -216,6 +173,9 @@ class Preflight:
         self.reporter.progress(f"{name}" + (f" ({workload})" if workload else ""))
         try:
             self.checks.extend(run())
+        except AwsCallError as error:  # an online rule's call AWS did not answer
+            message = describe_aws_error(error.error, error.action)
+            self.checks.append(Check(name, workload, Status.ERROR, message))
         except CliError as error:
             if error.exit_code is not ExitCode.AWS_ERROR:
                 raise
@@ -253,7 +213,8 @@ class Preflight:
 
     # ---------------------------------------------------------------- checks
     def check_offering(self, w: WorkloadConfig) -> Check:
-        """The instance type is offered in the GPU zone (DescribeInstanceTypeOfferings)."""
+        """The instance type is offered in the GPU zone
+        (:func:`fm_constructs.rules.online.ec2.instance_type_offered`)."""
         name = "instance type offered"
         if w.orchestrator in HYPERPOD:
             return Check(
@@ -263,32 +224,10 @@ class Preflight:
                 "SageMaker HyperPod provisions its own instances; see the training plan and "
                 "HyperPod checks",
             )
-        answer = call_required(
-            self.client("ec2"),
-            "describe_instance_type_offerings",
-            "ec2:DescribeInstanceTypeOfferings",
-            LocationType="availability-zone",
-            Filters=[{"Name": "instance-type", "Values": [w.instance_type]}],
+        found = ec2_rules.instance_type_offered(
+            self.client("ec2"), w.instance_type, self.zone, self.region, workload=w.name
         )
-        zones = sorted({o["Location"] for o in answer.get("InstanceTypeOfferings", [])})
-        if self.zone in zones:
-            return Check(name, w.name, Status.PASS, f"{w.instance_type} is offered in {self.zone}")
-        if not zones:
-            return Check(
-                name,
-                w.name,
-                Status.FAIL,
-                f"{w.instance_type} is not offered in any zone of {self.region}",
-                f"choose another region (platform.region) or another {w.name}.instance_type",
-            )
-        return Check(
-            name,
-            w.name,
-            Status.FAIL,
-            f"{w.instance_type} is not offered in {self.zone}; it is offered in {', '.join(zones)}",
-            f"set platform.availability_zone to one of {', '.join(zones)} (and list it in "
-            "platform.availability_zones)",
-        )
+        return _checks(name, w.name, found)[0]
 
     def check_capacity(self, w: WorkloadConfig) -> Check:
         cap = w.capacity
@@ -665,22 +604,14 @@ class Preflight:
         return _verdict(name, w.name, summary, failures, warnings)
 
     def check_hyperpod_type(self, w: WorkloadConfig) -> Check:
-        """HyperPod's API (botocore's SageMaker model) lists the ml.* instance type."""
+        """HyperPod's API (botocore's SageMaker model) lists the ml.* instance type
+        (:func:`fm_constructs.rules.online.sagemaker.hyperpod_instance_type`)."""
         name = "HyperPod instance type"
         hyperpod_name = get_instance_type(w.instance_type).hyperpod_name
-        shape = self.client("sagemaker").meta.service_model.shape_for("ClusterInstanceType")
-        allowed = set(shape.enum)
-        if hyperpod_name and hyperpod_name in allowed:
-            return Check(name, w.name, Status.PASS, f"{hyperpod_name} is a HyperPod instance type")
-        return Check(
-            name,
-            w.name,
-            Status.FAIL,
-            f"{hyperpod_name or w.instance_type} is not a HyperPod cluster instance type in this "
-            "botocore version",
-            f"choose a type HyperPod offers, or orchestrator 'eks' for {w.name}; upgrade boto3 "
-            "if the type is new",
+        found = sagemaker_rules.hyperpod_instance_type(
+            self.client("sagemaker"), hyperpod_name, w.instance_type, workload=w.name
         )
+        return _checks(name, w.name, found)[0]
 
     def check_ec2_quotas(self) -> list[Check]:
         """On-Demand vCPU quotas cover every EC2 workload that draws on them, added up."""
@@ -707,54 +638,16 @@ class Preflight:
                     "reserved capacity, checked above)",
                 )
             ]
-        checks = []
         client = self.client("service-quotas")
-        for code, (quota_name, vcpus, names) in needed.items():
-            answer = call(
-                client,
-                "get_service_quota",
-                "servicequotas:GetServiceQuota",
-                missing_codes=frozenset({"NoSuchResourceException"}),
-                ServiceCode="ec2",
-                QuotaCode=code,
+        return [
+            check
+            for code, (quota_name, vcpus, names) in needed.items()
+            for check in _checks(
+                "EC2 vCPU quota",
+                None,
+                quota_rules.ec2_vcpu_quota(client, code, quota_name, vcpus, names, self.region),
             )
-            label = f"{quota_name} ({code})"
-            if answer is None:
-                checks.append(
-                    Check(
-                        "EC2 vCPU quota",
-                        None,
-                        Status.WARN,
-                        f"{label} not found in {self.region}",
-                        "check the EC2 quotas in the Service Quotas console",
-                    )
-                )
-                continue
-            value = float(answer.get("Quota", {}).get("Value", 0))
-            detail = (
-                f"{label}: {value:,.0f} vCPUs, the profile needs {vcpus:,} ({'; '.join(names)})"
-            )
-            if value >= vcpus:
-                checks.append(
-                    Check(
-                        "EC2 vCPU quota",
-                        None,
-                        Status.PASS,
-                        detail + "; instances already running in these families count too",
-                    )
-                )
-            else:
-                checks.append(
-                    Check(
-                        "EC2 vCPU quota",
-                        None,
-                        Status.FAIL,
-                        detail,
-                        f"aws service-quotas request-service-quota-increase --service-code ec2 "
-                        f"--quota-code {code} --desired-value {vcpus} --region {self.region}",
-                    )
-                )
-        return checks
+        ]
 
     def _on_demand_node_groups(self) -> list[tuple[str, str, int]]:
         """(node group, instance type, largest node count) of every EC2 node group that draws
@@ -772,57 +665,18 @@ class Preflight:
         return groups
 
     def _list_quotas(self, service_code: str) -> list[dict[str, Any]]:
-        client = self.client("service-quotas")
-        quotas: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"ServiceCode": service_code}
-            if token:
-                params["NextToken"] = token
-            answer = call_required(
-                client, "list_service_quotas", "servicequotas:ListServiceQuotas", **params
-            )
-            quotas.extend(answer.get("Quotas", []))
-            token = answer.get("NextToken")
-            if not token:
-                return quotas
+        return quota_rules.list_quotas(self.client("service-quotas"), service_code)
 
     def check_hyperpod_quotas(self) -> list[Check]:
         """SageMaker's '<ml type> for cluster usage' quota covers each HyperPod workload."""
-        quotas = {q.get("QuotaName"): q for q in self._list_quotas("sagemaker")}
-        checks = []
+        quotas = {str(q.get("QuotaName")): q for q in self._list_quotas("sagemaker")}
+        checks: list[Check] = []
         for w in self.profile.enabled_workloads:
             if w.orchestrator not in HYPERPOD:
                 continue
             quota_name = f"{get_instance_type(w.instance_type).hyperpod_name} for cluster usage"
-            quota = quotas.get(quota_name)
-            if quota is None:
-                checks.append(
-                    Check(
-                        "HyperPod quota",
-                        w.name,
-                        Status.WARN,
-                        f"no SageMaker quota named {quota_name!r} in {self.region}",
-                        "check the SageMaker quotas in the Service Quotas console",
-                    )
-                )
-                continue
-            value = float(quota.get("Value", 0))
-            detail = f"{quota_name}: {value:,.0f}, the profile needs {w.instance_count}"
-            if value >= w.instance_count:
-                checks.append(Check("HyperPod quota", w.name, Status.PASS, detail))
-            else:
-                checks.append(
-                    Check(
-                        "HyperPod quota",
-                        w.name,
-                        Status.FAIL,
-                        detail,
-                        f"aws service-quotas request-service-quota-increase --service-code "
-                        f"sagemaker --quota-code {quota.get('QuotaCode')} --desired-value "
-                        f"{w.instance_count} --region {self.region}",
-                    )
-                )
+            found = quota_rules.hyperpod_quota(quotas, quota_name, w.instance_count, self.region)
+            checks += _checks("HyperPod quota", w.name, found)
         return checks
 
     def check_fsx_quota(self) -> Check:
@@ -836,178 +690,62 @@ class Preflight:
         planned = sum(
             w.storage.storage_capacity_gib for w in plan.workloads if w.storage is not None
         )
-        candidates = [
-            q
-            for q in self._list_quotas("fsx")
-            if _is_lustre_persistent2_capacity(str(q.get("QuotaName", "")))
-        ]
-        if not candidates:
-            return Check(
-                name,
-                None,
-                Status.WARN,
-                f"no FSx for Lustre PERSISTENT_2 storage-capacity quota found in Service Quotas "
-                f"(service code fsx, {self.region}); the plan needs {planned:,} GiB",
-                "check the FSx quotas in the Service Quotas console",
-            )
-        quota = candidates[0]
-        existing = self._existing_lustre_gib()
-        value = float(quota.get("Value", 0))
-        detail = (
-            f"{quota.get('QuotaName')} ({quota.get('QuotaCode')}): {value:,.0f} GiB; existing "
-            f"PERSISTENT_2 file systems {existing:,} GiB + planned {planned:,} GiB"
+        found = quota_rules.fsx_storage_quota(
+            self.client("service-quotas"), self.client("fsx"), planned, self.region
         )
-        if value >= existing + planned:
-            return Check(name, None, Status.PASS, detail)
-        return Check(
-            name,
-            None,
-            Status.FAIL,
-            detail,
-            f"aws service-quotas request-service-quota-increase --service-code fsx --quota-code "
-            f"{quota.get('QuotaCode')} --desired-value {existing + planned} --region {self.region}",
-        )
-
-    def _existing_lustre_gib(self) -> int:
-        client = self.client("fsx")
-        total = 0
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"NextToken": token} if token else {}
-            answer = call_required(
-                client, "describe_file_systems", "fsx:DescribeFileSystems", **params
-            )
-            for fs in answer.get("FileSystems", []):
-                deployment = fs.get("LustreConfiguration", {}).get("DeploymentType")
-                if fs.get("FileSystemType") == "LUSTRE" and deployment == "PERSISTENT_2":
-                    total += int(fs.get("StorageCapacity", 0))
-            token = answer.get("NextToken")
-            if not token:
-                return total
+        return _checks(name, None, found)[0]
 
     def check_pcs_creating(self) -> Check:
-        """No other PCS cluster is in ``CREATING`` in the region (pcs:ListClusters): PCS
-        allows one at a time per account and region (``CreateCluster`` fails with
-        ``ServiceQuotaExceededException`` otherwise)."""
-        name = "PCS cluster creation"
-        client = self.client("pcs")
-        creating: list[str] = []
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"nextToken": token} if token else {}
-            answer = call_required(client, "list_clusters", "pcs:ListClusters", **params)
-            creating += [
-                str(c.get("name"))
-                for c in answer.get("clusters", [])
-                if str(c.get("status", "")).upper() == "CREATING"
-            ]
-            token = answer.get("nextToken")
-            if not token:
-                break
-        if creating:
-            return Check(
-                name,
-                None,
-                Status.WARN,
-                f"PCS is creating {', '.join(creating)} in {self.region}; it creates one "
-                f"cluster per account and region at a time (at most "
-                f"{CLUSTERS_CREATING_PER_REGION})",
-                "wait until it is ACTIVE (aws pcs list-clusters), then deploy",
-            )
-        return Check(name, None, Status.PASS, f"no PCS cluster is being created in {self.region}")
+        """No other PCS cluster is being created in the region
+        (:func:`fm_constructs.rules.online.pcs.no_cluster_creating`)."""
+        found = pcs_rules.no_cluster_creating(self.client("pcs"), self.region)
+        return _checks("PCS cluster creation", None, found)[0]
 
     def check_eks_version(self) -> Check:
         """The profile's Kubernetes version (``platform.kubernetes_version``) is one EKS offers
-        in standard support in the region."""
+        in standard support in the region
+        (:func:`fm_constructs.rules.online.eks.kubernetes_version_supported`)."""
         name = "EKS version"
-        client = self.client("eks")
-        if not hasattr(client, "describe_cluster_versions"):
+        found = eks_rules.kubernetes_version_supported(
+            self.client("eks"), self.kubernetes_version, self.region
+        )
+        if not found:
             return Check(
                 name,
                 None,
                 Status.SKIP,
                 "this botocore has no eks:DescribeClusterVersions; upgrade boto3 to check",
             )
-        answer = call_required(
-            client,
-            "describe_cluster_versions",
-            "eks:DescribeClusterVersions",
-            clusterVersions=[self.kubernetes_version],
-        )
-        versions = answer.get("clusterVersions", [])
-        if not versions:
-            return Check(
-                name,
-                None,
-                Status.FAIL,
-                f"EKS does not offer Kubernetes {self.kubernetes_version} in {self.region}",
-                "choose a version listed by aws eks describe-cluster-versions",
-            )
-        v = versions[0]
-        status = str(v.get("versionStatus") or v.get("status") or "unknown").upper()
-        end = v.get("endOfStandardSupportDate")
-        end_text = f", standard support until {end:%Y-%m-%d}" if end else ""
-        detail = f"Kubernetes {self.kubernetes_version}: {status}{end_text}"
-        if status == "STANDARD_SUPPORT":
-            return Check(name, None, Status.PASS, detail)
-        if status == "EXTENDED_SUPPORT":
-            return Check(
-                name,
-                None,
-                Status.WARN,
-                detail,
-                "extended support is billed at a higher cluster-hour rate; move to a version in "
-                "standard support",
-            )
-        return Check(name, None, Status.FAIL, detail, "choose a supported Kubernetes version")
+        return _checks(name, None, found)[0]
 
     def check_admin_role(self, arn: str) -> list[Check]:
         """The role of one ``platform.admin_role_arns`` entry exists, under exactly that ARN
-        (iam:GetRole: a role created with a path, such as IAM Identity Center's
-        ``aws-reserved/sso.amazonaws.com/...``, is another principal without it)."""
-        name = "admin roles"
-        match = _ROLE_ARN.match(arn)
-        if match is None:  # the loader accepts only role ARNs; a guard for profiles in code
-            return [Check(name, None, Status.FAIL, f"{arn} is not an IAM role ARN", _ROLE_FIX)]
-        answer = call(
-            self.client("iam"),
-            "get_role",
-            "iam:GetRole",
-            missing_codes=frozenset({"NoSuchEntity"}),
-            RoleName=match["name"],
+        (:func:`fm_constructs.rules.online.iam.admin_role`)."""
+        return _checks("admin roles", None, iam_rules.admin_role(self.client("iam"), arn))
+
+
+#: How an online rule's finding is printed: an error fails the check, an info passes it.
+_STATUS_OF = {
+    Severity.ERROR: Status.FAIL,
+    Severity.WARNING: Status.WARN,
+    Severity.INFO: Status.PASS,
+}
+
+
+def _checks(name: str, workload: str | None, findings: Iterable[Finding]) -> list[Check]:
+    """The findings of an online rule as the checks ``fmc preflight`` prints (the finding's
+    text, fix and code; a passed check carries no code)."""
+    return [
+        Check(
+            name,
+            workload,
+            _STATUS_OF[f.severity],
+            f.allowed,
+            f.fix or None,
+            None if f.severity is Severity.INFO else f.code,
         )
-        if answer is None:
-            return [
-                Check(
-                    name,
-                    None,
-                    Status.FAIL,
-                    f"{arn}: no role {match['name']} in account {match['account']}",
-                    _ROLE_FIX,
-                )
-            ]
-        actual = str(answer["Role"]["Arn"])
-        if actual != arn:
-            return [
-                Check(
-                    name,
-                    None,
-                    Status.FAIL,
-                    f"{arn}: the role {match['name']} is {actual}",
-                    f"write {actual} in platform.admin_role_arns",
-                )
-            ]
-        return [Check(name, None, Status.PASS, f"{arn} exists")]
-
-
-_ROLE_FIX = (
-    "list roles that exist, by the ARN aws iam get-role --role-name NAME --query Role.Arn prints"
-)
-
-
-def _is_lustre_persistent2_capacity(quota_name: str) -> bool:
-    text = quota_name.lower().replace("_", " ")
-    return "lustre" in text and "persistent 2" in text and "storage capacity" in text
+        for f in findings
+    ]
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,9 @@ from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN as AVAILABIL
 from fm_constructs.domain.capacity import CapacityConfig
 from fm_constructs.domain.kinds import CapacityKind
 from fm_constructs.errors import FmValidationError, Problems
-from fm_constructs.planning.capacity_block import CapacityBlockSchedule, check_capacity_block_times
-from fm_constructs.planning.capacity_ids import (
-    check_placement_group_arn,
-    check_reservation_id,
-    check_resource_group_arn,
-    check_training_plan_arn,
-)
+from fm_constructs.planning.capacity_block import CapacityBlockSchedule
+from fm_constructs.planning.capacity_block import capacity_block_schedule as block_schedule
+from fm_constructs.rules import capacity as capacity_rules
 from fm_constructs.rules import constructs as codes
 
 
@@ -294,9 +290,7 @@ class CapacitySource:
                 "training_plan_arn", self.training_plan_arn, "only a training plan takes one"
             )
         if kind is CapacityKind.CAPACITY_BLOCK:
-            times = Problems(field_prefix="", code=codes.CAPACITY_SOURCE)
-            check_capacity_block_times(times, self.start_time, self.end_time)
-            problems.extend(times)
+            problems.adopt(capacity_rules.capacity_block_times(self.start_time, self.end_time))
         elif self.start_time is not None or self.end_time is not None:
             problems.add_message("start_time / end_time: only a Capacity Block has them")
         if kind is not CapacityKind.ODCR:
@@ -317,11 +311,15 @@ class CapacitySource:
                 "capacity",
             )
         if _known(self.placement_group_arn):
-            check_placement_group_arn(problems, str(self.placement_group_arn))
+            problems.adopt(
+                capacity_rules.identifier("placement_group_arn", str(self.placement_group_arn))
+            )
         if _known(self.reservation_id):
-            check_reservation_id(problems, str(self.reservation_id))
+            problems.adopt(capacity_rules.identifier("reservation_id", str(self.reservation_id)))
         if _known(self.resource_group_arn):
-            check_resource_group_arn(problems, str(self.resource_group_arn))
+            problems.adopt(
+                capacity_rules.identifier("resource_group_arn", str(self.resource_group_arn))
+            )
         if _known(self.availability_zone) and not AVAILABILITY_ZONE_PATTERN.match(
             str(self.availability_zone)
         ):
@@ -360,7 +358,7 @@ class CapacitySource:
             problems.add("training_plan_arn", arn, "a training plan needs its ARN")
             return
         if _known(arn):
-            check_training_plan_arn(problems, arn)
+            problems.adopt(capacity_rules.identifier("training_plan_arn", arn))
 
     def problems_with(
         self,
@@ -516,9 +514,7 @@ class CapacitySource:
             _known(self.start_time) and _known(self.end_time)
         ):
             return None
-        return check_capacity_block_times(
-            Problems(code=codes.CAPACITY_SOURCE), self.start_time, self.end_time
-        )
+        return block_schedule(self.start_time, self.end_time)
 
     @property
     def hyperpod_training_plan_arn(self) -> str | None:

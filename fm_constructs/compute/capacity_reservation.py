@@ -14,6 +14,7 @@ from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN
 from fm_constructs.compute.capacity import CapacitySource
 from fm_constructs.errors import Problems
 from fm_constructs.planning.capacity_block import parse_utc
+from fm_constructs.rules import constructs as codes
 
 #: CloudFormation ``InstanceCount`` range for AWS::EC2::CapacityReservation.
 MAX_INSTANCE_COUNT = 1000
@@ -41,6 +42,9 @@ class OnDemandCapacityReservation(Construct):
     group"); :attr:`capacity_source` then carries the group, and launch templates using it
     launch into that group and create no second one.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.CAPACITY_RESERVATION
 
     def __init__(
         self,

@@ -50,6 +50,7 @@ from fm_constructs.planning.efa_layout import (
     NetworkInterfaceSlot,
     efa_interface_layout,
 )
+from fm_constructs.rules import constructs as codes
 
 #: Security groups per network interface before a quota increase.
 DEFAULT_GROUPS_PER_INTERFACE = 5
@@ -119,6 +120,9 @@ class GpuLaunchTemplate(Construct):
     security group with the EFA self-rules, as :class:`~fm_constructs.orchestration.EfaNodeGroup`
     does; without one, ``vpc`` is where a new one is created.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.LAUNCH_TEMPLATE
 
     def __init__(
         self,

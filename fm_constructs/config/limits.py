@@ -20,7 +20,7 @@ from fm_constructs.config.subnet_demand import (
 from fm_constructs.planning import aws_limits as lim
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES
 from fm_constructs.rules import scale as scale_rules
-from fm_constructs.rules.findings import Finding, Severity
+from fm_constructs.rules.findings import Finding
 
 #: Node groups the platform's EKS cluster has besides the workloads' (the system nodes).
 SYSTEM_NODE_GROUPS = 1
@@ -157,18 +157,6 @@ def reached_limits(profile: Profile, *, demand: SubnetDemand | None = None) -> l
 
 
 def fixed_limit_problems(profile: Profile) -> list[Finding]:
-    """A profile error for every fixed limit the deployment would exceed (an adjustable one
-    only needs a quota increase before the deploy: ``fmc plan`` shows it)."""
-    return [
-        Finding(
-            scale_rules.FIXED_LIMIT_EXCEEDED,
-            Severity.ERROR,
-            u.limit.key,
-            u.used,
-            f"the deployment needs {u.used:,} {u.limit.unit} but AWS allows "
-            f"{u.limit.value:,} per {u.limit.scope} (a fixed limit, {u.limit.source}); "
-            f"{u.what}",
-        )
-        for u in limit_usages(profile)
-        if u.exceeded and not u.limit.adjustable
-    ]
+    """A profile error for every fixed limit the deployment would exceed
+    (:func:`fm_constructs.rules.scale.fixed_limits` on the profile's limit usages)."""
+    return scale_rules.fixed_limits(limit_usages(profile))

@@ -8,6 +8,8 @@ the constructs and the CLI.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.config.limits import fixed_limit_problems
@@ -38,22 +40,15 @@ from fm_constructs.planning.aws_limits import (
     node_groups_for,
     split_sizes,
 )
-from fm_constructs.planning.capacity_block import check_capacity_block_times
-from fm_constructs.planning.capacity_ids import (
-    check_placement_group_arn,
-    check_reservation_id,
-    check_resource_group_arn,
-    check_training_plan_arn,
-)
-from fm_constructs.planning.fsx_sizing import check_lustre_settings
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.planning.pcs_limits import MAX_NODES, PcsClusterSize
-from fm_constructs.planning.serving_layout import plan_layout
+from fm_constructs.rules import capacity as capacity_rules
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import users as user_rules
 from fm_constructs.rules import workloads as workload_rules
 from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.storage import STORAGE, lustre_settings
 
 #: Addresses reserved per Kubernetes node for pods: kubelet's default maximum of 110 pods, each
 #: with a VPC address from the VPC CNI. Slurm nodes run no pods.
@@ -69,17 +64,6 @@ CAPACITY = info(
     "The capacity table does not match its kind (a reservation without its id, an id the kind "
     "does not use, a training plan outside HyperPod, more nodes than reserved).",
     "Give the identifiers the kind needs and nothing else, as the message says.",
-)
-CAPACITY_ID = info(
-    "FM311",
-    "A capacity identifier (reservation id, resource group ARN, training plan ARN) is malformed.",
-    "Copy the identifier from the purchase or the console; the message shows its form.",
-)
-STORAGE = info(
-    "FM401",
-    "An FSx for Lustre setting breaks FSx's rules (capacity steps, throughput tiers, metadata "
-    "IOPS, EFA) or the sizing keys are mixed with explicit ones.",
-    "Use one of the valid values the message lists, or a sizing request alone.",
 )
 ORCHESTRATOR = info(
     "FM304",
@@ -122,6 +106,15 @@ NO_WORKLOAD = info(
 
 def _finding(code: str, key: str, value: object, allowed: str, fix: str = "") -> Finding:
     return Finding(code, Severity.ERROR, key, value, allowed, fix)
+
+
+def _keys_set(code: str, prefix: str, values: Mapping[str, object], allowed: str) -> list[Finding]:
+    """A finding of ``code`` for each key of ``values`` (under ``prefix``) that is set."""
+    return [
+        _finding(code, f"{prefix}.{key}", value, allowed)
+        for key, value in values.items()
+        if value is not None
+    ]
 
 
 def _text(code: str, message: str) -> Finding:
@@ -297,7 +290,9 @@ def _check_inference(w: InferenceConfig) -> list[Finding]:
         ]
         out += [f.under("inference.model.") for f in _weights_fit(model, spec)]
         try:
-            layout = plan_layout(spec, tensor_parallel_size=tp, pipeline_parallel_size=pp)
+            layout = inference_rules.plan_layout(
+                spec, tensor_parallel_size=tp, pipeline_parallel_size=pp
+            )
         except FmValidationError as error:
             out += [f.under("inference.model.") for f in error.findings]
         else:
@@ -333,8 +328,7 @@ def _weights_fit(model: ModelConfig, spec: InstanceSpec) -> list[Finding]:
 
 
 def _spec(instance_type: str) -> InstanceSpec | None:
-    spec, _ = workload_rules.catalogued(instance_type) if instance_type else (None, [])
-    return spec
+    return find_instance_type(instance_type) if instance_type else None
 
 
 def _check_training_goal(w: TrainingWorkloadConfig) -> list[Finding]:
@@ -358,8 +352,8 @@ def _check_post_training_extras(profile: Profile, w: PostTrainingConfig) -> list
     out: list[Finding] = []
     if w.rollout.enabled and w.rollout.instance_type:
         key = f"{w.name}.rollout.instance_type"
-        spec, found = workload_rules.catalogued(w.rollout.instance_type, key=key)
-        out += found
+        out += workload_rules.catalogued(w.rollout.instance_type, key=key)
+        spec = find_instance_type(w.rollout.instance_type)
         if spec is not None:
             out += workload_rules.efa_for_training(spec, key=key)
     if w.storage.reuse_pretraining:
@@ -463,9 +457,9 @@ def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
     if not w.instance_type:
         return []  # missing or malformed: already reported by the loader
     key = f"{w.name}.instance_type"
-    spec, found = workload_rules.catalogued(w.instance_type, key=key)
+    spec = find_instance_type(w.instance_type)
     if spec is None:
-        return found
+        return workload_rules.catalogued(w.instance_type, key=key)
     out: list[Finding] = []
     if not isinstance(w, InferenceConfig):
         out += workload_rules.efa_for_training(spec, key=key)
@@ -602,17 +596,11 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
                 "reservations; use kind 'training-plan' or 'on-demand'",
             )
         )
-    ids = Problems(field_prefix=f"{prefix}.", code=CAPACITY_ID)
-    check_capacity_block_times(ids, cap.start_time, cap.end_time)
-    if cap.placement_group_arn is not None:
-        check_placement_group_arn(ids, cap.placement_group_arn)
-    if cap.reservation_id is not None:
-        check_reservation_id(ids, cap.reservation_id)
-    if cap.resource_group_arn is not None:
-        check_resource_group_arn(ids, cap.resource_group_arn)
-    if cap.training_plan_arn is not None:
-        check_training_plan_arn(ids, cap.training_plan_arn)
-    out.extend(_recode(CAPACITY_ID, ids))
+    ids = capacity_rules.capacity_block_times(cap.start_time, cap.end_time)
+    ids += _identifiers(
+        cap, ("placement_group_arn", "reservation_id", "resource_group_arn", "training_plan_arn")
+    )
+    out += [f.under(f"{prefix}.") for f in ids]
     if cap.training_plan_arn is not None and not ids:
         out += workload_rules.training_plan_matches(
             cap.training_plan_arn,
@@ -641,16 +629,12 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
         "start_time": cap.start_time if cap.kind is not CapacityKind.CAPACITY_BLOCK else None,
         "end_time": cap.end_time if cap.kind is not CapacityKind.CAPACITY_BLOCK else None,
     }
-    for key, value in unused.items():
-        if value is not None:
-            out.append(
-                _finding(
-                    CAPACITY,
-                    f"{prefix}.{key}",
-                    value,
-                    f"does not apply to kind {cap.kind.value!r}; remove it or change the kind",
-                )
-            )
+    out += _keys_set(
+        CAPACITY,
+        prefix,
+        unused,
+        f"does not apply to kind {cap.kind.value!r}; remove it or change the kind",
+    )
     if cap.reserved_instance_count is not None and w.instance_count > cap.reserved_instance_count:
         out.append(
             _finding(
@@ -725,14 +709,10 @@ def reservation_node_groups(cap: CapacityConfig, nodes: int, *, prefix: str) -> 
                     "needs exactly one of reservation_id ('cr-...') or resource_group_arn",
                 )
             )
-        entry_ids = Problems(field_prefix=f"{entry}.", code=CAPACITY_ID)
-        if group.reservation_id is not None:
-            check_reservation_id(entry_ids, group.reservation_id)
-        if group.resource_group_arn is not None:
-            check_resource_group_arn(entry_ids, group.resource_group_arn)
-        if group.placement_group_arn is not None:
-            check_placement_group_arn(entry_ids, group.placement_group_arn)
-        out += _recode(CAPACITY_ID, entry_ids)
+        entry_ids = _identifiers(
+            group, ("reservation_id", "resource_group_arn", "placement_group_arn")
+        )
+        out += [f.under(f"{entry}.") for f in entry_ids]
         if (
             index < len(sizes)
             and group.instance_count is not None
@@ -747,6 +727,17 @@ def reservation_node_groups(cap: CapacityConfig, nodes: int, *, prefix: str) -> 
                     "give the reservation's real size, or lower instance_count",
                 )
             )
+    return out
+
+
+def _identifiers(table: object, keys: tuple[str, ...]) -> list[Finding]:
+    """The form of each identifier of ``table`` (a capacity table or one of its node groups)
+    that is set, in the order of ``keys``."""
+    out: list[Finding] = []
+    for key in keys:
+        value = getattr(table, key)
+        if value is not None:
+            out += capacity_rules.identifier(key, value)
     return out
 
 
@@ -832,17 +823,13 @@ def _check_storage(workload: str, s: StorageConfig) -> list[Finding]:
         "checkpoints_to_keep": s.checkpoints_to_keep,
     }
     if not s.is_sized:
-        for key, value in sizing_only.items():
-            if value is not None:
-                out.append(
-                    _finding(
-                        STORAGE,
-                        f"{prefix}.{key}",
-                        value,
-                        "only applies to a sizing request (set checkpoint_size_gib or "
-                        "model_parameters_billion)",
-                    )
-                )
+        out += _keys_set(
+            STORAGE,
+            prefix,
+            sizing_only,
+            "only applies to a sizing request (set checkpoint_size_gib or "
+            "model_parameters_billion)",
+        )
     if s.is_sized and s.checkpoint_write_seconds is None:
         out.append(
             _finding(
@@ -864,16 +851,16 @@ def _check_storage(workload: str, s: StorageConfig) -> list[Finding]:
                 "set 0 or remove the key",
             )
         )
-    settings = Problems(field_prefix=f"{prefix}.", code=STORAGE)
-    check_lustre_settings(
-        settings,
-        deployment_type=PROFILE_DEPLOYMENT_TYPE,
-        storage_capacity_gib=s.storage_capacity_gib,
-        throughput_mb_s_per_tib=s.throughput_mb_s_per_tib,
-        metadata_iops=s.metadata_iops,
-        efa_enabled=s.efa_enabled and not s.is_sized,
-    )
-    out.extend(_recode(STORAGE, settings))
+    out += [
+        f.under(f"{prefix}.")
+        for f in lustre_settings(
+            deployment_type=PROFILE_DEPLOYMENT_TYPE,
+            storage_capacity_gib=s.storage_capacity_gib,
+            throughput_mb_s_per_tib=s.throughput_mb_s_per_tib,
+            metadata_iops=s.metadata_iops,
+            efa_enabled=s.efa_enabled and not s.is_sized,
+        )
+    ]
     if s.bytes_per_parameter is not None and s.checkpoint_size_gib is not None:
         out.append(
             _finding(

@@ -14,7 +14,16 @@ Floor 1: no aws_cdk import.
 
 from __future__ import annotations
 
-from fm_constructs.catalog import InstanceSpec
+from typing import Protocol
+
+
+class InstanceSpec(Protocol):
+    """What these functions read of a catalogued type (:class:`fm_constructs.catalog.InstanceSpec`;
+    the vocabulary does not import the catalog)."""
+
+    @property
+    def family(self) -> str: ...
+
 
 #: Name of the cluster's Kueue Topology.
 KUEUE_TOPOLOGY = "aws-network"

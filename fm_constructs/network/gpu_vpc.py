@@ -15,6 +15,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
 from fm_constructs.policy import logs_encryption_key
 from fm_constructs.policy.compliance import acknowledge_compliance
+from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 
@@ -66,6 +67,9 @@ class GpuClusterVpc(Construct):
     profile's IP budget picks the blocks, :func:`~fm_constructs.planning.vpc_layout.
     node_cidr_blocks`).
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.VPC
 
     def __init__(
         self,

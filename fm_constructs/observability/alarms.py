@@ -30,6 +30,7 @@ from fm_constructs.observability.notifications import (
     AlertTopic,
 )
 from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s, is_valid_metadata_iops
+from fm_constructs.rules import constructs as codes
 
 FSX_NAMESPACE = "AWS/FSx"
 #: EventBridge detail types SageMaker HyperPod emits (source ``aws.sagemaker``), as listed in the
@@ -72,6 +73,9 @@ class FsxLustreAlarms(Construct):
     could be wrong in either direction. The ``fsx-storage`` dashboard shows the operation rate
     and the clients' metadata latency in both modes.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.FSX_ALARMS
 
     def __init__(
         self,

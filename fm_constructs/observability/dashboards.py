@@ -28,6 +28,7 @@ from fm_constructs.observability.data import as_paths, dashboard_uids, shipped_d
 from fm_constructs.observability.grafana import GrafanaWorkspace
 from fm_constructs.observability.prometheus import IPrometheusWorkspace
 from fm_constructs.policy.handler_function import handler_function
+from fm_constructs.rules import constructs as codes
 
 HANDLER_DIR = Path(__file__).parent / "grafana_provisioner"
 PROVISIONER_RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -80,6 +81,9 @@ class GrafanaDashboards(Construct):
     Children: ``Function`` (provisioner), ``FunctionRole``, ``FunctionLogs``, ``Resource``
     (the custom resource).
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.DASHBOARDS
 
     def __init__(
         self,

@@ -27,6 +27,7 @@ from fm_constructs import pins
 from fm_constructs.errors import Problems
 from fm_constructs.observability.prometheus import QUERY_ACTIONS, IPrometheusWorkspace
 from fm_constructs.policy import acknowledge
+from fm_constructs.rules import constructs as codes
 
 #: Grafana major.minor version of the workspace (one Amazon Managed Grafana offers that supports
 #: service accounts), pinned in pins.toml.
@@ -59,6 +60,9 @@ class GrafanaWorkspace(Construct):
     Data sources PROMETHEUS and CLOUDWATCH are declared on the workspace; the data source
     *objects* inside Grafana (URL, SigV4) are provisioned by :class:`GrafanaDashboards`.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.GRAFANA
 
     def __init__(
         self,

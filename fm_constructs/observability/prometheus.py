@@ -19,6 +19,7 @@ from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.policy import logs_encryption_key
+from fm_constructs.rules import constructs as codes
 
 #: Actions a Prometheus-compatible query client (Grafana, scripts) needs on a workspace.
 QUERY_ACTIONS = ("aps:QueryMetrics", "aps:GetSeries", "aps:GetLabels", "aps:GetMetricMetadata")
@@ -106,6 +107,9 @@ class PrometheusWorkspace(_WorkspaceBase):
     The KMS key is create-only on the workspace: changing it replaces the workspace and loses
     its data, so pass ``encryption_key`` from the start if you manage keys centrally.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.PROMETHEUS
 
     def __init__(
         self,

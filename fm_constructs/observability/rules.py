@@ -104,6 +104,9 @@ class AlertRules(Construct):
     changed by CloudFormation).
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.ALERT_RULES
+
     def __init__(
         self,
         scope: Construct,

@@ -45,6 +45,7 @@ from fm_constructs.kubernetes.scraper_access import (
 )
 from fm_constructs.observability.data import EKS_SCRAPE_TEMPLATE, render_scrape_configuration
 from fm_constructs.observability.prometheus import IPrometheusWorkspace, PrometheusWorkspace
+from fm_constructs.rules import constructs as codes
 
 SCRAPER_ROLE_NAME_PREFIX = "AWSServiceRoleForAmazonPrometheusScraper"
 #: Service principal of the managed collector (trust of the role configuration's source role).
@@ -81,6 +82,9 @@ class ManagedScraper(Construct):
     the construct the two roles are created under (default: this one); one in a stack that
     deploys earlier (the cluster's) keeps their creation off the scraper's quarter of an hour.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.SCRAPER
 
     def __init__(
         self,

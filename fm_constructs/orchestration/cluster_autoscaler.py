@@ -115,6 +115,9 @@ class ClusterAutoscaler(Construct):
     and ``settings``.
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.AUTOSCALER
+
     def __init__(
         self,
         scope: Construct,

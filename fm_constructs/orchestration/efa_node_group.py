@@ -130,6 +130,9 @@ class EfaNodeGroup(Construct):
     ``cluster.add_lustre_volume`` accept these nodes.
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.NODE_GROUP
+
     def __init__(
         self,
         scope: Construct,

@@ -23,6 +23,7 @@ from fm_constructs.orchestration.eks_charts import node_agent_tolerations
 from fm_constructs.orchestration.node_role import CNI_POLICY
 from fm_constructs.orchestration.pod_identity import pod_identity_role, restrict_trust
 from fm_constructs.policy import acknowledge
+from fm_constructs.rules import constructs as codes
 
 VPC_CNI = "vpc-cni"
 COREDNS = "coredns"
@@ -119,6 +120,9 @@ class ClusterAddons(Construct):
     Identity (the add-on's
     ``PodIdentityAssociations``), not IRSA: no OIDC provider to manage.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.ADDONS
 
     def __init__(
         self,

@@ -203,6 +203,9 @@ class GpuEksCluster(Construct):
     Authentication mode is ``API`` (access entries only), which SageMaker HyperPod accepts.
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.EKS_CLUSTER
+
     def __init__(
         self,
         scope: Construct,

@@ -123,6 +123,9 @@ class EksWorkload(Construct):
       of the cohort (serving capacity usually is not: model servers are not queued).
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.EKS_WORKLOAD
+
     def __init__(
         self,
         scope: Construct,

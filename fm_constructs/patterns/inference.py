@@ -33,6 +33,7 @@ from fm_constructs.patterns import inference_manifests as checks
 from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.planning.serving_layout import DEFAULT_PORT, ModelServerSpec, ServingLayout
 from fm_constructs.policy.nag_findings import acknowledge_generated_iam
+from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import inference as inference_rules
 from fm_constructs.storage import IDataBucket
 
@@ -90,6 +91,9 @@ class InferenceService(Construct):
       small).
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.INFERENCE_SERVICE
+
     def __init__(
         self,
         scope: Construct,
@@ -113,14 +117,21 @@ class InferenceService(Construct):
             layout = checks.plan_layout(model, gpu_nodes.instance_spec)
         except FmValidationError as error:
             problems.extend(error.problems)
-        if not checks.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
+        if not inference_rules.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
             problems.add(
                 "namespace",
                 namespace,
                 "must be a Kubernetes DNS label other than kube-system and keda",
             )
         if autoscaling is not None:
-            checks.validate_policy(autoscaling, model, problems)
+            problems.adopt(
+                inference_rules.autoscaling_policy(
+                    autoscaling.target,
+                    autoscaling.polling_interval_s,
+                    autoscaling.scale_down_stabilization_s,
+                    model,
+                )
+            )
             if workspace is None:
                 problems.add(
                     "workspace",

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from fm_constructs.errors import Problems
-
 #: EC2 begins terminating instances this long before the block's end.
 EC2_TERMINATION_LEAD = timedelta(minutes=30)
 #: The node group scales to zero this long before the block's end (drain before EC2 acts).
@@ -65,37 +63,18 @@ def parse_utc(value: str) -> datetime | None:
     return parsed.astimezone(UTC)
 
 
-def check_capacity_block_times(
-    problems: Problems, start_time: str | None, end_time: str | None
+def capacity_block_schedule(
+    start_time: str | None, end_time: str | None
 ) -> CapacityBlockSchedule | None:
-    """Add problems for malformed or inconsistent times; the schedule when both are valid."""
-    parsed: dict[str, datetime] = {}
-    for key, value in (("start_time", start_time), ("end_time", end_time)):
-        if value is None:
-            continue
-        moment = parse_utc(value)
-        if moment is None:
-            problems.add(key, value, f"must be {ISO_FORMAT_HELP}")
-        else:
-            parsed[key] = moment
-    if (start_time is None) != (end_time is None):
-        problems.add_message(
-            "start_time / end_time: give both times of the Capacity Block (from "
-            "describe-capacity-reservations: StartDate, EndDate), or neither"
-        )
+    """The block's schedule when both times are well-formed UTC and the block outlasts the
+    scale-down lead; None otherwise (:func:`fm_constructs.rules.capacity.capacity_block_times`
+    says why)."""
+    start = parse_utc(start_time) if start_time is not None else None
+    end = parse_utc(end_time) if end_time is not None else None
+    if start is None or end is None:
         return None
-    if len(parsed) < 2:
-        return None
-    schedule = CapacityBlockSchedule(parsed["start_time"], parsed["end_time"])
-    if schedule.scale_down_at <= schedule.start:
-        problems.add(
-            "end_time",
-            end_time,
-            f"must be more than {int(SCALE_DOWN_LEAD.total_seconds() // 60)} minutes after "
-            f"start_time ({start_time})",
-        )
-        return None
-    return schedule
+    schedule = CapacityBlockSchedule(start, end)
+    return schedule if schedule.scale_down_at > schedule.start else None
 
 
 class BlockPhase(StrEnum):

@@ -27,7 +27,10 @@ from typing import Literal
 
 from fm_constructs.catalog import InstanceSpec, require_efa
 from fm_constructs.errors import FmValidationError
-from fm_constructs.rules import constructs as codes
+
+#: The code of a layout that does not fit the type's network cards (its meaning is registered
+#: with the construct codes, :data:`fm_constructs.rules.constructs.EFA_LAYOUT`).
+EFA_LAYOUT_CODE = "FM814"
 
 InterfaceType = Literal["interface", "efa", "efa-only"]
 
@@ -80,7 +83,7 @@ def efa_interface_layout(
                 f"efa_layout: {spec.name} does not accept efa-only interfaces on every EFA "
                 f"card, got {layout.value!r}; use EfaLayout.LEGACY (type efa everywhere)"
             ],
-            code=codes.EFA_LAYOUT,
+            code=EFA_LAYOUT_CODE,
         )
     efa_cards = spec.efa_card_indexes[: spec.max_efa_interfaces]
     card0_efa = 0 in efa_cards
@@ -114,7 +117,7 @@ def _check_card_limits(spec: InstanceSpec, slots: list[NetworkInterfaceSlot]) ->
                     f"efa_layout: {spec.name} card {card.index} holds at most "
                     f"{card.max_interfaces} interfaces, the layout needs {used}"
                 ],
-                code=codes.EFA_LAYOUT,
+                code=EFA_LAYOUT_CODE,
             )
 
 

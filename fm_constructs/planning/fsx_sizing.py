@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from fm_constructs.errors import Problems
-from fm_constructs.rules import constructs as codes
+
+#: The code of an invalid :class:`FsxSizingRequest` (its meaning is registered with the
+#: construct codes, :data:`fm_constructs.rules.constructs.FSX_SIZING`).
+FSX_SIZING_CODE = "FM823"
 
 # --------------------------------------------------------------------------------------------
 # Validity rules
@@ -134,91 +137,6 @@ def aggregate_throughput_mb_s(capacity_gib: int, per_unit_throughput: int) -> fl
     return capacity_gib * per_unit_throughput / 1000
 
 
-def check_lustre_settings(
-    problems: Problems,
-    *,
-    deployment_type: LustreDeploymentType,
-    storage_capacity_gib: int | None,
-    throughput_mb_s_per_tib: int | None,
-    metadata_iops: int | None = None,
-    efa_enabled: bool = False,
-) -> None:
-    """Add to ``problems`` every way these settings break FSx's rules.
-
-    ``None`` means "not checked" for capacity and throughput (e.g. a CDK token), and "not set"
-    for ``metadata_iops`` (AUTOMATIC mode on PERSISTENT_2).
-    """
-    if storage_capacity_gib is not None and not is_valid_storage_capacity(
-        deployment_type, storage_capacity_gib
-    ):
-        problems.add(
-            "storage_capacity_gib",
-            storage_capacity_gib,
-            storage_capacity_rule(deployment_type) + f"; the next valid size up is "
-            f"{next_valid_storage_capacity(deployment_type, _as_number(storage_capacity_gib))}",
-        )
-
-    allowed = valid_per_unit_throughputs(deployment_type)
-    if throughput_mb_s_per_tib is not None:
-        if not allowed:
-            problems.add(
-                "throughput_mb_s_per_tib",
-                throughput_mb_s_per_tib,
-                f"must not be set for {deployment_type.value} (its throughput is fixed); "
-                "remove it or use PERSISTENT_2",
-            )
-        elif throughput_mb_s_per_tib not in allowed or isinstance(throughput_mb_s_per_tib, bool):
-            problems.add(
-                "throughput_mb_s_per_tib",
-                throughput_mb_s_per_tib,
-                f"for {deployment_type.value} must be one of "
-                f"{', '.join(str(v) for v in allowed)} MB/s/TiB",
-            )
-
-    if metadata_iops is not None:
-        if deployment_type is not LustreDeploymentType.PERSISTENT_2:
-            problems.add(
-                "metadata_iops",
-                metadata_iops,
-                f"metadata configuration is only available on PERSISTENT_2, not "
-                f"{deployment_type.value}; remove metadata_iops",
-            )
-        elif not is_valid_metadata_iops(metadata_iops):
-            problems.add(
-                "metadata_iops",
-                metadata_iops,
-                "must be 1500, 3000, 6000, 12000, or a multiple of 12000 up to 192000 "
-                "(or unset for AUTOMATIC mode)",
-            )
-
-    if efa_enabled:
-        if deployment_type is not LustreDeploymentType.PERSISTENT_2:
-            problems.add(
-                "efa_enabled",
-                efa_enabled,
-                f"EFA needs PERSISTENT_2 with a metadata configuration, not "
-                f"{deployment_type.value}; use PERSISTENT_2 or disable EFA",
-            )
-        elif (
-            storage_capacity_gib is not None
-            and throughput_mb_s_per_tib is not None
-            and throughput_mb_s_per_tib in allowed
-            and not is_valid_efa_capacity(storage_capacity_gib, throughput_mb_s_per_tib)
-        ):
-            step = EFA_CAPACITY_STEP_GIB[throughput_mb_s_per_tib]
-            problems.add(
-                "storage_capacity_gib",
-                storage_capacity_gib,
-                f"an EFA-enabled file system at {throughput_mb_s_per_tib} MB/s/TiB needs a "
-                f"multiple of {step} GiB (at least {step}); steps per tier: "
-                + ", ".join(f"{t}: {s}" for t, s in EFA_CAPACITY_STEP_GIB.items()),
-            )
-
-
-def _as_number(value: object) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-
-
 # --------------------------------------------------------------------------------------------
 # Cost model
 # --------------------------------------------------------------------------------------------
@@ -303,7 +221,7 @@ class FsxSizingRequest:
 
     def problems(self) -> Problems:
         """Every problem with this request (empty when it is usable)."""
-        problems = Problems(context="FsxSizingRequest", code=codes.FSX_SIZING)
+        problems = Problems(context="FsxSizingRequest", code=FSX_SIZING_CODE)
         if (self.checkpoint_size_gib is None) == (self.model_parameters is None):
             problems.add_message(
                 "checkpoint_size_gib / model_parameters: give exactly one of them, got "

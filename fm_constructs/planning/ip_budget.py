@@ -30,7 +30,10 @@ from typing import TYPE_CHECKING
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
-from fm_constructs.rules import constructs as codes
+
+#: The code of an IP budget's problems (its meaning is registered with the construct codes,
+#: :data:`fm_constructs.rules.constructs.IP_BUDGET`).
+IP_BUDGET_CODE = "FM815"
 
 #: Addresses AWS reserves in every subnet (network, router, DNS, future use, broadcast).
 AWS_RESERVED_ADDRESSES_PER_SUBNET = 5
@@ -138,7 +141,7 @@ def ip_addresses_per_node(
     """
     if pod_ips_per_node < 0:
         raise FmValidationError(
-            [f"pod_ips_per_node: must be 0 or more, got {pod_ips_per_node}"], code=codes.IP_BUDGET
+            [f"pod_ips_per_node: must be 0 or more, got {pod_ips_per_node}"], code=IP_BUDGET_CODE
         )
     if layout is None:
         interface_ips = 1
@@ -216,7 +219,7 @@ def _subnet_prefix(subnet_cidr: str | int) -> int:
                     f"subnet_cidr: must be an IPv4 CIDR such as '10.0.0.0/20', a '/20' "
                     f"suffix or a prefix length, got {subnet_cidr!r} ({error})"
                 ],
-                code=codes.IP_BUDGET,
+                code=IP_BUDGET_CODE,
             ) from None
     if not MIN_SUBNET_PREFIX <= prefix <= MAX_SUBNET_PREFIX:
         raise FmValidationError(
@@ -224,7 +227,7 @@ def _subnet_prefix(subnet_cidr: str | int) -> int:
                 f"subnet_cidr: VPC subnets are /{MIN_SUBNET_PREFIX} to /{MAX_SUBNET_PREFIX}, "
                 f"got {subnet_cidr!r}"
             ],
-            code=codes.IP_BUDGET,
+            code=IP_BUDGET_CODE,
         )
     return prefix
 
@@ -254,7 +257,7 @@ def check_ip_budget(
     ``other_addresses``: addresses already taken in the subnet (endpoints, load balancers,
     file systems). Raises FmValidationError with the numbers and the fixes when it does not fit.
     """
-    problems = Problems(context="IpBudget", code=codes.IP_BUDGET)
+    problems = Problems(context="IpBudget", code=IP_BUDGET_CODE)
     if node_count < 0:
         problems.add("node_count", node_count, "must be 0 or more")
     if other_addresses < 0:
@@ -271,7 +274,7 @@ def check_ip_budget(
     )
     if not budget.fits:
         raise FmValidationError(
-            [_shortfall_message(budget, spec, layout, pod_ips_per_node)], code=codes.IP_BUDGET
+            [_shortfall_message(budget, spec, layout, pod_ips_per_node)], code=IP_BUDGET_CODE
         )
     return budget
 

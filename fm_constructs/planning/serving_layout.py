@@ -4,7 +4,8 @@
 A replica of ``tensor_parallel_size x pipeline_parallel_size`` GPUs runs in one pod on one node
 when it fits, several replicas sharing a node; a bigger replica spans whole nodes (one pod per
 node, LeaderWorkerSet, EFA between them). The rules a layout must follow are in
-:mod:`fm_constructs.rules.inference`; :func:`plan_layout` runs them and raises on any error.
+:mod:`fm_constructs.rules.inference`, whose ``plan_layout`` runs them and then
+:func:`layout_replica`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.domain import ports
-from fm_constructs.errors import FmValidationError
 
 #: Share of a node's CPU, memory and instance store a model server may request; the rest is
 #: left to the DaemonSets (device plugins, DCGM/EFA exporters, CNI, node monitoring agent).
@@ -85,7 +85,7 @@ class ModelServerSpec:
 
 @dataclass(frozen=True)
 class ServingLayout:
-    """How one replica maps onto nodes of one instance type (see :func:`plan_layout`)."""
+    """How one replica maps onto nodes of one instance type (see :func:`layout_replica`)."""
 
     instance_type: str
     multi_node: bool
@@ -110,46 +110,58 @@ def spans_nodes(tensor_parallel_size: int, pipeline_parallel_size: int, gpus: in
     return tensor_parallel_size * pipeline_parallel_size > gpus
 
 
-def plan_layout(
-    instance: InstanceSpec,
-    *,
-    tensor_parallel_size: int = 1,
-    pipeline_parallel_size: int = 1,
-    model_cache_size_gib: int | None = None,
-    efa_image: bool = False,
-    context: str | None = "ModelServerSpec",
+def gpus_per_pod(
+    instance: InstanceSpec, tensor_parallel_size: int, pipeline_parallel_size: int
+) -> int:
+    """GPUs one pod of the replica holds: the replica's own, or the whole node when it spans
+    nodes."""
+    gpus = instance.accelerator_count
+    return (
+        gpus
+        if spans_nodes(tensor_parallel_size, pipeline_parallel_size, gpus)
+        else (tensor_parallel_size * pipeline_parallel_size)
+    )
+
+
+def pod_nvme_gib(
+    instance: InstanceSpec, tensor_parallel_size: int, pipeline_parallel_size: int
+) -> int | None:
+    """The instance store one pod may fill with its weight cache, GiB (its share of the
+    node's NVMe, decimal GB turned into GiB), or None when the type has none."""
+    if instance.nvme is None:
+        return None
+    share = gpus_per_pod(instance, tensor_parallel_size, pipeline_parallel_size) / (
+        instance.accelerator_count
+    )
+    return int(instance.nvme_total_gb * 1e9 / 2**30 * share * NODE_SHARE)
+
+
+def layout_replica(
+    instance: InstanceSpec, sizes: tuple[int, int], cache_gib: int | None, efa_image: bool
 ) -> ServingLayout:
-    """Map a replica onto ``instance`` nodes; raise FmValidationError listing every problem.
+    """Map a replica onto ``instance`` nodes, for sizes the rules accept
+    (:func:`fm_constructs.rules.inference.plan_layout` checks them first). ``sizes`` is
+    (tensor parallel, pipeline parallel); ``cache_gib`` the weight cache asked for (None: the
+    pod's share of the node's NVMe, else a root-volume cache).
 
     ``efa_image``: the server image carries libfabric and the AWS OFI NCCL plugin, so a
     replica spanning nodes reserves the nodes' EFA devices (without, NCCL runs over TCP)."""
-    from fm_constructs.rules import inference as rules  # the rules import this module
-
-    findings = rules.serving_layout(tensor_parallel_size, pipeline_parallel_size, instance)
-    errors = [f for f in findings if f.is_error]
-    if errors:
-        raise FmValidationError(errors, context=context)
     gpus = instance.accelerator_count
-    gpus_per_replica = tensor_parallel_size * pipeline_parallel_size
+    gpus_per_replica = sizes[0] * sizes[1]
     multi_node = gpus_per_replica > gpus
-    gpus_per_pod = gpus if multi_node else gpus_per_replica
-    share = gpus_per_pod / gpus
-    node_has_nvme = instance.nvme is not None
-    # GB of NVMe -> GiB, times the pod's share; without NVMe the copy goes to the root volume.
-    nvme_gib = int(instance.nvme_total_gb * 1e9 / 2**30 * share * NODE_SHARE)
-    cache = model_cache_size_gib or (nvme_gib if node_has_nvme else ROOT_VOLUME_CACHE_GIB)
-    cache_findings = rules.model_cache_fits(cache, nvme_gib if node_has_nvme else None, instance)
-    if cache_findings:
-        raise FmValidationError(cache_findings, context=context)
+    per_pod = gpus_per_pod(instance, *sizes)
+    share = per_pod / gpus
+    nvme_gib = pod_nvme_gib(instance, *sizes)
+    cache = cache_gib or (nvme_gib if nvme_gib is not None else ROOT_VOLUME_CACHE_GIB)
     return ServingLayout(
         instance_type=instance.name,
         multi_node=multi_node,
         nodes_per_replica=gpus_per_replica // gpus if multi_node else 1,
-        gpus_per_pod=gpus_per_pod,
+        gpus_per_pod=per_pod,
         efa_per_pod=instance.max_efa_interfaces if multi_node and efa_image else 0,
         cpu_request=max(1, int(instance.vcpus * share * NODE_SHARE)),
         memory_request_gib=max(1, int(instance.memory_gib * share * NODE_SHARE)),
         model_cache_size_gib=cache,
-        node_has_nvme=node_has_nvme,
-        pods_per_node=1 if multi_node else gpus // gpus_per_pod,
+        node_has_nvme=instance.nvme is not None,
+        pods_per_node=1 if multi_node else gpus // per_pod,
     )

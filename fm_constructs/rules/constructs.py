@@ -6,14 +6,24 @@ construct's code, listed with its fix in docs/reference/errors.md, so a user cal
 library looks up one code per construct instead of a generic one. Rules shared with the
 profile (a Kubernetes version, a serving layout, a region) keep their own codes.
 
-:func:`fm_constructs.errors.Problems.of` picks a construct's code from :data:`BY_CLASS`; the
-functions and classmethods that are not constructs name their code where they collect
-problems.
+:func:`fm_constructs.errors.Problems.of` gives a construct's problems the code its class
+declares (``problem_code = codes.VPC``); the functions and classmethods that are not
+constructs name their code where they collect problems.
 """
 
 from __future__ import annotations
 
+from fm_constructs.errors import GENERIC_CODE
+from fm_constructs.planning.efa_layout import EFA_LAYOUT_CODE
+from fm_constructs.planning.fsx_sizing import FSX_SIZING_CODE
+from fm_constructs.planning.ip_budget import IP_BUDGET_CODE
 from fm_constructs.rules.findings import info
+
+GENERIC = info(
+    GENERIC_CODE,
+    "An argument breaks a requirement of the construct or function it is passed to.",
+    "Change the argument as the message says.",
+)
 
 _FIX = "Change the argument as the message says (the message names it and the allowed values)."
 
@@ -33,12 +43,12 @@ LAUNCH_TEMPLATE = info(
     _FIX,
 )
 EFA_LAYOUT = info(
-    "FM814",
+    EFA_LAYOUT_CODE,
     "The EFA interface layout does not fit the instance type's network cards.",
     "Use the instance type's own layout (efa_layout 'efa-only' or 'legacy' as the message says).",
 )
 IP_BUDGET = info(
-    "FM815",
+    IP_BUDGET_CODE,
     "An IP budget argument is invalid, or the subnet cannot hold the nodes' addresses.",
     "Give a larger subnet or fewer nodes, as the message says.",
 )
@@ -52,7 +62,7 @@ LUSTRE = info(
     _FIX,
 )
 FSX_SIZING = info(
-    "FM823",
+    FSX_SIZING_CODE,
     "An FsxSizingRequest is invalid (sizes, times and counts must be positive).",
     "Give positive sizes and times, or explicit capacity and throughput instead.",
 )
@@ -122,28 +132,3 @@ MODEL_SERVER = info(
     "memory share, extra arguments, scaling bounds).",
     _FIX,
 )
-
-#: The code :meth:`fm_constructs.errors.Problems.of` gives each construct class's problems.
-BY_CLASS: dict[str, str] = {
-    "GpuClusterVpc": VPC,
-    "OnDemandCapacityReservation": CAPACITY_RESERVATION,
-    "GpuLaunchTemplate": LAUNCH_TEMPLATE,
-    "LustreFileSystem": LUSTRE,
-    "EfaNodeGroup": NODE_GROUP,
-    "GpuEksCluster": EKS_CLUSTER,
-    "ClusterAddons": ADDONS,
-    "ClusterAutoscaler": AUTOSCALER,
-    "HyperPodCluster": HYPERPOD_CLUSTER,
-    "HyperPodEksDependencies": HYPERPOD_EKS,
-    "PcsCluster": PCS,
-    "PcsComputeNodeGroup": PCS,
-    "PcsQueue": PCS,
-    "PrometheusWorkspace": PROMETHEUS,
-    "ManagedScraper": SCRAPER,
-    "AlertRules": ALERT_RULES,
-    "GrafanaWorkspace": GRAFANA,
-    "GrafanaDashboards": DASHBOARDS,
-    "FsxLustreAlarms": FSX_ALARMS,
-    "EksWorkload": EKS_WORKLOAD,
-    "InferenceService": INFERENCE_SERVICE,
-}

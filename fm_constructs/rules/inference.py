@@ -13,13 +13,19 @@ from collections.abc import Sequence
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.domain.kinds import LoadBalancer
+from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION_RANGE,
+    VLLM_IMAGE,
+    ModelServerSpec,
     ServingLayout,
+    layout_replica,
+    pod_nvme_gib,
     spans_nodes,
 )
 from fm_constructs.rules import platform as platform_rules
-from fm_constructs.rules.findings import Finding, Severity, define
+from fm_constructs.rules.constructs import MODEL_SERVER
+from fm_constructs.rules.findings import Finding, Severity, define, errors
 
 NVIDIA_GPU = define(
     "FM501",
@@ -50,30 +56,6 @@ TP_WITHIN_NODE = define(
 )
 
 
-def tensor_parallel_within_node(
-    tensor_parallel_size: int,
-    pipeline_parallel_size: int,
-    instance: InstanceSpec,
-    *,
-    key: str = "tensor_parallel_size",
-) -> list[Finding]:
-    gpus = instance.accelerator_count
-    if tensor_parallel_size <= gpus:
-        return []
-    nodes = math.ceil(tensor_parallel_size / gpus)
-    return [
-        TP_WITHIN_NODE.finding(
-            key,
-            tensor_parallel_size,
-            f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
-            "stays within one node; pipeline parallelism spans nodes)",
-            f"for a {tensor_parallel_size * pipeline_parallel_size}-GPU replica set "
-            f"tensor_parallel_size = {gpus} and pipeline_parallel_size = "
-            f"{nodes * pipeline_parallel_size}",
-        )
-    ]
-
-
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -86,55 +68,11 @@ REPLICA_DIVIDES_NODE = define(
 )
 
 
-def replica_divides_node(
-    tensor_parallel_size: int,
-    pipeline_parallel_size: int,
-    instance: InstanceSpec,
-    *,
-    key: str = "tensor_parallel_size",
-) -> list[Finding]:
-    gpus = instance.accelerator_count
-    per_replica = tensor_parallel_size * pipeline_parallel_size
-    if tensor_parallel_size > gpus or per_replica > gpus or gpus % per_replica == 0:
-        return []
-    return [
-        REPLICA_DIVIDES_NODE.finding(
-            key,
-            tensor_parallel_size,
-            f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must divide the "
-            f"{gpus} GPUs of one {instance.name}",
-            f"use one of {', '.join(map(str, _divisors(gpus)))}",
-        )
-    ]
-
-
 REPLICA_FILLS_NODES = define(
     "FM504",
     "A replica spanning nodes must fill whole nodes.",
     "Make tensor_parallel_size x pipeline_parallel_size a multiple of the GPUs of a node.",
 )
-
-
-def replica_fills_nodes(
-    tensor_parallel_size: int,
-    pipeline_parallel_size: int,
-    instance: InstanceSpec,
-    *,
-    key: str = "pipeline_parallel_size",
-) -> list[Finding]:
-    gpus = instance.accelerator_count
-    per_replica = tensor_parallel_size * pipeline_parallel_size
-    if tensor_parallel_size > gpus or per_replica <= gpus or per_replica % gpus == 0:
-        return []
-    return [
-        REPLICA_FILLS_NODES.finding(
-            key,
-            pipeline_parallel_size,
-            f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must fill whole "
-            f"{instance.name} nodes ({gpus} GPUs each) when a replica spans several nodes",
-            f"use a multiple of {gpus} GPUs per replica",
-        )
-    ]
 
 
 EFA_ACROSS_NODES = define(
@@ -170,14 +108,48 @@ def efa_where_replicas_span_nodes(
 def serving_layout(
     tensor_parallel_size: int, pipeline_parallel_size: int, instance: InstanceSpec
 ) -> list[Finding]:
-    """Every layout rule for one replica on ``instance``."""
+    """Every layout rule for one replica on ``instance``: an NVIDIA GPU (FM501), tensor
+    parallelism within one node (FM502), and a replica that divides a node (FM503) or, when it
+    spans nodes, fills whole nodes (FM504)."""
     accelerator = nvidia_accelerator(instance)
     if accelerator:
         return accelerator
+    tp, pp = tensor_parallel_size, pipeline_parallel_size
+    gpus = instance.accelerator_count
+    per_replica = tp * pp
+    if tp > gpus:
+        return [
+            TP_WITHIN_NODE.finding(
+                "tensor_parallel_size",
+                tp,
+                f"must be at most the {gpus} GPUs of one {instance.name} (tensor parallelism "
+                "stays within one node; pipeline parallelism spans nodes)",
+                f"for a {per_replica}-GPU replica set tensor_parallel_size = {gpus} and "
+                f"pipeline_parallel_size = {math.ceil(tp / gpus) * pp}",
+            )
+        ]
+    if per_replica <= gpus:
+        if gpus % per_replica == 0:
+            return []
+        return [
+            REPLICA_DIVIDES_NODE.finding(
+                "tensor_parallel_size",
+                tp,
+                f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must divide the "
+                f"{gpus} GPUs of one {instance.name}",
+                f"use one of {', '.join(map(str, _divisors(gpus)))}",
+            )
+        ]
+    if per_replica % gpus == 0:
+        return []
     return [
-        *tensor_parallel_within_node(tensor_parallel_size, pipeline_parallel_size, instance),
-        *replica_divides_node(tensor_parallel_size, pipeline_parallel_size, instance),
-        *replica_fills_nodes(tensor_parallel_size, pipeline_parallel_size, instance),
+        REPLICA_FILLS_NODES.finding(
+            "pipeline_parallel_size",
+            pp,
+            f"tensor_parallel_size x pipeline_parallel_size ({per_replica}) must fill whole "
+            f"{instance.name} nodes ({gpus} GPUs each) when a replica spans several nodes",
+            f"use a multiple of {gpus} GPUs per replica",
+        )
     ]
 
 
@@ -201,6 +173,32 @@ def model_cache_fits(
             f"({nvme_share_gib} GiB)",
         )
     ]
+
+
+def plan_layout(
+    instance: InstanceSpec,
+    *,
+    tensor_parallel_size: int = 1,
+    pipeline_parallel_size: int = 1,
+    model_cache_size_gib: int | None = None,
+    efa_image: bool = False,
+    context: str | None = "ModelServerSpec",
+) -> ServingLayout:
+    """Map a replica onto ``instance`` nodes
+    (:func:`fm_constructs.planning.serving_layout.layout_replica`) once the layout rules
+    (:func:`serving_layout`, :func:`model_cache_fits`) pass; raise FmValidationError listing
+    every problem otherwise. The profile loader, ``fmc plan`` and the model server spec all
+    plan through here."""
+    layout_errors = errors(serving_layout(tensor_parallel_size, pipeline_parallel_size, instance))
+    if layout_errors:
+        raise FmValidationError(layout_errors, context=context)
+    sizes = (tensor_parallel_size, pipeline_parallel_size)
+    layout = layout_replica(instance, sizes, model_cache_size_gib, efa_image)
+    nvme_gib = pod_nvme_gib(instance, *sizes)
+    cache_findings = model_cache_fits(layout.model_cache_size_gib, nvme_gib, instance)
+    if cache_findings:
+        raise FmValidationError(cache_findings, context=context)
+    return layout
 
 
 REPLICAS_FIT = define(
@@ -418,3 +416,146 @@ def public_endpoint_source_ranges(
         PUBLIC_ENDPOINT_RANGES.finding(f.key, f.value, f.allowed, f.fix)
         for f in platform_rules.public_access_cidrs(list(source_ranges), key=key)
     ]
+
+
+# ------------------------------------------------------------------ the model server's fields
+
+#: A Kubernetes DNS label (names of namespaces, workloads and services).
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
+_IMAGE = re.compile(r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$")
+
+
+def _add(out: list[Finding], key: str, value: object, allowed: str) -> None:
+    out.append(Finding(MODEL_SERVER, Severity.ERROR, key, value, allowed))
+
+
+def model_server_spec(spec: ModelServerSpec) -> list[Finding]:
+    """Every problem of a model server spec that does not depend on the instance type
+    (FM863, with the shared serving rules' own codes)."""
+    out: list[Finding] = []
+    prefix = spec.model_s3_prefix
+    if not prefix or prefix.startswith(("/", "s3://")) or not prefix.endswith("/"):
+        _add(
+            out,
+            "model_s3_prefix",
+            prefix,
+            "must be a key prefix inside the data bucket ending with '/', without 's3://' or a "
+            "leading '/', e.g. 'models/llama-3.1-70b-instruct/'",
+        )
+    if not _SERVED_NAME.match(spec.served_model_name):
+        _add(
+            out,
+            "served_model_name",
+            spec.served_model_name,
+            "must be 1-128 characters of letters, digits and . _ / : - (it is the 'model' of "
+            "API requests and the model_name label of the metrics)",
+        )
+    if not DNS_LABEL.match(spec.kubernetes_name) or len(spec.kubernetes_name) > 40:
+        _add(
+            out,
+            "name",
+            spec.kubernetes_name,
+            "must be a DNS label of at most 40 characters (lowercase letters, digits, '-'); "
+            "pod names of a LeaderWorkerSet append group and worker indexes to it",
+        )
+    for name, value in (
+        ("tensor_parallel_size", spec.tensor_parallel_size),
+        ("pipeline_parallel_size", spec.pipeline_parallel_size),
+        ("replicas", spec.replicas),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            _add(out, name, value, "must be a whole number >= 1")
+    if isinstance(spec.max_replicas, bool) or not isinstance(spec.max_replicas, int):
+        _add(
+            out,
+            "max_replicas",
+            spec.max_replicas,
+            f"must be a whole number >= replicas ({spec.replicas})",
+        )
+    elif isinstance(spec.replicas, int):
+        # The profile's rule, on the spec's own fields.
+        out += max_replicas_cover_replicas(spec.replicas, spec.max_replicas)
+    if not _IMAGE.match(spec.image) or spec.image.endswith(":latest"):
+        _add(
+            out,
+            "image",
+            spec.image,
+            "must be a registry/repository reference pinned to a version tag or sha256 digest "
+            f"(not 'latest'), e.g. {VLLM_IMAGE!r}",
+        )
+    out += gpu_memory_utilization(spec.gpu_memory_utilization)
+    if spec.max_model_len is not None and spec.max_model_len < 1:
+        _add(out, "max_model_len", spec.max_model_len, "must be >= 1 or None (model default)")
+    if not 1024 <= spec.port <= 65535 or spec.port in (9100, 9109, 9400):
+        _add(
+            out,
+            "port",
+            spec.port,
+            "must be 1024-65535 and not an exporter port (9100, 9109, 9400)",
+        )
+    if spec.model_cache_size_gib is not None and spec.model_cache_size_gib < 1:
+        _add(out, "model_cache_size_gib", spec.model_cache_size_gib, "must be >= 1 or None")
+    if spec.startup_timeout_s < 60:
+        _add(out, "startup_timeout_s", spec.startup_timeout_s, "must be >= 60")
+    for index, arg in enumerate(spec.extra_args):
+        flag = arg.split("=", 1)[0]
+        if flag in _MANAGED_FLAGS:
+            _add(
+                out,
+                f"extra_args[{index}]",
+                arg,
+                f"is set from the spec; use the matching field instead of {flag}",
+            )
+    return out
+
+
+_MANAGED_FLAGS = frozenset(
+    {
+        "--tensor-parallel-size",
+        "--pipeline-parallel-size",
+        "--served-model-name",
+        "--port",
+        "--gpu-memory-utilization",
+        "--max-model-len",
+        "--distributed-executor-backend",
+        "--nnodes",
+        "--node-rank",
+        "--master-addr",
+        "--master-port",
+        "--headless",
+    }
+)
+
+
+def autoscaling_policy(
+    target: float, polling_interval_s: int, scale_down_stabilization_s: int, spec: ModelServerSpec
+) -> list[Finding]:
+    """Every problem of an autoscaling policy (its target, polling interval and scale-down
+    stabilization) for ``spec`` (FM863)."""
+    out: list[Finding] = []
+    if target <= 0:
+        _add(out, "autoscaling.target", target, "must be > 0")
+    if polling_interval_s < 15:
+        _add(
+            out,
+            "autoscaling.polling_interval_s",
+            polling_interval_s,
+            "must be >= 15 (metrics arrive every 30 s from the managed scraper)",
+        )
+    if scale_down_stabilization_s < 0:
+        _add(
+            out,
+            "autoscaling.scale_down_stabilization_s",
+            scale_down_stabilization_s,
+            "must be >= 0",
+        )
+    if spec.max_replicas <= spec.replicas:
+        _add(
+            out,
+            "max_replicas",
+            spec.max_replicas,
+            f"must be greater than replicas ({spec.replicas}) for autoscaling to have room; "
+            "raise max_replicas or pass autoscaling=None",
+        )
+    return out

@@ -131,31 +131,19 @@ def zone_list(
     key: str = "availability_zones",
     gpu_zone_key: str = "availability_zone",
 ) -> list[Finding]:
-    out: list[Finding] = []
+    broken: list[str] = []
     if len(set(zones)) != len(zones):
-        out.append(Finding("FM104", Severity.ERROR, key, list(zones), "zones must be unique"))
+        broken.append("zones must be unique")
     if len(zones) == 1:
-        out.append(
-            Finding(
-                "FM104",
-                Severity.ERROR,
-                key,
-                list(zones),
-                "list at least two zones (EKS and HyperPod-EKS need subnets in two zones; "
-                f"GPU nodes stay in {gpu_zone!r})",
-            )
+        broken.append(
+            "list at least two zones (EKS and HyperPod-EKS need subnets in two zones; "
+            f"GPU nodes stay in {gpu_zone!r})"
         )
     if gpu_zone and zones and gpu_zone not in zones:
-        out.append(
-            Finding(
-                "FM104",
-                Severity.ERROR,
-                key,
-                list(zones),
-                f"must include {gpu_zone_key} {gpu_zone!r} (the zone of the GPU nodes and FSx)",
-            )
+        broken.append(
+            f"must include {gpu_zone_key} {gpu_zone!r} (the zone of the GPU nodes and FSx)"
         )
-    return out
+    return [Finding("FM104", Severity.ERROR, key, list(zones), allowed) for allowed in broken]
 
 
 @rule(
@@ -319,31 +307,20 @@ def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs
         try:
             network = ipaddress.ip_network(cidr, strict=True)
         except ValueError:
-            out.append(
-                Finding(
-                    "FM204",
-                    Severity.ERROR,
-                    f"{key}[{index}]",
-                    cidr,
-                    "must be a CIDR block such as '203.0.113.0/24'",
-                    "write the network address and prefix length",
-                )
-            )
-            continue
-        if network.prefixlen == 0:
-            out.append(
-                Finding(
-                    "FM204",
-                    Severity.ERROR,
-                    f"{key}[{index}]",
-                    cidr,
-                    "must not open the API endpoint to the whole internet",
-                    "list your office or VPN ranges, or leave public_access_cidrs empty for a "
-                    "private endpoint",
-                )
+            broken = (
+                "must be a CIDR block such as '203.0.113.0/24'",
+                "write the network address and prefix length",
             )
         else:
-            networks.append(network)
+            if network.prefixlen != 0:
+                networks.append(network)
+                continue
+            broken = (
+                "must not open the API endpoint to the whole internet",
+                "list your office or VPN ranges, or leave public_access_cidrs empty for a "
+                "private endpoint",
+            )
+        out.append(Finding("FM204", Severity.ERROR, f"{key}[{index}]", cidr, *broken))
     # By address space, not by prefix: 0.0.0.0/1 and 128.0.0.0/1 are the internet too.
     v4 = [n for n in networks if isinstance(n, ipaddress.IPv4Network)]
     v6 = [n for n in networks if isinstance(n, ipaddress.IPv6Network)]

@@ -8,6 +8,9 @@ budget (:mod:`fm_constructs.config.subnet_demand`) and the limit count
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from fm_constructs.planning.aws_limits import LimitUsage
 from fm_constructs.planning.pod_networking import pod_cidr_problems
 from fm_constructs.rules.findings import Finding, Severity, info, rule
 
@@ -61,4 +64,22 @@ def pod_cidr(value: str, vpc_cidr: str, *, key: str = "pod_cidr") -> list[Findin
     return [
         Finding("FM601", Severity.ERROR, key, value, problem)
         for problem in pod_cidr_problems(value, vpc_cidr)
+    ]
+
+
+def fixed_limits(usages: Iterable[LimitUsage]) -> list[Finding]:
+    """An error for every fixed AWS limit a usage exceeds (an adjustable one only needs a
+    quota increase before the deploy: ``fmc plan`` shows it), under the limit's profile key."""
+    return [
+        Finding(
+            FIXED_LIMIT_EXCEEDED,
+            Severity.ERROR,
+            u.limit.key,
+            u.used,
+            f"the deployment needs {u.used:,} {u.limit.unit} but AWS allows "
+            f"{u.limit.value:,} per {u.limit.scope} (a fixed limit, {u.limit.source}); "
+            f"{u.what}",
+        )
+        for u in usages
+        if u.exceeded and not u.limit.adjustable
     ]

@@ -7,22 +7,10 @@ replica spans nodes (see :mod:`fm_constructs.rules.inference`).
 
 from __future__ import annotations
 
-import difflib
-from functools import cache
-
-from fm_constructs.catalog import InstanceSpec, all_instance_types, efa_instance_types
-from fm_constructs.catalog.lookup import find_instance_type
+from fm_constructs.catalog import InstanceSpec, efa_instance_types
+from fm_constructs.catalog.lookup import find_instance_type, uncatalogued
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.rules.findings import Finding, Severity, define, rule
-
-
-@cache
-def ec2_instance_types() -> frozenset[str]:
-    """Every EC2 instance type name in botocore's EC2 API model (offline, read from disk)."""
-    from botocore.loaders import Loader  # reads the packaged model files, no client
-
-    model = Loader().load_service_model("ec2", "service-2")
-    return frozenset(model["shapes"]["InstanceType"]["enum"])
 
 
 @rule(
@@ -31,26 +19,10 @@ def ec2_instance_types() -> frozenset[str]:
     "Fix the spelling (the message suggests the closest names), or choose a GPU/Trainium type "
     "from the catalog.",
 )
-def catalogued(
-    name: str, *, key: str = "instance_type"
-) -> tuple[InstanceSpec | None, list[Finding]]:
-    """The catalogued spec of ``name``, or None with a finding that says why."""
-    spec = find_instance_type(name)
-    if spec is not None:
-        return spec, []
-    known = [s.name for s in all_instance_types()]
-    normalized = name.strip().lower().removeprefix("ml.")
-    if normalized in ec2_instance_types():
-        allowed = (
-            "must be an accelerated (GPU or Trainium) instance type: "
-            f"{normalized!r} is an EC2 type without the accelerators this library deploys"
-        )
-    else:
-        allowed = "must be an accelerated instance type from the catalog"
-    close = difflib.get_close_matches(normalized, known, n=3, cutoff=0.6)
-    fix = f"did you mean {' or '.join(map(repr, close))}?" if close else ""
-    fix = (fix + " " if fix else "") + f"catalogued types: {', '.join(known)}"
-    return None, [Finding("FM301", Severity.ERROR, key, name, allowed, fix)]
+def catalogued(name: str, *, key: str = "instance_type") -> list[Finding]:
+    """``name`` is in the catalog (:func:`fm_constructs.catalog.lookup.find_instance_type`
+    gives its spec); otherwise a finding that says why and names the closest types."""
+    return [] if find_instance_type(name) is not None else [uncatalogued(name, key=key)]
 
 
 @rule(
@@ -110,32 +82,24 @@ def training_plan_matches(
     parts = arn.split(":")
     if len(parts) < 6 or not region:
         return []
-    out: list[Finding] = []
+    broken: list[tuple[str, str]] = []
     plan_region, plan_account = parts[3], parts[4]
     if plan_region != region:
-        out.append(
-            Finding(
-                "FM315",
-                Severity.ERROR,
-                key,
-                arn,
+        broken.append(
+            (
                 f"must be a training plan of platform.region {region!r} (this one is in "
                 f"{plan_region!r})",
                 "buy or pick a plan in the platform's region",
             )
         )
     if account is not None and plan_account != account:
-        out.append(
-            Finding(
-                "FM315",
-                Severity.ERROR,
-                key,
-                arn,
+        broken.append(
+            (
                 f"must belong to platform.account {account!r} (this one is in {plan_account!r})",
                 "use a plan of the deploying account",
             )
         )
-    return out
+    return [Finding("FM315", Severity.ERROR, key, arn, allowed, fix) for allowed, fix in broken]
 
 
 @rule(

@@ -32,13 +32,14 @@ from fm_constructs.planning.fsx_sizing import (
     FsxSizingRequest,
     FsxSizingResult,
     LustreDeploymentType,
-    check_lustre_settings,
     size_fsx_lustre,
 )
 from fm_constructs.policy import logs_encryption_key
+from fm_constructs.rules import constructs as codes
+from fm_constructs.rules.findings import warnings
+from fm_constructs.rules.storage import data_repository_associations, lustre_settings
 from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
-    check_associations,
     create_associations,
     default_associations,
     normalize_file_system_path,
@@ -113,6 +114,9 @@ class LustreFileSystem(LustreClientAccess, Construct):
     traffic both ways with EFA) between the nodes' and the file system's security groups.
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.LUSTRE
+
     def __init__(
         self,
         scope: Construct,
@@ -170,13 +174,14 @@ class LustreFileSystem(LustreClientAccess, Construct):
         if throughput_mb_s_per_tib is None:
             throughput_mb_s_per_tib = DEFAULT_PER_UNIT_THROUGHPUT[deployment_type]
 
-        check_lustre_settings(
-            problems,
-            deployment_type=deployment_type,
-            storage_capacity_gib=_literal(storage_capacity_gib),
-            throughput_mb_s_per_tib=_literal(throughput_mb_s_per_tib),
-            metadata_iops=_literal(metadata_iops),
-            efa_enabled=efa_enabled,
+        problems.adopt(
+            lustre_settings(
+                deployment_type=deployment_type,
+                storage_capacity_gib=_literal(storage_capacity_gib),
+                throughput_mb_s_per_tib=_literal(throughput_mb_s_per_tib),
+                metadata_iops=_literal(metadata_iops),
+                efa_enabled=efa_enabled,
+            )
         )
         if not persistent and kms_key is not None:
             problems.add(
@@ -231,9 +236,10 @@ class LustreFileSystem(LustreClientAccess, Construct):
                 weekly_maintenance_start_time_utc,
                 "must be 'd:HH:MM' in UTC, d from 1 (Monday) to 7 (Sunday), e.g. '7:05:00'",
             )
-        warnings = check_associations(problems, chosen, bucket_name=data_bucket.bucket_name)
+        found = data_repository_associations(chosen, bucket_name=data_bucket.bucket_name)
+        problems.add_findings(found)
         problems.raise_if_any()
-        warn(self, warnings)
+        warn(self, [f.message() for f in warnings(found)])
         if chosen and not data_bucket.key_allows_fsx_data_repositories:
             Annotations.of(self).add_warning_v2(
                 "fm:fsx-data-bucket-key-policy",

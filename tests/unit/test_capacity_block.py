@@ -8,19 +8,19 @@ from datetime import UTC, datetime
 import pytest
 
 from fm_constructs.config import parse_profile
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.capacity_block import (
-    check_capacity_block_times,
+    capacity_block_schedule,
     parse_utc,
     schedule_expression,
 )
+from fm_constructs.rules.capacity import capacity_block_times
 from tests.profile_data import BASE, profile_with
 
 
 def test_schedule_moments() -> None:
-    schedule = check_capacity_block_times(
-        Problems(), "2027-01-04T11:30:00Z", "2027-01-18T11:30:00Z"
-    )
+    schedule = capacity_block_schedule("2027-01-04T11:30:00Z", "2027-01-18T11:30:00Z")
+    assert capacity_block_times("2027-01-04T11:30:00Z", "2027-01-18T11:30:00Z") == []
     assert schedule is not None
     assert schedule.scale_up_at == datetime(2027, 1, 4, 11, 30, tzinfo=UTC)
     assert schedule.scale_down_at == datetime(2027, 1, 18, 10, 50, tzinfo=UTC)
@@ -39,9 +39,9 @@ def test_schedule_moments() -> None:
     ],
 )
 def test_bad_times(start: str, end: str | None, message: str) -> None:
-    problems = Problems()
-    assert check_capacity_block_times(problems, start, end) is None
-    assert any(message in p for p in problems), list(problems)
+    assert capacity_block_schedule(start, end) is None
+    messages = [f.message() for f in capacity_block_times(start, end)]
+    assert any(message in m for m in messages), messages
 
 
 def test_parse_utc() -> None:

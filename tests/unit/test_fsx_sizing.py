@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.fsx_sizing import (
     DEFAULT_BYTES_PER_PARAMETER,
     EFA_CAPACITY_STEP_GIB,
@@ -14,7 +14,6 @@ from fm_constructs.planning.fsx_sizing import (
     FsxSizingRequest,
     LustreDeploymentType,
     aggregate_throughput_mb_s,
-    check_lustre_settings,
     efa_capacity_step_gib,
     format_sizing_table,
     is_valid_efa_capacity,
@@ -25,6 +24,7 @@ from fm_constructs.planning.fsx_sizing import (
     size_fsx_lustre,
     valid_per_unit_throughputs,
 )
+from fm_constructs.rules.storage import lustre_settings
 
 P2 = LustreDeploymentType.PERSISTENT_2
 P1 = LustreDeploymentType.PERSISTENT_1
@@ -90,9 +90,7 @@ def test_aggregate_throughput_follows_fsx_arithmetic() -> None:
 
 
 def _problems(**kwargs: object) -> list[str]:
-    problems = Problems()
-    check_lustre_settings(problems, **kwargs)  # type: ignore[arg-type]
-    return list(problems)
+    return [f.message() for f in lustre_settings(**kwargs)]  # type: ignore[arg-type]
 
 
 def test_check_accepts_valid_settings() -> None:

@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.config.model import ServingMetric
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.domain.kinds import ServingMetric
+from fm_constructs.errors import FmValidationError
 from fm_constructs.kubernetes import model_server as render
-from fm_constructs.patterns.inference_manifests import plan_layout, validate_policy
+from fm_constructs.patterns.inference_manifests import plan_layout
 from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.planning.serving_layout import NODE_SHARE, VLLM_IMAGE, ModelServerSpec
+from fm_constructs.rules.inference import autoscaling_policy
 from tests.kubernetes_schemas import assert_valid
 from tests.model_servers import MULTI_NODE, SINGLE_NODE, render_context
 
@@ -442,13 +443,14 @@ def test_server_workload_is_the_layouts_kind_without_a_replica_count_when_autosc
 
 
 def test_autoscaling_policy_problems_are_reported() -> None:
-    problems = Problems()
-    validate_policy(
-        AutoscalingPolicy(target=0, polling_interval_s=5, scale_down_stabilization_s=-1),
+    policy = AutoscalingPolicy(target=0, polling_interval_s=5, scale_down_stabilization_s=-1)
+    findings = autoscaling_policy(
+        policy.target,
+        policy.polling_interval_s,
+        policy.scale_down_stabilization_s,
         dataclasses.replace(SMALL, max_replicas=2),
-        problems,
     )
-    assert [p.split(":", 1)[0] for p in problems] == [
+    assert [f.key for f in findings] == [
         "autoscaling.target",
         "autoscaling.polling_interval_s",
         "autoscaling.scale_down_stabilization_s",

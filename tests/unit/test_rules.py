@@ -9,9 +9,9 @@ import pytest
 
 from fm_constructs.catalog import get_instance_type, regions
 from fm_constructs.errors import FmValidationError, Problems
-from fm_constructs.planning.serving_layout import plan_layout
 from fm_constructs.rules import inference, platform
 from fm_constructs.rules.findings import Finding, Severity
+from fm_constructs.rules.inference import plan_layout
 from fm_constructs.rules.reference import all_rules, render_errors_page
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,10 +49,19 @@ def _enclosing_classes(tree: ast.Module) -> dict[ast.AST, str]:
 def test_every_problem_the_package_raises_has_a_code_of_its_own() -> None:
     """No check of the package reports the generic FM000: each collector of problems
     (``Problems``) names its construct's code, ``Problems.of`` is used only in constructs
-    :data:`~fm_constructs.rules.constructs.BY_CLASS` gives a code, and each error raised from
-    plain messages names its code."""
-    from fm_constructs.rules.constructs import BY_CLASS
-
+    whose class declares a ``problem_code``, and each error raised from plain messages names
+    its code."""
+    declared = {
+        klass.name
+        for path in (ROOT / "fm_constructs").rglob("*.py")
+        for klass in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(klass, ast.ClassDef)
+        and any(
+            isinstance(stmt, ast.Assign)
+            and any(getattr(t, "id", "") == "problem_code" for t in stmt.targets)
+            for stmt in klass.body
+        )
+    }
     unnamed = []
     for path in (ROOT / "fm_constructs").rglob("*.py"):
         if path.name == "errors.py" and path.parent.name == "fm_constructs":
@@ -67,8 +76,8 @@ def test_every_problem_the_package_raises_has_a_code_of_its_own() -> None:
             keywords = {k.arg for k in node.keywords}
             where = f"{path.relative_to(ROOT)}:{node.lineno}"
             if name == "of" and getattr(func.value, "id", "") == "Problems":  # type: ignore[attr-defined]
-                if classes.get(node) not in BY_CLASS:
-                    unnamed.append(f"{where}: {classes.get(node)} is not in BY_CLASS")
+                if classes.get(node) not in declared:
+                    unnamed.append(f"{where}: {classes.get(node)} declares no problem_code")
             elif name == "Problems" and "code" not in keywords:
                 unnamed.append(f"{where}: Problems() without code=")
             elif (
@@ -201,7 +210,8 @@ def test_the_profile_and_the_model_server_spec_share_the_serving_rules() -> None
     """gpu_memory_utilization's range and max_replicas >= replicas are held once: the
     profile loader and ModelServerSpec's checks report the same findings."""
     from fm_constructs.config import parse_profile
-    from fm_constructs.patterns.inference_manifests import ModelServerSpec, validate_spec
+    from fm_constructs.patterns.inference_manifests import ModelServerSpec
+    from fm_constructs.rules.inference import model_server_spec
     from tests.profile_data import INFERENCE, changed, profile_with
 
     model = {
@@ -222,9 +232,7 @@ def test_the_profile_and_the_model_server_spec_share_the_serving_rules() -> None
         replicas=2,
         max_replicas=1,
     )
-    problems = Problems()
-    validate_spec(spec, problems)
-    built = {f.code: f for f in problems.findings}
+    built = {f.code: f for f in model_server_spec(spec)}
     for code, key in (("FM509", "gpu_memory_utilization"), ("FM510", "max_replicas")):
         assert loaded[code].key == f"inference.model.{key}" and built[code].key == key
         assert loaded[code].allowed == built[code].allowed

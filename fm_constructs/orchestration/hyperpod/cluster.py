@@ -53,6 +53,7 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
 from fm_constructs.orchestration.remote_write import IRemoteWriteTarget
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
+from fm_constructs.rules import constructs as codes
 from fm_constructs.rules.users import check_users
 from fm_constructs.storage import LustreFileSystem
 
@@ -100,6 +101,9 @@ class HyperPodCluster(Construct):
     Children (ids are a contract): ``Resource`` (the ``CfnCluster``), ``ExecutionRole``,
     ``SecurityGroup`` (when created), ``Lifecycle``, ``EksDependencies`` (EKS).
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.HYPERPOD_CLUSTER
 
     def __init__(
         self,

@@ -61,6 +61,7 @@ from fm_constructs.orchestration.eks_cluster import DevicePlugins, GpuEksCluster
 from fm_constructs.orchestration.hyperpod.instance_groups import InstanceGroup
 from fm_constructs.orchestration.pod_identity import pod_identity_role
 from fm_constructs.policy import acknowledge
+from fm_constructs.rules import constructs as codes
 
 TRAINING_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-training-operator"
 TASK_GOVERNANCE_ADDON = "amazon-sagemaker-hyperpod-taskgovernance"
@@ -102,6 +103,9 @@ class HyperPodEksDependencies(Construct):
     ``HealthMonitoringAgent``, ``HyperPodAccess``, and after that call ``CertManager``,
     ``TrainingOperatorRole``, ``TrainingOperator``, ``TaskGovernance``.
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.HYPERPOD_EKS
 
     def __init__(
         self,

@@ -71,6 +71,9 @@ class PcsCluster(Construct):
     Children: ``SecurityGroup`` (when created), ``Resource`` (``AWS::PCS::Cluster``).
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.PCS
+
     def __init__(
         self,
         scope: Construct,

@@ -71,6 +71,9 @@ class PcsComputeNodeGroup(Construct):
     :attr:`efa_layout` (None on the login group).
     """
 
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.PCS
+
     def __init__(
         self,
         scope: Construct,

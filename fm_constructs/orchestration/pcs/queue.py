@@ -12,6 +12,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.orchestration.pcs.cluster import IPcsCluster
 from fm_constructs.orchestration.pcs.node_group import IPcsComputeNodeGroup
 from fm_constructs.planning.pcs_limits import GROUP_NAME_MAX, name_problem
+from fm_constructs.rules import constructs as codes
 
 
 @runtime_checkable
@@ -28,6 +29,9 @@ class IPcsQueue(Protocol):
 class PcsQueue(Construct):
     """Queue ``queue_name`` (the Slurm partition jobs name with ``sbatch -p``) scheduling onto
     ``node_groups``."""
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.PCS
 
     def __init__(
         self,
