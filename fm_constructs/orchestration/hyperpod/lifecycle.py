@@ -36,6 +36,7 @@ from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
+from fm_constructs.storage.access_logs import access_log_bucket, log_access
 
 ON_CREATE = "on_create.sh"
 PARAMETERS_FILE = "provisioning_parameters.json"
@@ -419,32 +420,11 @@ class LifecycleScripts(Construct):
             removal_policy=RemovalPolicy.RETAIN,
             policy=self._key_policy(),
         )
-        self.access_logs_bucket = s3.Bucket(
+        self.access_logs_bucket = access_log_bucket(
             self,
             "AccessLogs",
-            # Server access log destinations support SSE-S3 only (S3 user guide, "Enabling
-            # Amazon S3 server access logging").
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            enforce_ssl=True,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        acknowledge(
-            self.access_logs_bucket,
-            "AwsSolutions-S1",
-            "This is the server-access-log destination of the lifecycle bucket; a log bucket "
-            "logging to itself would log its own log deliveries without end.",
-        )
-        acknowledge_compliance(
-            self.access_logs_bucket,
-            "S3DefaultEncryptionKMS",
-            'Server access log destinations support SSE-S3 only (S3 user guide, "Enabling '
-            'Amazon S3 server access logging").',
-        )
-        acknowledge_compliance(
-            self.access_logs_bucket, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION
+            logged="lifecycle bucket",
+            replication_reason=LIFECYCLE_REPLICATION,
         )
         created = s3.Bucket(
             self,
@@ -460,25 +440,11 @@ class LifecycleScripts(Construct):
             auto_delete_objects=False,
         )
         acknowledge_compliance(created, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION)
-        cfn_bucket = created.node.default_child
-        assert isinstance(cfn_bucket, s3.CfnBucket)
-        # Set on the L1 and granted explicitly, as the data bucket does: the L2's
-        # server_access_logs_bucket depends on an app-level feature flag.
-        cfn_bucket.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
-            destination_bucket_name=self.access_logs_bucket.bucket_name,
-            log_file_prefix=ACCESS_LOG_PREFIX,
-        )
-        self.access_logs_bucket.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowLifecycleBucketServerAccessLogs",
-                principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
-                actions=["s3:PutObject"],
-                resources=[self.access_logs_bucket.arn_for_objects(f"{ACCESS_LOG_PREFIX}*")],
-                conditions={
-                    "ArnLike": {"aws:SourceArn": created.bucket_arn},
-                    "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
-                },
-            )
+        log_access(
+            created,
+            self.access_logs_bucket,
+            prefix=ACCESS_LOG_PREFIX,
+            sid="AllowLifecycleBucketServerAccessLogs",
         )
         return created
 

@@ -1,0 +1,89 @@
+"""Server access logging of a bucket: the log bucket and the delivery into it.
+
+The data bucket and the lifecycle-scripts bucket both log their requests to a bucket of their
+own (S3 object writes are CloudTrail data events, which are not logged unless a trail selects
+them). Both log buckets are built here, with the acknowledgements they need where the findings
+arise, and both deliveries are wired the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from fm_constructs.policy import acknowledge
+from fm_constructs.policy.compliance import acknowledge_compliance
+
+#: Why a log bucket is encrypted with S3-managed keys (cited where the finding arises).
+SSE_S3_ONLY_REASON = (
+    'Server access log destinations support SSE-S3 only (S3 user guide, "Enabling '
+    'Amazon S3 server access logging").'
+)
+
+
+def access_log_bucket(
+    scope: Construct,
+    construct_id: str,
+    *,
+    logged: str,
+    replication_reason: str,
+    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    lifecycle_rules: Sequence[s3.LifecycleRule] | None = None,
+) -> s3.Bucket:
+    """A versioned, TLS-only, never public log bucket with owner-enforced ownership, encrypted
+    with S3-managed keys (all a server-access-log destination supports), that does not log
+    itself; ``logged`` names the bucket whose logs it holds ("data bucket") in its
+    acknowledgements, ``replication_reason`` says why it is not replicated."""
+    bucket = s3.Bucket(
+        scope,
+        construct_id,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        enforce_ssl=True,
+        versioned=True,
+        lifecycle_rules=list(lifecycle_rules) if lifecycle_rules else None,
+        removal_policy=removal_policy,
+    )
+    acknowledge(
+        bucket,
+        "AwsSolutions-S1",
+        f"This is the server-access-log destination of the {logged}; a log bucket "
+        "logging to itself would log its own log deliveries without end.",
+    )
+    acknowledge_compliance(bucket, "S3DefaultEncryptionKMS", SSE_S3_ONLY_REASON)
+    acknowledge_compliance(bucket, "S3BucketReplicationEnabled", replication_reason)
+    return bucket
+
+
+def log_access(bucket: s3.Bucket, log_bucket: s3.IBucket, *, prefix: str, sid: str) -> None:
+    """Deliver ``bucket``'s server access logs under ``prefix`` of ``log_bucket``.
+
+    Set on the L1 and granted explicitly (the statement the S3 guide documents for the logging
+    service principal, ``sid`` in the log bucket's policy) instead of the L2's
+    ``server_access_logs_bucket``, whose behaviour depends on an app-level feature flag: without
+    the flag it switches the log bucket to ACLs, which fails against BucketOwnerEnforced
+    ownership.
+    """
+    cfn_bucket = bucket.node.default_child
+    assert isinstance(cfn_bucket, s3.CfnBucket)
+    cfn_bucket.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
+        destination_bucket_name=log_bucket.bucket_name,
+        log_file_prefix=prefix,
+    )
+    log_bucket.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid=sid,
+            principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
+            actions=["s3:PutObject"],
+            resources=[log_bucket.arn_for_objects(f"{prefix}*")],
+            conditions={
+                "ArnLike": {"aws:SourceArn": bucket.bucket_arn},
+                "StringEquals": {"aws:SourceAccount": Stack.of(bucket).account},
+            },
+        )
+    )
