@@ -13,10 +13,6 @@ from fm_constructs.compute import CapacitySource
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration.hyperpod import LifecycleScripts
-from fm_constructs.orchestration.hyperpod.lifecycle import (
-    EFA_EXPORTER_REPOSITORY,
-    efa_exporter_account,
-)
 from fm_constructs.orchestration.pcs import (
     PcsCluster,
     PcsComputeNodeGroup,
@@ -24,6 +20,7 @@ from fm_constructs.orchestration.pcs import (
     PcsQueue,
 )
 from fm_constructs.orchestration.pcs.user_data import node_parameters
+from fm_constructs.orchestration.slurm import efa_exporter_repository_arn
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE
 from fm_constructs.storage.imported_lustre import ILustreFileSystem
@@ -111,14 +108,7 @@ class PcsAcceleratedWorkload(Construct):
             workspace.grant_remote_write(self.node_role.role)
             if spec.efa_supported:
                 # EFA nodes pull the EFA exporter image from the HyperPod ECR registry.
-                self.node_role.allow_image_pull(
-                    stack.format_arn(
-                        service="ecr",
-                        account=efa_exporter_account(stack.region),
-                        resource="repository",
-                        resource_name=EFA_EXPORTER_REPOSITORY,
-                    )
-                )
+                self.node_role.allow_image_pull(efa_exporter_repository_arn(stack))
         common: dict[str, Any] = {
             "cluster": self.cluster,
             "subnet": gpu_subnet,
