@@ -22,7 +22,7 @@ from constructs import Construct, IConstruct
 from fm_constructs.errors import Problems
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
-from fm_constructs.storage.access_logs import access_log_bucket, log_access
+from fm_constructs.storage.buckets import access_log_bucket, encrypted_bucket, log_access
 
 #: Path prefix of the service-linked roles FSx for Lustre creates per file system
 #: (AWSServiceRoleForFSxS3Access_fs-...) to read and write linked S3 buckets.
@@ -217,16 +217,10 @@ class DataBucket(_DataBucketBase):
         else:
             self.access_logs_bucket = access_logs_bucket
 
-        self.bucket = s3.Bucket(
+        self.bucket = encrypted_bucket(
             self,
             "Resource",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            versioned=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            enforce_ssl=True,
+            key=self.key,
             minimum_tls_version=1.2,
             lifecycle_rules=[
                 s3.LifecycleRule(

@@ -39,7 +39,7 @@ from fm_constructs.orchestration.slurm.parameters import (
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.compliance import acknowledge_compliance
-from fm_constructs.storage.access_logs import access_log_bucket, log_access
+from fm_constructs.storage.buckets import access_log_bucket, encrypted_bucket, log_access
 
 #: The shared Slurm node parameters (now in orchestration/slurm/), still importable from here.
 EXPORTER_PORTS = slurm_parameters.EXPORTER_PORTS
@@ -330,19 +330,7 @@ class LifecycleScripts(Construct):
             logged="lifecycle bucket",
             replication_reason=LIFECYCLE_REPLICATION,
         )
-        created = s3.Bucket(
-            self,
-            "Bucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
-            auto_delete_objects=False,
-        )
+        created = encrypted_bucket(self, "Bucket", key=self.key)
         acknowledge_compliance(created, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION)
         log_access(
             created,

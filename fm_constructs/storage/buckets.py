@@ -1,9 +1,11 @@
-"""Server access logging of a bucket: the log bucket and the delivery into it.
+"""The library's S3 buckets: KMS-encrypted, versioned, TLS-only, never public, logged.
 
-The data bucket and the lifecycle-scripts bucket both log their requests to a bucket of their
-own (S3 object writes are CloudTrail data events, which are not logged unless a trail selects
-them). Both log buckets are built here, with the acknowledgements they need where the findings
-arise, and both deliveries are wired the same way.
+The data bucket and the lifecycle-scripts bucket (HyperPod's, which PCS uses too) are the same
+kind of bucket: encrypted with a customer key (S3 Bucket Key on), versioned, owner-enforced,
+public access blocked, TLS required, and logging their requests to a log bucket of their own
+(S3 object writes are CloudTrail data events, which are not logged unless a trail selects
+them). The bucket, its log bucket with the acknowledgements it needs where the findings arise,
+and the log delivery are each built here once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -23,6 +26,34 @@ SSE_S3_ONLY_REASON = (
     'Server access log destinations support SSE-S3 only (S3 user guide, "Enabling '
     'Amazon S3 server access logging").'
 )
+
+
+def encrypted_bucket(
+    scope: Construct,
+    construct_id: str,
+    *,
+    key: kms.IKey,
+    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    minimum_tls_version: float | None = None,
+    lifecycle_rules: Sequence[s3.LifecycleRule] | None = None,
+) -> s3.Bucket:
+    """A versioned bucket encrypted with ``key`` (S3 Bucket Key on, so KMS request costs stay
+    flat), with owner-enforced ownership, public access blocked and TLS required (at least
+    ``minimum_tls_version`` when given)."""
+    return s3.Bucket(
+        scope,
+        construct_id,
+        encryption=s3.BucketEncryption.KMS,
+        encryption_key=key,
+        bucket_key_enabled=True,
+        versioned=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        enforce_ssl=True,
+        minimum_tls_version=minimum_tls_version,
+        lifecycle_rules=list(lifecycle_rules) if lifecycle_rules else None,
+        removal_policy=removal_policy,
+    )
 
 
 def access_log_bucket(
