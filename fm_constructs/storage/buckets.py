@@ -11,6 +11,7 @@ and the log delivery are each built here once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
@@ -28,6 +29,40 @@ SSE_S3_ONLY_REASON = (
 )
 
 
+#: What a principal that writes and reads through S3 needs of the bucket's key (the KMS
+#: developer guide's "key users" cryptographic actions).
+KEY_USER_ACTIONS = (
+    "kms:Encrypt",
+    "kms:Decrypt",
+    "kms:ReEncrypt*",
+    "kms:GenerateDataKey*",
+    "kms:DescribeKey",
+)
+
+
+def _private_bucket(
+    scope: Construct,
+    construct_id: str,
+    *,
+    removal_policy: RemovalPolicy,
+    lifecycle_rules: Sequence[s3.LifecycleRule] | None,
+    **encryption: Any,
+) -> s3.Bucket:
+    """A versioned bucket with owner-enforced ownership, public access blocked and TLS
+    required, encrypted as ``encryption`` says."""
+    return s3.Bucket(
+        scope,
+        construct_id,
+        versioned=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        enforce_ssl=True,
+        lifecycle_rules=list(lifecycle_rules) if lifecycle_rules else None,
+        removal_policy=removal_policy,
+        **encryption,
+    )
+
+
 def encrypted_bucket(
     scope: Construct,
     construct_id: str,
@@ -37,22 +72,17 @@ def encrypted_bucket(
     minimum_tls_version: float | None = None,
     lifecycle_rules: Sequence[s3.LifecycleRule] | None = None,
 ) -> s3.Bucket:
-    """A versioned bucket encrypted with ``key`` (S3 Bucket Key on, so KMS request costs stay
-    flat), with owner-enforced ownership, public access blocked and TLS required (at least
-    ``minimum_tls_version`` when given)."""
-    return s3.Bucket(
+    """A private bucket encrypted with ``key`` (S3 Bucket Key on, so KMS request costs stay
+    flat), requiring at least ``minimum_tls_version`` when given."""
+    return _private_bucket(
         scope,
         construct_id,
+        removal_policy=removal_policy,
+        lifecycle_rules=lifecycle_rules,
         encryption=s3.BucketEncryption.KMS,
         encryption_key=key,
         bucket_key_enabled=True,
-        versioned=True,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-        enforce_ssl=True,
         minimum_tls_version=minimum_tls_version,
-        lifecycle_rules=list(lifecycle_rules) if lifecycle_rules else None,
-        removal_policy=removal_policy,
     )
 
 
@@ -65,20 +95,16 @@ def access_log_bucket(
     removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     lifecycle_rules: Sequence[s3.LifecycleRule] | None = None,
 ) -> s3.Bucket:
-    """A versioned, TLS-only, never public log bucket with owner-enforced ownership, encrypted
-    with S3-managed keys (all a server-access-log destination supports), that does not log
-    itself; ``logged`` names the bucket whose logs it holds ("data bucket") in its
-    acknowledgements, ``replication_reason`` says why it is not replicated."""
-    bucket = s3.Bucket(
+    """A private log bucket encrypted with S3-managed keys (all a server-access-log
+    destination supports), that does not log itself; ``logged`` names the bucket whose logs it
+    holds ("data bucket") in its acknowledgements, ``replication_reason`` says why it is not
+    replicated."""
+    bucket = _private_bucket(
         scope,
         construct_id,
-        encryption=s3.BucketEncryption.S3_MANAGED,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-        enforce_ssl=True,
-        versioned=True,
-        lifecycle_rules=list(lifecycle_rules) if lifecycle_rules else None,
         removal_policy=removal_policy,
+        lifecycle_rules=lifecycle_rules,
+        encryption=s3.BucketEncryption.S3_MANAGED,
     )
     acknowledge(
         bucket,

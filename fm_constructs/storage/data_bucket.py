@@ -22,7 +22,12 @@ from constructs import Construct, IConstruct
 from fm_constructs.errors import Problems
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
-from fm_constructs.storage.buckets import access_log_bucket, encrypted_bucket, log_access
+from fm_constructs.storage.buckets import (
+    KEY_USER_ACTIONS,
+    access_log_bucket,
+    encrypted_bucket,
+    log_access,
+)
 
 #: Path prefix of the service-linked roles FSx for Lustre creates per file system
 #: (AWSServiceRoleForFSxS3Access_fs-...) to read and write linked S3 buckets.
@@ -289,13 +294,7 @@ class DataBucket(_DataBucketBase):
         return iam.PolicyStatement(
             sid="AllowFsxLustreDataRepositoriesThroughS3",
             principals=[iam.AnyPrincipal()],
-            actions=[
-                "kms:Encrypt",
-                "kms:Decrypt",
-                "kms:ReEncrypt*",
-                "kms:GenerateDataKey*",
-                "kms:DescribeKey",
-            ],
+            actions=list(KEY_USER_ACTIONS),
             resources=["*"],
             conditions={
                 "StringEquals": {

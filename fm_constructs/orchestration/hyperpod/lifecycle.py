@@ -39,7 +39,12 @@ from fm_constructs.orchestration.slurm.parameters import (
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.compliance import acknowledge_compliance
-from fm_constructs.storage.buckets import access_log_bucket, encrypted_bucket, log_access
+from fm_constructs.storage.buckets import (
+    KEY_USER_ACTIONS,
+    access_log_bucket,
+    encrypted_bucket,
+    log_access,
+)
 
 #: The shared Slurm node parameters (now in orchestration/slurm/), still importable from here.
 EXPORTER_PORTS = slurm_parameters.EXPORTER_PORTS
@@ -403,13 +408,7 @@ class LifecycleScripts(Construct):
             iam.PolicyStatement(
                 sid="EncryptByDeploymentOnly",
                 principals=[iam.ArnPrincipal(writer)],
-                actions=[
-                    "kms:Encrypt",
-                    "kms:Decrypt",
-                    "kms:ReEncrypt*",
-                    "kms:GenerateDataKey*",
-                    "kms:DescribeKey",
-                ],
+                actions=list(KEY_USER_ACTIONS),
                 resources=["*"],
                 conditions={
                     "StringEquals": {"kms:ViaService": f"s3.{Stack.of(self).region}.amazonaws.com"}
