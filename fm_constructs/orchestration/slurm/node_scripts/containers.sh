@@ -50,14 +50,7 @@ local_disk() {
       waited=$((waited + 5))
     done
   fi
-  local disk
-  for disk in /opt/dlami/nvme /opt/sagemaker; do
-    if is_mounted "$disk"; then
-      echo "$disk"
-      return 0
-    fi
-  done
-  return 1
+  first_mounted /opt/dlami/nvme /opt/sagemaker
 }
 
 install_docker() {
