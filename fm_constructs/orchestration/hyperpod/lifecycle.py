@@ -134,6 +134,21 @@ def cloudformation_execution_role_arn(stack: Stack) -> str | None:
     return Fn.sub(arn) if "${" in arn else arn
 
 
+def _deny_all_but(
+    principal_arn: str, *, sid: str, actions: Sequence[str], resource: str
+) -> iam.PolicyStatement:
+    """A bucket-policy statement denying ``actions`` on ``resource`` to every principal but
+    the one whose ARN is ``principal_arn``."""
+    return iam.PolicyStatement(
+        sid=sid,
+        effect=iam.Effect.DENY,
+        principals=[iam.AnyPrincipal()],
+        actions=list(actions),
+        resources=[resource],
+        conditions={"StringNotEquals": {"aws:PrincipalArn": [principal_arn]}},
+    )
+
+
 def worker_group_parameters(group: InstanceGroup) -> dict[str, Any]:
     """One ``worker_groups`` entry: ``instance_group_name`` and ``partition_name`` are the keys
     HyperPod's agent reads to put the group's nodes into a Slurm partition; ``gpus`` and ``efa``
@@ -375,13 +390,11 @@ class LifecycleScripts(Construct):
         CloudFormation; let only the handler encrypt with the key."""
         writer = self.deployment.handler_role.role_arn
         bucket.add_to_resource_policy(
-            iam.PolicyStatement(
+            _deny_all_but(
+                writer,
                 sid="DenyObjectWritesExceptDeployment",
-                effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
-                actions=list(OBJECT_WRITE_ACTIONS),
-                resources=[bucket.arn_for_objects("*")],
-                conditions={"StringNotEquals": {"aws:PrincipalArn": [writer]}},
+                actions=OBJECT_WRITE_ACTIONS,
+                resource=bucket.arn_for_objects("*"),
             )
         )
         deployer = cloudformation_execution_role_arn(Stack.of(self))
@@ -394,13 +407,11 @@ class LifecycleScripts(Construct):
             )
         else:
             bucket.add_to_resource_policy(
-                iam.PolicyStatement(
+                _deny_all_but(
+                    deployer,
                     sid="DenyConfigurationChangesExceptCloudFormation",
-                    effect=iam.Effect.DENY,
-                    principals=[iam.AnyPrincipal()],
-                    actions=list(BUCKET_CONFIGURATION_ACTIONS),
-                    resources=[bucket.bucket_arn],
-                    conditions={"StringNotEquals": {"aws:PrincipalArn": [deployer]}},
+                    actions=BUCKET_CONFIGURATION_ACTIONS,
+                    resource=bucket.bucket_arn,
                 )
             )
         assert self.key is not None
