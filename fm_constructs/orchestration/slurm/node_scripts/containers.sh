@@ -29,7 +29,6 @@ source "${SCRIPT_DIR}/lib.sh"
 PARAMS="${PARAMS:-${SCRIPT_DIR}/provisioning_parameters.json}"
 load_params
 ROLE="$1"
-SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
 NVME_WAIT="${NVME_WAIT:-120}"
 ENROOT_VERSION="$(param enroot_version)"
 PYXIS_VERSION="$(param pyxis_version)"

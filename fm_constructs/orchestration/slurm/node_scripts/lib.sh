@@ -7,6 +7,9 @@ export FM_ROOT="${FM_ROOT:-}"
 # Package installs never ask: no terminal is attached (debconf's questions, needrestart's
 # service list on Ubuntu 22.04).
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a
+# Where Slurm is installed: /opt/slurm on the HyperPod AMIs; a PCS node sets it to the PCS
+# installer's prefix before running the scripts.
+export SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
 
 log() {
   # log <message...>: one line on stderr, named after the running script.

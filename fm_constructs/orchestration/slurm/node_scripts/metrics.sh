@@ -33,7 +33,7 @@ INSTALL_DIR=/opt/fm-metrics
 STAGE_DIR="${INSTALL_DIR}/lifecycle"
 CONFIG_DIR=/etc/fm-metrics
 DOCKER=/usr/bin/docker
-SLURM_BIN="${SLURM_PREFIX:-/opt/slurm}/bin"
+SLURM_BIN="${SLURM_PREFIX}/bin"
 #: GPU-to-job map of the Slurm prolog (slurm_hooks/prolog.sh), read by the DCGM exporter.
 JOB_MAP_DIR=/run/fm-dcgm-jobs
 

@@ -26,7 +26,6 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 source "${SCRIPT_DIR}/lib.sh"
 load_params
-SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
 SCONTROL="${FM_ROOT}${SLURM_PREFIX}/bin/scontrol"
 STAGE_DIR=/opt/fm-components/lifecycle
 #: Every drain reason of this script starts so; resume touches no other.
