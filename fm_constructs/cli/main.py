@@ -115,7 +115,7 @@ def _workload_choice(parser: argparse.ArgumentParser, flag: str, help: str) -> N
 
 
 def _subcommand(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: argparse._SubParsersAction[_Parser],
     name: str,
     *,
     help: str,
