@@ -122,19 +122,20 @@ stage_scripts() {
 }
 
 install_retrying_job() {
-  # install_retrying_job <name> <after> <what> <retry-what> <first-delay> <command>: the
-  # oneshot <name>.service that runs <command> (after network-online.target and <after>) and
-  # the <name>.timer that runs it <first-delay> after boot, then 10 minutes after each run;
-  # <what> and <retry-what> describe them. Prints "changed" when a unit changed.
-  install_unit "$1.service" "[Unit]
+  # install_retrying_job <name> <after> <what> <retry-what> <first-delay> <command>: install
+  # and enable the oneshot <name>.service that runs <command> (after network-online.target and
+  # <after>) and the <name>.timer that runs it <first-delay> after boot, then 10 minutes after
+  # each run; <what> and <retry-what> describe them. systemd reloads only when a unit changed.
+  local changed
+  changed="$(install_unit "$1.service" "[Unit]
 Description=fm-constructs: $3
 Wants=network-online.target
 After=network-online.target $2
 
 [Service]
 Type=oneshot
-ExecStart=$6"
-  install_unit "$1.timer" "[Unit]
+ExecStart=$6")"
+  changed+="$(install_unit "$1.timer" "[Unit]
 Description=fm-constructs: $4
 
 [Timer]
@@ -142,7 +143,9 @@ OnBootSec=$5
 OnUnitInactiveSec=10min
 
 [Install]
-WantedBy=timers.target"
+WantedBy=timers.target")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
+  systemctl enable --now "$1.timer"
 }
 
 is_mounted() {

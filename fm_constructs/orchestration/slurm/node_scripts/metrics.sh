@@ -38,14 +38,11 @@ SLURM_BIN="${SLURM_PREFIX}/bin"
 JOB_MAP_DIR=/run/fm-dcgm-jobs
 
 schedule() {
-  local changed
   stage_scripts "$STAGE_DIR" metrics.sh lib.sh prometheus_agent_config.py dcgm_counters.py
-  changed="$(install_retrying_job fm-metrics-install docker.service \
+  install_retrying_job fm-metrics-install docker.service \
     "install the metrics exporters and the Prometheus agent" \
     "retry the metrics installation until everything runs" 2min \
-    "/bin/bash ${STAGE_DIR}/metrics.sh install ${ROLE} ${GROUP} ${STAGE_DIR}/provisioning_parameters.json")"
-  [[ -z "$changed" ]] || systemctl daemon-reload
-  systemctl enable --now fm-metrics-install.timer
+    "/bin/bash ${STAGE_DIR}/metrics.sh install ${ROLE} ${GROUP} ${STAGE_DIR}/provisioning_parameters.json"
   systemctl start --no-block fm-metrics-install.service
   echo "metrics: installation scheduled (fm-metrics-install.timer)"
 }

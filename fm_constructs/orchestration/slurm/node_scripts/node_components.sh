@@ -66,14 +66,11 @@ sync_slurm_state() {
 }
 
 install_retry_timer() {
-  local changed
   stage_scripts "$STAGE_DIR" containers.sh lib.sh node_components.sh
-  changed="$(install_retrying_job fm-components-retry slurmd.service \
+  install_retrying_job fm-components-retry slurmd.service \
     "fetch or build the container components this node lacks" \
     "retry the missing container components until the node has them" 5min \
-    "/bin/bash ${STAGE_DIR}/node_components.sh retry ${ROLE} ${STAGE_DIR}/provisioning_parameters.json")"
-  [[ -z "$changed" ]] || systemctl daemon-reload
-  systemctl enable --now fm-components-retry.timer
+    "/bin/bash ${STAGE_DIR}/node_components.sh retry ${ROLE} ${STAGE_DIR}/provisioning_parameters.json"
 }
 
 schedule() {
