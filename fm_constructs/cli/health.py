@@ -12,9 +12,9 @@ import yaml
 
 from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter
-from fm_constructs.config import Orchestrator, Profile
+from fm_constructs.cli.targets import job_target
+from fm_constructs.config import Profile
 from fm_constructs.kubernetes.jobs import dcgm_diag_job
-from fm_constructs.kubernetes.node_shape import WorkloadTarget
 
 SCHEMA = "fmc.health/v1"
 
@@ -45,13 +45,8 @@ def run_health(
     count = chosen.instance_count if nodes is None else nodes
     if count < 1:
         raise CliError(f"health: --nodes must be 1 or more, got {count}", ExitCode.USAGE)
-    target = WorkloadTarget(
-        chosen.name,
-        chosen.instance_type,
-        hyperpod=chosen.orchestrator is Orchestrator.HYPERPOD_EKS,
-    )
     try:
-        job = dcgm_diag_job(target, count)
+        job = dcgm_diag_job(job_target(chosen), count)
     except ValueError as error:
         raise CliError(f"health: {error}", ExitCode.USAGE) from None
     if reporter.json_mode:

@@ -109,6 +109,35 @@ def _common(parser: argparse.ArgumentParser, *, aws: bool) -> None:
         )
 
 
+def _workload_choice(parser: argparse.ArgumentParser, flag: str, help: str) -> None:
+    """Option ``flag``: one of the workload kinds, pretraining by default."""
+    parser.add_argument(flag, choices=WORKLOADS, default="pretraining", help=help)
+
+
+def _subcommand(
+    commands: argparse._SubParsersAction[_Parser],
+    name: str,
+    *,
+    help: str,
+    description: str,
+    epilog: str = EPILOG,
+    aws: bool | None = None,
+) -> argparse.ArgumentParser:
+    """Subcommand ``name``: its one-line ``help`` in the command list, its ``description``
+    and ``epilog`` (the exit codes by default) kept as written on its ``--help``; with
+    ``aws`` given, the options every profile command shares (:func:`_common`)."""
+    parser = commands.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    if aws is not None:
+        _common(parser, aws=aws)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full ``fmc`` argument parser."""
     parser = _Parser(
@@ -120,24 +149,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fmc {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    init = commands.add_parser(
+    init = _subcommand(
+        commands,
         "init",
         help="write a profile: offline from flags, or for your account (read-only AWS calls)",
         description=INIT_DESCRIPTION,
         epilog=INIT_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_init_arguments(init)
 
-    plan = commands.add_parser(
+    plan = _subcommand(
+        commands,
         "plan",
         help="nodes, accelerators, EFA, FSx, IP budget and cost of a profile (offline)",
         description="What the profile builds and what it costs. Figures come from the same "
         "functions the constructs use. With --params/--tokens it also estimates training time.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        aws=False,
     )
-    _common(plan, aws=False)
     plan.add_argument("--prices", help="JSON price file merged over the built-in list prices")
     plan.add_argument(
         "--params",
@@ -155,11 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"training goal: expected MFU (default: the profile's target_mfu, else {TARGET_MFU})",
     )
-    plan.add_argument(
+    _workload_choice(
+        plan,
         "--goal-workload",
-        choices=WORKLOADS,
-        default="pretraining",
-        help="workload whose cluster runs the training goal (default: pretraining)",
+        "workload whose cluster runs the training goal (default: pretraining)",
     )
     plan.add_argument(
         "--pod-ips-per-node",
@@ -169,14 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"{DEFAULT_POD_COUNT}, the largest the node can get, as the profile check counts)",
     )
 
-    preflight = commands.add_parser(
+    preflight = _subcommand(
+        commands,
         "preflight",
         help="read-only AWS checks: offerings, reservations, quotas, EKS, HyperPod",
         description="Checks that would otherwise fail an hour into a deploy. Read-only.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        aws=True,
     )
-    _common(preflight, aws=True)
     preflight.add_argument(
         "--expiry-warning-hours",
         type=_positive_int,
@@ -188,32 +214,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="EKS Kubernetes version to check instead of the profile's platform.kubernetes_version",
     )
 
-    capacity = commands.add_parser(
+    capacity = _subcommand(
+        commands,
         "capacity",
         help="search and purchase EC2 Capacity Blocks for ML",
         description="Search EC2 Capacity Block offerings for a workload of the profile, and buy "
         "one (paid up front, no refund). The purchase prints the [<workload>.capacity] table "
         "to put into the profile.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     capacity_commands = capacity.add_subparsers(
         dest="capacity_command", metavar="ACTION", parser_class=_Parser
     )
-    search = capacity_commands.add_parser(
+    search = _subcommand(
+        capacity_commands,
         "search",
         help="list Capacity Block offerings with their price",
         description="List the Capacity Block offerings (ec2:DescribeCapacityBlockOfferings) for "
         "the instance type and count of a workload, with the upfront price. Read-only.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        aws=True,
     )
-    _common(search, aws=True)
-    search.add_argument(
+    _workload_choice(
+        search,
         "--workload",
-        choices=WORKLOADS,
-        default="pretraining",
-        help="take instance type and count from this workload (default: pretraining)",
+        "take instance type and count from this workload (default: pretraining)",
     )
     search.add_argument("--instance-type", help="instance type (default: the workload's)")
     search.add_argument(
@@ -225,47 +248,45 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--start", help="earliest start date, YYYY-MM-DD (UTC)")
     search.add_argument("--end", help="latest end date, YYYY-MM-DD (UTC)")
 
-    purchase = capacity_commands.add_parser(
+    purchase = _subcommand(
+        capacity_commands,
         "purchase",
         help="buy one Capacity Block offering (needs --yes)",
         description="Buy the Capacity Block offering --offering-id from fmc capacity search "
         "(ec2:PurchaseCapacityBlock), and print the profile table that uses it. Refused "
         "without --yes: the block is paid up front and cannot be cancelled.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        aws=True,
     )
-    _common(purchase, aws=True)
     purchase.add_argument("--offering-id", required=True, help="from fmc capacity search")
-    purchase.add_argument(
+    _workload_choice(
+        purchase,
         "--workload",
-        choices=WORKLOADS,
-        default="pretraining",
-        help="workload whose profile table the printed TOML is for (default: pretraining)",
+        "workload whose profile table the printed TOML is for (default: pretraining)",
     )
     purchase.add_argument(
         "--yes", action="store_true", help="confirm the purchase (it is paid up front, no refund)"
     )
-    validate = commands.add_parser(
+    validate = _subcommand(
+        commands,
         "validate",
         help="prove EFA bandwidth: render/submit nccl-tests, or judge a saved log",
         description=VALIDATE_DESCRIPTION,
         epilog=VALIDATE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_validate_arguments(validate)
 
-    status = commands.add_parser(
+    _subcommand(
+        commands,
         "status",
         help="each stack of the profile: CloudFormation status and outputs (read-only)",
         description="What of the profile is deployed: every stack the profile builds, its "
         "CloudFormation status and its outputs (cluster names, bucket, endpoints). Exit 1 when "
         "a stack failed or rolled back. Read-only (cloudformation:DescribeStacks).",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        aws=True,
     )
-    _common(status, aws=True)
 
-    connect = commands.add_parser(
+    connect = _subcommand(
+        commands,
         "connect",
         help="kubectl to a private EKS endpoint through a Session Manager port forward",
         description="Resolve the Session Manager port forward to the cluster's private API "
@@ -273,53 +294,48 @@ def build_parser() -> argparse.ArgumentParser:
         "ec2:DescribeInstances) and print the tunnel and kubeconfig commands; with --start, "
         "set the kubeconfig and run the tunnel in the foreground. Needs the AWS CLI v2 and "
         "its Session Manager plugin (docs/operations/cluster-access.md).",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        aws=True,
     )
-    _common(connect, aws=True)
     connect.add_argument("--workload", help="the workload whose cluster (default: the first)")
     connect.add_argument(
         "--start", action="store_true", help="run the commands instead of printing them"
     )
 
-    teardown = commands.add_parser(
+    teardown = _subcommand(
+        commands,
         "teardown",
         help="what a teardown keeps and every command, in order (--dry-run; deletes nothing)",
         description="The teardown of the deployment, filled in from CloudFormation: what is "
         "retained (buckets, keys, file systems, workspaces, log groups, by id) and each command "
         "in order: workload stacks, file systems and their security groups, termination "
         "protection, the platform stack. Only --dry-run is offered: fmc prints, you run.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        aws=True,
     )
-    _common(teardown, aws=True)
     teardown.add_argument(
         "--dry-run", action="store_true", help="print the plan (required: nothing is deleted)"
     )
 
-    health = commands.add_parser(
+    health = _subcommand(
+        commands,
         "health",
         help="the DCGM diagnostics job for a workload's GPU nodes (offline)",
         description="Render the DCGM diagnostics (level 2) Kubernetes Job for the GPU nodes of "
         "a workload of the profile: its instance type, GPUs per node, node count, namespace "
         "and queue. Apply it with kubectl (docs/first-job/eks.md). EKS and HyperPod EKS.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        aws=False,
     )
-    _common(health, aws=False)
     health.add_argument("--workload", help="workload whose nodes (default: the first enabled)")
     health.add_argument(
         "--nodes", type=_positive_int, help="nodes to check (default: the workload's count)"
     )
 
-    completion = commands.add_parser(
+    completion = _subcommand(
+        commands,
         "completion",
         help="print a shell completion script (bash)",
         description="Print a bash completion script for fmc, generated from its own options: "
         "source <(fmc completion bash), or save it under "
         "~/.local/share/bash-completion/completions/fmc.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     completion.add_argument("shell", choices=["bash"], help="the shell (bash)")
     return parser

@@ -220,6 +220,27 @@ class Verdict:
     causes: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
+    @classmethod
+    def at(
+        cls,
+        row: ResultRow,
+        *,
+        passed: bool,
+        reason: str,
+        expectation: Expectation | None = None,
+        causes: tuple[str, ...] = (),
+    ) -> Verdict:
+        """The verdict on a log whose largest result row is ``row`` (its bus bandwidth is the
+        figure measured)."""
+        return cls(
+            passed=passed,
+            reason=reason,
+            measured_gb_s=row.busbw_gb_s,
+            largest_message_bytes=row.size_bytes,
+            expectation=expectation,
+            causes=causes,
+        )
+
     def to_json(self) -> dict[str, Any]:
         exp = self.expectation
         return {
@@ -304,60 +325,51 @@ def judge(log: ParsedLog, instance_type: str, nodes: int) -> Verdict:
             detail = (detail + "; " if detail else "") + (
                 f"{log.out_of_bounds} out-of-bounds values"
             )
-        return Verdict(
+        return Verdict.at(
+            largest,
             passed=False,
             reason=f"wrong results: {detail}. The collective returned corrupt data; a GPU, "
             "NVLink or NIC is faulty: run the DCGM level-2 diagnostic on every node",
-            measured_gb_s=largest.busbw_gb_s,
-            largest_message_bytes=largest.size_bytes,
-            expectation=None,
         )
     if log.truncated:
-        return Verdict(
+        return Verdict.at(
+            largest,
             passed=False,
             reason=f"truncated log: it ends after the {largest.size_bytes}-byte row, before the "
             "'# Avg bus bandwidth' summary (job killed, time limit, or a rank crashed)",
-            measured_gb_s=largest.busbw_gb_s,
-            largest_message_bytes=largest.size_bytes,
-            expectation=None,
             causes=tuple(log.warnings),
         )
     measured = largest.busbw_gb_s
     if nodes < 2:
-        return Verdict(
+        return Verdict.at(
+            largest,
             passed=True,
             reason="single node: results are correct; NVLink was measured, EFA was not "
             "(run with --nodes 2 or more to prove the network)",
-            measured_gb_s=measured,
-            largest_message_bytes=largest.size_bytes,
-            expectation=None,
         )
     expectation = expectation_for(instance_type, nodes, largest.size_bytes)
     if largest.size_bytes < expectation.min_message_bytes:
-        return Verdict(
+        return Verdict.at(
+            largest,
             passed=False,
             reason=f"the largest message ({largest.size_bytes} bytes) is smaller than the "
             f"{expectation.min_message_bytes} bytes the expected figure holds for: rerun with "
             f"-e {expectation.min_message_bytes >> 20}M or more",
-            measured_gb_s=measured,
-            largest_message_bytes=largest.size_bytes,
             expectation=expectation,
         )
     if measured is not None and measured >= expectation.threshold_gb_s:
-        return Verdict(
+        return Verdict.at(
+            largest,
             passed=True,
             reason=f"bus bandwidth {measured:g} GB/s at {largest.size_bytes} bytes reaches "
             f"{expectation.threshold_gb_s:.1f} GB/s ({expectation.busbw_gb_s:g} GB/s expected)",
-            measured_gb_s=measured,
-            largest_message_bytes=largest.size_bytes,
             expectation=expectation,
         )
-    return Verdict(
+    return Verdict.at(
+        largest,
         passed=False,
         reason=f"bus bandwidth {measured} GB/s at {largest.size_bytes} bytes is below "
         f"{expectation.threshold_gb_s:.1f} GB/s ({expectation.busbw_gb_s:g} GB/s expected)",
-        measured_gb_s=measured,
-        largest_message_bytes=largest.size_bytes,
         expectation=expectation,
         causes=likely_causes(log, instance_type, nodes),
     )

@@ -38,6 +38,7 @@ from fm_constructs.cli.nccl_log import (
     parse_log,
 )
 from fm_constructs.cli.output import Reporter, render_pairs
+from fm_constructs.cli.targets import job_target
 from fm_constructs.config import Orchestrator, Profile, WorkloadConfig
 from fm_constructs.errors import FmValidationError
 from fm_constructs.kubernetes import images
@@ -266,11 +267,7 @@ def run_config(args: argparse.Namespace, reporter: Reporter, profile: Profile, r
                 f"--instance-type {workload.instance_type} --nodes {nodes}"
             )
         return int(ExitCode.OK)
-    target = WorkloadTarget(
-        workload.name,
-        workload.instance_type,
-        hyperpod=workload.orchestrator is Orchestrator.HYPERPOD_EKS,
-    )
+    target = job_target(workload)
     try:
         objects = kubernetes_objects(target, nodes)
     except (ValueError, FmValidationError) as error:

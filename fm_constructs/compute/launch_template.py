@@ -29,6 +29,7 @@ from constructs import Construct
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type, require_efa
 from fm_constructs.compute.capacity import CapacitySource
+from fm_constructs.compute.node_template import encrypted_root_volume, imds_v2_options
 from fm_constructs.compute.placement import ClusterPlacementGroup
 from fm_constructs.compute.root_device import (
     AMAZON_LINUX_ROOT_DEVICE,
@@ -252,21 +253,12 @@ class GpuLaunchTemplate(Construct):
                 capacity.launch_template_capacity_reservation_specification()
             ),
             instance_market_options=capacity.launch_template_instance_market_options(),
-            metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                http_endpoint="enabled",
-                http_tokens="required",
-                http_put_response_hop_limit=imds_hop_limit,
-            ),
+            metadata_options=imds_v2_options(imds_hop_limit),
             block_device_mappings=[
-                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                    device_name=root_device,
-                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
-                        volume_size=root_volume_size_gib,
-                        volume_type="gp3",
-                        encrypted=True,
-                        kms_key_id=root_volume_kms_key.key_arn if root_volume_kms_key else None,
-                        delete_on_termination=True,
-                    ),
+                encrypted_root_volume(
+                    root_device,
+                    root_volume_size_gib,
+                    kms_key_arn=root_volume_kms_key.key_arn if root_volume_kms_key else None,
                 )
             ],
             user_data=Fn.base64(user_data) if user_data else None,

@@ -237,51 +237,13 @@ class GpuClusterVpc(Construct):
     def _pod_subnet(self, pod_cidr: str, zone: str) -> ec2.CfnSubnet:
         """The secondary CIDR block and the GPU zone's pod subnet spanning it, routed like
         that zone's private subnet (NAT gateway, S3 gateway endpoint)."""
-        block = ec2.CfnVPCCidrBlock(
-            self, "PodCidrBlock", vpc_id=self.vpc.vpc_id, cidr_block=pod_cidr
-        )
-        subnet = ec2.CfnSubnet(
-            self,
-            "PodSubnet",
-            vpc_id=self.vpc.vpc_id,
-            cidr_block=pod_cidr,
-            availability_zone=zone,
-            map_public_ip_on_launch=False,
-            tags=[{"key": "Name", "value": f"{self.node.path}/PodSubnet"}],
-        )
-        subnet.node.add_dependency(block)
-        private = self.private_subnet(zone)
-        ec2.CfnSubnetRouteTableAssociation(
-            self,
-            "PodSubnetRouteTable",
-            subnet_id=subnet.ref,
-            route_table_id=private.route_table.route_table_id,
-        )
-        return subnet
+        return self._secondary_subnet("PodCidrBlock", "PodSubnet", pod_cidr, zone)
 
     def _node_subnet(self, index: int, block: str, zone: str) -> ec2.ISubnet:
         """Secondary CIDR block ``block`` and one subnet spanning it in ``zone`` for GPU node
         groups, routed like that zone's private subnet (NAT gateway, S3 gateway endpoint)."""
-        association = ec2.CfnVPCCidrBlock(
-            self, f"NodeCidrBlock{index}", vpc_id=self.vpc.vpc_id, cidr_block=block
-        )
-        subnet = ec2.CfnSubnet(
-            self,
-            f"NodeSubnet{index}",
-            vpc_id=self.vpc.vpc_id,
-            cidr_block=block,
-            availability_zone=zone,
-            map_public_ip_on_launch=False,
-            tags=[{"key": "Name", "value": f"{self.node.path}/NodeSubnet{index}"}],
-        )
-        subnet.node.add_dependency(association)
+        subnet = self._secondary_subnet(f"NodeCidrBlock{index}", f"NodeSubnet{index}", block, zone)
         route_table_id = self.private_subnet(zone).route_table.route_table_id
-        ec2.CfnSubnetRouteTableAssociation(
-            self,
-            f"NodeSubnet{index}RouteTable",
-            subnet_id=subnet.ref,
-            route_table_id=route_table_id,
-        )
         return ec2.Subnet.from_subnet_attributes(
             self,
             f"NodeSubnet{index}Ref",
@@ -290,6 +252,30 @@ class GpuClusterVpc(Construct):
             ipv4_cidr_block=block,
             route_table_id=route_table_id,
         )
+
+    def _secondary_subnet(
+        self, block_id: str, subnet_id: str, cidr_block: str, zone: str
+    ) -> ec2.CfnSubnet:
+        """Secondary CIDR block ``cidr_block`` (``block_id``) and the subnet ``subnet_id``
+        spanning it in ``zone``, routed through that zone's private route table."""
+        block = ec2.CfnVPCCidrBlock(self, block_id, vpc_id=self.vpc.vpc_id, cidr_block=cidr_block)
+        subnet = ec2.CfnSubnet(
+            self,
+            subnet_id,
+            vpc_id=self.vpc.vpc_id,
+            cidr_block=cidr_block,
+            availability_zone=zone,
+            map_public_ip_on_launch=False,
+            tags=[{"key": "Name", "value": f"{self.node.path}/{subnet_id}"}],
+        )
+        subnet.node.add_dependency(block)
+        ec2.CfnSubnetRouteTableAssociation(
+            self,
+            f"{subnet_id}RouteTable",
+            subnet_id=subnet.ref,
+            route_table_id=self.private_subnet(zone).route_table.route_table_id,
+        )
+        return subnet
 
     def eni_config_subnets(self) -> dict[str, str]:
         """Zone -> subnet id of the ENIConfig of every zone under custom networking: the pod

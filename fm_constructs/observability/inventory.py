@@ -136,7 +136,7 @@ def sources() -> tuple[MetricSource, ...]:
                 EKS: f"chart {dcgm_chart.version}",
                 SLURM: f"image {pins.image('dcgm-exporter').tag}",
             },
-            "the library's counters list (orchestration/hyperpod/lifecycle_scripts/"
+            "the library's counters list (orchestration/slurm/node_scripts/"
             "dcgm_counters.py), checked against NVIDIA/dcgm-exporter etc/*.csv",
         ),
         MetricSource(

@@ -24,6 +24,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
 
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, all_instance_types
+from fm_constructs.compute.node_template import node_launch_template
 from fm_constructs.errors import Problems
 from fm_constructs.kubernetes.eni_config import eni_configs
 from fm_constructs.kubernetes.lustre_volume import rename_volume
@@ -700,27 +701,11 @@ def system_launch_template(scope: Construct, construct_id: str) -> ec2.CfnLaunch
     CNI, kube-proxy and the Pod Identity agent run in the host network, where one hop is
     enough. No AMI, instance type, security group or subnet: the node group sets them and
     EKS adds its bootstrap."""
-    return ec2.CfnLaunchTemplate(
+    return node_launch_template(
         scope,
         construct_id,
-        launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
-            metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                http_endpoint="enabled",
-                http_tokens="required",
-                http_put_response_hop_limit=1,
-            ),
-            block_device_mappings=[
-                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                    device_name=SYSTEM_ROOT_DEVICE,
-                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
-                        volume_size=SYSTEM_ROOT_VOLUME_GIB,
-                        volume_type="gp3",
-                        encrypted=True,
-                        delete_on_termination=True,
-                    ),
-                )
-            ],
-        ),
+        root_device_name=SYSTEM_ROOT_DEVICE,
+        root_volume_size_gib=SYSTEM_ROOT_VOLUME_GIB,
     )
 
 

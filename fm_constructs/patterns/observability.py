@@ -32,10 +32,7 @@ from fm_constructs.observability import (
     PrometheusWorkspaceAlarms,
 )
 from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
-from fm_constructs.orchestration.hyperpod.lifecycle import (
-    EFA_EXPORTER_REPOSITORY,
-    efa_exporter_account,
-)
+from fm_constructs.orchestration.slurm import efa_exporter_repository_arn
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping, IScrapedCluster
 from fm_constructs.rules import constructs as codes
 from fm_constructs.storage import LustreDeploymentType
@@ -236,15 +233,7 @@ class MonitoringFacade:
             return None
         self.workspace.grant_remote_write(node_role.role)
         if efa:
-            stack = Stack.of(node_role.role)
-            node_role.allow_image_pull(
-                stack.format_arn(
-                    service="ecr",
-                    account=efa_exporter_account(stack.region),
-                    resource="repository",
-                    resource_name=EFA_EXPORTER_REPOSITORY,
-                )
-            )
+            node_role.allow_image_pull(efa_exporter_repository_arn(Stack.of(node_role.role)))
         return self.workspace
 
 

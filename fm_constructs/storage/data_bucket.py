@@ -20,9 +20,14 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from fm_constructs.errors import Problems
-from fm_constructs.policy import acknowledge
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
+from fm_constructs.storage.buckets import (
+    KEY_USER_ACTIONS,
+    access_log_bucket,
+    encrypted_bucket,
+    log_access,
+)
 
 #: Path prefix of the service-linked roles FSx for Lustre creates per file system
 #: (AWSServiceRoleForFSxS3Access_fs-...) to read and write linked S3 buckets.
@@ -198,14 +203,12 @@ class DataBucket(_DataBucketBase):
             self.key = encryption_key
 
         if access_logs_bucket is None:
-            log_bucket = s3.Bucket(
+            log_bucket = access_log_bucket(
                 self,
                 "AccessLogs",
-                encryption=s3.BucketEncryption.S3_MANAGED,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-                enforce_ssl=True,
-                versioned=True,
+                logged="data bucket",
+                replication_reason=REPLICATION_REASON,
+                removal_policy=removal_policy,
                 lifecycle_rules=[
                     s3.LifecycleRule(
                         id="ExpireNoncurrentLogs",
@@ -214,35 +217,15 @@ class DataBucket(_DataBucketBase):
                         ),
                     )
                 ],
-                removal_policy=removal_policy,
             )
-            acknowledge(
-                log_bucket,
-                "AwsSolutions-S1",
-                "This is the server-access-log destination of the data bucket; a log bucket "
-                "logging to itself would log its own log deliveries without end.",
-            )
-            acknowledge_compliance(
-                log_bucket,
-                "S3DefaultEncryptionKMS",
-                "Server access log destinations support SSE-S3 only (S3 user guide, "
-                '"Enabling Amazon S3 server access logging").',
-            )
-            acknowledge_compliance(log_bucket, "S3BucketReplicationEnabled", REPLICATION_REASON)
             self.access_logs_bucket: s3.IBucket = log_bucket
         else:
             self.access_logs_bucket = access_logs_bucket
 
-        self.bucket = s3.Bucket(
+        self.bucket = encrypted_bucket(
             self,
             "Resource",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            versioned=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            enforce_ssl=True,
+            key=self.key,
             minimum_tls_version=1.2,
             lifecycle_rules=[
                 s3.LifecycleRule(
@@ -263,7 +246,12 @@ class DataBucket(_DataBucketBase):
         )
         self.resource: s3.Bucket = self.bucket
         acknowledge_compliance(self.bucket, "S3BucketReplicationEnabled", REPLICATION_REASON)
-        self._configure_access_logging(ACCESS_LOG_PREFIX)
+        log_access(
+            self.bucket,
+            self.access_logs_bucket,
+            prefix=ACCESS_LOG_PREFIX,
+            sid="AllowDataBucketServerAccessLogs",
+        )
 
         self.key_allows_fsx_data_repositories = False
         if encryption_key is None:
@@ -282,34 +270,6 @@ class DataBucket(_DataBucketBase):
                     ]
                 },
             )
-
-    def _configure_access_logging(self, prefix: str) -> None:
-        """Send server access logs to the log bucket, allowed by a bucket policy.
-
-        Set on the L1 and granted explicitly (the statement the S3 guide documents for the
-        logging service principal) instead of the L2's ``server_access_logs_bucket``, whose
-        behaviour depends on an app-level feature flag: without the flag it switches the log
-        bucket to ACLs, which fails against BucketOwnerEnforced ownership.
-        """
-        cfn_bucket = self.resource.node.default_child
-        assert isinstance(cfn_bucket, s3.CfnBucket)
-        cfn_bucket.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
-            destination_bucket_name=self.access_logs_bucket.bucket_name,
-            log_file_prefix=prefix,
-        )
-        stack = Stack.of(self)
-        self.access_logs_bucket.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowDataBucketServerAccessLogs",
-                principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
-                actions=["s3:PutObject"],
-                resources=[self.access_logs_bucket.arn_for_objects(f"{prefix}*")],
-                conditions={
-                    "ArnLike": {"aws:SourceArn": self.resource.bucket_arn},
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                },
-            )
-        )
 
     @staticmethod
     def fsx_data_repository_key_statement(
@@ -334,13 +294,7 @@ class DataBucket(_DataBucketBase):
         return iam.PolicyStatement(
             sid="AllowFsxLustreDataRepositoriesThroughS3",
             principals=[iam.AnyPrincipal()],
-            actions=[
-                "kms:Encrypt",
-                "kms:Decrypt",
-                "kms:ReEncrypt*",
-                "kms:GenerateDataKey*",
-                "kms:DescribeKey",
-            ],
+            actions=list(KEY_USER_ACTIONS),
             resources=["*"],
             conditions={
                 "StringEquals": {

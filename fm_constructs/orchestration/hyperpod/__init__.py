@@ -21,9 +21,9 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
 from fm_constructs.orchestration.hyperpod.lifecycle import (
     LifecycleScripts,
     provisioning_parameters,
-    scripts_directory,
 )
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
+from fm_constructs.orchestration.slurm import scripts_directory
 
 __all__ = [
     "HYPERPOD_CPU_INSTANCE_TYPES",

@@ -44,14 +44,13 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
 )
 from fm_constructs.orchestration.hyperpod.lifecycle import (
     DEFAULT_MOUNT_POINT,
-    EFA_EXPORTER_REPOSITORY,
     LifecycleScripts,
-    efa_exporter_account,
     provisioning_parameters,
     worker_group_parameters,
 )
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
 from fm_constructs.orchestration.remote_write import IRemoteWriteTarget
+from fm_constructs.orchestration.slurm import efa_exporter_repository_arn
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules.users import check_users
@@ -219,14 +218,7 @@ class HyperPodCluster(Construct):
                 if g.slurm_node_type is SlurmNodeType.WORKER
             ):
                 # EFA workers pull the EFA exporter image from the HyperPod ECR registry.
-                self.execution_role.allow_image_pull(
-                    stack.format_arn(
-                        service="ecr",
-                        account=efa_exporter_account(stack.region),
-                        resource="repository",
-                        resource_name=EFA_EXPORTER_REPOSITORY,
-                    )
-                )
+                self.execution_role.allow_image_pull(efa_exporter_repository_arn(stack))
 
         self.eks_dependencies: HyperPodEksDependencies | None = None
         if eks_cluster is not None:

@@ -452,6 +452,24 @@ def _count(value: int) -> int:
     return 0 if Token.is_unresolved(value) else value
 
 
+#: EBS volume of the controller and the login node (GiB).
+CPU_GROUP_EBS_VOLUME_GIB = 100
+
+
+def _cpu_group(
+    node_type: SlurmNodeType, instance_type: str, ebs_kms_key: kms.IKey | None
+) -> InstanceGroup:
+    """The single-node CPU group of ``node_type`` (controller or login), named after it."""
+    return InstanceGroup(
+        name=node_type.value,
+        instance_type=instance_type,
+        instance_count=1,
+        slurm_node_type=node_type,
+        ebs_volume_size_gib=CPU_GROUP_EBS_VOLUME_GIB,
+        ebs_kms_key=ebs_kms_key,
+    )
+
+
 def slurm_instance_groups(
     *,
     worker_instance_type: str,
@@ -471,27 +489,9 @@ def slurm_instance_groups(
     Controller and login stay on CPU types with multithreading left at the HyperPod default; the
     workers get one thread per core, the deep health checks and the capacity source.
     """
-    groups = [
-        InstanceGroup(
-            name="controller",
-            instance_type=controller_instance_type,
-            instance_count=1,
-            slurm_node_type=SlurmNodeType.CONTROLLER,
-            ebs_volume_size_gib=100,
-            ebs_kms_key=ebs_kms_key,
-        )
-    ]
+    groups = [_cpu_group(SlurmNodeType.CONTROLLER, controller_instance_type, ebs_kms_key)]
     if login_instance_type is not None:
-        groups.append(
-            InstanceGroup(
-                name="login",
-                instance_type=login_instance_type,
-                instance_count=1,
-                slurm_node_type=SlurmNodeType.LOGIN,
-                ebs_volume_size_gib=100,
-                ebs_kms_key=ebs_kms_key,
-            )
-        )
+        groups.append(_cpu_group(SlurmNodeType.LOGIN, login_instance_type, ebs_kms_key))
     groups.append(
         InstanceGroup(
             name=worker_group_name,

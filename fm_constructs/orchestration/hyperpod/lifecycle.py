@@ -12,8 +12,6 @@ AWS managed instance policy alone would not let nodes read it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from aws_cdk import Annotations, DefaultStackSynthesizer, Fn, Names, RemovalPolicy, Stack, Token
@@ -24,113 +22,42 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from fm_constructs import pins
-from fm_constructs.domain import ports
 from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
-from fm_constructs.errors import FmValidationError
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
     SlurmNodeType,
+)
+from fm_constructs.orchestration.slurm import parameters as slurm_parameters
+from fm_constructs.orchestration.slurm.parameters import (
+    container_parameters,
+    default_lnet_efa_interfaces,
+    metrics_parameters,
+    scripts_directory,
 )
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.policy.nag_findings import acknowledge_generated_iam, flatten_reference
-from fm_constructs.rules import constructs as codes
+from fm_constructs.storage.buckets import (
+    KEY_USER_ACTIONS,
+    access_log_bucket,
+    encrypted_bucket,
+    log_access,
+)
+
+#: The shared Slurm node parameters (now in orchestration/slurm/), still importable from here.
+EXPORTER_PORTS = slurm_parameters.EXPORTER_PORTS
+EFA_EXPORTER_REPOSITORY = slurm_parameters.EFA_EXPORTER_REPOSITORY
+EFA_EXPORTER_ACCOUNTS = slurm_parameters.EFA_EXPORTER_ACCOUNTS
+LNET_EFA_INTERFACES = slurm_parameters.LNET_EFA_INTERFACES
+efa_exporter_account = slurm_parameters.efa_exporter_account
+efa_exporter_image = slurm_parameters.efa_exporter_image
 
 ON_CREATE = "on_create.sh"
 PARAMETERS_FILE = "provisioning_parameters.json"
 PARAMETERS_VERSION = "1.0.0"
 DEFAULT_MOUNT_POINT = "/fsx"
-#: Exporter ports (node exporter, DCGM exporter, EFA exporter; the Slurm exporter's default
-#: port on the controller).
-EXPORTER_PORTS = {
-    "node": ports.NODE_EXPORTER_PORT,
-    "dcgm": ports.DCGM_EXPORTER_PORT,
-    "efa": ports.EFA_EXPORTER_PORT,
-    "slurm": ports.SLURM_EXPORTER_PORT,
-}
-#: The HyperPod EFA exporter image (node exporter with the amazonefa collector, which publishes
-#: the ``node_amazonefa_*`` counters the rules read), as AWS's HyperPod observability lifecycle
-#: scripts pull it: repository and tag in the region's HyperPod/EKS ECR registry.
-EFA_EXPORTER_REPOSITORY = "hyperpod/efa_exporter"
-EFA_EXPORTER_TAG = pins.image_tag("hyperpod-efa-exporter")
-#: Registry account of the EFA exporter image by region: the Amazon EKS add-on image
-#: registries (awsdocs/amazon-eks-user-guide@1cc6ebb, latest/ug/workloads/add-ons-images.adoc,
-#: "View Amazon container image registries for Amazon EKS add-ons"). HyperPod publishes the
-#: image there: AWS's lifecycle scripts pull it from 602401143452 in us-east-1 and us-west-2
-#: (awslabs/awsome-distributed-training@0edaf15, base-config/observability/
-#: install_efa_exporter.sh) and a public HyperPod DaemonSet from 296578399912 in
-#: ap-southeast-3, both as this table says; other regions follow the table (unverified live).
-EFA_EXPORTER_ACCOUNTS: dict[str, str] = {
-    "af-south-1": "877085696533",
-    "ap-east-1": "800184023465",
-    "ap-southeast-3": "296578399912",
-    "ap-south-2": "900889452093",
-    "ap-southeast-4": "491585149902",
-    "ap-southeast-6": "333609536671",
-    "ap-southeast-7": "121268973566",
-    "eu-south-1": "590381155156",
-    "eu-south-2": "455263428931",
-    "eu-central-2": "900612956339",
-    "il-central-1": "066635153087",
-    "mx-central-1": "730335286997",
-    "me-south-1": "558608220178",
-    "me-central-1": "759879836304",
-    "ca-west-1": "761377655185",
-    **{
-        region: "602401143452"
-        for region in (
-            "ap-south-1",
-            "ap-northeast-1",
-            "ap-northeast-2",
-            "ap-northeast-3",
-            "ap-southeast-1",
-            "ap-southeast-2",
-            "ca-central-1",
-            "eu-central-1",
-            "eu-north-1",
-            "eu-west-1",
-            "eu-west-2",
-            "eu-west-3",
-            "sa-east-1",
-            "us-east-1",
-            "us-east-2",
-            "us-west-1",
-            "us-west-2",
-        )
-    },
-}
-#: The account of most regions, for a stack whose region is not known at synthesis.
-EFA_EXPORTER_DEFAULT_ACCOUNT = "602401143452"
-
-
-def efa_exporter_account(region: str) -> str:
-    """Registry account of the EFA exporter image in ``region`` (the default account when the
-    region is a deploy-time token); a region outside the table is an error."""
-    if Token.is_unresolved(region):
-        return EFA_EXPORTER_DEFAULT_ACCOUNT
-    account = EFA_EXPORTER_ACCOUNTS.get(region)
-    if account is None:
-        raise FmValidationError(
-            [
-                f"region: {region!r} has no HyperPod EFA exporter registry; use one of "
-                f"{sorted(EFA_EXPORTER_ACCOUNTS)}"
-            ],
-            context="HyperPod EFA exporter",
-            code=codes.HYPERPOD_CLUSTER,
-        )
-    return account
-
-
-def efa_exporter_image(region: str) -> str:
-    """URI of the EFA exporter image in ``region``'s HyperPod ECR registry."""
-    return (
-        f"{efa_exporter_account(region)}.dkr.ecr.{region}.amazonaws.com/"
-        f"{EFA_EXPORTER_REPOSITORY}:{EFA_EXPORTER_TAG}"
-    )
-
-
 #: Why the lifecycle bucket and its logs have no cross-Region replication.
 LIFECYCLE_REPLICATION = (
     "The scripts are generated from this package at every deployment (the package and the "
@@ -207,9 +134,19 @@ def cloudformation_execution_role_arn(stack: Stack) -> str | None:
     return Fn.sub(arn) if "${" in arn else arn
 
 
-def scripts_directory() -> Path:
-    """The packaged ``lifecycle_scripts`` directory."""
-    return Path(str(resources.files("fm_constructs.orchestration.hyperpod") / "lifecycle_scripts"))
+def _deny_all_but(
+    principal_arn: str, *, sid: str, actions: Sequence[str], resource: str
+) -> iam.PolicyStatement:
+    """A bucket-policy statement denying ``actions`` on ``resource`` to every principal but
+    the one whose ARN is ``principal_arn``."""
+    return iam.PolicyStatement(
+        sid=sid,
+        effect=iam.Effect.DENY,
+        principals=[iam.AnyPrincipal()],
+        actions=list(actions),
+        resources=[resource],
+        conditions={"StringNotEquals": {"aws:PrincipalArn": [principal_arn]}},
+    )
 
 
 def worker_group_parameters(group: InstanceGroup) -> dict[str, Any]:
@@ -226,18 +163,6 @@ def worker_group_parameters(group: InstanceGroup) -> dict[str, Any]:
         else 0,
         "efa": bool(spec is not None and spec.efa_supported),
     }
-
-
-#: The FSx for Lustre guide's table of EFA interfaces AWS's client setup gives LNet by type
-#: (same page); other types get 2 with several network cards, else 1.
-LNET_EFA_INTERFACES = {
-    "p6-b300.48xlarge": 16,
-    "p6e-gb200.36xlarge": 8,
-    "p6-b200.48xlarge": 8,
-    "p5en.48xlarge": 8,
-    "p5e.48xlarge": 8,
-    "p5.48xlarge": 8,
-}
 
 
 def efa_interface_cap(
@@ -268,9 +193,9 @@ def lnet_efa_interfaces(group: InstanceGroup, cap: int | None) -> int:
     """EFA interfaces LNet uses on a node of ``group``: the FSx guide's figure for its type
     (:data:`LNET_EFA_INTERFACES`), at most ``cap``; 0 for a type without EFA."""
     spec = group.spec
-    if spec is None or not spec.efa_supported:
+    if spec is None:
         return 0
-    default = LNET_EFA_INTERFACES.get(spec.name, 2 if len(spec.network_cards) > 1 else 1)
+    default = default_lnet_efa_interfaces(spec)
     return min(default, cap) if cap else default
 
 
@@ -333,14 +258,8 @@ def provisioning_parameters(
             else None
         ),
         "users": [user.parameters() for user in users],
-        "exporter_ports": dict(EXPORTER_PORTS),
-        "efa_exporter_image": efa_exporter_image(region),
-        "node_exporter_version": pins.binary("node_exporter").version,
-        "prometheus_version": pins.binary("prometheus").version,
-        "slurm_exporter_version": pins.binary("slurm_exporter").version,
-        "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
-        "enroot_version": pins.binary("enroot").version,
-        "pyxis_version": pins.binary("pyxis").version,
+        **metrics_parameters(region),
+        **container_parameters(),
         "download_sha256": pins.download_digests(),
     }
 
@@ -425,66 +344,19 @@ class LifecycleScripts(Construct):
             removal_policy=RemovalPolicy.RETAIN,
             policy=self._key_policy(),
         )
-        self.access_logs_bucket = s3.Bucket(
+        self.access_logs_bucket = access_log_bucket(
             self,
             "AccessLogs",
-            # Server access log destinations support SSE-S3 only (S3 user guide, "Enabling
-            # Amazon S3 server access logging").
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            enforce_ssl=True,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
+            logged="lifecycle bucket",
+            replication_reason=LIFECYCLE_REPLICATION,
         )
-        acknowledge(
-            self.access_logs_bucket,
-            "AwsSolutions-S1",
-            "This is the server-access-log destination of the lifecycle bucket; a log bucket "
-            "logging to itself would log its own log deliveries without end.",
-        )
-        acknowledge_compliance(
-            self.access_logs_bucket,
-            "S3DefaultEncryptionKMS",
-            'Server access log destinations support SSE-S3 only (S3 user guide, "Enabling '
-            'Amazon S3 server access logging").',
-        )
-        acknowledge_compliance(
-            self.access_logs_bucket, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION
-        )
-        created = s3.Bucket(
-            self,
-            "Bucket",
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            versioned=True,
-            removal_policy=RemovalPolicy.RETAIN,
-            auto_delete_objects=False,
-        )
+        created = encrypted_bucket(self, "Bucket", key=self.key)
         acknowledge_compliance(created, "S3BucketReplicationEnabled", LIFECYCLE_REPLICATION)
-        cfn_bucket = created.node.default_child
-        assert isinstance(cfn_bucket, s3.CfnBucket)
-        # Set on the L1 and granted explicitly, as the data bucket does: the L2's
-        # server_access_logs_bucket depends on an app-level feature flag.
-        cfn_bucket.logging_configuration = s3.CfnBucket.LoggingConfigurationProperty(
-            destination_bucket_name=self.access_logs_bucket.bucket_name,
-            log_file_prefix=ACCESS_LOG_PREFIX,
-        )
-        self.access_logs_bucket.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowLifecycleBucketServerAccessLogs",
-                principals=[iam.ServicePrincipal("logging.s3.amazonaws.com")],
-                actions=["s3:PutObject"],
-                resources=[self.access_logs_bucket.arn_for_objects(f"{ACCESS_LOG_PREFIX}*")],
-                conditions={
-                    "ArnLike": {"aws:SourceArn": created.bucket_arn},
-                    "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
-                },
-            )
+        log_access(
+            created,
+            self.access_logs_bucket,
+            prefix=ACCESS_LOG_PREFIX,
+            sid="AllowLifecycleBucketServerAccessLogs",
         )
         return created
 
@@ -518,13 +390,11 @@ class LifecycleScripts(Construct):
         CloudFormation; let only the handler encrypt with the key."""
         writer = self.deployment.handler_role.role_arn
         bucket.add_to_resource_policy(
-            iam.PolicyStatement(
+            _deny_all_but(
+                writer,
                 sid="DenyObjectWritesExceptDeployment",
-                effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
-                actions=list(OBJECT_WRITE_ACTIONS),
-                resources=[bucket.arn_for_objects("*")],
-                conditions={"StringNotEquals": {"aws:PrincipalArn": [writer]}},
+                actions=OBJECT_WRITE_ACTIONS,
+                resource=bucket.arn_for_objects("*"),
             )
         )
         deployer = cloudformation_execution_role_arn(Stack.of(self))
@@ -537,13 +407,11 @@ class LifecycleScripts(Construct):
             )
         else:
             bucket.add_to_resource_policy(
-                iam.PolicyStatement(
+                _deny_all_but(
+                    deployer,
                     sid="DenyConfigurationChangesExceptCloudFormation",
-                    effect=iam.Effect.DENY,
-                    principals=[iam.AnyPrincipal()],
-                    actions=list(BUCKET_CONFIGURATION_ACTIONS),
-                    resources=[bucket.bucket_arn],
-                    conditions={"StringNotEquals": {"aws:PrincipalArn": [deployer]}},
+                    actions=BUCKET_CONFIGURATION_ACTIONS,
+                    resource=bucket.bucket_arn,
                 )
             )
         assert self.key is not None
@@ -551,13 +419,7 @@ class LifecycleScripts(Construct):
             iam.PolicyStatement(
                 sid="EncryptByDeploymentOnly",
                 principals=[iam.ArnPrincipal(writer)],
-                actions=[
-                    "kms:Encrypt",
-                    "kms:Decrypt",
-                    "kms:ReEncrypt*",
-                    "kms:GenerateDataKey*",
-                    "kms:DescribeKey",
-                ],
+                actions=list(KEY_USER_ACTIONS),
                 resources=["*"],
                 conditions={
                     "StringEquals": {"kms:ViaService": f"s3.{Stack.of(self).region}.amazonaws.com"}

@@ -1,6 +1,7 @@
 """AWS Parallel Computing Service (managed Slurm) as an orchestrator: the cluster, its login
 and accelerated compute node groups, queues and the node role PCS requires. Nodes run the
-HyperPod Slurm lifecycle scripts (FSx for Lustre, containers), shared, through a PCS wrapper."""
+Slurm node scripts HyperPod runs too (:mod:`fm_constructs.orchestration.slurm`: FSx for
+Lustre, containers, metrics), through a PCS wrapper."""
 
 from fm_constructs.orchestration.pcs.cluster import IPcsCluster, PcsCluster
 from fm_constructs.orchestration.pcs.node_group import (

@@ -32,6 +32,7 @@ from fm_constructs.catalog import get_instance_type
 from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.compute.launch_template import GpuLaunchTemplate
+from fm_constructs.compute.node_template import node_launch_template
 from fm_constructs.compute.root_device import UBUNTU_ROOT_DEVICE
 from fm_constructs.compute.user_data import UserDataMode
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
@@ -171,29 +172,13 @@ class PcsComputeNodeGroup(Construct):
             self.launch_template = template
             template_id, version = template.launch_template_id, template.latest_version_number
         else:
-            plain = ec2.CfnLaunchTemplate(
+            plain = node_launch_template(
                 self,
                 "LaunchTemplate",
-                launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
-                    security_group_ids=[g.security_group_id for g in groups],
-                    metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                        http_endpoint="enabled",
-                        http_tokens="required",
-                        http_put_response_hop_limit=1,
-                    ),
-                    block_device_mappings=[
-                        ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                            device_name=UBUNTU_ROOT_DEVICE,
-                            ebs=ec2.CfnLaunchTemplate.EbsProperty(
-                                volume_size=root_volume_size_gib,
-                                volume_type="gp3",
-                                encrypted=True,
-                                delete_on_termination=True,
-                            ),
-                        )
-                    ],
-                    user_data=Fn.base64(user_data),
-                ),
+                root_device_name=UBUNTU_ROOT_DEVICE,
+                root_volume_size_gib=root_volume_size_gib,
+                security_group_ids=[g.security_group_id for g in groups],
+                user_data=user_data,
             )
             template_id, version = plain.ref, plain.attr_latest_version_number
         self.launch_template_id = template_id

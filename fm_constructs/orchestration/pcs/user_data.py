@@ -9,10 +9,11 @@ slurmd starts. The document here has one of each:
    under :data:`NODE_SCRIPTS_DIR`.
 2. ``text/x-shellscript``: the instance-store NVMe as one volume at ``/opt/dlami/nvme``
    (:func:`fm_constructs.compute.user_data.raid0_setup_script`), then
-   ``pcs_node.sh <role> <group> <scripts-uri>``: it fetches the HyperPod Slurm lifecycle scripts
-   and ``provisioning_parameters.json`` from the S3 prefix where
-   :class:`~fm_constructs.orchestration.hyperpod.LifecycleScripts` deployed them (the scripts
-   are read from their package directory and shared, never copied), then mounts FSx for
+   ``pcs_node.sh <role> <group> <scripts-uri>``: it fetches the Slurm node scripts HyperPod
+   runs too (:mod:`fm_constructs.orchestration.slurm`) and ``provisioning_parameters.json``
+   from the S3 prefix where :class:`~fm_constructs.orchestration.hyperpod.LifecycleScripts`
+   deployed them (the scripts are read from their package directory and shared, never
+   copied), then mounts FSx for
    Lustre and sets up containers on the NVMe. slurmd starts after it, so no job lands on a
    node without its file system. The scripts travel through S3 because together they exceed
    the 16 KiB EC2 allows for user data.
@@ -32,10 +33,10 @@ from typing import Any
 from fm_constructs import pins
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.compute.user_data import mime_multipart, raid0_setup_script
-from fm_constructs.orchestration.hyperpod.lifecycle import (
-    EXPORTER_PORTS,
-    LNET_EFA_INTERFACES,
-    efa_exporter_image,
+from fm_constructs.orchestration.slurm.parameters import (
+    container_parameters,
+    default_lnet_efa_interfaces,
+    metrics_parameters,
 )
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
 
@@ -57,12 +58,10 @@ def wrapper_path() -> Path:
 
 def lnet_efa_interfaces(spec: InstanceSpec, efa_clients: int | None) -> int:
     """EFA interfaces LNet uses on a node of type ``spec``: the FSx guide's figure for the type
-    (the table the HyperPod scripts use), within the node's share of the file system's
+    (the table HyperPod uses too), within the node's share of the file system's
     :data:`EFA_CONNECTIONS` across ``efa_clients`` nodes; 0 without EFA."""
-    if not spec.efa_supported:
-        return 0
-    default = LNET_EFA_INTERFACES.get(spec.name, 2 if len(spec.network_cards) > 1 else 1)
-    if not efa_clients:
+    default = default_lnet_efa_interfaces(spec)
+    if not default or not efa_clients:
         return default
     return min(default, max(1, EFA_CONNECTIONS // efa_clients))
 
@@ -99,8 +98,7 @@ def node_parameters(
             }
             for name, spec in node_groups
         ],
-        "enroot_version": pins.binary("enroot").version,
-        "pyxis_version": pins.binary("pyxis").version,
+        **container_parameters(),
         "prometheus": None,
     }
     if prometheus_remote_write_url is None:
@@ -119,12 +117,7 @@ def node_parameters(
                 }
                 for name, spec in node_groups
             ],
-            "exporter_ports": dict(EXPORTER_PORTS),
-            "efa_exporter_image": efa_exporter_image(region),
-            "node_exporter_version": pins.binary("node_exporter").version,
-            "prometheus_version": pins.binary("prometheus").version,
-            "slurm_exporter_version": pins.binary("slurm_exporter").version,
-            "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
+            **metrics_parameters(region),
         }
     )
     return out

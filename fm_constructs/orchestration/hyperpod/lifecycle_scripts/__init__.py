@@ -1,6 +1,11 @@
-"""Scripts HyperPod runs on each node at creation (``on_create.sh`` is the entry point).
+"""Former home of the Slurm node scripts, which HyperPod and PCS share from
+:mod:`fm_constructs.orchestration.slurm` (``node_scripts/``); their Python modules are still
+importable from here."""
 
-The Python modules here render configuration from ``provisioning_parameters.json`` and
-HyperPod's ``resource_config.json``; they use only the standard library and run on the
-python3 of the HyperPod AMIs (3.8 or newer).
-"""
+from fm_constructs.orchestration.slurm.node_scripts import (
+    dcgm_counters,
+    prometheus_agent_config,
+    slurm_config,
+)
+
+__all__ = ["dcgm_counters", "prometheus_agent_config", "slurm_config"]

@@ -29,7 +29,6 @@ source "${SCRIPT_DIR}/lib.sh"
 PARAMS="${PARAMS:-${SCRIPT_DIR}/provisioning_parameters.json}"
 load_params
 ROLE="$1"
-SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
 NVME_WAIT="${NVME_WAIT:-120}"
 ENROOT_VERSION="$(param enroot_version)"
 PYXIS_VERSION="$(param pyxis_version)"
@@ -50,14 +49,7 @@ local_disk() {
       waited=$((waited + 5))
     done
   fi
-  local disk
-  for disk in /opt/dlami/nvme /opt/sagemaker; do
-    if is_mounted "$disk"; then
-      echo "$disk"
-      return 0
-    fi
-  done
-  return 1
+  first_mounted /opt/dlami/nvme /opt/sagemaker
 }
 
 install_docker() {

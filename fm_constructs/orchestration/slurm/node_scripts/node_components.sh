@@ -26,7 +26,6 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 source "${SCRIPT_DIR}/lib.sh"
 load_params
-SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
 SCONTROL="${FM_ROOT}${SLURM_PREFIX}/bin/scontrol"
 STAGE_DIR=/opt/fm-components/lifecycle
 #: Every drain reason of this script starts so; resume touches no other.
@@ -67,31 +66,11 @@ sync_slurm_state() {
 }
 
 install_retry_timer() {
-  local stage="${FM_ROOT}${STAGE_DIR}" file changed=""
-  mkdir -p "$stage"
-  for file in containers.sh lib.sh node_components.sh; do
-    install -m 0644 "${SCRIPT_DIR}/${file}" "${stage}/${file}"
-  done
-  install -m 0644 "$PARAMS" "${stage}/provisioning_parameters.json"
-  changed+="$(install_unit fm-components-retry.service "[Unit]
-Description=fm-constructs: fetch or build the container components this node lacks
-Wants=network-online.target
-After=network-online.target slurmd.service
-
-[Service]
-Type=oneshot
-ExecStart=/bin/bash ${STAGE_DIR}/node_components.sh retry ${ROLE} ${STAGE_DIR}/provisioning_parameters.json")"
-  changed+="$(install_unit fm-components-retry.timer "[Unit]
-Description=fm-constructs: retry the missing container components until the node has them
-
-[Timer]
-OnBootSec=5min
-OnUnitInactiveSec=10min
-
-[Install]
-WantedBy=timers.target")"
-  [[ -z "$changed" ]] || systemctl daemon-reload
-  systemctl enable --now fm-components-retry.timer
+  stage_scripts "$STAGE_DIR" containers.sh lib.sh node_components.sh
+  install_retrying_job fm-components-retry slurmd.service \
+    "fetch or build the container components this node lacks" \
+    "retry the missing container components until the node has them" 5min \
+    "/bin/bash ${STAGE_DIR}/node_components.sh retry ${ROLE} ${STAGE_DIR}/provisioning_parameters.json"
 }
 
 schedule() {

@@ -33,36 +33,16 @@ INSTALL_DIR=/opt/fm-metrics
 STAGE_DIR="${INSTALL_DIR}/lifecycle"
 CONFIG_DIR=/etc/fm-metrics
 DOCKER=/usr/bin/docker
-SLURM_BIN="${SLURM_PREFIX:-/opt/slurm}/bin"
+SLURM_BIN="${SLURM_PREFIX}/bin"
 #: GPU-to-job map of the Slurm prolog (slurm_hooks/prolog.sh), read by the DCGM exporter.
 JOB_MAP_DIR=/run/fm-dcgm-jobs
 
 schedule() {
-  local stage="${FM_ROOT}${STAGE_DIR}" file changed=""
-  mkdir -p "$stage"
-  for file in metrics.sh lib.sh prometheus_agent_config.py dcgm_counters.py; do
-    install -m 0644 "${SCRIPT_DIR}/${file}" "${stage}/${file}"
-  done
-  install -m 0644 "$PARAMS" "${stage}/provisioning_parameters.json"
-  changed+="$(install_unit fm-metrics-install.service "[Unit]
-Description=fm-constructs: install the metrics exporters and the Prometheus agent
-Wants=network-online.target
-After=network-online.target docker.service
-
-[Service]
-Type=oneshot
-ExecStart=/bin/bash ${STAGE_DIR}/metrics.sh install ${ROLE} ${GROUP} ${STAGE_DIR}/provisioning_parameters.json")"
-  changed+="$(install_unit fm-metrics-install.timer "[Unit]
-Description=fm-constructs: retry the metrics installation until everything runs
-
-[Timer]
-OnBootSec=2min
-OnUnitInactiveSec=10min
-
-[Install]
-WantedBy=timers.target")"
-  [[ -z "$changed" ]] || systemctl daemon-reload
-  systemctl enable --now fm-metrics-install.timer
+  stage_scripts "$STAGE_DIR" metrics.sh lib.sh prometheus_agent_config.py dcgm_counters.py
+  install_retrying_job fm-metrics-install docker.service \
+    "install the metrics exporters and the Prometheus agent" \
+    "retry the metrics installation until everything runs" 2min \
+    "/bin/bash ${STAGE_DIR}/metrics.sh install ${ROLE} ${GROUP} ${STAGE_DIR}/provisioning_parameters.json"
   systemctl start --no-block fm-metrics-install.service
   echo "metrics: installation scheduled (fm-metrics-install.timer)"
 }

@@ -18,7 +18,6 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 source "${SCRIPT_DIR}/lib.sh"
 load_params
-SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
 SLURM_ETC="${FM_ROOT}${SLURM_PREFIX}/etc"
 HOOKS_DIR="${SLURM_PREFIX}/etc/scripts"
 

@@ -17,14 +17,9 @@ source "${SCRIPT_DIR}/lib.sh"
 DISK_WAIT="${DISK_WAIT:-60}"
 
 pick_disk() {
-  local waited=0 disk
+  local waited=0
   while ((waited <= DISK_WAIT)); do
-    for disk in /opt/sagemaker /opt/dlami/nvme; do
-      if is_mounted "$disk"; then
-        echo "$disk"
-        return 0
-      fi
-    done
+    first_mounted /opt/sagemaker /opt/dlami/nvme && return 0
     sleep 5
     waited=$((waited + 5))
   done

@@ -7,6 +7,9 @@ export FM_ROOT="${FM_ROOT:-}"
 # Package installs never ask: no terminal is attached (debconf's questions, needrestart's
 # service list on Ubuntu 22.04).
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=a
+# Where Slurm is installed: /opt/slurm on the HyperPod AMIs; a PCS node sets it to the PCS
+# installer's prefix before running the scripts.
+export SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
 
 log() {
   # log <message...>: one line on stderr, named after the running script.
@@ -106,9 +109,60 @@ install_unit() {
   echo changed
 }
 
+stage_scripts() {
+  # stage_scripts <dir> <file>...: copy the named scripts (from beside this one) and the
+  # parameters into <dir> on the node, where a systemd unit runs them after provisioning.
+  local stage="${FM_ROOT}$1" file
+  shift
+  mkdir -p "$stage"
+  for file in "$@"; do
+    install -m 0644 "${SCRIPT_DIR}/${file}" "${stage}/${file}"
+  done
+  install -m 0644 "$PARAMS" "${stage}/provisioning_parameters.json"
+}
+
+install_retrying_job() {
+  # install_retrying_job <name> <after> <what> <retry-what> <first-delay> <command>: install
+  # and enable the oneshot <name>.service that runs <command> (after network-online.target and
+  # <after>) and the <name>.timer that runs it <first-delay> after boot, then 10 minutes after
+  # each run; <what> and <retry-what> describe them. systemd reloads only when a unit changed.
+  local changed
+  changed="$(install_unit "$1.service" "[Unit]
+Description=fm-constructs: $3
+Wants=network-online.target
+After=network-online.target $2
+
+[Service]
+Type=oneshot
+ExecStart=$6")"
+  changed+="$(install_unit "$1.timer" "[Unit]
+Description=fm-constructs: $4
+
+[Timer]
+OnBootSec=$5
+OnUnitInactiveSec=10min
+
+[Install]
+WantedBy=timers.target")"
+  [[ -z "$changed" ]] || systemctl daemon-reload
+  systemctl enable --now "$1.timer"
+}
+
 is_mounted() {
   # is_mounted <path>: true when something is mounted at <path> on this node.
   mountpoint -q "${FM_ROOT}$1"
+}
+
+first_mounted() {
+  # first_mounted <path>...: print the first <path> something is mounted at; false if none.
+  local path
+  for path in "$@"; do
+    if is_mounted "$path"; then
+      echo "$path"
+      return 0
+    fi
+  done
+  return 1
 }
 
 #: Where the scripts keep what they know about the node between runs.

@@ -30,7 +30,6 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh
 source "${SCRIPT_DIR}/lib.sh"
 load_params
-SLURM_PREFIX="${SLURM_PREFIX:-/opt/slurm}"
 SLURM_ETC="${FM_ROOT}${SLURM_PREFIX}/etc"
 SLURM_CONF_TIMEOUT="${SLURM_CONF_TIMEOUT:-900}"
 
