@@ -139,7 +139,7 @@ def test_every_layer_reads_the_same_ports() -> None:
 def test_the_node_script_serves_the_contract_port() -> None:
     """The Prometheus agent configuration runs on the node with the standard library only, so
     it carries its own copy of the job-metrics port: it must be the contract's."""
-    script = (
-        PACKAGE / "orchestration/hyperpod/lifecycle_scripts/prometheus_agent_config.py"
-    ).read_text(encoding="utf-8")
+    script = (PACKAGE / "orchestration/slurm/node_scripts/prometheus_agent_config.py").read_text(
+        encoding="utf-8"
+    )
     assert f"JOB_METRICS_PORT = {ports.JOB_METRICS_PORT}\n" in script
