@@ -19,7 +19,7 @@ CONFIG ?= config/default.toml
 PROFILES := $(wildcard config/*.toml)
 PY_SOURCES := fm_constructs stacks tests app.py tools examples
 
-.PHONY: synth test lint typecheck unit rehearsal bench setup clean docs-config docs-figures docs docs-check serve diagrams example
+.PHONY: synth test lint typecheck unit e2e rehearsal bench setup clean docs-config docs-figures docs docs-check serve diagrams example
 
 # The dependencies are fetched once as wheels into .venv/wheels and installed from there; the
 # consumer-example test (tests/stacks/test_example.py) installs the example app from the same
@@ -58,7 +58,13 @@ typecheck: setup
 	mypy --strict examples/shared-cluster/app.py
 
 unit: setup
-	pytest -n 2 --dist loadgroup -m 'not rehearsal'
+	pytest -n 2 --dist loadgroup -m 'not rehearsal and not e2e'
+
+# End-to-end paths that install or start whole programs (the consumer page followed literally in
+# a fresh copy: a virtual environment, the library, the CDK CLI). A CI stage of its own, run by
+# .ci/run after `make test`, so the everyday `make test` stays fast.
+e2e: setup
+	time pytest -n 2 --dist loadgroup -m e2e
 
 # checkov pins boto3 and packaging below the project's: it gets an environment of its own.
 CHECKOV_VENV := $(VENV)/checkov
@@ -74,8 +80,9 @@ $(CHECKOV_VENV)/.installed:
 rehearsal: setup $(CHECKOV_VENV)/.installed
 	time pytest -p no:randomly -m rehearsal tests/rehearsal
 
-# unit includes tests/stacks/test_example.py (the example app synthesized once and cfn-linted)
-# and tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
+# unit includes the consumer example built in process against its snapshot and cfn-linted
+# (tests/stacks/test_example.py; `make e2e` follows its page literally) and
+# tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
 test: lint typecheck unit docs docs-check
 
 # The documentation site, offline and warning-free (output in site/, gitignored).
@@ -96,7 +103,7 @@ serve: setup
 diagrams: setup
 	python tools/docs_figures.py architecture retained
 
-# docs/patterns/consumer-example.md followed step by step in a fresh copy (also in `make unit`).
+# docs/patterns/consumer-example.md followed step by step in a fresh copy (also in `make e2e`).
 example: setup
 	pytest -n 0 tests/stacks/test_example.py
 

@@ -10,16 +10,19 @@ from aws_cdk import Acknowledgment, App, Aspects, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
+from fm_constructs.policy.checkov import CheckovHandlerAcknowledgements
 from fm_constructs.policy.lambda_concurrency import LambdaConcurrencyReasons
 from fm_constructs.policy.log_encryption import EncryptLogGroups
 
 
 def enable_nag(app: App) -> None:
     """Run the AwsSolutions rule pack over every stack of ``app`` when it synthesizes, and
-    the guard aspects (:class:`LambdaConcurrencyReasons`, :class:`EncryptLogGroups`)."""
+    the guard aspects (:class:`LambdaConcurrencyReasons`, :class:`EncryptLogGroups`,
+    :class:`CheckovHandlerAcknowledgements`)."""
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     Aspects.of(app).add(LambdaConcurrencyReasons())
     Aspects.of(app).add(EncryptLogGroups())
+    Aspects.of(app).add(CheckovHandlerAcknowledgements())
 
 
 def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:

@@ -14,6 +14,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 
 from fm_constructs.policy import acknowledge, acknowledge_compliance, enable_compliance_packs
+from fm_constructs.policy.checkov import acknowledge_checkov
 from tests.support import synth_stack
 
 
@@ -87,3 +88,56 @@ def test_grant_policies_and_handler_findings_are_acknowledged_by_class() -> None
     assert "S/R/DefaultPolicy" not in report
     with pytest.raises(ValueError, match="needs a reason"):
         acknowledge_compliance(cdk.Stack(), "LambdaDLQ", "")
+
+
+def _skips(resource: dict[str, Any]) -> dict[str, str]:
+    skip = resource.get("Metadata", {}).get("checkov", {}).get("skip", [])
+    return {entry["id"]: entry["comment"] for entry in skip}
+
+
+def test_checkov_acknowledgement_lands_on_the_resource_with_its_reason() -> None:
+    def build(stack: cdk.Stack) -> None:
+        topic = sns.Topic(stack, "Plain")
+        acknowledge(topic, "AwsSolutions-SNS3", "test topic without publishers")
+        acknowledge_checkov(topic, "CKV_AWS_26", "a test topic that carries no data")
+        acknowledge_checkov(topic, "CKV_AWS_26", "acknowledged twice: the last reason stands")
+
+    topics = synth_stack(build).find_resources("AWS::SNS::Topic")
+    (topic,) = topics.values()
+    assert _skips(topic) == {"CKV_AWS_26": "acknowledged twice: the last reason stands"}
+    with pytest.raises(ValueError, match="needs a reason"):
+        synth_stack(lambda stack: acknowledge_checkov(sns.Topic(stack, "T"), "CKV_AWS_26", ""))
+
+
+def test_custom_resource_handlers_carry_the_checks_that_apply_to_them() -> None:
+    # aws-cdk-lib's VPC default-group provider (a plain CfnResource: no VPC, no environment)
+    # and a handler of this library's with environment variables, outside the VPC.
+    from aws_cdk import Duration
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_lambda as lambda_
+    from aws_cdk import aws_logs as logs
+
+    from fm_constructs.policy.handler_function import handler_function
+
+    def build(stack: cdk.Stack) -> None:
+        vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0, restrict_default_security_group=True)
+        acknowledge(vpc, "AwsSolutions-VPC7", "test VPC without flow logs")
+        handler = handler_function(
+            stack,
+            role_description="test",
+            description="test handler",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            code=lambda_.Code.from_inline("def handler(event, context):\n    return {}\n"),
+            timeout=Duration.seconds(30),
+            memory_size=128,
+            log_retention=logs.RetentionDays.ONE_WEEK,
+        )
+        handler.function.add_environment("MODE", "test")
+
+    functions = synth_stack(build).find_resources("AWS::Lambda::Function")
+    by_id = {name: _skips(resource) for name, resource in functions.items()}
+    provider = next(skips for name, skips in by_id.items() if "CustomVpcRestrictDefaultSG" in name)
+    ours = next(skips for name, skips in by_id.items() if name.startswith("Function"))
+    assert set(provider) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"}
+    assert set(ours) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_173"}
+    assert all(len(reason) > 40 for reason in (*provider.values(), *ours.values()))

@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,10 @@ from tests.stacks.profiles import ROOT
 from tests.support import cfn_lint
 
 pytestmark = pytest.mark.xdist_group("consumer-example")
+#: Following the page installs a virtual environment, the library and the CDK CLI (most of a
+#: minute of one core): a stage of its own (``make e2e``, run by .ci/run after ``make test``).
+#: ``make test`` builds the same app in process and checks it against its snapshot.
+followed_literally = pytest.mark.e2e
 
 PAGE = ROOT / "docs" / "patterns" / "consumer-example.md"
 EXAMPLE = ROOT / "examples" / "training-cluster"
@@ -93,24 +98,32 @@ def _clean_environment() -> dict[str, str]:
     return env
 
 
-def test_update_the_example_snapshot(request: pytest.FixtureRequest) -> None:
-    """``pytest tests/stacks --snapshot-update`` refreshes the example's snapshot too (before
-    the page is followed: same xdist group, earlier in the file); the example's own pytest,
-    run by the steps below, is what checks it."""
-    if not request.config.getoption("--snapshot-update"):
-        pytest.skip("checked by the example's own tests (run by the page's steps)")
+def _example_template() -> dict[str, Any]:
+    """The example app built in this process, its stack's template made stable."""
     import importlib.util
 
-    from fm_constructs.testing import assert_matches_snapshot, new_app, stable_template
+    from fm_constructs.testing import new_app, stable_template
 
     spec = importlib.util.spec_from_file_location("training_cluster_app", EXAMPLE / "app.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    template = stable_template(module.build(new_app()))
-    assert_matches_snapshot(
-        template, EXAMPLE / "tests" / "snapshots" / "team-training.json", update=True
-    )
+    return dict(stable_template(module.build(new_app())))
+
+
+def test_example_built_in_process_matches_its_snapshot_and_passes_cfn_lint(
+    request: pytest.FixtureRequest,
+) -> None:
+    """What the page's steps end with (the example's own snapshot test), without the install:
+    the app the page copies builds from this checkout into the committed snapshot.
+    ``pytest tests/stacks --snapshot-update`` refreshes that snapshot too."""
+    from fm_constructs.testing import assert_matches_snapshot
+
+    template = _example_template()
+    update = bool(request.config.getoption("--snapshot-update"))
+    snapshot = EXAMPLE / "tests" / "snapshots" / "team-training.json"
+    assert_matches_snapshot(template, snapshot, update=update)
+    assert cfn_lint(json.dumps(template), "us-east-1") == []
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +176,7 @@ def test_page_steps_cover_install_cli_synth_and_tests() -> None:
         assert any(step.startswith(expected) for step in steps), expected
 
 
+@followed_literally
 def test_example_synthesizes_its_own_stack_from_building_blocks(
     followed: tuple[Path, str],
 ) -> None:
@@ -182,6 +196,7 @@ def test_example_synthesizes_its_own_stack_from_building_blocks(
         assert expected in types
 
 
+@followed_literally
 def test_example_templates_pass_cfn_lint(followed: tuple[Path, str]) -> None:
     example, _ = followed
     for path in _templates(example / "cdk.out").values():
@@ -192,6 +207,7 @@ def test_example_templates_pass_cfn_lint(followed: tuple[Path, str]) -> None:
 _MACHINE_WARNINGS = re.compile(r"npm warn Unknown user config")
 
 
+@followed_literally
 def test_steps_print_no_warning(followed: tuple[Path, str]) -> None:
     """No packaging, Node end-of-life, feature-flag or construct warning on the way."""
     _, output = followed
