@@ -16,6 +16,8 @@ import json
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 
+from fm_constructs.policy.checkov import acknowledge_default_policy
+
 #: The managed policy that moves off node roles to the CNI's Pod Identity role.
 CNI_POLICY = "AmazonEKS_CNI_Policy"
 #: The actions the SSM Agent needs for Session Manager shells (Session Manager user guide,
@@ -69,4 +71,11 @@ def allow_session_manager(role: iam.IRole) -> None:
             actions=list(SESSION_MANAGER_ACTIONS),
             resources=["*"],
         )
+    )
+    acknowledge_default_policy(
+        role,
+        "CKV_AWS_111",
+        "Session Manager's agent calls (the ssmmessages channel actions and "
+        "ssm:UpdateInstanceInformation) take no resource; AWS grants them on * in "
+        "AmazonSSMManagedInstanceCore. Every other statement of this policy names its resources.",
     )

@@ -63,6 +63,15 @@ def acknowledge_checkov(scope: IConstruct, check_id: str, reason: str) -> None:
     resource.add_metadata(METADATA_KEY, {**entry, "skip": skips})
 
 
+def acknowledge_default_policy(role: IConstruct, check_id: str, reason: str) -> None:
+    """Acknowledges ``check_id`` on the default policy of ``role`` (the policy that
+    ``add_to_principal_policy`` creates), where the statement it concerns lives."""
+    policy = role.node.try_find_child("DefaultPolicy")
+    if policy is None:
+        raise ValueError(f"{role.node.path} has no default policy to acknowledge {check_id} on")
+    acknowledge_checkov(policy, check_id, reason)
+
+
 def acknowledge_handler(function: CfnResource) -> None:
     """The checks of :data:`HANDLER_REASONS` that apply to one custom-resource handler
     function: not CKV_AWS_117 for a handler placed in the VPC, not CKV_AWS_173 for one without

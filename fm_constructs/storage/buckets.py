@@ -20,6 +20,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from fm_constructs.policy import acknowledge
+from fm_constructs.policy.checkov import acknowledge_checkov
 from fm_constructs.policy.compliance import acknowledge_compliance
 
 #: Why a log bucket is encrypted with S3-managed keys (cited where the finding arises).
@@ -114,6 +115,12 @@ def access_log_bucket(
     )
     acknowledge_compliance(bucket, "S3DefaultEncryptionKMS", SSE_S3_ONLY_REASON)
     acknowledge_compliance(bucket, "S3BucketReplicationEnabled", replication_reason)
+    acknowledge_checkov(
+        bucket,
+        "CKV_AWS_18",
+        f"The server-access-log destination of the {logged}: its own access logs would be "
+        "written into itself (S3 advises against a bucket that logs to itself).",
+    )
     return bucket
 
 

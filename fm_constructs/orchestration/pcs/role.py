@@ -17,6 +17,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.policy import acknowledge
+from fm_constructs.policy.checkov import acknowledge_default_policy
 
 #: The role path PCS accepts instead of an ``AWSPCS`` name prefix.
 PCS_ROLE_PATH = "/aws-pcs/"
@@ -68,6 +69,14 @@ class PcsInstanceRole(Construct):
         )
         self.instance_profile = iam.InstanceProfile(
             self, "InstanceProfile", role=self.role, path=PCS_ROLE_PATH
+        )
+        acknowledge_default_policy(
+            self.role,
+            "CKV_AWS_111",
+            "pcs:RegisterComputeNodeGroupInstance takes no resource (the PCS user guide's "
+            "instance-profile policy grants it on *; PCS finds the node group from the calling "
+            "instance), nor does ecr:GetAuthorizationToken. Every other statement of this "
+            "policy names its resources.",
         )
         acknowledge(
             self.role,
