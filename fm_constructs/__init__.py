@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
     "DataRepositoryAssociation": "fm_constructs.storage",
     "S3Event": "fm_constructs.storage",
     "LustreFileSystem": "fm_constructs.storage",
-    "ILustreFileSystem": "fm_constructs.storage.imported_lustre",
+    "ILustreFileSystem": "fm_constructs.storage.lustre_interface",
     "LustreConnections": "fm_constructs.storage",
     "LustreDeploymentType": "fm_constructs.storage",
     "LustreLogLevel": "fm_constructs.storage",
@@ -318,4 +318,4 @@ if TYPE_CHECKING:  # what type checkers and editors see
         LustreLogLevel,
         S3Event,
     )
-    from fm_constructs.storage.imported_lustre import ILustreFileSystem
+    from fm_constructs.storage.lustre_interface import ILustreFileSystem

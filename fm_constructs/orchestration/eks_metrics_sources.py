@@ -39,9 +39,10 @@ from constructs import Construct
 
 from fm_constructs import pins
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 
 if TYPE_CHECKING:
-    from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+    pass
 
 #: Namespace of the metrics sources this module installs.
 NAMESPACE = "monitoring"
@@ -208,7 +209,7 @@ class EksMetricsSources(Construct):
 
     ID = "MetricsSources"
 
-    def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, cluster: IGpuCluster) -> None:
         super().__init__(scope, construct_id)
         self.manifest = eks.KubernetesManifest(
             self, "Manifest", cluster=cluster.icluster, manifest=efa_exporter_manifests()
@@ -222,7 +223,7 @@ class EksMetricsSources(Construct):
             chart.node.add_dependency(self.manifest)
 
     @classmethod
-    def of(cls, cluster: GpuEksCluster) -> EksMetricsSources:
+    def of(cls, cluster: IGpuCluster) -> EksMetricsSources:
         """The metrics sources of ``cluster``, installed on first use."""
         return cluster.addon_registry.install(
             cls.ID, lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)

@@ -31,9 +31,10 @@ from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.kubernetes.node_shape import WorkloadTarget
 from fm_constructs.kubernetes.training_runtimes import training_pod_budget, training_runtimes
 from fm_constructs.network import EfaSecurityGroup
-from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
+from fm_constructs.orchestration import EfaNodeGroup
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
@@ -43,7 +44,8 @@ from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.rules import constructs as codes
-from fm_constructs.storage import IDataBucket, LustreFileSystem
+from fm_constructs.storage import IDataBucket
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 _PREFIX = re.compile(r"^[A-Za-z0-9!_.*'()/-]+/$")
 
@@ -128,14 +130,14 @@ class EksWorkload(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         name: str,
         subnet: ec2.ISubnet,
         node_pools: Sequence[NodePool],
         data_bucket: IDataBucket | None = None,
         data_prefixes: Sequence[str] = (),
         read_prefixes: Sequence[str] = (),
-        file_system: LustreFileSystem | None = None,
+        file_system: ILustreFileSystem | None = None,
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         session_manager: bool = False,
@@ -216,7 +218,7 @@ class EksWorkload(Construct):
         self.efa_security_group = EfaSecurityGroup(
             self,
             "EfaSecurityGroup",
-            vpc=cluster.cluster.vpc,
+            vpc=cluster.vpc,
             description=f"EFA traffic between the {namespace} nodes",
         )
         self.max_pods_per_node = max_pods_per_node
@@ -262,7 +264,7 @@ class EksWorkload(Construct):
         )
 
         # -- file system ----------------------------------------------------------------------
-        self.file_system: LustreFileSystem | None = None
+        self.file_system: ILustreFileSystem | None = None
         self.volume: eks.KubernetesManifest | None = None
         if file_system is not None:
             self.mount_file_system(file_system)
@@ -290,6 +292,12 @@ class EksWorkload(Construct):
         return [group.role for parts in self.node_group_parts.values() for group in parts]
 
     @property
+    def queue_names(self) -> tuple[str, ...]:
+        """The LocalQueue jobs name (``kueue.x-k8s.io/queue-name``) when the cluster runs
+        Kueue."""
+        return (self.local_queue_name,) if self.queues is not None else ()
+
+    @property
     def all_node_groups(self) -> list[EfaNodeGroup]:
         """Every managed node group of every pool (large pools have several)."""
         return [group for parts in self.node_group_parts.values() for group in parts]
@@ -299,7 +307,7 @@ class EksWorkload(Construct):
         """The first node pool (``gpu``)."""
         return next(iter(self.node_groups.values()))
 
-    def mount_file_system(self, file_system: LustreFileSystem) -> eks.KubernetesManifest:
+    def mount_file_system(self, file_system: ILustreFileSystem) -> eks.KubernetesManifest:
         """Claim ``fsx-lustre`` in the workload namespace, bound to ``file_system``, and the
         Lustre ports opened from this workload's nodes only."""
         if self.volume is not None:

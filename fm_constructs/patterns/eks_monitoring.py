@@ -10,7 +10,7 @@ from constructs import Construct
 
 from fm_constructs.domain import job_metrics
 from fm_constructs.observability import IPrometheusWorkspace, ManagedScraper
-from fm_constructs.orchestration import GpuEksCluster
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_metrics_sources import EksMetricsSources
 
 #: Ports the scraper reaches on the nodes: node exporter, DCGM exporter, EFA exporter,
@@ -33,7 +33,7 @@ class EksClusterScraping(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         workspace: IPrometheusWorkspace,
         subnets: Sequence[ec2.ISubnet],
         node_peers: Sequence[ec2.IConnectable] = (),
@@ -49,7 +49,7 @@ class EksClusterScraping(Construct):
         self.security_group = security_group or ec2.SecurityGroup(
             self,
             "SecurityGroup",
-            vpc=cluster.cluster.vpc,
+            vpc=cluster.vpc,
             description="AMP managed scraper of the GPU cluster",
             allow_all_outbound=True,
         )

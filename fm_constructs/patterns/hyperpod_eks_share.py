@@ -19,11 +19,11 @@ from fm_constructs.domain import names
 from fm_constructs.domain.topology import flavor_topology
 from fm_constructs.kubernetes.node_shape import INSTANCE_TYPE_LABEL, WorkloadTarget
 from fm_constructs.kubernetes.training_runtimes import training_pod_budget, training_runtimes
-from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.patterns.kueue_queues import KueueFlavors
 from fm_constructs.patterns.network_isolation import network_policies_manifest
-from fm_constructs.storage import LustreFileSystem
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 #: Short name of the HyperPod node pool (its ResourceFlavor is ``<namespace>-hyperpod``).
 HYPERPOD_POOL = "hyperpod"
@@ -43,11 +43,11 @@ class HyperPodEksShare(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         name: str,
         instance_type: str,
         node_count: int,
-        file_system: LustreFileSystem | None = None,
+        file_system: ILustreFileSystem | None = None,
         training: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -91,8 +91,12 @@ class HyperPodEksShare(Construct):
             self.training_runtimes.node.add_dependency(self.namespace_manifest)
             self.training_runtimes.node.add_dependency(trainer)
 
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        return (names.local_queue_name(self.target.workload),) if self.queues is not None else ()
+
     def _queues(
-        self, cluster: GpuEksCluster, name: str, instance_type: str, node_count: int
+        self, cluster: IGpuCluster, name: str, instance_type: str, node_count: int
     ) -> eks.KubernetesManifest:
         flavors = KueueFlavors.of(cluster)
         flavor = names.resource_flavor_name(name, HYPERPOD_POOL)

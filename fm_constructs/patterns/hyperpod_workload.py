@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
@@ -14,16 +15,18 @@ from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.observability import AlertTopic, HyperPodHealthEvents, IPrometheusWorkspace
 from fm_constructs.orchestration import DEFAULT_KUBERNETES_VERSION, GpuEksCluster, WorkloadOperators
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.hyperpod import (
     HyperPodCluster,
     InstanceGroup,
     Orchestrator,
+    SlurmNodeType,
     slurm_instance_groups,
 )
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
 from fm_constructs.planning.efa_layout import EfaLayout
-from fm_constructs.storage import LustreFileSystem
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 #: Name of the accelerated instance group (Slurm: the worker partition's group).
 WORKER_GROUP = "accelerated-workers"
@@ -61,7 +64,7 @@ class HyperPodAcceleratedWorkload(Construct):
         instance_type: str,
         node_count: int,
         capacity: CapacitySource | None = None,
-        file_system: LustreFileSystem | None = None,
+        file_system: ILustreFileSystem | None = None,
         workspace: IPrometheusWorkspace | None = None,
         alert_topic: AlertTopic | None = None,
         kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
@@ -71,14 +74,14 @@ class HyperPodAcceleratedWorkload(Construct):
         scraper_subnets: Sequence[ec2.ISubnet] | None = None,
         extra_instance_groups: Sequence[InstanceGroup] = (),
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
-        eks_cluster: GpuEksCluster | None = None,
+        eks_cluster: IGpuCluster | None = None,
         name: str = "post_training",
         training: bool = True,
         users: Sequence[ClusterUser] = (),
         file_system_efa_clients: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.eks_cluster: GpuEksCluster | None = None
+        self.eks_cluster: IGpuCluster | None = None
         shared = eks_cluster is not None
         if orchestrator is Orchestrator.SLURM:
             groups = slurm_instance_groups(
@@ -114,6 +117,12 @@ class HyperPodAcceleratedWorkload(Construct):
             self.eks_cluster.enable_device_plugins(get_instance_type(instance_type).eks_ami_family)
             self.eks_cluster.enable_efa_device_plugin()
         groups = [*groups, *extra_instance_groups]
+        self.file_system = file_system
+        self._partitions = tuple(
+            g.resolved_partition_name
+            for g in groups
+            if orchestrator is Orchestrator.SLURM and g.slurm_node_type is SlurmNodeType.WORKER
+        )
         self.cluster = HyperPodCluster(
             self,
             "Cluster",
@@ -158,3 +167,21 @@ class HyperPodAcceleratedWorkload(Construct):
                 alert_topic=alert_topic,
                 cluster_name=self.cluster.cluster_name,
             )
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The HyperPod nodes' security groups."""
+        return self.cluster.connections
+
+    @property
+    def node_roles(self) -> list[iam.IRole]:
+        """The execution role every instance group runs with."""
+        return [self.cluster.role]
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        """Slurm: the worker partitions; EKS: the workload's Kueue LocalQueue (when the
+        cluster runs Kueue)."""
+        if self.share is not None:
+            return self.share.queue_names
+        return self._partitions

@@ -20,8 +20,9 @@ from fm_constructs.config.model import LoadBalancer
 from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.observability import IPrometheusWorkspace
-from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
+from fm_constructs.orchestration import EfaNodeGroup
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.load_balancer_controller import AwsLoadBalancerController
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import (
@@ -44,7 +45,7 @@ KEDA_OPERATOR_SERVICE_ACCOUNT = "keda-operator"
 TRIGGER_AUTHENTICATION = "amp-pod-identity"
 
 
-def _namespace(cluster: GpuEksCluster, namespace: str) -> eks.KubernetesManifest:
+def _namespace(cluster: IGpuCluster, namespace: str) -> eks.KubernetesManifest:
     """The namespace, created once per cluster and shared by every model server in it (so
     removing one server never deletes the namespace under the others)."""
     construct_id = "InferenceNamespace-" + namespace
@@ -66,7 +67,7 @@ class KedaAutoscaler(Construct):
     operator ``aps:QueryMetrics`` and friends on a Prometheus workspace.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, cluster: IGpuCluster) -> None:
         super().__init__(scope, construct_id)
         self.role = pod_identity_role(
             self,
@@ -101,7 +102,7 @@ class KedaAutoscaler(Construct):
         self._workspaces: set[str] = set()
 
     @classmethod
-    def of(cls, cluster: GpuEksCluster) -> KedaAutoscaler:
+    def of(cls, cluster: IGpuCluster) -> KedaAutoscaler:
         """The cluster's KEDA, installed once through its add-on registry."""
         return cluster.addon_registry.install(
             "Keda", lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)
@@ -115,7 +116,7 @@ class KedaAutoscaler(Construct):
             workspace.grant_query(self.role)
 
 
-def _vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
+def _vpc_cidrs(cluster: IGpuCluster) -> list[str]:
     """The primary CIDR of the cluster's VPC; an imported VPC may not know it, then none (the
     load balancer's security group admits any address, as the controller does without
     source ranges)."""
@@ -162,7 +163,7 @@ class InferenceService(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         gpu_nodes: EfaNodeGroup,
         model: ModelServerSpec,
         data_bucket: IDataBucket,

@@ -8,11 +8,11 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
-from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 
 
-def vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
+def vpc_cidrs(cluster: IGpuCluster) -> list[str]:
     """The primary CIDR of the cluster's VPC, the source of the load balancer's and the
     managed collector's connections; an imported VPC may not know it, then none (and a
     warning: the workload namespaces then admit nothing from outside themselves)."""
@@ -27,14 +27,14 @@ def vpc_cidrs(cluster: GpuEksCluster) -> list[str]:
         return []
 
 
-def kuberay_namespace(cluster: GpuEksCluster) -> str | None:
+def kuberay_namespace(cluster: IGpuCluster) -> str | None:
     """The KubeRay operator's namespace when the cluster runs it."""
     release = charts.KUBERAY_OPERATOR.release
     return charts.KUBERAY_OPERATOR.namespace if release in cluster.charts else None
 
 
 def network_policies_manifest(
-    scope: Construct, cluster: GpuEksCluster, workload: str, namespaces: eks.KubernetesManifest
+    scope: Construct, cluster: IGpuCluster, workload: str, namespaces: eks.KubernetesManifest
 ) -> eks.KubernetesManifest:
     """The workload namespaces' network policies (``NetworkPolicies`` under ``scope``), applied
     after ``namespaces``. Apart from the namespaces: the VPC's CIDR is a deploy-time value."""

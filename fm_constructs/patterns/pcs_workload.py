@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
@@ -79,6 +80,7 @@ class PcsAcceleratedWorkload(Construct):
             description="PCS accelerated nodes: EFA (all traffic within the group), FSx",
         )
         self.node_role = PcsInstanceRole(self, "NodeRole")
+        self.file_system = file_system
         fsx = None
         if file_system is not None:
             # Lustre clients: TCP 988 and 1018-1023, all traffic with an EFA file system.
@@ -151,3 +153,17 @@ class PcsAcceleratedWorkload(Construct):
             node_groups=[self.accelerated],
             queue_name=QUEUE_NAME,
         )
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The accelerated nodes' EFA security group."""
+        return self.efa_security_group.connections
+
+    @property
+    def node_roles(self) -> list[iam.IRole]:
+        return [self.node_role.role]
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        """The Slurm partition of the accelerated nodes (``sbatch -p``)."""
+        return (QUEUE_NAME,)

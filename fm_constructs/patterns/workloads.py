@@ -12,7 +12,7 @@ pattern offers the same surface (:class:`IAcceleratedWorkload`), as does
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -29,24 +29,35 @@ from fm_constructs.config.options import (
 )
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.observability import IPrometheusWorkspace
-from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
+from fm_constructs.orchestration import WorkloadOperators
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
 from fm_constructs.patterns.inference import InferenceService
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
 from fm_constructs.planning.efa_layout import EfaLayout
-from fm_constructs.storage import IDataBucket, LustreFileSystem
+from fm_constructs.storage import IDataBucket
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 
+@runtime_checkable
 class IAcceleratedWorkload(Protocol):
-    """What every workload pattern offers, whatever orchestrates it: the nodes' security
-    groups (``connections``), and the file system it mounts, if any."""
+    """What every workload offers, whatever orchestrates it (EKS node groups, HyperPod on
+    Slurm or EKS, PCS): the nodes' security groups (``connections``), the file system it
+    mounts (if any), the IAM roles of its nodes, and the queues jobs are submitted to (the
+    Kueue LocalQueue on EKS, the Slurm partitions, the PCS queue)."""
 
     @property
     def connections(self) -> ec2.Connections: ...
 
     @property
-    def file_system(self) -> LustreFileSystem | None: ...
+    def file_system(self) -> ILustreFileSystem | None: ...
+
+    @property
+    def node_roles(self) -> Sequence[iam.IRole]: ...
+
+    @property
+    def queue_names(self) -> tuple[str, ...]: ...
 
 
 class _EksPattern(Construct):
@@ -57,7 +68,7 @@ class _EksPattern(Construct):
 
     def _build(
         self,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         operators: WorkloadOperators,
         pools: Sequence[NodePool],
         **workload: Any,
@@ -73,8 +84,16 @@ class _EksPattern(Construct):
         return self.workload.connections
 
     @property
-    def file_system(self) -> LustreFileSystem | None:
+    def file_system(self) -> ILustreFileSystem | None:
         return self.workload.file_system
+
+    @property
+    def node_roles(self) -> Sequence[iam.IRole]:
+        return self.workload.node_roles
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        return self.workload.queue_names
 
     @property
     def namespace(self) -> str:
@@ -98,13 +117,13 @@ class PretrainingWorkload(_EksPattern):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         subnet: ec2.ISubnet,
         instance_type: str,
         node_count: int,
         capacity: CapacitySource | None = None,
         data_bucket: IDataBucket | None = None,
-        file_system: LustreFileSystem | None = None,
+        file_system: ILustreFileSystem | None = None,
         name: str = "pretraining",
         data_prefixes: Sequence[str] | None = None,
         read_prefixes: Sequence[str] | None = None,
@@ -154,7 +173,7 @@ class PostTrainingWorkload(_EksPattern):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         subnet: ec2.ISubnet,
         instance_type: str,
         node_count: int,
@@ -163,7 +182,7 @@ class PostTrainingWorkload(_EksPattern):
         rollout_node_count: int = 1,
         rollout_launch_template_version: int | None = None,
         data_bucket: IDataBucket | None = None,
-        file_system: LustreFileSystem | None = None,
+        file_system: ILustreFileSystem | None = None,
         name: str = "post_training",
         data_prefixes: Sequence[str] | None = None,
         read_prefixes: Sequence[str] | None = None,
@@ -227,14 +246,14 @@ class InferenceWorkload(_EksPattern):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         subnet: ec2.ISubnet,
         instance_type: str,
         node_count: int,
         max_node_count: int | None = None,
         capacity: CapacitySource | None = None,
         data_bucket: IDataBucket,
-        file_system: LustreFileSystem | None = None,
+        file_system: ILustreFileSystem | None = None,
         model: ModelServerSpec | None = None,
         load_balancer: LoadBalancer = LoadBalancer.INTERNAL,
         load_balancer_source_ranges: Sequence[str] | None = None,
