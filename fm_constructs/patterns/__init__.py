@@ -1,9 +1,8 @@
 """L3 patterns: compositions of the building blocks that a user imports into their own app."""
 
-from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
+from fm_constructs.patterns.cluster_workload import EksWorkload, HyperPodNodes, NodePool
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.patterns.eks_workload import EksAcceleratedWorkload
-from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
 from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
 from fm_constructs.patterns.inference import InferenceService, KedaAutoscaler
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
@@ -17,6 +16,9 @@ from fm_constructs.patterns.workloads import (
     PretrainingWorkload,
 )
 
+#: Folded into :class:`EksWorkload` (``hyperpod_nodes=``); the name stays importable.
+HyperPodEksShare = EksWorkload
+
 __all__ = [
     "AutoscalingPolicy",
     "EksAcceleratedWorkload",
@@ -24,6 +26,7 @@ __all__ = [
     "EksWorkload",
     "HyperPodAcceleratedWorkload",
     "HyperPodEksShare",
+    "HyperPodNodes",
     "IAcceleratedWorkload",
     "InferenceService",
     "InferenceWorkload",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import jsii
 from aws_cdk import Token
@@ -21,14 +22,13 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
-from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.topology import flavor_topology
 from fm_constructs.errors import FmValidationError, Problems
-from fm_constructs.kubernetes.node_shape import WorkloadTarget
+from fm_constructs.kubernetes.node_shape import INSTANCE_TYPE_LABEL, WorkloadTarget
 from fm_constructs.kubernetes.training_runtimes import training_pod_budget, training_runtimes
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import EfaNodeGroup
@@ -84,6 +84,22 @@ class NodePool:
         return high > low
 
 
+#: Short name of the HyperPod node pool (its ResourceFlavor is ``<namespace>-hyperpod``).
+HYPERPOD_POOL = "hyperpod"
+
+
+@dataclass(frozen=True)
+class HyperPodNodes:
+    """The SageMaker HyperPod nodes a workload runs on when HyperPod, not EKS node groups,
+    creates them: ``node_count`` nodes of ``instance_type`` (the EC2 name; nodes carry the
+    ``ml.`` name as their instance-type label, which their ResourceFlavor selects), reachable
+    through ``peer`` (the HyperPod cluster's security groups)."""
+
+    instance_type: str
+    node_count: int
+    peer: ec2.IConnectable
+
+
 def pool_quota(pool: NodePool) -> dict[str, int | str]:
     """Kueue nominal quota of ``pool`` at its largest size."""
     return capacity_quota(pool.instance_type, pool.bounds[1])
@@ -132,8 +148,8 @@ class EksWorkload(Construct):
         *,
         cluster: IGpuCluster,
         name: str,
-        subnet: ec2.ISubnet,
-        node_pools: Sequence[NodePool],
+        subnet: ec2.ISubnet | None = None,
+        node_pools: Sequence[NodePool] = (),
         data_bucket: IDataBucket | None = None,
         data_prefixes: Sequence[str] = (),
         read_prefixes: Sequence[str] = (),
@@ -146,6 +162,7 @@ class EksWorkload(Construct):
         training: bool = False,
         max_pods_per_node: int | None = None,
         node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
+        hyperpod_nodes: HyperPodNodes | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -153,8 +170,14 @@ class EksWorkload(Construct):
             namespace = names.workload_namespace(name)
         except ValueError as error:
             problems.add("name", name, str(error))
-        if not node_pools:
+        if hyperpod_nodes is not None and node_pools:
+            problems.add(
+                "hyperpod_nodes", hyperpod_nodes.instance_type, "give it or node_pools, not both"
+            )
+        elif hyperpod_nodes is None and not node_pools:
             problems.add("node_pools", [], "must hold at least one node pool")
+        elif node_pools and subnet is None:
+            problems.add("subnet", None, "is needed for the node pools' node groups")
         if len({p.name for p in node_pools}) != len(node_pools):
             problems.add("node_pools", [p.name for p in node_pools], "names must be unique")
         for key, prefixes in (("data_prefixes", data_prefixes), ("read_prefixes", read_prefixes)):
@@ -215,12 +238,16 @@ class EksWorkload(Construct):
         self.local_queue_name = names.local_queue_name(name)
         self.fsx_claim = names.fsx_claim_name(name)
 
-        self.efa_security_group = EfaSecurityGroup(
-            self,
-            "EfaSecurityGroup",
-            vpc=cluster.vpc,
-            description=f"EFA traffic between the {namespace} nodes",
-        )
+        self.hyperpod_nodes = hyperpod_nodes
+        #: The EKS node groups' EFA group (None on HyperPod nodes, which have their own).
+        self.efa_security_group: EfaSecurityGroup | None = None
+        if node_pools:
+            self.efa_security_group = EfaSecurityGroup(
+                self,
+                "EfaSecurityGroup",
+                vpc=cluster.vpc,
+                description=f"EFA traffic between the {namespace} nodes",
+            )
         self.max_pods_per_node = max_pods_per_node
         self.session_manager = session_manager
         #: The first node group of every pool; :attr:`node_group_parts` holds them all.
@@ -228,7 +255,10 @@ class EksWorkload(Construct):
         self.node_group_parts: dict[str, list[EfaNodeGroup]] = {}
         for pool in node_pools:
             parts = self._node_group_parts(
-                pool, subnets_of.get(pool.name) or [subnet], efa_layout, root_volume_size_gib
+                pool,
+                subnets_of.get(pool.name) or [cast(ec2.ISubnet, subnet)],
+                efa_layout,
+                root_volume_size_gib,
             )
             self.node_groups[pool.name] = parts[0]
             self.node_group_parts[pool.name] = parts
@@ -247,21 +277,10 @@ class EksWorkload(Construct):
         self.network_policies = network_policies_manifest(
             self, cluster, name, self.namespace_manifest
         )
-        self.role = pod_identity_role(
-            self,
-            "Role",
-            description=f"Pods of the {namespace} workload (EKS Pod Identity)",
-        )
-        if data_bucket is not None and (data_prefixes or read_prefixes):
-            self._grant_prefixes(data_bucket, data_prefixes, read_prefixes)
-        self.pod_identity = associate_pod_identity(
-            self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=namespace,
-            service_account=self.service_account,
-            role=self.role,
-        )
+        #: The Pod Identity role of the service account (EKS node groups only).
+        self.role: iam.IRole | None = None
+        if node_pools:
+            self.role = self._identity(data_bucket, data_prefixes, read_prefixes)
 
         # -- file system ----------------------------------------------------------------------
         self.file_system: ILustreFileSystem | None = None
@@ -272,23 +291,32 @@ class EksWorkload(Construct):
         # -- Kueue ----------------------------------------------------------------------------
         self.queues: eks.KubernetesManifest | None = None
         if kueue:
-            self._queues(node_pools, lend_quota)
+            self._queues(self._flavors(node_pools), lend_quota)
 
         # -- training runtimes ----------------------------------------------------------------
         self.training_target: WorkloadTarget | None = None
         self.training_runtimes: eks.KubernetesManifest | None = None
         if training:
-            self._training_runtimes(node_pools[0])
+            self._training_runtimes(
+                WorkloadTarget(name, hyperpod_nodes.instance_type, hyperpod=True)
+                if hyperpod_nodes is not None
+                else WorkloadTarget(name, node_pools[0].instance_type)
+            )
 
     # ----------------------------------------------------------------------------- interface
 
     @property
     def connections(self) -> ec2.Connections:
-        """The workload nodes' EFA security group (on every node interface)."""
+        """The workload nodes' EFA security group (on every node interface), or the HyperPod
+        nodes' groups."""
+        if self.efa_security_group is None:
+            assert self.hyperpod_nodes is not None
+            return self.hyperpod_nodes.peer.connections
         return self.efa_security_group.connections
 
     @property
     def node_roles(self) -> list[iam.IRole]:
+        """The node groups' roles (none on HyperPod nodes: their cluster has its role)."""
         return [group.role for parts in self.node_group_parts.values() for group in parts]
 
     @property
@@ -326,9 +354,10 @@ class EksWorkload(Construct):
             create_namespace=False,
         )
         self.volume.node.add_dependency(self.namespace_manifest)
-        file_system.connections.allow_default_port_from(
-            ec2.Connections(security_groups=[self.efa_security_group.security_group])
-        )
+        if self.efa_security_group is not None:  # HyperPod opens the ports from its nodes
+            file_system.connections.allow_default_port_from(
+                ec2.Connections(security_groups=[self.efa_security_group.security_group])
+            )
         return self.volume
 
     # ----------------------------------------------------------------------------- internals
@@ -406,33 +435,52 @@ class EksWorkload(Construct):
             create_placement_group=False if high > low else None,
         )
 
-    def _training_runtimes(self, pool: NodePool) -> None:
-        """The EFA-aware Kubeflow Trainer runtimes of the main pool, in the workload namespace
-        (NVIDIA pools; Neuron jobs use the AWS Neuron images instead)."""
+    def _training_runtimes(self, target: WorkloadTarget) -> None:
+        """The EFA-aware Kubeflow Trainer runtimes of ``target`` (the main pool or the
+        HyperPod nodes), in the workload namespace (NVIDIA nodes; Neuron jobs use the AWS
+        Neuron images instead)."""
         trainer = self.cluster.charts.get(charts.KUBEFLOW_TRAINER.release)
-        if trainer is None or get_instance_type(pool.instance_type).eks_ami_family != "NVIDIA":
+        if trainer is None or target.spec.eks_ami_family != "NVIDIA":
             return
-        self.training_target = WorkloadTarget(self.name, pool.instance_type)
+        self.training_target = target
         self.training_runtimes = eks.KubernetesManifest(
             self,
             "TrainingRuntimes",
             cluster=self.cluster.icluster,
-            manifest=[
-                *training_runtimes(self.training_target),
-                training_pod_budget(self.training_target),
-            ],
+            manifest=[*training_runtimes(target), training_pod_budget(target)],
             overwrite=True,
         )
         self.training_runtimes.node.add_dependency(self.namespace_manifest)
         self.training_runtimes.node.add_dependency(trainer)
 
+    def _identity(
+        self, data_bucket: IDataBucket | None, writes: Sequence[str], reads: Sequence[str]
+    ) -> iam.IRole:
+        """The service account's Pod Identity role, with the data bucket's prefixes."""
+        role = pod_identity_role(
+            self,
+            "Role",
+            description=f"Pods of the {self.namespace} workload (EKS Pod Identity)",
+        )
+        if data_bucket is not None and (writes or reads):
+            self._grant_prefixes(role, data_bucket, writes, reads)
+        self.pod_identity = associate_pod_identity(
+            self,
+            "PodIdentity",
+            cluster_name=self.cluster.cluster_name,
+            namespace=self.namespace,
+            service_account=self.service_account,
+            role=role,
+        )
+        return role
+
     def _grant_prefixes(
-        self, data_bucket: IDataBucket, writes: Sequence[str], reads: Sequence[str]
+        self, role: iam.IRole, data_bucket: IDataBucket, writes: Sequence[str], reads: Sequence[str]
     ) -> None:
         """Read-write on the workload's outputs, read-only on its inputs, list both."""
         bucket = data_bucket.bucket
         if reads:
-            self.role.add_to_principal_policy(
+            role.add_to_principal_policy(
                 iam.PolicyStatement(
                     sid="ReadInputs",
                     actions=["s3:GetObject"],
@@ -440,7 +488,7 @@ class EksWorkload(Construct):
                 )
             )
         if writes:
-            self.role.add_to_principal_policy(
+            role.add_to_principal_policy(
                 iam.PolicyStatement(
                     sid="ReadWriteOutputs",
                     actions=[
@@ -454,7 +502,7 @@ class EksWorkload(Construct):
             )
         prefixes = [*reads, *writes]
         listed = [p for prefix in prefixes for p in (prefix, f"{prefix}*")]
-        self.role.add_to_principal_policy(
+        role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
                 resources=[bucket.bucket_arn],
@@ -463,41 +511,64 @@ class EksWorkload(Construct):
         )
         if data_bucket.key is not None:
             # SSE-KMS: decrypt to read objects, a data key only to write them.
-            self.role.add_to_principal_policy(
+            role.add_to_principal_policy(
                 iam.PolicyStatement(
                     actions=["kms:Decrypt", "kms:GenerateDataKey"] if writes else ["kms:Decrypt"],
                     resources=[data_bucket.key.key_arn],
                 )
             )
         acknowledge_generated_iam(
-            self.role,
+            role,
             managed_reason="The workload role uses no AWS-managed policy.",
             wildcard_reason="Object access is limited to the workload's key prefixes of the "
             f"data bucket (reads {', '.join(reads) or 'none'}; writes "
             f"{', '.join(writes) or 'none'}); the key grant allows the data bucket's key only.",
         )
 
-    def _queues(self, node_pools: Sequence[NodePool], lend_quota: bool) -> None:
-        flavors = KueueFlavors.of(self.cluster)
+    def _flavors(
+        self, node_pools: Sequence[NodePool]
+    ) -> list[tuple[k8s.Flavor, Mapping[str, int | str]]]:
+        """Each pool's ResourceFlavor (its node-pool label) with its quota, or the HyperPod
+        nodes' (their ``ml.`` instance-type label; the host alone as topology: every flavor of
+        the cohort names one, see domain.topology.HOST_TOPOLOGY)."""
+        if self.hyperpod_nodes is not None:
+            target = WorkloadTarget(self.name, self.hyperpod_nodes.instance_type, hyperpod=True)
+            flavor = k8s.Flavor(
+                name=names.resource_flavor_name(self.name, HYPERPOD_POOL),
+                node_labels=((INSTANCE_TYPE_LABEL, target.node_type_label),),
+                taints=(),
+                topology_name=flavor_topology(target.spec, network_layers=False),
+            )
+            nodes = self.hyperpod_nodes
+            return [(flavor, capacity_quota(nodes.instance_type, nodes.node_count))]
+        flavors: list[tuple[k8s.Flavor, Mapping[str, int | str]]] = []
         for pool, group in zip(node_pools, self.node_groups.values(), strict=True):
             flavor_name = names.resource_flavor_name(self.name, pool.name)
-            flavors.add(
-                k8s.Flavor(
-                    name=flavor_name,
-                    node_labels=((names.NODE_POOL_LABEL, flavor_name),),
-                    taints=group.taints,
-                    topology_name=flavor_topology(group.instance_spec),
-                ),
-                owner=self.name,
-                quota=pool_quota(pool),
-                lendable=lend_quota,
+            flavors.append(
+                (
+                    k8s.Flavor(
+                        name=flavor_name,
+                        node_labels=((names.NODE_POOL_LABEL, flavor_name),),
+                        taints=group.taints,
+                        topology_name=flavor_topology(group.instance_spec),
+                    ),
+                    pool_quota(pool),
+                )
             )
+        return flavors
+
+    def _queues(
+        self, flavors: Sequence[tuple[k8s.Flavor, Mapping[str, int | str]]], lend_quota: bool
+    ) -> None:
+        registry = KueueFlavors.of(self.cluster)
+        for flavor, quota in flavors:
+            registry.add(flavor, owner=self.name, quota=quota, lendable=lend_quota)
         self.queues = eks.KubernetesManifest(
             self,
             "Queues",
             cluster=self.cluster.icluster,
             manifest=[
-                flavors.cluster_queue(
+                registry.cluster_queue(
                     self.cluster_queue_name, owner=self.name, namespace=self.namespace
                 ),
                 k8s.local_queue(

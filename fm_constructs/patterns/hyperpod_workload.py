@@ -23,8 +23,8 @@ from fm_constructs.orchestration.hyperpod import (
     SlurmNodeType,
     slurm_instance_groups,
 )
+from fm_constructs.patterns.cluster_workload import EksWorkload, HyperPodNodes
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
-from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
@@ -50,7 +50,8 @@ class HyperPodAcceleratedWorkload(Construct):
     the platform's shared cluster, whose own scraper then collects the metrics. Without it a
     private cluster is created for the workload. On either, the workload ``name`` gets its
     namespace with the file system's claim, Kueue queues for the HyperPod nodes and, when
-    ``training``, the EFA-aware Kubeflow Trainer runtimes (:class:`HyperPodEksShare`).
+    ``training``, the EFA-aware Kubeflow Trainer runtimes
+    (:class:`~fm_constructs.patterns.cluster_workload.EksWorkload` on ``hyperpod_nodes``).
     """
 
     def __init__(
@@ -138,15 +139,14 @@ class HyperPodAcceleratedWorkload(Construct):
         )
         # EKS orchestration: the workload's namespace, FSx claim, Kueue queues and EFA-aware
         # Trainer runtimes on the cluster (shared or its own).
-        self.share: HyperPodEksShare | None = None
+        self.share: EksWorkload | None = None
         if self.eks_cluster is not None:
-            self.share = HyperPodEksShare(
+            self.share = EksWorkload(
                 self,
                 "Workload",
                 cluster=self.eks_cluster,
                 name=name,
-                instance_type=instance_type,
-                node_count=node_count,
+                hyperpod_nodes=HyperPodNodes(instance_type, node_count, self.cluster),
                 file_system=file_system,
                 training=training,
             )
