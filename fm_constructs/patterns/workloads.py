@@ -12,7 +12,7 @@ pattern offers the same surface (:class:`IAcceleratedWorkload`), as does
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -27,7 +27,6 @@ from fm_constructs.config.options import (
     ROLE_LABEL,
     ROLLOUT_POOL,
 )
-from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.observability import IPrometheusWorkspace
 from fm_constructs.orchestration import WorkloadOperators
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
@@ -60,6 +59,34 @@ class IAcceleratedWorkload(Protocol):
     def queue_names(self) -> tuple[str, ...]: ...
 
 
+class WorkloadKeywords(TypedDict, total=False):
+    """The keywords every EKS workload pattern takes besides its cluster, subnet and main node
+    pool (each as :class:`~fm_constructs.patterns.cluster_workload.EksWorkload` and
+    :class:`~fm_constructs.patterns.cluster_workload.NodePool` take it): the main pool's
+    ``capacity`` and ``launch_template_version``, the ``file_system`` mounted as
+    ``fsx-lustre``, the nodes' ``efa_layout``, ``root_volume_size_gib``, ``session_manager``
+    and ``max_pods_per_node``, and ``node_group_subnets`` for pools that outgrow ``subnet``."""
+
+    capacity: CapacitySource | None
+    file_system: ILustreFileSystem | None
+    efa_layout: EfaLayout | None
+    root_volume_size_gib: int
+    session_manager: bool
+    max_pods_per_node: int | None
+    launch_template_version: int | None
+    node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None
+
+
+class TrainingKeywords(WorkloadKeywords, total=False):
+    """:class:`WorkloadKeywords` and the training workloads' ``data_bucket`` with the key
+    prefixes their role writes (``data_prefixes``) and only reads (``read_prefixes``); each
+    defaults to the workload kind's prefixes when there is a data bucket."""
+
+    data_bucket: IDataBucket | None
+    data_prefixes: Sequence[str] | None
+    read_prefixes: Sequence[str] | None
+
+
 class _EksPattern(Construct):
     """Shared surface of the EKS workload patterns, and the one place they build their share
     of the cluster."""
@@ -70,13 +97,39 @@ class _EksPattern(Construct):
         self,
         cluster: IGpuCluster,
         operators: WorkloadOperators,
-        pools: Sequence[NodePool],
+        main: tuple[str, int, int | None],
+        keywords: Mapping[str, Any],
+        *,
+        kind: str,
+        extra_pools: Sequence[NodePool] = (),
         **workload: Any,
     ) -> EksWorkload:
         """Switch on ``operators`` on ``cluster`` (once per cluster) and build the workload's
-        node pools, namespace, identity, claim and queues (:class:`EksWorkload`)."""
+        node pools (the ``main`` pool: instance type, node count, largest count; then
+        ``extra_pools``), namespace, identity, claim and queues (:class:`EksWorkload`) from the
+        pattern's ``keywords``, with the data prefixes of workload ``kind``."""
+        settings = dict(keywords)
+        instance_type, node_count, max_node_count = main
+        pool = NodePool(
+            MAIN_POOL,
+            instance_type,
+            node_count,
+            max_node_count=max_node_count,
+            capacity=settings.pop("capacity", None),
+            launch_template_version=settings.pop("launch_template_version", None),
+        )
+        bucket = settings.get("data_bucket", workload.get("data_bucket"))
+        for key, defaults in (("data_prefixes", DATA_OUTPUTS), ("read_prefixes", DATA_INPUTS)):
+            settings[key] = _prefixes(settings.get(key), defaults[kind], bucket)
         cluster.enable_operators(operators)
-        self.workload = EksWorkload(self, "Workload", cluster=cluster, node_pools=pools, **workload)
+        self.workload = EksWorkload(
+            self,
+            "Workload",
+            cluster=cluster,
+            node_pools=[pool, *extra_pools],
+            **settings,
+            **workload,
+        )
         return self.workload
 
     @property
@@ -102,6 +155,7 @@ class _EksPattern(Construct):
     @property
     def role(self) -> iam.IRole:
         """The Pod Identity role of the workload's service account."""
+        assert self.workload.role is not None
         return self.workload.role
 
 
@@ -110,7 +164,8 @@ class PretrainingWorkload(_EksPattern):
     ``subnet`` (fixed size, in a cluster placement group where the capacity allows one), with
     Kueue and Kubeflow Trainer on the cluster, the file system mounted as ``fsx-lustre``, and a
     role that reads ``datasets/`` and writes ``checkpoints/pretraining/`` of ``data_bucket``
-    (``read_prefixes`` and ``data_prefixes`` override them)."""
+    (``read_prefixes`` and ``data_prefixes`` override them). Other keywords:
+    :class:`TrainingKeywords`."""
 
     def __init__(
         self,
@@ -121,43 +176,18 @@ class PretrainingWorkload(_EksPattern):
         subnet: ec2.ISubnet,
         instance_type: str,
         node_count: int,
-        capacity: CapacitySource | None = None,
-        data_bucket: IDataBucket | None = None,
-        file_system: ILustreFileSystem | None = None,
         name: str = "pretraining",
-        data_prefixes: Sequence[str] | None = None,
-        read_prefixes: Sequence[str] | None = None,
-        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
-        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
-        session_manager: bool = False,
-        max_pods_per_node: int | None = None,
-        launch_template_version: int | None = None,
-        node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
+        **keywords: Unpack[TrainingKeywords],
     ) -> None:
         super().__init__(scope, construct_id)
         self._build(
             cluster,
             WorkloadOperators(kueue=True, kubeflow_trainer=True),
-            [
-                NodePool(
-                    MAIN_POOL,
-                    instance_type,
-                    node_count,
-                    capacity=capacity,
-                    launch_template_version=launch_template_version,
-                )
-            ],
+            (instance_type, node_count, None),
+            keywords,
+            kind="pretraining",
             name=name,
             subnet=subnet,
-            data_bucket=data_bucket,
-            data_prefixes=_prefixes(data_prefixes, DATA_OUTPUTS["pretraining"], data_bucket),
-            read_prefixes=_prefixes(read_prefixes, DATA_INPUTS["pretraining"], data_bucket),
-            file_system=file_system,
-            efa_layout=efa_layout,
-            root_volume_size_gib=root_volume_size_gib,
-            session_manager=session_manager,
-            max_pods_per_node=max_pods_per_node,
-            node_group_subnets=node_group_subnets,
             training=True,
         )
 
@@ -166,7 +196,8 @@ class PostTrainingWorkload(_EksPattern):
     """SFT and RL post-training on ``cluster``: the trainer nodes and, with
     ``rollout_instance_type``, a rollout (generation) group labelled and tainted
     ``workload-role=rollout`` for vLLM/Ray workers, with KubeRay beside Kueue and Kubeflow
-    Trainer. Both groups are flavors of the workload's queue."""
+    Trainer. Both groups are flavors of the workload's queue. Other keywords:
+    :class:`TrainingKeywords`."""
 
     def __init__(
         self,
@@ -177,35 +208,17 @@ class PostTrainingWorkload(_EksPattern):
         subnet: ec2.ISubnet,
         instance_type: str,
         node_count: int,
-        capacity: CapacitySource | None = None,
         rollout_instance_type: str | None = None,
         rollout_node_count: int = 1,
         rollout_launch_template_version: int | None = None,
-        data_bucket: IDataBucket | None = None,
-        file_system: ILustreFileSystem | None = None,
         name: str = "post_training",
-        data_prefixes: Sequence[str] | None = None,
-        read_prefixes: Sequence[str] | None = None,
-        efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
-        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
-        session_manager: bool = False,
-        max_pods_per_node: int | None = None,
-        launch_template_version: int | None = None,
-        node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
+        **keywords: Unpack[TrainingKeywords],
     ) -> None:
         super().__init__(scope, construct_id)
-        pools = [
-            NodePool(
-                MAIN_POOL,
-                instance_type,
-                node_count,
-                capacity=capacity,
-                launch_template_version=launch_template_version,
-            )
-        ]
+        rollout: list[NodePool] = []
         if rollout_instance_type is not None:
             role = {ROLE_LABEL: ROLLOUT_POOL}
-            pools.append(
+            rollout.append(
                 NodePool(
                     ROLLOUT_POOL,
                     rollout_instance_type,
@@ -218,18 +231,12 @@ class PostTrainingWorkload(_EksPattern):
         self._build(
             cluster,
             WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True),
-            pools,
+            (instance_type, node_count, None),
+            keywords,
+            kind="post_training",
+            extra_pools=rollout,
             name=name,
             subnet=subnet,
-            data_bucket=data_bucket,
-            data_prefixes=_prefixes(data_prefixes, DATA_OUTPUTS["post_training"], data_bucket),
-            read_prefixes=_prefixes(read_prefixes, DATA_INPUTS["post_training"], data_bucket),
-            file_system=file_system,
-            efa_layout=efa_layout,
-            root_volume_size_gib=root_volume_size_gib,
-            session_manager=session_manager,
-            max_pods_per_node=max_pods_per_node,
-            node_group_subnets=node_group_subnets,
             training=True,
         )
 
@@ -239,7 +246,8 @@ class InferenceWorkload(_EksPattern):
     Cluster Autoscaler follows Pending replicas), LeaderWorkerSet for multi-node replicas and,
     with ``model``, the vLLM server of
     :class:`~fm_constructs.patterns.inference.InferenceService` in the workload namespace.
-    Serving capacity is not lent to the training queues (model servers are not queued)."""
+    Serving capacity is not lent to the training queues (model servers are not queued). Other
+    keywords: :class:`WorkloadKeywords`."""
 
     def __init__(
         self,
@@ -251,50 +259,28 @@ class InferenceWorkload(_EksPattern):
         instance_type: str,
         node_count: int,
         max_node_count: int | None = None,
-        capacity: CapacitySource | None = None,
         data_bucket: IDataBucket,
-        file_system: ILustreFileSystem | None = None,
         model: ModelServerSpec | None = None,
         load_balancer: LoadBalancer = LoadBalancer.INTERNAL,
         load_balancer_source_ranges: Sequence[str] | None = None,
         autoscaling: AutoscalingPolicy | None = None,
         workspace: IPrometheusWorkspace | None = None,
         name: str = "inference",
-        efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
-        root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
-        session_manager: bool = False,
-        max_pods_per_node: int | None = None,
-        launch_template_version: int | None = None,
         autoscaler_settings: ClusterAutoscalerSettings | None = None,
-        node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
+        **keywords: Unpack[WorkloadKeywords],
     ) -> None:
         super().__init__(scope, construct_id)
         self._build(
             cluster,
             WorkloadOperators(kueue=True, leader_worker_set=True),
-            [
-                NodePool(
-                    MAIN_POOL,
-                    instance_type,
-                    node_count,
-                    max_node_count=max_node_count,
-                    capacity=capacity,
-                    launch_template_version=launch_template_version,
-                )
-            ],
+            (instance_type, node_count, max_node_count),
+            keywords,
+            kind="inference",
             name=name,
             subnet=subnet,
             data_bucket=data_bucket,
-            data_prefixes=DATA_OUTPUTS["inference"],
-            read_prefixes=DATA_INPUTS["inference"],
-            file_system=file_system,
-            efa_layout=efa_layout,
-            root_volume_size_gib=root_volume_size_gib,
-            session_manager=session_manager,
-            max_pods_per_node=max_pods_per_node,
             lend_quota=False,
             autoscaler_settings=autoscaler_settings,
-            node_group_subnets=node_group_subnets,
         )
         self.model_server: InferenceService | None = None
         if model is not None:
