@@ -27,9 +27,8 @@ _EXPORTS: dict[str, str] = {
     "EksWorkload": "fm_constructs.patterns",
     "NodePool": "fm_constructs.patterns",
     "KueueFlavors": "fm_constructs.patterns",
-    "EksAcceleratedWorkload": "fm_constructs.patterns",
     "HyperPodAcceleratedWorkload": "fm_constructs.patterns",
-    "HyperPodEksShare": "fm_constructs.patterns",
+    "HyperPodNodes": "fm_constructs.patterns",
     "PcsAcceleratedWorkload": "fm_constructs.patterns",
     "InferenceService": "fm_constructs.patterns",
     "ObservabilityPlatform": "fm_constructs.patterns",
@@ -132,7 +131,6 @@ __all__ = [
     "EfaLayout",
     "EfaNodeGroup",
     "EfaSecurityGroup",
-    "EksAcceleratedWorkload",
     "EksClusterScraping",
     "EksWorkload",
     "Finding",
@@ -150,9 +148,9 @@ __all__ = [
     "HyperPodAcceleratedWorkload",
     "HyperPodCluster",
     "HyperPodEksDependencies",
-    "HyperPodEksShare",
     "HyperPodExecutionRole",
     "HyperPodHealthEvents",
+    "HyperPodNodes",
     "IAcceleratedWorkload",
     "IDataBucket",
     "IGpuCluster",
@@ -206,8 +204,16 @@ __all__ = [
 ]
 
 
+#: Former public names -> the name that replaced them (still importable, not listed).
+_RENAMED: dict[str, str] = {
+    "HyperPodEksShare": "EksWorkload",
+    "EksAcceleratedWorkload": "EksWorkload",
+}
+
+
 def __getattr__(name: str) -> Any:
     """Load a public name from its module the first time it is used."""
+    name = _RENAMED.get(name, name)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'fm_constructs' has no attribute {name!r}")
@@ -285,11 +291,10 @@ if TYPE_CHECKING:  # what type checkers and editors see
     )
     from fm_constructs.patterns import (
         AutoscalingPolicy,
-        EksAcceleratedWorkload,
         EksClusterScraping,
         EksWorkload,
         HyperPodAcceleratedWorkload,
-        HyperPodEksShare,
+        HyperPodNodes,
         IAcceleratedWorkload,
         InferenceService,
         InferenceWorkload,

@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
@@ -30,7 +30,6 @@ from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
 
 if TYPE_CHECKING:
-    from fm_constructs.kubernetes.node_shape import WorkloadTarget
     from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -200,48 +199,6 @@ class GpuClusterFeatures:
             self._lustre_file_systems.append(file_system)
             for peer in self._node_peers:
                 file_system.connections.allow_default_port_from(peer)
-        return manifest
-
-    def add_training_runtimes(self, target: WorkloadTarget) -> eks.KubernetesManifest:
-        """Install the EFA-aware Kubeflow Trainer runtimes of ``target``'s workload (PyTorch,
-        JAX, MPI; :mod:`fm_constructs.kubernetes.training_runtimes`) in its namespace, with the
-        namespace and service account they run as and the PodDisruptionBudget of their pods,
-        once the Trainer chart (and its CRDs) is installed."""
-        from fm_constructs.kubernetes.training_runtimes import (
-            training_pod_budget,
-            training_runtimes,
-        )
-
-        trainer = self.charts.get(charts.KUBEFLOW_TRAINER.release)
-        if trainer is None:
-            problems = Problems(
-                context=f"{self.context_name}.add_training_runtimes", code=codes.EKS_CLUSTER
-            )
-            problems.add(
-                "operators.kubeflow_trainer",
-                False,
-                "must be enabled: the training runtimes are Kubeflow Trainer objects",
-            )
-            problems.raise_if_any()
-        namespace = target.namespace
-        manifest = eks.KubernetesManifest(
-            self.addons_scope,
-            f"TrainingRuntimes-{namespace}",
-            cluster=self.icluster,
-            manifest=[
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": {"name": target.service_account, "namespace": namespace},
-                },
-                *training_runtimes(target),
-                training_pod_budget(target),
-            ],
-            overwrite=True,
-        )
-        manifest.node.add_dependency(cast(Construct, trainer))
-        self._acknowledge_kubectl_provider()
         return manifest
 
     def add_pinned_chart(

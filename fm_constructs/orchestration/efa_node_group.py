@@ -57,7 +57,7 @@ PRESENT_LABELS: dict[EksAmiFamily, str] = {
 }
 WORKLOADS: dict[EksAmiFamily, str] = {"NVIDIA": "gpu", "NEURON": "neuron"}
 #: Former names of the size options (new name by old), accepted with a synth warning: the
-#: patterns (EksAcceleratedWorkload, HyperPodAcceleratedWorkload) and GpuLaunchTemplate count
+#: patterns (EksWorkload, HyperPodAcceleratedWorkload) and GpuLaunchTemplate count
 #: nodes as ``node_count``/``min_node_count``/``max_node_count``, and so does this class.
 DEPRECATED_OPTIONS: Mapping[str, str] = {
     "desired_size": "node_count",

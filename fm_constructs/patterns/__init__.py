@@ -2,7 +2,6 @@
 
 from fm_constructs.patterns.cluster_workload import EksWorkload, HyperPodNodes, NodePool
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
-from fm_constructs.patterns.eks_workload import EksAcceleratedWorkload
 from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
 from fm_constructs.patterns.inference import InferenceService, KedaAutoscaler
 from fm_constructs.patterns.inference_manifests import AutoscalingPolicy, ModelServerSpec
@@ -16,16 +15,17 @@ from fm_constructs.patterns.workloads import (
     PretrainingWorkload,
 )
 
-#: Folded into :class:`EksWorkload` (``hyperpod_nodes=``); the name stays importable.
+#: Former names, still importable: HyperPodEksShare folded into :class:`EksWorkload`
+#: (``hyperpod_nodes=``); EksAcceleratedWorkload gave way to :class:`GpuEksCluster` with a
+#: workload pattern (:class:`PretrainingWorkload` ...) or :class:`EksWorkload` on it.
 HyperPodEksShare = EksWorkload
+EksAcceleratedWorkload = EksWorkload
 
 __all__ = [
     "AutoscalingPolicy",
-    "EksAcceleratedWorkload",
     "EksClusterScraping",
     "EksWorkload",
     "HyperPodAcceleratedWorkload",
-    "HyperPodEksShare",
     "HyperPodNodes",
     "IAcceleratedWorkload",
     "InferenceService",

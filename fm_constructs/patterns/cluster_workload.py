@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import jsii
-from aws_cdk import Token
+from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
-from fm_constructs.compute import CapacitySource
+from fm_constructs.catalog import get_instance_type
+from fm_constructs.compute import CapacityKind, CapacitySource
 from fm_constructs.config.options import capacity_quota
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
@@ -38,7 +39,6 @@ from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.nag_findings import acknowledge_generated_iam
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
-from fm_constructs.patterns.eks_workload import gpu_type_label
 from fm_constructs.patterns.kueue_queues import KueueFlavors
 from fm_constructs.patterns.network_isolation import network_policies_manifest
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
@@ -82,6 +82,25 @@ class NodePool:
     def autoscaled(self) -> bool:
         low, high = self.bounds
         return high > low
+
+
+#: Node label the Cluster Autoscaler's AWS provider reads to know a node will offer GPUs: until
+#: the device plugin advertises them, such a node counts as not ready instead of as a node
+#: without GPUs (which would trigger another scale-up for the same Pending pods).
+GPU_TYPE_LABEL = "k8s.amazonaws.com/accelerator"
+
+
+def gpu_type_label(instance_type: str) -> dict[str, str]:
+    """``{GPU_TYPE_LABEL: "nvidia-h100"}`` for an NVIDIA type of the catalog, ``{}`` for other
+    or unknown types (the node group reports unknown types itself)."""
+    try:
+        spec = get_instance_type(instance_type)
+    except FmValidationError:
+        return {}
+    if spec.eks_ami_family != "NVIDIA":
+        return {}
+    name = re.sub(r"[^a-z0-9]+", "-", spec.accelerator_name.lower()).strip("-")
+    return {GPU_TYPE_LABEL: f"nvidia-{name}"[:63].rstrip("-")}
 
 
 #: Short name of the HyperPod node pool (its ResourceFlavor is ``<namespace>-hyperpod``).
@@ -265,6 +284,7 @@ class EksWorkload(Construct):
         self.autoscaler: ClusterAutoscaler | None = None
         if any(p.autoscaled for p in node_pools):
             self.autoscaler = ClusterAutoscaler.enable(cluster, autoscaler_settings)
+            self._warn_reserved_autoscaling(node_pools)
 
         # -- namespace and identity -----------------------------------------------------------
         kueue = charts.KUEUE.release in cluster.charts
@@ -361,6 +381,21 @@ class EksWorkload(Construct):
         return self.volume
 
     # ----------------------------------------------------------------------------- internals
+
+    def _warn_reserved_autoscaling(self, node_pools: Sequence[NodePool]) -> None:
+        """A pool that scales on a reservation saves nothing when it shrinks."""
+        for pool in node_pools:
+            kind = self.node_groups[pool.name].capacity.kind
+            if pool.autoscaled and kind in (CapacityKind.CAPACITY_BLOCK, CapacityKind.ODCR):
+                low, high = pool.bounds
+                Annotations.of(self).add_warning_v2(
+                    "fm:autoscaler-reserved-capacity",
+                    f"The {pool.name} node group runs on a {kind.value} reservation, billed "
+                    f"whether nodes run or not, yet scales between {low} and {high} nodes: the "
+                    "Cluster Autoscaler removes idle nodes down to min_node_count without "
+                    "saving anything. Set min_node_count = max_node_count to keep the "
+                    "reservation filled.",
+                )
 
     def _node_group_parts(
         self,

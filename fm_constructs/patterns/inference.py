@@ -153,7 +153,7 @@ class InferenceService(Construct):
       cluster's managed scraper collects into that workspace and the inference dashboard
       shows). Nodes follow within the node group's min and max sizes when the cluster runs
       the Cluster Autoscaler (``ClusterAutoscaler.enable``; the
-      ``EksAcceleratedWorkload`` pattern enables it for node groups that can grow); give
+      workload patterns enable it for node groups that can grow); give
       ``gpu_nodes`` a max size that holds ``max_replicas`` (a warning says when it is too
       small).
     """
