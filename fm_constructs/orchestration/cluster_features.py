@@ -95,6 +95,28 @@ class GpuClusterFeatures:
     kubectl_provider_parent: IConstruct
     context_name: str = "GpuEksCluster"
 
+    @property
+    def cluster_name(self) -> str:
+        return self.icluster.cluster_name
+
+    @property
+    def cluster_arn(self) -> str:
+        return self.icluster.cluster_arn
+
+    @property
+    def vpc(self) -> ec2.IVpc:
+        """The VPC of the control plane and the nodes."""
+        return self.icluster.vpc
+
+    @property
+    def cluster_security_group(self) -> ec2.ISecurityGroup:
+        return self.icluster.cluster_security_group
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """Connections of the cluster security group (control plane and system nodes)."""
+        return self.icluster.connections
+
     def _init_features(self) -> None:
         #: Pinned charts installed on the cluster by this app, by release name.
         self.charts: dict[str, eks.HelmChart] = {}

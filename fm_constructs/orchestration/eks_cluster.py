@@ -31,9 +31,9 @@ from fm_constructs.orchestration.cluster_features import (
 )
 from fm_constructs.orchestration.eks_addons import ClusterAddons
 from fm_constructs.orchestration.imported_eks import (
-    ADMIN_POLICY,
     GpuEksClusterAttributes,
     ImportedGpuEksCluster,
+    cluster_admin_entry,
 )
 from fm_constructs.orchestration.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
@@ -207,18 +207,9 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
                 "added later without replacing the cluster.",
             )
         for index, arn in enumerate(admin_role_arns):
-            entry = eks.AccessEntry(
-                self,
-                _admin_entry_id(arn, index),
-                cluster=self.icluster,
-                principal=arn,
-                access_policies=[
-                    eks.AccessPolicy.from_access_policy_name(
-                        ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
-                    )
-                ],
+            self.admin_access_entries.append(
+                cluster_admin_entry(self, _admin_entry_id(arn, index), self.icluster, arn)
             )
-            self.admin_access_entries.append(entry)
 
         self.submitter_access_entries: list[eks.AccessEntry] = []
         for index, (arn, namespaces) in enumerate(sorted((submitter_namespaces or {}).items())):
@@ -329,28 +320,6 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         created one does: workloads, node groups, HyperPod, add-ons
         (:class:`~fm_constructs.orchestration.imported_eks.ImportedGpuEksCluster`)."""
         return ImportedGpuEksCluster(scope, construct_id, **attributes)
-
-    @property
-    def cluster_name(self) -> str:
-        return self.cluster.cluster_name
-
-    @property
-    def cluster_arn(self) -> str:
-        return self.cluster.cluster_arn
-
-    @property
-    def vpc(self) -> ec2.IVpc:
-        """The VPC of the control plane and the nodes."""
-        return self.cluster.vpc
-
-    @property
-    def cluster_security_group(self) -> ec2.ISecurityGroup:
-        return self.cluster.cluster_security_group
-
-    @property
-    def connections(self) -> ec2.Connections:
-        """Connections of the cluster security group (control plane and system nodes)."""
-        return self.cluster.connections
 
     @property
     def pod_identity_agent(self) -> IConstruct | None:

@@ -52,6 +52,18 @@ class GpuEksClusterAttributes(TypedDict):
     kubectl_provider: NotRequired[eks.IKubectlProvider | None]
 
 
+def cluster_admin_entry(
+    scope: Construct, construct_id: str, cluster: eks.ICluster, principal: str
+) -> eks.AccessEntry:
+    """An access entry granting ``principal`` (an IAM role ARN) cluster admin on ``cluster``."""
+    policy = eks.AccessPolicy.from_access_policy_name(
+        ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
+    )
+    return eks.AccessEntry(
+        scope, construct_id, cluster=cluster, principal=principal, access_policies=[policy]
+    )
+
+
 @jsii.implements(ec2.IConnectable)
 class ImportedGpuEksCluster(GpuClusterFeatures, Construct):
     """An existing cluster: the charts, operators, device plugins and Lustre volumes workloads
@@ -113,26 +125,6 @@ class ImportedGpuEksCluster(GpuClusterFeatures, Construct):
         self._init_features()
         self._acknowledge_kubectl_provider()
 
-    @property
-    def cluster_name(self) -> str:
-        return self.icluster.cluster_name
-
-    @property
-    def cluster_arn(self) -> str:
-        return self.icluster.cluster_arn
-
-    @property
-    def vpc(self) -> ec2.IVpc:
-        return self.icluster.vpc
-
-    @property
-    def cluster_security_group(self) -> ec2.ISecurityGroup:
-        return self.icluster.cluster_security_group
-
-    @property
-    def connections(self) -> ec2.Connections:
-        return self.icluster.connections
-
     def _kubectl_provider(
         self,
         identity: eks.ICluster,
@@ -143,31 +135,18 @@ class ImportedGpuEksCluster(GpuClusterFeatures, Construct):
         private subnets; a handler role created here is made cluster admin (access entry
         ``KubectlAccess``), as aws-cdk-lib does for a cluster it creates."""
         given = options or eks.KubectlProviderOptions(kubectl_layer=layer)
+        passed = ("awscli_layer", "environment", "memory", "role", "security_groups")
         provider = eks.KubectlProvider(
             self,
             "KubectlProvider",
             cluster=identity,
             kubectl_layer=layer,
-            awscli_layer=given.awscli_layer,
-            environment=given.environment,
-            memory=given.memory,
             private_subnets=given.private_subnets or identity.vpc.private_subnets,
-            role=given.role,
-            security_groups=given.security_groups,
             security_group=given.security_group,
+            **{name: getattr(given, name) for name in passed},
         )
         if given.role is None:
-            eks.AccessEntry(
-                self,
-                "KubectlAccess",
-                cluster=identity,
-                principal=provider.role.role_arn,
-                access_policies=[
-                    eks.AccessPolicy.from_access_policy_name(
-                        ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
-                    )
-                ],
-            )
+            cluster_admin_entry(self, "KubectlAccess", identity, provider.role.role_arn)
         return provider
 
     def managed_addon(self, name: str) -> IConstruct | None:

@@ -119,11 +119,6 @@ class HyperPodAcceleratedWorkload(Construct):
             self.eks_cluster.enable_efa_device_plugin()
         groups = [*groups, *extra_instance_groups]
         self.file_system = file_system
-        self._partitions = tuple(
-            g.resolved_partition_name
-            for g in groups
-            if orchestrator is Orchestrator.SLURM and g.slurm_node_type is SlurmNodeType.WORKER
-        )
         self.cluster = HyperPodCluster(
             self,
             "Cluster",
@@ -150,6 +145,20 @@ class HyperPodAcceleratedWorkload(Construct):
                 file_system=file_system,
                 training=training,
             )
+        #: What every workload offers (IAcceleratedWorkload): the nodes' security groups, the
+        #: execution role of every instance group, and the queues (Slurm: the worker
+        #: partitions; EKS: the workload's Kueue LocalQueue when the cluster runs Kueue).
+        self.connections: ec2.Connections = self.cluster.connections
+        self.node_roles: list[iam.IRole] = [self.cluster.role]
+        self.queue_names: tuple[str, ...] = (
+            self.share.queue_names
+            if self.share is not None
+            else tuple(
+                g.resolved_partition_name
+                for g in groups
+                if g.slurm_node_type is SlurmNodeType.WORKER
+            )
+        )
         self.scraping: EksClusterScraping | None = None
         if self.eks_cluster is not None and workspace is not None and not shared:
             self.scraping = EksClusterScraping(
@@ -167,21 +176,3 @@ class HyperPodAcceleratedWorkload(Construct):
                 alert_topic=alert_topic,
                 cluster_name=self.cluster.cluster_name,
             )
-
-    @property
-    def connections(self) -> ec2.Connections:
-        """The HyperPod nodes' security groups."""
-        return self.cluster.connections
-
-    @property
-    def node_roles(self) -> list[iam.IRole]:
-        """The execution role every instance group runs with."""
-        return [self.cluster.role]
-
-    @property
-    def queue_names(self) -> tuple[str, ...]:
-        """Slurm: the worker partitions; EKS: the workload's Kueue LocalQueue (when the
-        cluster runs Kueue)."""
-        if self.share is not None:
-            return self.share.queue_names
-        return self._partitions

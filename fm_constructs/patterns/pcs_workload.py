@@ -146,6 +146,11 @@ class PcsAcceleratedWorkload(Construct):
             group_name=ACCELERATED_GROUP,
             **common,
         )
+        #: What every workload offers (IAcceleratedWorkload): the accelerated nodes' EFA group,
+        #: their role and the Slurm partition of the queue (``sbatch -p``).
+        self.connections: ec2.Connections = self.efa_security_group.connections
+        self.node_roles: list[iam.IRole] = [self.node_role.role]
+        self.queue_names: tuple[str, ...] = (QUEUE_NAME,)
         self.queue = PcsQueue(
             self,
             "Queue",
@@ -153,17 +158,3 @@ class PcsAcceleratedWorkload(Construct):
             node_groups=[self.accelerated],
             queue_name=QUEUE_NAME,
         )
-
-    @property
-    def connections(self) -> ec2.Connections:
-        """The accelerated nodes' EFA security group."""
-        return self.efa_security_group.connections
-
-    @property
-    def node_roles(self) -> list[iam.IRole]:
-        return [self.node_role.role]
-
-    @property
-    def queue_names(self) -> tuple[str, ...]:
-        """The Slurm partition of the accelerated nodes (``sbatch -p``)."""
-        return (QUEUE_NAME,)

@@ -17,26 +17,13 @@ class ILustreFileSystem(Protocol):
     default-port helpers open every Lustre port), whether it runs over EFA, its capacity when
     known, and the directories linked to S3 (empty when unknown)."""
 
-    @property
-    def file_system_id(self) -> str: ...
-
-    @property
-    def dns_name(self) -> str: ...
-
-    @property
-    def mount_name(self) -> str: ...
-
-    @property
-    def connections(self) -> ec2.Connections: ...
-
-    @property
-    def efa_enabled(self) -> bool: ...
-
-    @property
-    def storage_capacity_gib(self) -> int | None: ...
-
-    @property
-    def association_paths(self) -> tuple[str, ...]: ...
+    file_system_id: str
+    dns_name: str
+    mount_name: str
+    connections: ec2.Connections
+    efa_enabled: bool
+    storage_capacity_gib: int | None
+    association_paths: tuple[str, ...]
 
     def allow_clients(self, peer: ec2.IConnectable, description: str | None = None) -> None: ...
 

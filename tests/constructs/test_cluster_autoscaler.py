@@ -66,13 +66,9 @@ def _workload(scope: cdk.Stack, construct_id: str, vpc: ec2.IVpc, pool: NodePool
     cluster = GpuEksCluster(
         parent, "Cluster", vpc=vpc, gpu_availability_zone=vpc.private_subnets[0].availability_zone
     )
+    subnet = vpc.private_subnets[0]
     share = EksWorkload(
-        parent,
-        "Workload",
-        cluster=cluster,
-        name="inference",
-        subnet=vpc.private_subnets[0],
-        node_pools=[pool],
+        parent, "Workload", cluster=cluster, name="inference", subnet=subnet, node_pools=[pool]
     )
     return Workload(cluster, share)
 

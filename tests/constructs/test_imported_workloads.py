@@ -29,6 +29,8 @@ from tests.support import cfn_lint, imported_vpc, synth_stack
 FS_ID = "fs-0123456789abcdef0"
 FS_GROUP = "sg-0f5f5f5f5f5f5f5f5"
 CLUSTER_GROUP = "sg-0c1c1c1c1c1c1c1c1"
+#: The accelerated nodes of every workload here.
+NODES: dict[str, Any] = {"instance_type": "p5.48xlarge", "node_count": 2}
 
 
 def _imports(
@@ -96,17 +98,10 @@ def pretraining() -> tuple[dict[str, Any], dict[str, Any]]:
     def build(stack: cdk.Stack) -> None:
         vpc, cluster, file_system = _imports(stack)
         data = DataBucket.from_data_bucket_attributes(stack, "Data", bucket_name="team-data")
-        workload = PretrainingWorkload(
-            stack,
-            "Pretraining",
-            cluster=cluster,
-            subnet=vpc.private_subnets[0],
-            instance_type="p5.48xlarge",
-            node_count=2,
-            data_bucket=data,
-            file_system=file_system,
+        on = {"cluster": cluster, "subnet": vpc.private_subnets[0], "file_system": file_system}
+        seen["workload"] = PretrainingWorkload(
+            stack, "Pretraining", data_bucket=data, **on, **NODES
         )
-        seen["workload"] = workload
 
     template = synth_stack(build).to_json()
     return template, seen
@@ -181,9 +176,8 @@ def test_hyperpod_takes_the_imported_cluster_and_file_system(orchestrator: Orche
             vpc=vpc,
             gpu_subnet=vpc.private_subnets[0],
             orchestrator=orchestrator,
-            instance_type="p5.48xlarge",
-            node_count=2,
             file_system=file_system,
+            **NODES,
             eks_cluster=cluster if orchestrator is Orchestrator.EKS else None,
             # On a cluster it did not create, the workload switches on the operators it names.
             operators=WorkloadOperators(kueue=True, kubeflow_trainer=True),
@@ -221,10 +215,9 @@ def test_pcs_takes_the_imported_file_system() -> None:
             "Pcs",
             vpc=vpc,
             gpu_subnet=vpc.private_subnets[0],
-            instance_type="p5.48xlarge",
-            node_count=2,
             ami_id="ami-0123456789abcdef0",
             file_system=file_system,
+            **NODES,
         )
 
     template = synth_stack(build).to_json()
