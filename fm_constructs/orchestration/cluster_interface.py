@@ -27,8 +27,11 @@ class IGpuCluster(Protocol):
     Identity agent, the add-on registry and the pinned charts installed so far; and the
     features workloads switch on (operators, device plugins, Lustre volumes, node peers)."""
 
+    # A construct (constructs.IConstruct): warnings and dependencies attach to it.
     @property
     def node(self) -> Any: ...
+
+    def with_(self, *mixins: Any) -> IConstruct: ...
 
     @property
     def cluster_name(self) -> str: ...

@@ -99,21 +99,21 @@ class ImportedGpuEksCluster(GpuClusterFeatures, Construct):
         self.kubernetes_version = version.version
         self.gpu_availability_zone = attributes.get("gpu_availability_zone")
         vpc = attributes["vpc"]
-        identity = {
-            "cluster_name": cluster_name,
-            "vpc": vpc,
-            "cluster_security_group_id": attributes["cluster_security_group_id"],
-        }
+
+        def imported(construct_id: str, provider: eks.IKubectlProvider | None) -> eks.ICluster:
+            return eks.Cluster.from_cluster_attributes(
+                self,
+                construct_id,
+                cluster_name=cluster_name,
+                vpc=vpc,
+                cluster_security_group_id=attributes["cluster_security_group_id"],
+                kubectl_provider=provider,
+            )
+
         if provider is None:
             assert layer is not None
-            provider = self._kubectl_provider(
-                eks.Cluster.from_cluster_attributes(self, "Identity", **identity),
-                layer,
-                options,
-            )
-        self.icluster: eks.ICluster = eks.Cluster.from_cluster_attributes(
-            self, "Resource", kubectl_provider=provider, **identity
-        )
+            provider = self._kubectl_provider(imported("Identity", None), layer, options)
+        self.icluster: eks.ICluster = imported("Resource", provider)
         self.addons_scope: Construct = self
         self.addon_registry = AddonRegistry(self)
         #: Charts install after the cluster (its node group for cluster services exists).
@@ -145,7 +145,7 @@ class ImportedGpuEksCluster(GpuClusterFeatures, Construct):
             security_group=given.security_group,
             **{name: getattr(given, name) for name in passed},
         )
-        if given.role is None:
+        if given.role is None and provider.role is not None:
             cluster_admin_entry(self, "KubectlAccess", identity, provider.role.role_arn)
         return provider
 

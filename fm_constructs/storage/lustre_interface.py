@@ -20,10 +20,14 @@ class ILustreFileSystem(Protocol):
     file_system_id: str
     dns_name: str
     mount_name: str
-    connections: ec2.Connections
     efa_enabled: bool
-    storage_capacity_gib: int | None
     association_paths: tuple[str, ...]
+
+    @property
+    def connections(self) -> ec2.Connections: ...
+
+    @property
+    def storage_capacity_gib(self) -> int | None: ...
 
     def allow_clients(self, peer: ec2.IConnectable, description: str | None = None) -> None: ...
 

@@ -91,7 +91,7 @@ def test_the_imports_are_the_interfaces() -> None:
 
 
 @pytest.fixture(scope="module")
-def pretraining() -> tuple[dict[str, Any], dict[str, Any]]:
+def pretraining() -> tuple[Mapping[str, Any], dict[str, Any]]:
     """PretrainingWorkload on the imported cluster, mounting the imported file system."""
     seen: dict[str, Any] = {}
 
@@ -108,7 +108,7 @@ def pretraining() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def test_pretraining_on_an_imported_cluster_and_file_system_is_lint_clean(
-    pretraining: tuple[dict[str, Any], dict[str, Any]],
+    pretraining: tuple[Mapping[str, Any], dict[str, Any]],
 ) -> None:
     template, seen = pretraining
     assert cfn_lint(template, "us-east-1") == []
@@ -128,7 +128,7 @@ def test_pretraining_on_an_imported_cluster_and_file_system_is_lint_clean(
 
 
 def test_pretraining_manifests_bind_the_imported_file_system_and_validate(
-    pretraining: tuple[dict[str, Any], dict[str, Any]],
+    pretraining: tuple[Mapping[str, Any], dict[str, Any]],
 ) -> None:
     template, _ = pretraining
     objects = _manifests(template)
