@@ -59,10 +59,21 @@ class IAcceleratedWorkload(Protocol):
     def queue_names(self) -> tuple[str, ...]: ...
 
 
-class WorkloadKeywords(TypedDict, total=False):
-    """The keywords every EKS workload pattern takes besides its cluster, subnet and main node
-    pool (each as :class:`~fm_constructs.patterns.cluster_workload.EksWorkload` and
-    :class:`~fm_constructs.patterns.cluster_workload.NodePool` take it): the main pool's
+class _Nodes(TypedDict):
+    """Where an EKS workload pattern's main node pool runs: ``node_count`` nodes of
+    ``instance_type`` in ``subnet``, on ``cluster`` (created or imported)."""
+
+    cluster: IGpuCluster
+    subnet: ec2.ISubnet
+    instance_type: str
+    node_count: int
+
+
+class WorkloadKeywords(_Nodes, total=False):
+    """The keywords every EKS workload pattern takes: the required ``cluster``, ``subnet``,
+    ``instance_type`` and ``node_count`` of its main pool, and, each as
+    :class:`~fm_constructs.patterns.cluster_workload.EksWorkload` or
+    :class:`~fm_constructs.patterns.cluster_workload.NodePool` takes it, the main pool's
     ``capacity`` and ``launch_template_version``, the ``file_system`` mounted as
     ``fsx-lustre``, the nodes' ``efa_layout``, ``root_volume_size_gib``, ``session_manager``
     and ``max_pods_per_node``, and ``node_group_subnets`` for pools that outgrow ``subnet``."""
@@ -95,25 +106,24 @@ class _EksPattern(Construct):
 
     def _build(
         self,
-        cluster: IGpuCluster,
         operators: WorkloadOperators,
-        main: tuple[str, int, int | None],
         keywords: Mapping[str, Any],
         *,
         kind: str,
+        max_node_count: int | None = None,
         extra_pools: Sequence[NodePool] = (),
         **workload: Any,
     ) -> EksWorkload:
-        """Switch on ``operators`` on ``cluster`` (once per cluster) and build the workload's
-        node pools (the ``main`` pool: instance type, node count, largest count; then
-        ``extra_pools``), namespace, identity, claim and queues (:class:`EksWorkload`) from the
-        pattern's ``keywords``, with the data prefixes of workload ``kind``."""
+        """Switch on ``operators`` on the cluster (once per cluster) and build the workload's
+        node pools (the main pool, then ``extra_pools``), namespace, identity, claim and queues
+        (:class:`EksWorkload`) from the pattern's ``keywords``, with the data prefixes of
+        workload ``kind``."""
         settings = dict(keywords)
-        instance_type, node_count, max_node_count = main
+        cluster: IGpuCluster = settings.pop("cluster")
         pool = NodePool(
             MAIN_POOL,
-            instance_type,
-            node_count,
+            settings.pop("instance_type"),
+            settings.pop("node_count"),
             max_node_count=max_node_count,
             capacity=settings.pop("capacity", None),
             launch_template_version=settings.pop("launch_template_version", None),
@@ -164,39 +174,26 @@ class PretrainingWorkload(_EksPattern):
     ``subnet`` (fixed size, in a cluster placement group where the capacity allows one), with
     Kueue and Kubeflow Trainer on the cluster, the file system mounted as ``fsx-lustre``, and a
     role that reads ``datasets/`` and writes ``checkpoints/pretraining/`` of ``data_bucket``
-    (``read_prefixes`` and ``data_prefixes`` override them). Other keywords:
-    :class:`TrainingKeywords`."""
+    (``read_prefixes`` and ``data_prefixes`` override them). Keywords: :class:`TrainingKeywords`."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        cluster: IGpuCluster,
-        subnet: ec2.ISubnet,
-        instance_type: str,
-        node_count: int,
         name: str = "pretraining",
         **keywords: Unpack[TrainingKeywords],
     ) -> None:
         super().__init__(scope, construct_id)
-        self._build(
-            cluster,
-            WorkloadOperators(kueue=True, kubeflow_trainer=True),
-            (instance_type, node_count, None),
-            keywords,
-            kind="pretraining",
-            name=name,
-            subnet=subnet,
-            training=True,
-        )
+        operators = WorkloadOperators(kueue=True, kubeflow_trainer=True)
+        self._build(operators, keywords, kind="pretraining", name=name, training=True)
 
 
 class PostTrainingWorkload(_EksPattern):
     """SFT and RL post-training on ``cluster``: the trainer nodes and, with
     ``rollout_instance_type``, a rollout (generation) group labelled and tainted
     ``workload-role=rollout`` for vLLM/Ray workers, with KubeRay beside Kueue and Kubeflow
-    Trainer. Both groups are flavors of the workload's queue. Other keywords:
+    Trainer. Both groups are flavors of the workload's queue. Keywords:
     :class:`TrainingKeywords`."""
 
     def __init__(
@@ -204,10 +201,6 @@ class PostTrainingWorkload(_EksPattern):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: IGpuCluster,
-        subnet: ec2.ISubnet,
-        instance_type: str,
-        node_count: int,
         rollout_instance_type: str | None = None,
         rollout_node_count: int = 1,
         rollout_launch_template_version: int | None = None,
@@ -229,14 +222,11 @@ class PostTrainingWorkload(_EksPattern):
                 )
             )
         self._build(
-            cluster,
             WorkloadOperators(kueue=True, kubeflow_trainer=True, kuberay=True),
-            (instance_type, node_count, None),
             keywords,
             kind="post_training",
             extra_pools=rollout,
             name=name,
-            subnet=subnet,
             training=True,
         )
 
@@ -246,18 +236,14 @@ class InferenceWorkload(_EksPattern):
     Cluster Autoscaler follows Pending replicas), LeaderWorkerSet for multi-node replicas and,
     with ``model``, the vLLM server of
     :class:`~fm_constructs.patterns.inference.InferenceService` in the workload namespace.
-    Serving capacity is not lent to the training queues (model servers are not queued). Other
-    keywords: :class:`WorkloadKeywords`."""
+    Serving capacity is not lent to the training queues (model servers are not queued).
+    Keywords: :class:`WorkloadKeywords`."""
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        cluster: IGpuCluster,
-        subnet: ec2.ISubnet,
-        instance_type: str,
-        node_count: int,
         max_node_count: int | None = None,
         data_bucket: IDataBucket,
         model: ModelServerSpec | None = None,
@@ -271,13 +257,11 @@ class InferenceWorkload(_EksPattern):
     ) -> None:
         super().__init__(scope, construct_id)
         self._build(
-            cluster,
             WorkloadOperators(kueue=True, leader_worker_set=True),
-            (instance_type, node_count, max_node_count),
             keywords,
             kind="inference",
+            max_node_count=max_node_count,
             name=name,
-            subnet=subnet,
             data_bucket=data_bucket,
             lend_quota=False,
             autoscaler_settings=autoscaler_settings,
@@ -287,7 +271,7 @@ class InferenceWorkload(_EksPattern):
             self.model_server = InferenceService(
                 self,
                 "ModelServer",
-                cluster=cluster,
+                cluster=self.workload.cluster,
                 gpu_nodes=self.workload.main_nodes,
                 model=model,
                 data_bucket=data_bucket,
