@@ -124,6 +124,21 @@ def pool_quota(pool: NodePool) -> dict[str, int | str]:
     return capacity_quota(pool.instance_type, pool.bounds[1])
 
 
+def _check_per_group(
+    problems: Problems, key: str, what: str, pool: NodePool, listed: Sequence[object] | None
+) -> None:
+    """``listed`` (when given) must hold one ``what`` per managed node group of ``pool``."""
+    high = pool.bounds[1]
+    if listed is None or Token.is_unresolved(high) or len(listed) == node_groups_for(high):
+        return
+    problems.add(
+        key,
+        len(listed),
+        f"must list one {what} per managed node group of the pool "
+        f"({node_groups_for(high)} for up to {high} nodes)",
+    )
+
+
 def _construct_id(pool: str) -> str:
     return (
         "GpuNodes" if pool == "gpu" else "".join(p.capitalize() for p in pool.split("-")) + "Nodes"
@@ -218,36 +233,25 @@ class EksWorkload(Construct):
             )
         subnets_of = dict(node_group_subnets or {})
         for pool in node_pools:
-            given = subnets_of.get(pool.name)
-            high = pool.bounds[1]
-            if (
-                given is not None
-                and not Token.is_unresolved(high)
-                and len(given) != node_groups_for(high)
-            ):
-                problems.add(
-                    f"node_group_subnets[{pool.name!r}]",
-                    len(given),
-                    f"must list one subnet per managed node group of the pool "
-                    f"({node_groups_for(high)} for up to {high} nodes)",
-                )
+            _check_per_group(
+                problems,
+                f"node_group_subnets[{pool.name!r}]",
+                "subnet",
+                pool,
+                subnets_of.get(pool.name),
+            )
         for name_ in subnets_of:
             if name_ not in {p.name for p in node_pools}:
                 problems.add("node_group_subnets", name_, "must name a node pool")
         for pool in node_pools:
             reservations = pool.capacity.node_groups if pool.capacity is not None else ()
-            high = pool.bounds[1]
-            if (
-                reservations
-                and not Token.is_unresolved(high)
-                and len(reservations) != node_groups_for(high)
-            ):
-                problems.add(
-                    f"node_pools[{pool.name!r}].capacity.node_groups",
-                    len(reservations),
-                    f"must list one reservation per managed node group of the pool "
-                    f"({node_groups_for(high)} for up to {high} nodes)",
-                )
+            _check_per_group(
+                problems,
+                f"node_pools[{pool.name!r}].capacity.node_groups",
+                "reservation",
+                pool,
+                reservations or None,
+            )
         problems.raise_if_any()
         self.cluster = cluster
         self.name = name
