@@ -46,8 +46,19 @@ _EXPORTS: dict[str, str] = _read_exports()
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 
+#: Former public names and what replaced them (0.x: removed, with the way forward).
+REMOVED: dict[str, str] = {
+    "EksAcceleratedWorkload": "a GpuEksCluster (created, or imported with "
+    "GpuEksCluster.from_gpu_eks_cluster_attributes) with PretrainingWorkload, "
+    "PostTrainingWorkload, InferenceWorkload or EksWorkload on it",
+    "HyperPodEksShare": "EksWorkload(hyperpod_nodes=HyperPodNodes(...))",
+}
+
+
 def __getattr__(name: str) -> Any:
     """Load a public name from its module the first time it is used."""
+    if name in REMOVED:
+        raise AttributeError(f"fm_constructs.{name} was removed: use {REMOVED[name]}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'fm_constructs' has no attribute {name!r}")
@@ -145,12 +156,11 @@ if TYPE_CHECKING:
     )
     from fm_constructs.patterns import (
         AutoscalingPolicy as AutoscalingPolicy,
-        EksAcceleratedWorkload as EksAcceleratedWorkload,
         EksClusterScraping as EksClusterScraping,
         EksWorkload as EksWorkload,
         HyperPodAcceleratedWorkload as HyperPodAcceleratedWorkload,
-        HyperPodEksShare as HyperPodEksShare,
         HyperPodMonitoring as HyperPodMonitoring,
+        HyperPodNodes as HyperPodNodes,
         IAcceleratedWorkload as IAcceleratedWorkload,
         InferenceService as InferenceService,
         InferenceWorkload as InferenceWorkload,
@@ -190,7 +200,7 @@ if TYPE_CHECKING:
         LustreLogLevel as LustreLogLevel,
         S3Event as S3Event,
     )
-    from fm_constructs.storage.imported_lustre import (
+    from fm_constructs.storage.lustre_interface import (
         ILustreFileSystem as ILustreFileSystem,
     )
     # isort: on

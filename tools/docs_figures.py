@@ -203,7 +203,7 @@ OPTION_CLASSES = (
     "fm_constructs.observability:FsxLustreAlarms",
     "fm_constructs.observability:HyperPodHealthEvents",
     "fm_constructs.observability:PrometheusWorkspaceAlarms",
-    "fm_constructs.patterns:EksAcceleratedWorkload",
+    "fm_constructs.patterns:EksWorkload",
     "fm_constructs.patterns:HyperPodAcceleratedWorkload",
     "fm_constructs.patterns:InferenceService",
     "fm_constructs.patterns:ModelServerSpec",

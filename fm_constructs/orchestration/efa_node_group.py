@@ -29,7 +29,8 @@ from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
-from fm_constructs.orchestration.eks_cluster import DevicePlugins, GpuEksCluster
+from fm_constructs.orchestration.cluster_features import DevicePlugins
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
 from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.planning.efa_layout import EfaLayout
@@ -138,7 +139,7 @@ class EfaNodeGroup(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster | eks.ICluster,
+        cluster: IGpuCluster | eks.ICluster,
         instance_type: str,
         subnet: ec2.ISubnet,
         node_count: int | None = None,
@@ -177,7 +178,7 @@ class EfaNodeGroup(Construct):
         if desired_size is None:
             problems.raise_if_any()  # no size to check the rest against
         assert desired_size is not None
-        eks_cluster = cluster.icluster if isinstance(cluster, GpuEksCluster) else cluster
+        eks_cluster = cluster.icluster if isinstance(cluster, IGpuCluster) else cluster
         capacity_block = capacity.kind is CapacityKind.CAPACITY_BLOCK
         if min_size is None and capacity_block:
             # EKS scales a Capacity Block node group to zero before the block ends and needs
@@ -336,7 +337,7 @@ class EfaNodeGroup(Construct):
         self._connections = ec2.Connections(
             security_groups=[efa_group, self.cluster_security_group]
         )
-        if isinstance(cluster, GpuEksCluster):
+        if isinstance(cluster, IGpuCluster):
             DevicePlugins.for_family(family).enable(cluster)
             cluster.add_node_peer(self)
 
@@ -375,7 +376,7 @@ class EfaNodeGroup(Construct):
     def _validate(
         problems: Problems,
         *,
-        cluster: GpuEksCluster | eks.ICluster,
+        cluster: IGpuCluster | eks.ICluster,
         eks_cluster: eks.ICluster,
         subnet: ec2.ISubnet,
         capacity: CapacitySource,
@@ -384,7 +385,7 @@ class EfaNodeGroup(Construct):
         max_parallel_repairs: int,
     ) -> None:
         zone = _known_zone(subnet)
-        gpu_zone = cluster.gpu_availability_zone if isinstance(cluster, GpuEksCluster) else None
+        gpu_zone = cluster.gpu_availability_zone if isinstance(cluster, IGpuCluster) else None
         if gpu_zone is not None and zone is not None and zone != gpu_zone:
             problems.add(
                 "subnet",

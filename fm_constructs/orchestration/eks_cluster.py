@@ -9,11 +9,8 @@ node group for cluster services. GPU/Trainium capacity is added with
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Unpack, cast
 
 import jsii
 from aws_cdk import Annotations, RemovalPolicy, Stack, Token
@@ -23,29 +20,33 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
 
-from fm_constructs.catalog import EksAmiFamily, InstanceSpec, all_instance_types
 from fm_constructs.compute.node_template import node_launch_template
 from fm_constructs.errors import Problems
 from fm_constructs.kubernetes.eni_config import eni_configs
-from fm_constructs.kubernetes.lustre_volume import rename_volume
-from fm_constructs.kubernetes.objects import plain_namespace, service_account
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.addon_registry import AddonRegistry
-from fm_constructs.orchestration.cluster_interface import IGpuCluster
+from fm_constructs.orchestration.cluster_features import (
+    DevicePlugins,
+    GpuClusterFeatures,
+    WorkloadOperators,
+)
 from fm_constructs.orchestration.eks_addons import ClusterAddons
 from fm_constructs.orchestration.eks_versions import eks_version, resolve_version
 from fm_constructs.orchestration.eks_versions import kubectl_layer as make_kubectl_layer
+from fm_constructs.orchestration.imported_eks import (
+    GpuEksClusterAttributes,
+    ImportedGpuEksCluster,
+    cluster_admin_entry,
+)
 from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION, ENDING_SOON
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
 from fm_constructs.policy import acknowledge
-from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import platform as platform_rules
 
 if TYPE_CHECKING:
-    from fm_constructs.kubernetes.node_shape import WorkloadTarget
-    from fm_constructs.storage.imported_lustre import ILustreFileSystem
+    from fm_constructs.orchestration.cluster_interface import IGpuCluster
 
 ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
     eks.ClusterLoggingTypes.API,
@@ -54,121 +55,13 @@ ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
     eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
     eks.ClusterLoggingTypes.SCHEDULER,
 )
-ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+
 #: What a workload's job submitters get, scoped to its namespaces (EKS access policies).
 SUBMITTER_POLICY = "AmazonEKSEditPolicy"
-#: EKS cluster names (EKS API: 1-100 characters, a letter or digit first).
-_EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-
-
-@dataclass(frozen=True)
-class DevicePlugins:
-    """Device plugins and GPU telemetry installed with the cluster.
-
-    ``nvidia``: NVIDIA device plugin (``nvidia.com/gpu``); ``neuron``: Neuron device plugin
-    (``aws.amazon.com/neuron``) for Trainium; ``efa``: AWS EFA device plugin
-    (``vpc.amazonaws.com/efa``); ``dcgm_exporter``: DCGM exporter (GPU metrics on port 9400,
-    needs ``nvidia``). Adding an :class:`EfaNodeGroup` switches on what its family needs.
-    """
-
-    nvidia: bool = True
-    neuron: bool = False
-    efa: bool = True
-    dcgm_exporter: bool = True
-
-    @classmethod
-    def for_family(
-        cls, family: EksAmiFamily, *, efa: bool = True, dcgm_exporter: bool = True
-    ) -> DevicePlugins:
-        """What accelerated nodes of ``family`` ("NVIDIA" or "NEURON") need: its device plugin
-        (with the DCGM exporter for NVIDIA, unless ``dcgm_exporter`` is off) and, with ``efa``,
-        the EFA device plugin."""
-        return cls(
-            nvidia=family == "NVIDIA",
-            neuron=family == "NEURON",
-            efa=efa,
-            dcgm_exporter=dcgm_exporter,
-        )
-
-    def enable(self, cluster: IGpuCluster) -> None:
-        """Install the switched-on plugins on ``cluster``, each chart once per cluster (those
-        switched off are left as they are, so node groups sharing a cluster add up)."""
-        if self.nvidia:
-            cluster.add_pinned_chart(
-                charts.NVIDIA_DEVICE_PLUGIN, charts.nvidia_device_plugin_values()
-            )
-            if self.dcgm_exporter:
-                cluster.add_pinned_chart(charts.DCGM_EXPORTER, charts.dcgm_exporter_values())
-        if self.neuron:
-            cluster.add_pinned_chart(
-                charts.NEURON_DEVICE_PLUGIN,
-                charts.neuron_device_plugin_values(_family_types("NEURON")),
-            )
-        if self.efa:
-            cluster.add_pinned_chart(
-                charts.EFA_DEVICE_PLUGIN, charts.efa_device_plugin_values(_efa_types())
-            )
-
-
-@dataclass(frozen=True)
-class WorkloadOperators:
-    """Workload operators a training or serving team expects, each switchable per cluster.
-
-    ``kueue``: quotas, queueing and gang admission for batch jobs (pre-training, SFT);
-    ``kubeflow_trainer``: Kubeflow Trainer v2 (TrainJob; successor of the training operator,
-    ships JobSet); ``kuberay``: KubeRay operator (RL post-training on Ray);
-    ``leader_worker_set``: LeaderWorkerSet (multi-node inference replicas).
-    """
-
-    kueue: bool = True
-    kubeflow_trainer: bool = True
-    kuberay: bool = False
-    leader_worker_set: bool = False
-
-    @classmethod
-    def named(cls, names: Iterable[str]) -> WorkloadOperators:
-        """Exactly the operators in ``names`` (field names, as a profile's workloads list them
-        in :data:`~fm_constructs.domain.workload_data.OPERATORS`); an unknown name is an error."""
-        chosen = set(names)
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(chosen - fields)
-        if unknown:
-            raise ValueError(f"unknown operators {unknown}; known: {sorted(fields)}")
-        return cls(**{name: name in chosen for name in fields})
-
-    def enable(self, cluster: IGpuCluster) -> None:
-        """Install the operators switched on here on ``cluster``, each once per cluster (those
-        switched off are left as they are, so workloads sharing a cluster add up)."""
-        for enabled, spec in (
-            (self.kueue, charts.KUEUE),
-            (self.kubeflow_trainer, charts.KUBEFLOW_TRAINER),
-            (self.kuberay, charts.KUBERAY_OPERATOR),
-            (self.leader_worker_set, charts.LEADER_WORKER_SET),
-        ):
-            if enabled:
-                values = charts.kueue_values() if spec is charts.KUEUE else {}
-                cluster.add_pinned_chart(spec, values, wait=True)
-
-
-def _names(spec: InstanceSpec) -> list[str]:
-    """Values a node's ``node.kubernetes.io/instance-type`` label can take for ``spec``: the EC2
-    name on EKS node groups, the ``ml.`` name on SageMaker HyperPod nodes."""
-    return [spec.name, *([spec.hyperpod_name] if spec.hyperpod_name else [])]
-
-
-def _family_types(family: EksAmiFamily) -> list[str]:
-    return [
-        n for spec in all_instance_types() if spec.eks_ami_family == family for n in _names(spec)
-    ]
-
-
-def _efa_types() -> list[str]:
-    return [n for spec in all_instance_types() if spec.efa_supported for n in _names(spec)]
 
 
 @jsii.implements(ec2.IConnectable)
-class GpuEksCluster(Construct):
+class GpuEksCluster(GpuClusterFeatures, Construct):
     """EKS control plane, system node group, managed add-ons and pinned Helm charts.
 
     - ``kubernetes_version``: one of the versions in EKS standard support (see
@@ -298,18 +191,9 @@ class GpuEksCluster(Construct):
                 "added later without replacing the cluster.",
             )
         for index, arn in enumerate(admin_role_arns):
-            entry = eks.AccessEntry(
-                self,
-                _admin_entry_id(arn, index),
-                cluster=self.icluster,
-                principal=arn,
-                access_policies=[
-                    eks.AccessPolicy.from_access_policy_name(
-                        ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
-                    )
-                ],
+            self.admin_access_entries.append(
+                cluster_admin_entry(self, _admin_entry_id(arn, index), self.icluster, arn)
             )
-            self.admin_access_entries.append(entry)
 
         self.submitter_access_entries: list[eks.AccessEntry] = []
         for index, (arn, namespaces) in enumerate(sorted((submitter_namespaces or {}).items())):
@@ -394,10 +278,9 @@ class GpuEksCluster(Construct):
         )
 
         self.addon_registry = AddonRegistry(home)
-        self.charts: dict[str, eks.HelmChart] = {}
-        self._kubectl_acknowledged = False
-        self._node_peers: list[ec2.IConnectable] = [self.cluster]
-        self._lustre_file_systems: list[ILustreFileSystem] = []
+        self.fsx_csi_driver: IConstruct | None = self.addons.fsx_csi_driver
+        self.kubectl_provider_parent: IConstruct = self.cluster
+        self._init_features()
         self.eni_configs: eks.KubernetesManifest | None = None
         if eni_config_subnets:
             self._custom_networking(eni_config_subnets)
@@ -408,203 +291,24 @@ class GpuEksCluster(Construct):
 
     @staticmethod
     def from_gpu_eks_cluster_attributes(
-        scope: Construct,
-        construct_id: str,
-        *,
-        cluster_name: str,
-        vpc: ec2.IVpc,
-        cluster_security_group_id: str,
-        kubectl_provider_options: eks.KubectlProviderOptions | None = None,
-    ) -> eks.ICluster:
-        """Use an EKS cluster that already exists (the interface node groups and manifests
-        take): its name, VPC and cluster security group (``aws eks describe-cluster``);
-        ``kubectl_provider_options`` (a kubectl role and layer) to apply manifests to it."""
-        if not Token.is_unresolved(cluster_name) and not _EKS_NAME.match(cluster_name):
-            problems = Problems(
-                context=f"GpuEksCluster.from_gpu_eks_cluster_attributes {scope}",
-                code=codes.EKS_CLUSTER,
-            )
-            problems.add("cluster_name", cluster_name, "must be an EKS cluster name")
-            problems.raise_if_any()
-        return eks.Cluster.from_cluster_attributes(
-            scope,
-            construct_id,
-            cluster_name=cluster_name,
-            vpc=vpc,
-            cluster_security_group_id=cluster_security_group_id,
-            kubectl_provider_options=kubectl_provider_options,
-        )
-
-    @property
-    def cluster_name(self) -> str:
-        return self.cluster.cluster_name
-
-    @property
-    def cluster_arn(self) -> str:
-        return self.cluster.cluster_arn
-
-    @property
-    def vpc(self) -> ec2.IVpc:
-        """The VPC of the control plane and the nodes."""
-        return self.cluster.vpc
-
-    @property
-    def cluster_security_group(self) -> ec2.ISecurityGroup:
-        return self.cluster.cluster_security_group
-
-    @property
-    def connections(self) -> ec2.Connections:
-        """Connections of the cluster security group (control plane and system nodes)."""
-        return self.cluster.connections
+        scope: Construct, construct_id: str, **attributes: Unpack[GpuEksClusterAttributes]
+    ) -> IGpuCluster:
+        """Use an EKS cluster that already exists (its name, VPC and cluster security group:
+        ``aws eks describe-cluster``; :class:`GpuEksClusterAttributes`). It goes wherever a
+        created one does: workloads, node groups, HyperPod, add-ons
+        (:class:`~fm_constructs.orchestration.imported_eks.ImportedGpuEksCluster`)."""
+        return ImportedGpuEksCluster(scope, construct_id, **attributes)
 
     @property
     def pod_identity_agent(self) -> IConstruct | None:
         """The Pod Identity agent add-on (components with AWS roles start after it)."""
         return self.addons.pod_identity_agent
 
+    def managed_addon(self, name: str) -> IConstruct | None:
+        """The managed add-on ``name`` (``vpc-cni``, ...) this cluster created, if any."""
+        return self.addons.addons.get(name)
+
     # ----------------------------------------------------------------------------- features
-
-    def enable_device_plugins(self, family: EksAmiFamily, *, dcgm_exporter: bool = True) -> None:
-        """Alias of ``DevicePlugins.for_family(family, efa=False, dcgm_exporter=...)
-        .enable(cluster)``: the device plugin of ``family`` (and the DCGM exporter for NVIDIA)."""
-        DevicePlugins.for_family(family, efa=False, dcgm_exporter=dcgm_exporter).enable(self)
-
-    def enable_efa_device_plugin(self) -> None:
-        """Alias of ``DevicePlugins(nvidia=False, efa=True).enable(cluster)``."""
-        DevicePlugins(nvidia=False, efa=True).enable(self)
-
-    def add_node_peer(self, peer: ec2.IConnectable) -> None:
-        """Register the security groups of a node group so that every FSx for Lustre file system
-        mounted with :meth:`add_lustre_volume` (before or after) accepts its clients."""
-        self._node_peers.append(peer)
-        for file_system in self._lustre_file_systems:
-            file_system.connections.allow_default_port_from(peer)
-
-    def add_lustre_volume(
-        self,
-        file_system: ILustreFileSystem,
-        *,
-        name: str = "fsx-lustre",
-        namespace: str = "default",
-        scope: Construct | None = None,
-        volume_name: str | None = None,
-        create_namespace: bool = True,
-    ) -> eks.KubernetesManifest:
-        """Mount ``file_system`` into pods: a static PersistentVolume ``volume_name`` (default
-        ``name``; volumes are cluster-wide, so workloads sharing a cluster give theirs distinct
-        names) and a claim ``namespace/name`` for the FSx CSI driver add-on. The namespace is
-        created when it does not exist and ``create_namespace``.
-
-        Without ``scope`` the manifest belongs to the cluster and the Lustre ports are opened
-        from every node security group of this cluster (system nodes and EFA node groups,
-        including ones added later). With ``scope`` (a workload on a shared cluster, in its own
-        stack) the manifest is created there and the caller opens the ports from its own
-        nodes, so the cluster never references a workload's file system.
-        """
-        problems = Problems(context="GpuEksCluster.add_lustre_volume", code=codes.EKS_CLUSTER)
-        for field, value in (("name", name), ("namespace", namespace)):
-            if not Token.is_unresolved(value) and not _K8S_NAME.match(value):
-                problems.add(
-                    field,
-                    value,
-                    "must be a Kubernetes DNS label (lowercase letters, digits and '-', at "
-                    "most 63 characters, starting and ending with a letter or digit)",
-                )
-        problems.raise_if_any()
-        manifests: list[dict[str, Any]] = []
-        if create_namespace and namespace not in ("default", "kube-system"):
-            manifests.append(plain_namespace(namespace))
-        manifests.extend(
-            rename_volume(
-                file_system.kubernetes_static_volume(name=name, namespace=namespace),
-                volume_name or name,
-            )
-        )
-        manifest = eks.KubernetesManifest(
-            scope or self.addons_scope,
-            f"LustreVolume-{namespace}-{name}",
-            cluster=self.icluster,
-            manifest=manifests,
-            overwrite=True,
-        )
-        manifest.node.add_dependency(self.addons.fsx_csi_driver)
-        self._acknowledge_kubectl_provider()
-        if scope is None:
-            self._lustre_file_systems.append(file_system)
-            for peer in self._node_peers:
-                file_system.connections.allow_default_port_from(peer)
-        return manifest
-
-    def add_training_runtimes(self, target: WorkloadTarget) -> eks.KubernetesManifest:
-        """Install the EFA-aware Kubeflow Trainer runtimes of ``target``'s workload (PyTorch,
-        JAX, MPI; :mod:`fm_constructs.kubernetes.training_runtimes`) in its namespace, with the
-        namespace and service account they run as and the PodDisruptionBudget of their pods,
-        once the Trainer chart (and its CRDs) is installed."""
-        from fm_constructs.kubernetes.training_runtimes import (
-            training_pod_budget,
-            training_runtimes,
-        )
-
-        trainer = self.charts.get(charts.KUBEFLOW_TRAINER.release)
-        if trainer is None:
-            problems = Problems(
-                context="GpuEksCluster.add_training_runtimes", code=codes.EKS_CLUSTER
-            )
-            problems.add(
-                "operators.kubeflow_trainer",
-                False,
-                "must be enabled: the training runtimes are Kubeflow Trainer objects",
-            )
-            problems.raise_if_any()
-        namespace = target.namespace
-        manifest = eks.KubernetesManifest(
-            self.addons_scope,
-            f"TrainingRuntimes-{namespace}",
-            cluster=self.icluster,
-            manifest=[
-                plain_namespace(namespace),
-                service_account(target.service_account, namespace),
-                *training_runtimes(target),
-                training_pod_budget(target),
-            ],
-            overwrite=True,
-        )
-        manifest.node.add_dependency(cast(Construct, trainer))
-        self._acknowledge_kubectl_provider()
-        return manifest
-
-    def add_pinned_chart(
-        self, spec: charts.HelmChartSpec, values: Mapping[str, Any], *, wait: bool = False
-    ) -> eks.HelmChart:
-        """Install the pinned Helm chart ``spec`` once per cluster (a second call returns the
-        first release): after the system nodes, listed in :attr:`charts`."""
-        existing = self.charts.get(spec.release)
-        if existing is not None:
-            return existing
-
-        def create(scope: Construct, construct_id: str) -> eks.HelmChart:
-            return eks.HelmChart(
-                scope,
-                construct_id,
-                cluster=self.icluster,
-                chart=spec.chart,
-                repository=spec.repository,
-                version=spec.version,
-                release=spec.release,
-                namespace=spec.namespace,
-                create_namespace=True,
-                values=dict(values) or None,
-                wait=wait,
-            )
-
-        chart = self.addon_registry.install(f"Chart{spec.construct_id}", create)
-        # Controllers need a node to run on; DaemonSets for accelerated nodes do not wait
-        # (the nodes may come later), but installing them after the system nodes keeps the
-        # helm releases from racing the add-ons.
-        chart.node.add_dependency(self.system_nodes)
-        self.charts[spec.release] = chart
-        self._acknowledge_kubectl_provider()
-        return chart
 
     # ----------------------------------------------------------------------------- internals
 
@@ -643,31 +347,6 @@ class GpuEksCluster(Construct):
         account = Stack.of(self).account
         if not Token.is_unresolved(account):
             problems.add_findings(platform_rules.admin_accounts(admin_role_arns, account))
-
-    def _acknowledge_kubectl_provider(self) -> None:
-        """aws-cdk-lib creates the kubectl provider (a child of the cluster) on the first
-        chart or manifest; acknowledge its findings once it exists."""
-        provider = self.cluster.node.try_find_child("KubectlProvider")
-        if provider is None or self._kubectl_acknowledged:
-            return
-        self._kubectl_acknowledged = True
-        acknowledge_generated_iam(
-            provider,
-            managed_reason="aws-cdk-lib's kubectl provider Lambda roles use "
-            "AWSLambdaBasicExecutionRole, AWSLambdaVPCAccessExecutionRole (the handler runs in "
-            "the cluster VPC to reach the private endpoint) and the ECR read-only policies "
-            "(to pull OCI Helm charts); the library fixes these roles.",
-            wildcard_reason="aws-cdk-lib's provider framework may invoke any version of its "
-            "own kubectl handler (function ARN with :*); the scope is fixed by the library.",
-        )
-        handler = provider.node.try_find_child("Handler")
-        if handler is not None:
-            acknowledge(
-                handler,
-                "AwsSolutions-L1",
-                "The kubectl handler runtime is pinned by aws-cdk-lib to the Python version its "
-                "kubectl/helm layer is built for.",
-            )
 
     def _acknowledge_cluster_findings(self, *, public: bool) -> None:
         acknowledge(

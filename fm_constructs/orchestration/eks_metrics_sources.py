@@ -46,6 +46,7 @@ from fm_constructs.kubernetes.efa_exporter import (
     efa_exporter_manifests,
 )
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 
 if TYPE_CHECKING:
     from fm_constructs.orchestration.cluster_interface import IGpuCluster

@@ -13,7 +13,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.orchestration import eks_charts as charts
-from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.pod_identity import (
     chart_with_identity,
     pod_identity_role,
@@ -44,7 +44,7 @@ class KedaAutoscaler(Construct):
     operator ``aps:QueryMetrics`` and friends on a Prometheus workspace.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, cluster: IGpuCluster) -> None:
         super().__init__(scope, construct_id)
         self.role = pod_identity_role(
             self,
@@ -72,7 +72,7 @@ class KedaAutoscaler(Construct):
         self._workspaces: set[str] = set()
 
     @classmethod
-    def enable(cls, cluster: GpuEksCluster) -> KedaAutoscaler:
+    def enable(cls, cluster: IGpuCluster) -> KedaAutoscaler:
         """The cluster's KEDA, installed once through its add-on registry."""
         return cluster.addon_registry.install(
             "Keda", lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)

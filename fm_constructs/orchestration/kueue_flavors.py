@@ -23,7 +23,7 @@ from fm_constructs import kubernetes as k8s
 from fm_constructs.domain.topology import TOPOLOGIES
 from fm_constructs.kubernetes import kueue
 from fm_constructs.orchestration import eks_charts as charts
-from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 
 ADDON_ID = "KueueFlavors"
 
@@ -50,7 +50,7 @@ class _Producer:
 class KueueFlavors(Construct):
     """Every ResourceFlavor of one cluster's cohort; get it with :meth:`enable`."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, cluster: GpuEksCluster) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, cluster: IGpuCluster) -> None:
         super().__init__(scope, construct_id)
         self._cluster = cluster
         self._pools: dict[str, _Pool] = {}
@@ -58,7 +58,7 @@ class KueueFlavors(Construct):
         self.topologies: dict[str, eks.KubernetesManifest] = {}
 
     @classmethod
-    def enable(cls, cluster: GpuEksCluster) -> KueueFlavors:
+    def enable(cls, cluster: IGpuCluster) -> KueueFlavors:
         """The cluster's flavors, installed once through its add-on registry."""
         return cluster.addon_registry.install(
             ADDON_ID, lambda scope, construct_id: cls(scope, construct_id, cluster=cluster)

@@ -9,7 +9,7 @@ from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
 from fm_constructs.orchestration import eks_charts as charts
-from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 
 #: The warning of :func:`vpc_cidrs` when the VPC's CIDR is unknown.
 NO_VPC_CIDR_WARNING = (
@@ -19,7 +19,7 @@ NO_VPC_CIDR_WARNING = (
 )
 
 
-def vpc_cidrs(cluster: GpuEksCluster, warning: tuple[str, str] = NO_VPC_CIDR_WARNING) -> list[str]:
+def vpc_cidrs(cluster: IGpuCluster, warning: tuple[str, str] = NO_VPC_CIDR_WARNING) -> list[str]:
     """The primary CIDR of the cluster's VPC, the source of the load balancer's and the
     managed collector's connections; an imported VPC may not know it, then none, and the
     cluster carries ``warning`` (id, message; by default: the workload namespaces then admit
@@ -31,14 +31,14 @@ def vpc_cidrs(cluster: GpuEksCluster, warning: tuple[str, str] = NO_VPC_CIDR_WAR
         return []
 
 
-def kuberay_namespace(cluster: GpuEksCluster) -> str | None:
+def kuberay_namespace(cluster: IGpuCluster) -> str | None:
     """The KubeRay operator's namespace when the cluster runs it."""
     release = charts.KUBERAY_OPERATOR.release
     return charts.KUBERAY_OPERATOR.namespace if release in cluster.charts else None
 
 
 def network_policies_manifest(
-    scope: Construct, cluster: GpuEksCluster, workload: str, namespaces: eks.KubernetesManifest
+    scope: Construct, cluster: IGpuCluster, workload: str, namespaces: eks.KubernetesManifest
 ) -> eks.KubernetesManifest:
     """The workload namespaces' network policies (``NetworkPolicies`` under ``scope``), applied
     after ``namespaces``. Apart from the namespaces: the VPC's CIDR is a deploy-time value."""

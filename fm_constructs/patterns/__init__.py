@@ -2,10 +2,8 @@
 
 from fm_constructs.orchestration.keda import KedaAutoscaler
 from fm_constructs.orchestration.kueue_flavors import KueueFlavors
-from fm_constructs.patterns.cluster_workload import EksWorkload, NodePool
+from fm_constructs.patterns.cluster_workload import EksWorkload, HyperPodNodes, NodePool
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
-from fm_constructs.patterns.eks_workload import EksAcceleratedWorkload
-from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
 from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
 from fm_constructs.patterns.inference import InferenceService
 from fm_constructs.patterns.observability import (
@@ -23,14 +21,23 @@ from fm_constructs.patterns.workloads import (
 from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.planning.serving_layout import ModelServerSpec
 
+
+def __getattr__(name: str) -> object:
+    """Former pattern names say what replaced them (:data:`fm_constructs.REMOVED`)."""
+    from fm_constructs import REMOVED
+
+    if name in REMOVED:
+        raise AttributeError(f"fm_constructs.patterns.{name} was removed: use {REMOVED[name]}")
+    raise AttributeError(f"module 'fm_constructs.patterns' has no attribute {name!r}")
+
+
 __all__ = [
     "AutoscalingPolicy",
-    "EksAcceleratedWorkload",
     "EksClusterScraping",
     "EksWorkload",
     "HyperPodAcceleratedWorkload",
-    "HyperPodEksShare",
     "HyperPodMonitoring",
+    "HyperPodNodes",
     "IAcceleratedWorkload",
     "InferenceService",
     "InferenceWorkload",

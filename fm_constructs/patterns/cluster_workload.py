@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import jsii
-from aws_cdk import Token
+from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -22,28 +23,29 @@ from constructs import Construct
 
 from fm_constructs import kubernetes as k8s
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.compute import CapacitySource
+from fm_constructs.compute import CapacityKind, CapacitySource
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.topology import flavor_topology
 from fm_constructs.errors import FmValidationError, Problems
-from fm_constructs.kubernetes.node_shape import WorkloadTarget
+from fm_constructs.kubernetes.node_shape import INSTANCE_TYPE_LABEL, WorkloadTarget
 from fm_constructs.kubernetes.training_runtimes import training_pod_budget, training_runtimes
 from fm_constructs.network import EfaSecurityGroup
-from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
+from fm_constructs.orchestration import EfaNodeGroup
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.kueue_flavors import KueueFlavors
 from fm_constructs.orchestration.network_isolation import network_policies_manifest
 from fm_constructs.orchestration.pod_identity import associate_pod_identity, pod_identity_role
-from fm_constructs.patterns.eks_workload import gpu_type_label
 from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.kueue_quota import capacity_quota
 from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
-from fm_constructs.storage import IDataBucket, LustreFileSystem
+from fm_constructs.storage import IDataBucket
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 _PREFIX = re.compile(r"^[A-Za-z0-9!_.*'()/-]+/$")
 
@@ -82,9 +84,59 @@ class NodePool:
         return high > low
 
 
+#: Node label the Cluster Autoscaler's AWS provider reads to know a node will offer GPUs: until
+#: the device plugin advertises them, such a node counts as not ready instead of as a node
+#: without GPUs (which would trigger another scale-up for the same Pending pods).
+GPU_TYPE_LABEL = "k8s.amazonaws.com/accelerator"
+
+
+def gpu_type_label(instance_type: str) -> dict[str, str]:
+    """``{GPU_TYPE_LABEL: "nvidia-h100"}`` for an NVIDIA type of the catalog, ``{}`` for other
+    or unknown types (the node group reports unknown types itself)."""
+    try:
+        spec = get_instance_type(instance_type)
+    except FmValidationError:
+        return {}
+    if spec.eks_ami_family != "NVIDIA":
+        return {}
+    name = re.sub(r"[^a-z0-9]+", "-", spec.accelerator_name.lower()).strip("-")
+    return {GPU_TYPE_LABEL: f"nvidia-{name}"[:63].rstrip("-")}
+
+
+#: Short name of the HyperPod node pool (its ResourceFlavor is ``<namespace>-hyperpod``).
+HYPERPOD_POOL = "hyperpod"
+
+
+@dataclass(frozen=True)
+class HyperPodNodes:
+    """The SageMaker HyperPod nodes a workload runs on when HyperPod, not EKS node groups,
+    creates them: ``node_count`` nodes of ``instance_type`` (the EC2 name; nodes carry the
+    ``ml.`` name as their instance-type label, which their ResourceFlavor selects), reachable
+    through ``peer`` (the HyperPod cluster's security groups)."""
+
+    instance_type: str
+    node_count: int
+    peer: ec2.IConnectable
+
+
 def pool_quota(pool: NodePool) -> dict[str, int | str]:
     """Kueue nominal quota of ``pool`` at its largest size."""
     return capacity_quota(pool.instance_type, pool.bounds[1])
+
+
+def _check_per_group(
+    problems: Problems, key: str, what: str, pool: NodePool, listed: Sequence[object] | None
+) -> None:
+    """``listed`` (when given) must hold one ``what`` per managed node group of ``pool``."""
+    high = pool.bounds[1]
+    if listed is None or Token.is_unresolved(high) or len(listed) == node_groups_for(high):
+        return
+    problems.add(
+        key,
+        len(listed),
+        f"must list one {what} per managed node group of the pool "
+        f"({node_groups_for(high)} for up to {high} nodes)",
+    )
 
 
 def _construct_id(pool: str) -> str:
@@ -131,14 +183,14 @@ class EksWorkload(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         name: str,
-        subnet: ec2.ISubnet,
-        node_pools: Sequence[NodePool],
+        subnet: ec2.ISubnet | None = None,
+        node_pools: Sequence[NodePool] = (),
         data_bucket: IDataBucket | None = None,
         data_prefixes: Sequence[str] = (),
         read_prefixes: Sequence[str] = (),
-        file_system: LustreFileSystem | None = None,
+        file_system: ILustreFileSystem | None = None,
         efa_layout: EfaLayout | None = EfaLayout.EFA_ONLY,
         root_volume_size_gib: int = ROOT_VOLUME_SIZE_GIB,
         session_manager: bool = False,
@@ -147,6 +199,7 @@ class EksWorkload(Construct):
         training: bool = False,
         max_pods_per_node: int | None = None,
         node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
+        hyperpod_nodes: HyperPodNodes | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -154,8 +207,14 @@ class EksWorkload(Construct):
             namespace = names.workload_namespace(name)
         except ValueError as error:
             problems.add("name", name, str(error))
-        if not node_pools:
+        if hyperpod_nodes is not None and node_pools:
+            problems.add(
+                "hyperpod_nodes", hyperpod_nodes.instance_type, "give it or node_pools, not both"
+            )
+        elif hyperpod_nodes is None and not node_pools:
             problems.add("node_pools", [], "must hold at least one node pool")
+        elif node_pools and subnet is None:
+            problems.add("subnet", None, "is needed for the node pools' node groups")
         if len({p.name for p in node_pools}) != len(node_pools):
             problems.add("node_pools", [p.name for p in node_pools], "names must be unique")
         for key, prefixes in (("data_prefixes", data_prefixes), ("read_prefixes", read_prefixes)):
@@ -177,36 +236,25 @@ class EksWorkload(Construct):
             )
         subnets_of = dict(node_group_subnets or {})
         for pool in node_pools:
-            given = subnets_of.get(pool.name)
-            high = pool.bounds[1]
-            if (
-                given is not None
-                and not Token.is_unresolved(high)
-                and len(given) != node_groups_for(high)
-            ):
-                problems.add(
-                    f"node_group_subnets[{pool.name!r}]",
-                    len(given),
-                    f"must list one subnet per managed node group of the pool "
-                    f"({node_groups_for(high)} for up to {high} nodes)",
-                )
+            _check_per_group(
+                problems,
+                f"node_group_subnets[{pool.name!r}]",
+                "subnet",
+                pool,
+                subnets_of.get(pool.name),
+            )
         for name_ in subnets_of:
             if name_ not in {p.name for p in node_pools}:
                 problems.add("node_group_subnets", name_, "must name a node pool")
         for pool in node_pools:
             reservations = pool.capacity.node_groups if pool.capacity is not None else ()
-            high = pool.bounds[1]
-            if (
-                reservations
-                and not Token.is_unresolved(high)
-                and len(reservations) != node_groups_for(high)
-            ):
-                problems.add(
-                    f"node_pools[{pool.name!r}].capacity.node_groups",
-                    len(reservations),
-                    f"must list one reservation per managed node group of the pool "
-                    f"({node_groups_for(high)} for up to {high} nodes)",
-                )
+            _check_per_group(
+                problems,
+                f"node_pools[{pool.name!r}].capacity.node_groups",
+                "reservation",
+                pool,
+                reservations or None,
+            )
         problems.raise_if_any()
         self.cluster = cluster
         self.name = name
@@ -216,12 +264,16 @@ class EksWorkload(Construct):
         self.local_queue_name = names.local_queue_name(name)
         self.fsx_claim = names.fsx_claim_name(name)
 
-        self.efa_security_group = EfaSecurityGroup(
-            self,
-            "EfaSecurityGroup",
-            vpc=cluster.cluster.vpc,
-            description=f"EFA traffic between the {namespace} nodes",
-        )
+        self.hyperpod_nodes = hyperpod_nodes
+        #: The EKS node groups' EFA group (None on HyperPod nodes, which have their own).
+        self.efa_security_group: EfaSecurityGroup | None = None
+        if node_pools:
+            self.efa_security_group = EfaSecurityGroup(
+                self,
+                "EfaSecurityGroup",
+                vpc=cluster.vpc,
+                description=f"EFA traffic between the {namespace} nodes",
+            )
         self.max_pods_per_node = max_pods_per_node
         self.session_manager = session_manager
         #: The first node group of every pool; :attr:`node_group_parts` holds them all.
@@ -229,13 +281,17 @@ class EksWorkload(Construct):
         self.node_group_parts: dict[str, list[EfaNodeGroup]] = {}
         for pool in node_pools:
             parts = self._node_group_parts(
-                pool, subnets_of.get(pool.name) or [subnet], efa_layout, root_volume_size_gib
+                pool,
+                subnets_of.get(pool.name) or [cast(ec2.ISubnet, subnet)],
+                efa_layout,
+                root_volume_size_gib,
             )
             self.node_groups[pool.name] = parts[0]
             self.node_group_parts[pool.name] = parts
         self.autoscaler: ClusterAutoscaler | None = None
         if any(p.autoscaled for p in node_pools):
             self.autoscaler = ClusterAutoscaler.enable(cluster, autoscaler_settings)
+            self._warn_reserved_autoscaling(node_pools)
 
         # -- namespace and identity -----------------------------------------------------------
         kueue = charts.KUEUE.release in cluster.charts
@@ -248,24 +304,13 @@ class EksWorkload(Construct):
         self.network_policies = network_policies_manifest(
             self, cluster, name, self.namespace_manifest
         )
-        self.role = pod_identity_role(
-            self,
-            "Role",
-            description=f"Pods of the {namespace} workload (EKS Pod Identity)",
-        )
-        if data_bucket is not None and (data_prefixes or read_prefixes):
-            self._grant_prefixes(data_bucket, data_prefixes, read_prefixes)
-        self.pod_identity = associate_pod_identity(
-            self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=namespace,
-            service_account=self.service_account,
-            role=self.role,
-        )
+        #: The Pod Identity role of the service account (EKS node groups only).
+        self.role: iam.IRole | None = None
+        if node_pools:
+            self.role = self._identity(data_bucket, data_prefixes, read_prefixes)
 
         # -- file system ----------------------------------------------------------------------
-        self.file_system: LustreFileSystem | None = None
+        self.file_system: ILustreFileSystem | None = None
         self.volume: eks.KubernetesManifest | None = None
         if file_system is not None:
             self.mount_file_system(file_system)
@@ -273,24 +318,39 @@ class EksWorkload(Construct):
         # -- Kueue ----------------------------------------------------------------------------
         self.queues: eks.KubernetesManifest | None = None
         if kueue:
-            self._queues(node_pools, lend_quota)
+            self._queues(self._flavors(node_pools), lend_quota)
 
         # -- training runtimes ----------------------------------------------------------------
         self.training_target: WorkloadTarget | None = None
         self.training_runtimes: eks.KubernetesManifest | None = None
         if training:
-            self._training_runtimes(node_pools[0])
+            self._training_runtimes(
+                WorkloadTarget(name, hyperpod_nodes.instance_type, hyperpod=True)
+                if hyperpod_nodes is not None
+                else WorkloadTarget(name, node_pools[0].instance_type)
+            )
 
     # ----------------------------------------------------------------------------- interface
 
     @property
     def connections(self) -> ec2.Connections:
-        """The workload nodes' EFA security group (on every node interface)."""
+        """The workload nodes' EFA security group (on every node interface), or the HyperPod
+        nodes' groups."""
+        if self.efa_security_group is None:
+            assert self.hyperpod_nodes is not None
+            return self.hyperpod_nodes.peer.connections
         return self.efa_security_group.connections
 
     @property
     def node_roles(self) -> list[iam.IRole]:
+        """The node groups' roles (none on HyperPod nodes: their cluster has its role)."""
         return [group.role for parts in self.node_group_parts.values() for group in parts]
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        """The LocalQueue jobs name (``kueue.x-k8s.io/queue-name``) when the cluster runs
+        Kueue."""
+        return (self.local_queue_name,) if self.queues is not None else ()
 
     @property
     def all_node_groups(self) -> list[EfaNodeGroup]:
@@ -302,7 +362,7 @@ class EksWorkload(Construct):
         """The first node pool (``gpu``)."""
         return next(iter(self.node_groups.values()))
 
-    def mount_file_system(self, file_system: LustreFileSystem) -> eks.KubernetesManifest:
+    def mount_file_system(self, file_system: ILustreFileSystem) -> eks.KubernetesManifest:
         """Claim ``fsx-lustre`` in the workload namespace, bound to ``file_system``, and the
         Lustre ports opened from this workload's nodes only."""
         if self.volume is not None:
@@ -321,12 +381,28 @@ class EksWorkload(Construct):
             create_namespace=False,
         )
         self.volume.node.add_dependency(self.namespace_manifest)
-        file_system.connections.allow_default_port_from(
-            ec2.Connections(security_groups=[self.efa_security_group.security_group])
-        )
+        if self.efa_security_group is not None:  # HyperPod opens the ports from its nodes
+            file_system.connections.allow_default_port_from(
+                ec2.Connections(security_groups=[self.efa_security_group.security_group])
+            )
         return self.volume
 
     # ----------------------------------------------------------------------------- internals
+
+    def _warn_reserved_autoscaling(self, node_pools: Sequence[NodePool]) -> None:
+        """A pool that scales on a reservation saves nothing when it shrinks."""
+        for pool in node_pools:
+            kind = self.node_groups[pool.name].capacity.kind
+            if pool.autoscaled and kind in (CapacityKind.CAPACITY_BLOCK, CapacityKind.ODCR):
+                low, high = pool.bounds
+                Annotations.of(self).add_warning_v2(
+                    "fm:autoscaler-reserved-capacity",
+                    f"The {pool.name} node group runs on a {kind.value} reservation, billed "
+                    f"whether nodes run or not, yet scales between {low} and {high} nodes: the "
+                    "Cluster Autoscaler removes idle nodes down to min_node_count without "
+                    "saving anything. Set min_node_count = max_node_count to keep the "
+                    "reservation filled.",
+                )
 
     def _node_group_parts(
         self,
@@ -401,33 +477,52 @@ class EksWorkload(Construct):
             create_placement_group=False if high > low else None,
         )
 
-    def _training_runtimes(self, pool: NodePool) -> None:
-        """The EFA-aware Kubeflow Trainer runtimes of the main pool, in the workload namespace
-        (NVIDIA pools; Neuron jobs use the AWS Neuron images instead)."""
+    def _training_runtimes(self, target: WorkloadTarget) -> None:
+        """The EFA-aware Kubeflow Trainer runtimes of ``target`` (the main pool or the
+        HyperPod nodes), in the workload namespace (NVIDIA nodes; Neuron jobs use the AWS
+        Neuron images instead)."""
         trainer = self.cluster.charts.get(charts.KUBEFLOW_TRAINER.release)
-        if trainer is None or get_instance_type(pool.instance_type).eks_ami_family != "NVIDIA":
+        if trainer is None or target.spec.eks_ami_family != "NVIDIA":
             return
-        self.training_target = WorkloadTarget(self.name, pool.instance_type)
+        self.training_target = target
         self.training_runtimes = eks.KubernetesManifest(
             self,
             "TrainingRuntimes",
             cluster=self.cluster.icluster,
-            manifest=[
-                *training_runtimes(self.training_target),
-                training_pod_budget(self.training_target),
-            ],
+            manifest=[*training_runtimes(target), training_pod_budget(target)],
             overwrite=True,
         )
         self.training_runtimes.node.add_dependency(self.namespace_manifest)
         self.training_runtimes.node.add_dependency(trainer)
 
+    def _identity(
+        self, data_bucket: IDataBucket | None, writes: Sequence[str], reads: Sequence[str]
+    ) -> iam.IRole:
+        """The service account's Pod Identity role, with the data bucket's prefixes."""
+        role = pod_identity_role(
+            self,
+            "Role",
+            description=f"Pods of the {self.namespace} workload (EKS Pod Identity)",
+        )
+        if data_bucket is not None and (writes or reads):
+            self._grant_prefixes(role, data_bucket, writes, reads)
+        self.pod_identity = associate_pod_identity(
+            self,
+            "PodIdentity",
+            cluster_name=self.cluster.cluster_name,
+            namespace=self.namespace,
+            service_account=self.service_account,
+            role=role,
+        )
+        return role
+
     def _grant_prefixes(
-        self, data_bucket: IDataBucket, writes: Sequence[str], reads: Sequence[str]
+        self, role: iam.IRole, data_bucket: IDataBucket, writes: Sequence[str], reads: Sequence[str]
     ) -> None:
         """Read-write on the workload's outputs, read-only on its inputs, list both."""
         bucket = data_bucket.bucket
         if reads:
-            self.role.add_to_principal_policy(
+            role.add_to_principal_policy(
                 iam.PolicyStatement(
                     sid="ReadInputs",
                     actions=["s3:GetObject"],
@@ -435,7 +530,7 @@ class EksWorkload(Construct):
                 )
             )
         if writes:
-            self.role.add_to_principal_policy(
+            role.add_to_principal_policy(
                 iam.PolicyStatement(
                     sid="ReadWriteOutputs",
                     actions=[
@@ -449,7 +544,7 @@ class EksWorkload(Construct):
             )
         prefixes = [*reads, *writes]
         listed = [p for prefix in prefixes for p in (prefix, f"{prefix}*")]
-        self.role.add_to_principal_policy(
+        role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
                 resources=[bucket.bucket_arn],
@@ -458,41 +553,64 @@ class EksWorkload(Construct):
         )
         if data_bucket.key is not None:
             # SSE-KMS: decrypt to read objects, a data key only to write them.
-            self.role.add_to_principal_policy(
+            role.add_to_principal_policy(
                 iam.PolicyStatement(
                     actions=["kms:Decrypt", "kms:GenerateDataKey"] if writes else ["kms:Decrypt"],
                     resources=[data_bucket.key.key_arn],
                 )
             )
         acknowledge_generated_iam(
-            self.role,
+            role,
             managed_reason="The workload role uses no AWS-managed policy.",
             wildcard_reason="Object access is limited to the workload's key prefixes of the "
             f"data bucket (reads {', '.join(reads) or 'none'}; writes "
             f"{', '.join(writes) or 'none'}); the key grant allows the data bucket's key only.",
         )
 
-    def _queues(self, node_pools: Sequence[NodePool], lend_quota: bool) -> None:
-        flavors = KueueFlavors.enable(self.cluster)
+    def _flavors(
+        self, node_pools: Sequence[NodePool]
+    ) -> list[tuple[k8s.Flavor, Mapping[str, int | str]]]:
+        """Each pool's ResourceFlavor (its node-pool label) with its quota, or the HyperPod
+        nodes' (their ``ml.`` instance-type label; the host alone as topology: every flavor of
+        the cohort names one, see domain.topology.HOST_TOPOLOGY)."""
+        if self.hyperpod_nodes is not None:
+            target = WorkloadTarget(self.name, self.hyperpod_nodes.instance_type, hyperpod=True)
+            flavor = k8s.Flavor(
+                name=names.resource_flavor_name(self.name, HYPERPOD_POOL),
+                node_labels=((INSTANCE_TYPE_LABEL, target.node_type_label),),
+                taints=(),
+                topology_name=flavor_topology(target.spec, network_layers=False),
+            )
+            nodes = self.hyperpod_nodes
+            return [(flavor, capacity_quota(nodes.instance_type, nodes.node_count))]
+        flavors: list[tuple[k8s.Flavor, Mapping[str, int | str]]] = []
         for pool, group in zip(node_pools, self.node_groups.values(), strict=True):
             flavor_name = names.resource_flavor_name(self.name, pool.name)
-            flavors.add(
-                k8s.Flavor(
-                    name=flavor_name,
-                    node_labels=((names.NODE_POOL_LABEL, flavor_name),),
-                    taints=group.taints,
-                    topology_name=flavor_topology(group.instance_spec),
-                ),
-                owner=self.name,
-                quota=pool_quota(pool),
-                lendable=lend_quota,
+            flavors.append(
+                (
+                    k8s.Flavor(
+                        name=flavor_name,
+                        node_labels=((names.NODE_POOL_LABEL, flavor_name),),
+                        taints=group.taints,
+                        topology_name=flavor_topology(group.instance_spec),
+                    ),
+                    pool_quota(pool),
+                )
             )
+        return flavors
+
+    def _queues(
+        self, flavors: Sequence[tuple[k8s.Flavor, Mapping[str, int | str]]], lend_quota: bool
+    ) -> None:
+        registry = KueueFlavors.enable(self.cluster)
+        for flavor, quota in flavors:
+            registry.add(flavor, owner=self.name, quota=quota, lendable=lend_quota)
         self.queues = eks.KubernetesManifest(
             self,
             "Queues",
             cluster=self.cluster.icluster,
             manifest=[
-                flavors.cluster_queue(
+                registry.cluster_queue(
                     self.cluster_queue_name, owner=self.name, namespace=self.namespace
                 ),
                 k8s.local_queue(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
@@ -20,16 +21,18 @@ from fm_constructs.orchestration import (
     GpuEksCluster,
     WorkloadOperators,
 )
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.hyperpod import (
     HyperPodCluster,
     InstanceGroup,
+    SlurmNodeType,
     slurm_instance_groups,
 )
+from fm_constructs.patterns.cluster_workload import EksWorkload, HyperPodNodes
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
-from fm_constructs.patterns.hyperpod_eks_share import HyperPodEksShare
 from fm_constructs.patterns.observability import MonitoringFacade
 from fm_constructs.planning.efa_layout import EfaLayout
-from fm_constructs.storage import LustreFileSystem
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 #: Name of the accelerated instance group (Slurm: the worker partition's group).
 WORKER_GROUP = "accelerated-workers"
@@ -53,7 +56,8 @@ class HyperPodAcceleratedWorkload(Construct):
     the platform's shared cluster, whose own scraper then collects the metrics. Without it a
     private cluster is created for the workload. On either, the workload ``name`` gets its
     namespace with the file system's claim, Kueue queues for the HyperPod nodes and, when
-    ``training``, the EFA-aware Kubeflow Trainer runtimes (:class:`HyperPodEksShare`).
+    ``training``, the EFA-aware Kubeflow Trainer runtimes
+    (:class:`~fm_constructs.patterns.cluster_workload.EksWorkload` on ``hyperpod_nodes``).
     """
 
     def __init__(
@@ -67,7 +71,7 @@ class HyperPodAcceleratedWorkload(Construct):
         instance_type: str,
         node_count: int,
         capacity: CapacitySource | None = None,
-        file_system: LustreFileSystem | None = None,
+        file_system: ILustreFileSystem | None = None,
         workspace: IPrometheusWorkspace | None = None,
         alert_topic: AlertTopic | None = None,
         kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
@@ -77,14 +81,14 @@ class HyperPodAcceleratedWorkload(Construct):
         scraper_subnets: Sequence[ec2.ISubnet] | None = None,
         extra_instance_groups: Sequence[InstanceGroup] = (),
         efa_layout: EfaLayout = EfaLayout.EFA_ONLY,
-        eks_cluster: GpuEksCluster | None = None,
+        eks_cluster: IGpuCluster | None = None,
         name: str = "post_training",
         training: bool = True,
         users: Sequence[ClusterUser] = (),
         file_system_efa_clients: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.eks_cluster: GpuEksCluster | None = None
+        self.eks_cluster: IGpuCluster | None = None
         shared = eks_cluster is not None
         if orchestrator is Orchestrator.SLURM:
             groups = slurm_instance_groups(
@@ -120,6 +124,7 @@ class HyperPodAcceleratedWorkload(Construct):
             family = get_instance_type(instance_type).eks_ami_family
             DevicePlugins.for_family(family).enable(self.eks_cluster)
         groups = [*groups, *extra_instance_groups]
+        self.file_system = file_system
         self.cluster = HyperPodCluster(
             self,
             "Cluster",
@@ -135,18 +140,31 @@ class HyperPodAcceleratedWorkload(Construct):
         )
         # EKS orchestration: the workload's namespace, FSx claim, Kueue queues and EFA-aware
         # Trainer runtimes on the cluster (shared or its own).
-        self.share: HyperPodEksShare | None = None
+        self.share: EksWorkload | None = None
         if self.eks_cluster is not None:
-            self.share = HyperPodEksShare(
+            self.share = EksWorkload(
                 self,
                 "Workload",
                 cluster=self.eks_cluster,
                 name=name,
-                instance_type=instance_type,
-                node_count=node_count,
+                hyperpod_nodes=HyperPodNodes(instance_type, node_count, self.cluster),
                 file_system=file_system,
                 training=training,
             )
+        #: What every workload offers (IAcceleratedWorkload): the nodes' security groups, the
+        #: execution role of every instance group, and the queues (Slurm: the worker
+        #: partitions; EKS: the workload's Kueue LocalQueue when the cluster runs Kueue).
+        self.connections: ec2.Connections = self.cluster.connections
+        self.node_roles: list[iam.IRole] = [self.cluster.role]
+        self.queue_names: tuple[str, ...] = (
+            self.share.queue_names
+            if self.share is not None
+            else tuple(
+                g.resolved_partition_name
+                for g in groups
+                if g.slurm_node_type is SlurmNodeType.WORKER
+            )
+        )
         # Node events to the topic; a cluster of its own is scraped (a shared one has its
         # scraper already).
         self.monitoring = MonitoringFacade(

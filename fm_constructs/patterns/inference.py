@@ -20,8 +20,9 @@ from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.kubernetes import model_server as render
 from fm_constructs.observability import IPrometheusWorkspace
-from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
+from fm_constructs.orchestration import EfaNodeGroup
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.keda import KedaAutoscaler
 from fm_constructs.orchestration.load_balancer_controller import AwsLoadBalancerController
 from fm_constructs.orchestration.network_isolation import vpc_cidrs
@@ -41,7 +42,7 @@ from fm_constructs.storage import IDataBucket
 TRIGGER_AUTHENTICATION = "amp-pod-identity"
 
 
-def _namespace(cluster: GpuEksCluster, namespace: str) -> eks.KubernetesManifest:
+def _namespace(cluster: IGpuCluster, namespace: str) -> eks.KubernetesManifest:
     """The namespace, created once per cluster and shared by every model server in it (so
     removing one server never deletes the namespace under the others)."""
     construct_id = "InferenceNamespace-" + namespace
@@ -86,7 +87,7 @@ class InferenceService(Construct):
       cluster's managed scraper collects into that workspace and the inference dashboard
       shows). Nodes follow within the node group's min and max sizes when the cluster runs
       the Cluster Autoscaler (``ClusterAutoscaler.enable``; the
-      ``EksAcceleratedWorkload`` pattern enables it for node groups that can grow); give
+      workload patterns enable it for node groups that can grow); give
       ``gpu_nodes`` a max size that holds ``max_replicas`` (a warning says when it is too
       small).
     """
@@ -99,7 +100,7 @@ class InferenceService(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: GpuEksCluster,
+        cluster: IGpuCluster,
         gpu_nodes: EfaNodeGroup,
         model: ModelServerSpec,
         data_bucket: IDataBucket,

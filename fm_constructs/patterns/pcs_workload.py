@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fm_constructs.catalog import get_instance_type
@@ -76,6 +77,7 @@ class PcsAcceleratedWorkload(Construct):
             description="PCS accelerated nodes: EFA (all traffic within the group), FSx",
         )
         self.node_role = PcsInstanceRole(self, "NodeRole")
+        self.file_system = file_system
         fsx = None
         if file_system is not None:
             # Lustre clients: TCP 988 and 1018-1023, all traffic with an EFA file system.
@@ -132,6 +134,11 @@ class PcsAcceleratedWorkload(Construct):
             group_name=ACCELERATED_GROUP,
             **common,
         )
+        #: What every workload offers (IAcceleratedWorkload): the accelerated nodes' EFA group,
+        #: their role and the Slurm partition of the queue (``sbatch -p``).
+        self.connections: ec2.Connections = self.efa_security_group.connections
+        self.node_roles: list[iam.IRole] = [self.node_role.role]
+        self.queue_names: tuple[str, ...] = (QUEUE_NAME,)
         self.queue = PcsQueue(
             self,
             "Queue",

@@ -14,8 +14,13 @@ from fm_constructs.storage.associations import (
     workload_associations,
 )
 from fm_constructs.storage.data_bucket import DataBucket, IDataBucket
+from fm_constructs.storage.imported_lustre import (
+    ImportedLustreFileSystem,
+    LustreFileSystemAttributes,
+)
 from fm_constructs.storage.lustre import LustreFileSystem, LustreLogLevel
 from fm_constructs.storage.lustre_connections import LustreConnections
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 __all__ = [
     "ALL_EVENTS",
@@ -24,9 +29,12 @@ __all__ = [
     "FsxSizingRequest",
     "FsxSizingResult",
     "IDataBucket",
+    "ILustreFileSystem",
+    "ImportedLustreFileSystem",
     "LustreConnections",
     "LustreDeploymentType",
     "LustreFileSystem",
+    "LustreFileSystemAttributes",
     "LustreLogLevel",
     "S3Event",
     "default_associations",

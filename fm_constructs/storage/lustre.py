@@ -14,6 +14,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
+from typing import Unpack
 
 import jsii
 from aws_cdk import Annotations, ArnFormat, Names, RemovalPolicy, Stack, Token
@@ -46,9 +47,13 @@ from fm_constructs.storage.associations import (
     warn,
 )
 from fm_constructs.storage.data_bucket import IDataBucket
-from fm_constructs.storage.imported_lustre import ILustreFileSystem, ImportedLustreFileSystem
+from fm_constructs.storage.imported_lustre import (
+    ImportedLustreFileSystem,
+    LustreFileSystemAttributes,
+)
 from fm_constructs.storage.lustre_client import LustreClientAccess
 from fm_constructs.storage.lustre_connections import LustreConnections
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 #: Lustre version of the file systems (``FileSystemTypeVersion``), pinned in pins.toml.
 LUSTRE_VERSION = pins.service("fsx-lustre").version
@@ -390,28 +395,12 @@ class LustreFileSystem(LustreClientAccess, Construct):
 
     @staticmethod
     def from_lustre_file_system_attributes(
-        scope: Construct,
-        construct_id: str,
-        *,
-        file_system_id: str,
-        dns_name: str,
-        mount_name: str,
-        security_group_ids: Sequence[str],
-        storage_capacity_gib: int | None = None,
-        efa_enabled: bool = False,
+        scope: Construct, construct_id: str, **attributes: Unpack[LustreFileSystemAttributes]
     ) -> ILustreFileSystem:
         """Use a file system that already exists (``aws fsx describe-file-systems`` gives its
-        id, DNS name, mount name and security groups); clients are allowed in its groups."""
-        return ImportedLustreFileSystem(
-            scope,
-            construct_id,
-            file_system_id=file_system_id,
-            dns_name=dns_name,
-            mount_name=mount_name,
-            security_group_ids=security_group_ids,
-            storage_capacity_gib=storage_capacity_gib,
-            efa_enabled=efa_enabled,
-        )
+        id, DNS name, mount name and security groups: :class:`LustreFileSystemAttributes`);
+        clients are allowed in its groups. It goes wherever a created one does."""
+        return ImportedLustreFileSystem(scope, construct_id, **attributes)
 
 
 def _literal(value: int | None) -> int | None:

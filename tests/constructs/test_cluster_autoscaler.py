@@ -14,10 +14,11 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Annotations, Match, Template
+from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
 from fm_constructs.errors import FmValidationError, Problems
-from fm_constructs.orchestration import SUPPORTED_VERSIONS
+from fm_constructs.orchestration import SUPPORTED_VERSIONS, EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_autoscaler import (
     DESCRIBE_ACTIONS,
@@ -26,10 +27,12 @@ from fm_constructs.orchestration.cluster_autoscaler import (
     check_settings,
     scaling_conditions,
 )
+from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler as _Autoscaler
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
-from fm_constructs.patterns.eks_workload import (
+from fm_constructs.patterns.cluster_workload import (
     GPU_TYPE_LABEL,
-    EksAcceleratedWorkload,
+    EksWorkload,
+    NodePool,
     gpu_type_label,
 )
 from fm_constructs.policy import enable_nag
@@ -43,12 +46,40 @@ def _vpc(stack: cdk.Stack) -> ec2.IVpc:
 
 
 @dataclass
+class Workload:
+    """A cluster of its own and one workload's share of it (node pool ``gpu``)."""
+
+    cluster: GpuEksCluster
+    share: EksWorkload
+
+    @property
+    def autoscaler(self) -> _Autoscaler | None:
+        return self.share.autoscaler
+
+    @property
+    def gpu_nodes(self) -> EfaNodeGroup:
+        return self.share.main_nodes
+
+
+def _workload(scope: cdk.Stack, construct_id: str, vpc: ec2.IVpc, pool: NodePool) -> Workload:
+    parent = Construct(scope, construct_id)
+    cluster = GpuEksCluster(
+        parent, "Cluster", vpc=vpc, gpu_availability_zone=vpc.private_subnets[0].availability_zone
+    )
+    subnet = vpc.private_subnets[0]
+    share = EksWorkload(
+        parent, "Workload", cluster=cluster, name="inference", subnet=subnet, node_pools=[pool]
+    )
+    return Workload(cluster, share)
+
+
+@dataclass
 class Synth:
     raw: dict[str, Any]
     template: Template
     stack: cdk.Stack
-    scaled: EksAcceleratedWorkload
-    fixed: EksAcceleratedWorkload
+    scaled: Workload
+    fixed: Workload
 
 
 @pytest.fixture(scope="module")
@@ -56,27 +87,22 @@ def synth() -> Iterator[Synth]:
     app = cdk.App()
     stack = cdk.Stack(app, "TestStack", env=TEST_ENV)
     vpc = _vpc(stack)
-    scaled = EksAcceleratedWorkload(
+    scaled = _workload(
         stack,
         "Scaled",
-        vpc=vpc,
-        gpu_subnet=vpc.private_subnets[0],
-        instance_type="p5.48xlarge",
-        node_count=1,
-        min_node_count=1,
-        max_node_count=4,
-        capacity=CapacitySource.capacity_block(
-            "cr-0123456789abcdef0", availability_zone="us-east-1a"
+        vpc,
+        NodePool(
+            "gpu",
+            "p5.48xlarge",
+            1,
+            min_node_count=1,
+            max_node_count=4,
+            capacity=CapacitySource.capacity_block(
+                "cr-0123456789abcdef0", availability_zone="us-east-1a"
+            ),
         ),
     )
-    fixed = EksAcceleratedWorkload(
-        stack,
-        "Fixed",
-        vpc=vpc,
-        gpu_subnet=vpc.private_subnets[0],
-        instance_type="p5.48xlarge",
-        node_count=2,
-    )
+    fixed = _workload(stack, "Fixed", vpc, NodePool("gpu", "p5.48xlarge", 2))
     enable_nag(app)
     raw = app.synth().get_stack_by_name("TestStack").template
     yield Synth(raw, Template.from_json(raw), stack, scaled, fixed)
@@ -235,7 +261,7 @@ def test_enable_is_idempotent_and_rejects_other_settings(synth: Synth) -> None:
 
 def test_reserved_capacity_warning(synth: Synth) -> None:
     warnings = Annotations.from_stack(synth.stack).find_warning(
-        "/TestStack/Scaled", Match.string_like_regexp("capacity-block reservation")
+        "/TestStack/Scaled/Workload", Match.string_like_regexp("capacity-block reservation")
     )
     assert len(warnings) == 1
     assert not Annotations.from_stack(synth.stack).find_warning(

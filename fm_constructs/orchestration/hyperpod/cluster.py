@@ -29,7 +29,7 @@ from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import Problems
 from fm_constructs.network import EfaSecurityGroup
-from fm_constructs.orchestration.eks_cluster import GpuEksCluster
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.hyperpod.eks import (
     HyperPodEksDependencies,
     hyperpod_node_labels,
@@ -54,7 +54,7 @@ from fm_constructs.orchestration.slurm import efa_exporter_repository_arn
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules.users import check_users
-from fm_constructs.storage import LustreFileSystem
+from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 CLUSTER_NAME_MAX_LENGTH = 63
 
@@ -113,8 +113,8 @@ class HyperPodCluster(Construct):
         subnet: ec2.ISubnet,
         instance_groups: Sequence[InstanceGroup],
         orchestrator: Orchestrator = Orchestrator.HYPERPOD_SLURM,
-        eks_cluster: GpuEksCluster | None = None,
-        lustre: LustreFileSystem | None = None,
+        eks_cluster: IGpuCluster | None = None,
+        lustre: ILustreFileSystem | None = None,
         lustre_mount_point: str = DEFAULT_MOUNT_POINT,
         prometheus: IRemoteWriteTarget | None = None,
         efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None = None,
@@ -365,7 +365,7 @@ class HyperPodCluster(Construct):
 
     @staticmethod
     def _orchestrator_property(
-        eks_cluster: GpuEksCluster | None,
+        eks_cluster: IGpuCluster | None,
     ) -> sagemaker.CfnCluster.OrchestratorProperty | None:
         """EKS: the cluster ARN. Slurm: no Orchestrator at all, HyperPod's default, in which
         its agent writes slurm.conf from the lifecycle provisioning parameters (an empty
@@ -384,7 +384,7 @@ class HyperPodCluster(Construct):
         problems: Problems,
         users: Sequence[ClusterUser],
         orchestrator: Orchestrator,
-        lustre: LustreFileSystem | None,
+        lustre: ILustreFileSystem | None,
     ) -> None:
         """The profile's rules on users (:mod:`fm_constructs.rules.users`), plus what the
         lifecycle scripts need: Slurm, and a file system for the homes."""
@@ -406,7 +406,7 @@ class HyperPodCluster(Construct):
 
     @staticmethod
     def _check_orchestrator(
-        problems: Problems, orchestrator: Orchestrator, eks_cluster: GpuEksCluster | None
+        problems: Problems, orchestrator: Orchestrator, eks_cluster: IGpuCluster | None
     ) -> None:
         if orchestrator is Orchestrator.HYPERPOD_EKS and eks_cluster is None:
             problems.add(
@@ -432,7 +432,7 @@ class HyperPodCluster(Construct):
         problems: Problems,
         subnet: ec2.ISubnet,
         groups: Sequence[InstanceGroup],
-        eks_cluster: GpuEksCluster | None,
+        eks_cluster: IGpuCluster | None,
     ) -> None:
         zone = subnet.availability_zone
         if Token.is_unresolved(zone):

@@ -55,9 +55,10 @@ from fm_constructs.kubernetes.hyperpod import (
     hyperpod_access_manifests,
 )
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration.cluster_features import DevicePlugins
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.efa_node_group import node_labels
 from fm_constructs.orchestration.eks_addons import VPC_CNI
-from fm_constructs.orchestration.eks_cluster import DevicePlugins, GpuEksCluster
 from fm_constructs.orchestration.hyperpod.instance_groups import InstanceGroup
 from fm_constructs.orchestration.pod_identity import pod_identity_role
 from fm_constructs.policy import acknowledge
@@ -112,7 +113,7 @@ class HyperPodEksDependencies(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        eks_cluster: GpuEksCluster,
+        eks_cluster: IGpuCluster,
         instance_groups: Sequence[InstanceGroup],
         training_operator: bool = True,
         task_governance: bool = False,
@@ -172,7 +173,7 @@ class HyperPodEksDependencies(Construct):
                 if spec.release in eks_cluster.charts
             ),
         ]
-        vpc_cni = eks_cluster.addons.addons.get(VPC_CNI)
+        vpc_cni = eks_cluster.managed_addon(VPC_CNI)
         if vpc_cni is not None:
             self.prerequisites.append(vpc_cni)
         self.addons: dict[str, eks.CfnAddon] = {}
@@ -219,8 +220,8 @@ class HyperPodEksDependencies(Construct):
                 ],
             )
             operator.node.add_dependency(cert_manager, hyperpod_cluster)
-            if self.eks_cluster.addons.pod_identity_agent is not None:
-                operator.node.add_dependency(self.eks_cluster.addons.pod_identity_agent)
+            if self.eks_cluster.pod_identity_agent is not None:
+                operator.node.add_dependency(self.eks_cluster.pod_identity_agent)
             self.addons[CERT_MANAGER_ADDON] = cert_manager
             self.addons[TRAINING_OPERATOR_ADDON] = operator
         if self.task_governance:
