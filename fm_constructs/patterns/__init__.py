@@ -22,15 +22,6 @@ from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.planning.serving_layout import ModelServerSpec
 
 
-def __getattr__(name: str) -> object:
-    """Former pattern names say what replaced them (:data:`fm_constructs.REMOVED`)."""
-    from fm_constructs import REMOVED
-
-    if name in REMOVED:
-        raise AttributeError(f"fm_constructs.patterns.{name} was removed: use {REMOVED[name]}")
-    raise AttributeError(f"module 'fm_constructs.patterns' has no attribute {name!r}")
-
-
 __all__ = [
     "AutoscalingPolicy",
     "EksClusterScraping",
