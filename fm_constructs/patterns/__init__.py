@@ -21,7 +21,6 @@ from fm_constructs.patterns.workloads import (
 from fm_constructs.planning.autoscaling import AutoscalingPolicy
 from fm_constructs.planning.serving_layout import ModelServerSpec
 
-
 __all__ = [
     "AutoscalingPolicy",
     "EksClusterScraping",
