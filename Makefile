@@ -60,9 +60,10 @@ typecheck: setup
 unit: setup
 	pytest -n 2 --dist loadgroup -m 'not rehearsal and not e2e'
 
-# End-to-end paths that install or start whole programs (the consumer page followed literally in
-# a fresh copy: a virtual environment, the library, the CDK CLI). A CI stage of its own, run by
-# .ci/run after `make test`, so the everyday `make test` stays fast.
+# End-to-end checks that install or start whole programs (the consumer page followed literally
+# in a fresh copy, node scripts run whole in simulated nodes, Slurm and SSH daemons, the CDK CLI
+# in a subprocess): tests marked e2e. A CI stage of its own, run by .ci/run after `make test`, so
+# the everyday `make test` stays fast.
 e2e: setup
 	time pytest -n 2 --dist loadgroup -m e2e
 

@@ -22,6 +22,10 @@ import pytest
 
 from tests.stacks.profiles import ROOT, cdk_json_context
 
+#: The CDK CLI synthesizes a profile in a subprocess: the end-to-end stage (make e2e, run by
+#: .ci/run after make test).
+pytestmark = pytest.mark.e2e
+
 ACCOUNT = "123456789012"
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 

@@ -31,6 +31,10 @@ from fm_constructs import pins
 from tests.hyperpod_node import SimulatedNode
 from tests.unit.test_hyperpod_node import node
 
+#: The container runtime setup runs in a simulated node: the end-to-end stage (make e2e, run by
+#: .ci/run after make test).
+pytestmark = pytest.mark.e2e
+
 PYXIS_VERSION = pins.binary("pyxis").version
 ENROOT_VERSION = pins.binary("enroot").version
 SLURM_HEADERS = Path("/usr/include/slurm")

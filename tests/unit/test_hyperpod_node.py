@@ -29,6 +29,10 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
 )
 from tests.hyperpod_node import SimulatedNode, url_key
 
+#: The lifecycle scripts run whole in a simulated node (real bash, systemd-analyze, munge): the
+#: end-to-end stage (make e2e, run by .ci/run after make test).
+pytestmark = pytest.mark.e2e
+
 CONTROLLER_IP, LOGIN_IP, WORKER_IP = "10.1.0.10", "10.1.0.11", "10.1.4.20"
 RESOURCE_CONFIG: dict[str, Any] = {
     "InstanceGroups": [

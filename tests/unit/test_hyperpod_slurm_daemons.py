@@ -33,6 +33,10 @@ from fm_constructs.orchestration.hyperpod import scripts_directory
 from tests.hyperpod_node import SimulatedNode
 from tests.unit.test_hyperpod_node import RESOURCE_CONFIG, slurm_params
 
+#: Real slurmctld, slurmdbd and MariaDB started from the generated configuration: the end-to-end
+#: stage (make e2e, run by .ci/run after make test).
+pytestmark = pytest.mark.e2e
+
 DAEMONS = ("slurmctld", "slurmdbd", "munged", "mariadbd", "mariadb-install-db", "mysql")
 JOBS = scripts_directory() / "jobs"
 CPU_WORKER = "ip-10-1-4-22"

@@ -29,6 +29,10 @@ from fm_constructs.kubernetes import jobs, mpi_ssh
 from fm_constructs.kubernetes.node_shape import WorkloadTarget
 from fm_constructs.kubernetes.training_runtimes import ROOT_SECURITY_CONTEXT, mpi_runtime
 
+#: Real OpenSSH daemons on loopback: the end-to-end stage (make e2e, run by .ci/run after make
+#: test).
+pytestmark = pytest.mark.e2e
+
 P5 = WorkloadTarget("pretraining", "p5.48xlarge")
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
 

@@ -23,6 +23,10 @@ from fm_constructs.compute.user_data import (
 )
 from tests.nvme_node import NvmeNode
 
+#: The NVMe RAID0 script runs whole in a simulated node: the end-to-end stage (make e2e, run by
+#: .ci/run after make test).
+pytestmark = pytest.mark.e2e
+
 P4DE = get_instance_type("p4de.24xlarge")
 ARRAY = "/dev/md/fm-nvme"
 

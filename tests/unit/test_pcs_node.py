@@ -31,6 +31,10 @@ from fm_constructs.orchestration.pcs.user_data import (
 )
 from tests.hyperpod_node import SimulatedNode
 
+#: The PCS node script runs whole in a simulated node: the end-to-end stage (make e2e, run by
+#: .ci/run after make test).
+pytestmark = pytest.mark.e2e
+
 BUCKET, PREFIX = "fm-node-scripts", "hyperpod-lifecycle/abc123/"
 SCRIPTS_URI = f"s3://{BUCKET}/{PREFIX}"
 SLURM_PREFIX = f"/opt/aws/pcs/scheduler/slurm-{pins.pcs().slurm_version}"

@@ -21,6 +21,10 @@ from fm_constructs.kubernetes import images, node_shape
 from fm_constructs.orchestration.hyperpod.lifecycle import scripts_directory
 from tests.unit.nccl_logs import efa_info, nccl_log, socket_info
 
+#: The controller's job scripts installed in a simulated node: the end-to-end stage (make e2e, run
+#: by .ci/run after make test).
+pytestmark = pytest.mark.e2e
+
 JOBS = scripts_directory() / "jobs"
 SCRIPTS = [
     *sorted(JOBS.glob("*.sbatch")),
