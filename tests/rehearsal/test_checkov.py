@@ -43,7 +43,6 @@ def report(assembly: Path, scratch: Path) -> dict[str, list[dict[str, Any]]]:
             "cloudformation",
             "-o",
             "json",
-            "--quiet",
             "--compact",
             "--skip-download",
         ],
