@@ -93,3 +93,5 @@ class WorkloadComputeStack(PartStack):
             command = f"kubectl -n {server.namespace} get service {server.service_name}"
             api = "OpenAI-compatible API of the model server (port 80 of the NLB)"
             output(self, "ModelEndpointCommand", command, api)
+            key = "Bearer key of the API (aws secretsmanager get-secret-value --secret-id <this>)"
+            output(self, "ApiKeySecretArn", server.api_key.secret_arn, key)
