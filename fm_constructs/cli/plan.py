@@ -730,33 +730,29 @@ def _plan_goal(
     usd_per_hour: float | None,
     notes: list[str],
 ) -> GoalPlan:
+    """The training goal on ``nodes`` nodes of ``spec``; without a peak FLOPS figure for its
+    accelerator, the goal alone with a note saying why (also added to ``notes``)."""
     peak = peak_flops(spec.accelerator_name)
+    result: GoalEstimate | None = None
+    note: str | None = None
     if peak is None:
-        message = f"no peak FLOPS figure for {spec.accelerator_name} ({spec.name})"
-        notes.append(message)
-        return GoalPlan(
-            parameters=goal.parameters,
-            tokens=goal.tokens,
-            mfu=goal.mfu,
-            flops=goal.flops,
-            peak_bf16_dense_tflops=None,
-            peak_source=None,
-            accelerator_hours=None,
-            wall_clock_days=None,
-            usd=None,
-            note=message,
-        )
-    result: GoalEstimate = estimate(goal, accelerators=spec.accelerator_count * nodes, peak=peak)
+        note = f"no peak FLOPS figure for {spec.accelerator_name} ({spec.name})"
+        notes.append(note)
+    else:
+        result = estimate(goal, accelerators=spec.accelerator_count * nodes, peak=peak)
     return GoalPlan(
         parameters=goal.parameters,
         tokens=goal.tokens,
         mfu=goal.mfu,
         flops=goal.flops,
-        peak_bf16_dense_tflops=peak.bf16_dense_tflops,
-        peak_source=peak.source,
-        accelerator_hours=result.accelerator_hours,
-        wall_clock_days=result.days,
-        usd=result.wall_clock_hours * usd_per_hour if usd_per_hour is not None else None,
+        peak_bf16_dense_tflops=None if result is None else result.peak.bf16_dense_tflops,
+        peak_source=None if result is None else result.peak.source,
+        accelerator_hours=None if result is None else result.accelerator_hours,
+        wall_clock_days=None if result is None else result.days,
+        usd=result.wall_clock_hours * usd_per_hour
+        if result is not None and usd_per_hour is not None
+        else None,
+        note=note,
     )
 
 
