@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
-from fm_constructs.cli.costs import CostLine, missing_prices, platform_cost_lines
+from fm_constructs.cli.costs import CostLine, instance_hours, missing_prices, platform_cost_lines
 from fm_constructs.cli.document import document, json_field
 from fm_constructs.cli.flops import peak_flops
 from fm_constructs.cli.goal import GoalEstimate, TrainingGoal, estimate
@@ -460,15 +460,13 @@ def _pod_subnet_plan(pods: PodSubnetDemand) -> PodSubnetPlan:
 def _workload_cost_lines(w: WorkloadPlan, region: str, prices: PriceTable) -> list[CostLine]:
     """The instances of one workload row and its file system, as cost lines."""
     lines = [
-        CostLine(
+        instance_hours(
+            prices,
+            region,
+            w.instance_type,
             item=f"{w.name}: {w.instance_type}",
             quantity=w.nodes,
-            unit="instance-hour",
-            unit_usd_per_hour=w.cost.instance_usd_per_hour,
-            source=prices.source_of("on_demand_usd_per_hour", region),
-            priced=w.instance_type,
             owner=w.name,
-            no_price=prices.no_price_reason(region, w.instance_type),
         )
     ]
     s = w.storage
