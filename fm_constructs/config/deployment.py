@@ -21,4 +21,5 @@ def options_for_deployment(profile: Profile, *, admin_roles: Any = None) -> Depl
     :func:`~fm_constructs.config.overrides.deployment_profile`): ``admin_roles`` is the
     ``admin_role_arns`` context value, None when unset. Bad input raises
     :class:`~fm_constructs.errors.FmValidationError` before anything is mapped."""
-    return deployment_options(deployment_profile(profile, admin_roles=admin_roles))
+    deployed = deployment_profile(profile, admin_roles=admin_roles)
+    return deployment_options(deployed)

@@ -218,6 +218,8 @@ class WorkloadOptions:
     orchestrator: Orchestrator
     cluster: str | None
     namespace: str
+    #: The namespace of its diagnostics jobs (NCCL tests and the like).
+    diagnostics_namespace: str
     service_account: str
     cluster_queue: str
     local_queue: str
@@ -228,6 +230,8 @@ class WorkloadOptions:
     data_prefixes: tuple[str, ...]
     #: Data-bucket prefixes the workload only reads (:data:`DATA_INPUTS`).
     read_prefixes: tuple[str, ...] = ()
+    #: IAM roles that submit jobs in its namespaces (on EKS).
+    submitter_role_arns: tuple[str, ...] = ()
     #: kubelet maxPods of the accelerated nodes (None: the VPC CNI's own figure).
     max_pods_per_node: int | None = None
     instance_type: str = ""
@@ -569,6 +573,7 @@ def workload_options(
         w,
         cluster=w.eks_cluster,
         namespace=names.workload_namespace(w.name),
+        diagnostics_namespace=names.diagnostics_namespace(w.name),
         service_account=names.service_account_name(w.name),
         cluster_queue=names.cluster_queue_name(w.name),
         local_queue=names.local_queue_name(w.name),
@@ -593,28 +598,22 @@ def workload_options(
 
 
 def _submitter_namespaces(
-    profile: Profile, members: list[str]
+    members: list[WorkloadOptions],
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Role ARN -> the namespaces (workload and diagnostics) it submits jobs in, over the
     cluster's ``members``."""
     found: dict[str, list[str]] = {}
-    for w in profile.enabled_workloads:
-        if w.name in members:
-            for arn in w.submitter_role_arns:
-                namespaces = [names.workload_namespace(w.name), names.diagnostics_namespace(w.name)]
-                found.setdefault(arn, []).extend(namespaces)
+    for w in members:
+        for arn in w.submitter_role_arns:
+            found.setdefault(arn, []).extend([w.namespace, w.diagnostics_namespace])
     return tuple((arn, tuple(namespaces)) for arn, namespaces in found.items())
 
 
-def _device_plugin_families(profile: Profile, members: list[str]) -> tuple[EksAmiFamily, ...]:
+def _device_plugin_families(members: list[WorkloadOptions]) -> tuple[EksAmiFamily, ...]:
     """EKS AMI families of the members' accelerators (main and rollout nodes)."""
-    families = set()
-    for name in members:
-        w = profile.workloads_by_name[name]
-        families.add(get_instance_type(w.instance_type).eks_ami_family)
-        if w.rollout_group is not None:
-            families.add(get_instance_type(w.rollout_group.instance_type).eks_ami_family)
-    return tuple(sorted(families))
+    rollouts = [w.rollout.instance_type for w in members if w.rollout is not None]
+    types = {w.instance_type for w in members}.union(rollouts)
+    return tuple(sorted({get_instance_type(t).eks_ami_family for t in types}))
 
 
 def _cluster(
@@ -628,6 +627,7 @@ def _cluster(
     its stacks ``<name>-cluster`` (``<name>-<workload>-cluster`` for a dedicated one),
     ``...-addons`` and, scraped, ``...-monitoring``."""
     platform = profile.platform
+    member_options = [workloads[n] for n in members]
     dedicated = key != SHARED_CLUSTER
     stem = _cluster_stack_suffix(key)
     titles = ", ".join(_CLUSTER_TITLES[w] for w in members)
@@ -643,13 +643,13 @@ def _cluster(
         platform,
         key=key,
         workloads=tuple(members),
-        operators=frozenset().union(*(workloads[n].operators for n in members)),
+        operators=frozenset().union(*(w.operators for w in member_options)),
         dedicated=dedicated,
         stack=stack,
         addons_stack=_stack(platform, stem, "addons", description=addons, part=key),
         monitoring_stack=monitoring if platform.observability else None,
-        submitter_namespaces=_submitter_namespaces(profile, members),
-        device_plugin_families=_device_plugin_families(profile, members),
+        submitter_namespaces=_submitter_namespaces(member_options),
+        device_plugin_families=_device_plugin_families(member_options),
         custom_networking=networking is PodNetworking.CUSTOM_NETWORKING,
         prefix_delegation=networking is PodNetworking.PREFIX_DELEGATION,
         scraped=platform.observability,
