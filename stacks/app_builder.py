@@ -78,7 +78,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     monitoring: dict[str, ClusterMonitoringStack] = {}
     for key, cluster in options.clusters.items():
         addons[key] = ClusterAddonsStack(app, cluster.addons_stack, env=env)
-        clusters[key] = ClusterStack(app, cluster.stack, addons[key], env=env)
+        clusters[key] = ClusterStack(app, cluster.stack, env=env)
         if cluster.monitoring_stack is not None:
             monitoring[key] = ClusterMonitoringStack(app, cluster.monitoring_stack, env=env)
     workloads: dict[str, WorkloadStack] = {}

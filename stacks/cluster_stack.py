@@ -5,24 +5,13 @@ AMP managed scraper (:class:`ClusterMonitoringStack`: up to 15 minutes; nothing 
 
 from __future__ import annotations
 
-from typing import Any
-
-from constructs import Construct
-
-from fm_constructs.config.options import StackOptions
 from fm_constructs.patterns.deployment import Deployment
 from stacks.outputs import PartStack, output
 
 
 class ClusterStack(PartStack):
     """One EKS cluster and what is cluster-wide on it; what runs on its control plane goes to
-    ``addons`` (a :class:`ClusterAddonsStack`)."""
-
-    def __init__(
-        self, scope: Construct, options: StackOptions, addons: ClusterAddonsStack, **kwargs: Any
-    ) -> None:
-        super().__init__(scope, options, **kwargs)
-        self.addons = addons
+    its :class:`ClusterAddonsStack`."""
 
     def record(self, deployment: Deployment) -> None:
         built = deployment.clusters[self.part]
