@@ -10,10 +10,10 @@ from typing import Any
 import aws_cdk as cdk
 
 from fm_constructs.config import Profile
-from fm_constructs.config.options import DeploymentOptions, deployment_options
+from fm_constructs.config.deployment import options_for_deployment
+from fm_constructs.config.options import DeploymentOptions
 from fm_constructs.config.overrides import (
     ADMIN_ROLES_CONTEXT,
-    deployment_profile,
     with_admin_roles,  # noqa: F401 (re-exported)
 )
 from fm_constructs.patterns.deployment import Deployment
@@ -63,36 +63,31 @@ def create_app(*, outdir: str | None = None, context: dict[str, Any] | None = No
 
 
 def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
-    """Add every stack of ``profile`` to ``app`` (no synthesis): the profile as deployed (its
-    scale checked, the ``admin_role_arns`` context applied), its options, then each stack filled
-    in by the deployment pattern. Workload stacks never depend on each other: ``cdk deploy
-    --all --concurrency 4`` runs them side by side."""
+    """Add every stack of ``profile`` to ``app`` (no synthesis): the options of the profile as
+    deployed (its scale checked, the ``admin_role_arns`` context applied), a stack for each
+    part they name, each filled in by the deployment pattern. Workload stacks never depend on
+    each other: ``cdk deploy --all --concurrency 4`` runs them side by side."""
     admins = app.node.try_get_context(ADMIN_ROLES_CONTEXT)
-    options = deployment_options(deployment_profile(profile, admin_roles=admins))
+    options = options_for_deployment(profile, admin_roles=admins)
     p = options.platform
     env = cdk.Environment(account=p.account, region=p.region)
-
-    def name(*parts: str) -> str:  # <name>-platform, <name>-post-training-compute, ...
-        return "-".join((p.name, *parts)).replace("_", "-")
-
-    grafana = GrafanaStack(app, name("grafana"), env=env) if p.grafana else None
-    platform = PlatformStack(app, name("platform"), p, grafana, env=env)
+    grafana = GrafanaStack(app, p.grafana_stack, env=env) if p.grafana_stack else None
+    platform = PlatformStack(app, p, grafana, env=env)
     clusters: dict[str, ClusterStack] = {}
     addons: dict[str, ClusterAddonsStack] = {}
     monitoring: dict[str, ClusterMonitoringStack] = {}
     for key, cluster in options.clusters.items():
-        stem = cluster.stack_suffix
-        addons[key] = ClusterAddonsStack(app, name(stem, "addons"), env=env)
-        clusters[key] = ClusterStack(app, name(stem), cluster, addons[key], env=env)
-        if cluster.scraped:
-            monitoring[key] = ClusterMonitoringStack(app, name(stem, "monitoring"), key, env=env)
+        addons[key] = ClusterAddonsStack(app, cluster.addons_stack, env=env)
+        clusters[key] = ClusterStack(app, cluster.stack, env=env)
+        if cluster.monitoring_stack is not None:
+            monitoring[key] = ClusterMonitoringStack(app, cluster.monitoring_stack, env=env)
     workloads: dict[str, WorkloadStack] = {}
     computes: dict[str, WorkloadComputeStack] = {}
     for w in options.workloads.values():
-        if w.has_storage_stack:
-            workloads[w.name] = WorkloadStack(app, name(w.name), w, env=env)
-        if w.eks_nodes:
-            computes[w.name] = WorkloadComputeStack(app, name(w.name, "compute"), w, env=env)
+        if w.stack is not None:
+            workloads[w.name] = WorkloadStack(app, w.stack, env=env)
+        if w.compute_stack is not None:
+            computes[w.name] = WorkloadComputeStack(app, w.compute_stack, env=env)
     stacks = DeploymentStacks(
         platform, grafana, clusters, addons, monitoring, workloads, computes, options
     )

@@ -15,10 +15,6 @@ class GrafanaStack(PartStack):
     """The Amazon Managed Grafana workspace and its dashboards (filled in with the platform);
     it reads the Prometheus workspace, and no stack waits for it."""
 
-    def __init__(self, scope: Construct, construct_id: str, **kwargs: Any) -> None:
-        description = "fm-constructs Amazon Managed Grafana workspace and dashboards"
-        super().__init__(scope, construct_id, description=description, **kwargs)
-
 
 class PlatformStack(PartStack):
     """Long-lived, shared resources; workload stacks reference them and deploy side by side.
@@ -36,20 +32,13 @@ class PlatformStack(PartStack):
     def __init__(
         self,
         scope: Construct,
-        construct_id: str,
         options: PlatformOptions,
         grafana: GrafanaStack | None,
         **kwargs: Any,
     ) -> None:
         self._zones = list(options.availability_zones)  # read by availability_zones
         self.grafana = grafana
-        super().__init__(
-            scope,
-            construct_id,
-            description="fm-constructs shared platform: GPU VPC, data bucket, observability",
-            termination_protection=options.termination_protection,
-            **kwargs,
-        )
+        super().__init__(scope, options.stack, **kwargs)
 
     def record(self, deployment: Deployment) -> None:
         platform = deployment.platform

@@ -6,16 +6,9 @@ group that cannot get capacity fails its compute stack only; ``cdk deploy`` retr
 
 from __future__ import annotations
 
-from typing import Any
-
-from constructs import Construct
-
-from fm_constructs.config.options import WorkloadOptions
 from fm_constructs.domain import names
 from fm_constructs.patterns.deployment import Deployment
 from stacks.outputs import PartStack, output
-
-_TITLES = {"pretraining": "pre-training", "post_training": "post-training (SFT, RL)"}
 
 #: Context value (``cdk synth -c pcs_ami_id=ami-...``) naming the AMI of AWS PCS nodes; without
 #: it the stack parameter ``PcsAmiId`` gives it at deploy time (see docs/blocks/pcs.md).
@@ -25,20 +18,13 @@ PCS_AMI_CONTEXT = "pcs_ami_id"
 class WorkloadStack(PartStack):
     """The file system of one workload (and its HyperPod or AWS PCS cluster)."""
 
-    def __init__(
-        self, scope: Construct, construct_id: str, options: WorkloadOptions, **kwargs: Any
-    ) -> None:
-        w = self.options = options
-        nodes = f"{w.instance_count} x {w.instance_type} in {w.availability_zone}"
-        description = f"fm-constructs {_TITLES.get(w.name, w.name)}: {nodes}"
-        super().__init__(scope, construct_id, description=description, **kwargs)
-
     def record(self, deployment: Deployment) -> None:
-        built = deployment.storage[self.options.name]
+        built = deployment.storage[self.part]
         self.file_system, self.owns_file_system = built.file_system, built.owns_file_system
         self.compute, self.pcs = built.hyperpod, built.pcs
         if self.compute is not None:
-            if self.compute.eks_cluster is not None and self.options.cluster is None:
+            dedicated = deployment.options.workloads[self.part].cluster is None
+            if self.compute.eks_cluster is not None and dedicated:
                 output(self, "EksClusterName", self.compute.eks_cluster.cluster_name)
             nodes = "aws sagemaker list-cluster-nodes --cluster-name <this>"
             output(self, "HyperPodClusterName", self.compute.cluster.cluster_name, nodes)
@@ -62,17 +48,8 @@ class WorkloadStack(PartStack):
 class WorkloadComputeStack(PartStack):
     """One EKS workload's node groups and Kubernetes objects on its cluster (its pattern)."""
 
-    def __init__(
-        self, scope: Construct, construct_id: str, options: WorkloadOptions, **kwargs: Any
-    ) -> None:
-        self.options = options
-        pools = " + ".join(f"{p.max_size} x {p.instance_type}" for p in options.node_pools)
-        title = _TITLES.get(options.name, options.name)
-        description = f"fm-constructs {title} nodes and Kubernetes objects: {pools}"
-        super().__init__(scope, construct_id, description=description, **kwargs)
-
     def record(self, deployment: Deployment) -> None:
-        self.workload = deployment.nodes[self.options.name]
+        self.workload = deployment.nodes[self.part]
         eks = self.workload.workload
         for pool, parts in eks.node_group_parts.items():
             for index, group in enumerate(parts):
@@ -93,3 +70,5 @@ class WorkloadComputeStack(PartStack):
             command = f"kubectl -n {server.namespace} get service {server.service_name}"
             api = "OpenAI-compatible API of the model server (port 80 of the NLB)"
             output(self, "ModelEndpointCommand", command, api)
+            key = "Bearer key of the API (aws secretsmanager get-secret-value --secret-id <this>)"
+            output(self, "ApiKeySecretArn", server.api_key.secret_arn, key)

@@ -8,12 +8,13 @@ cancelled, so ``purchase`` refuses to run without ``--yes``.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.cli.aws import AwsSession, call_required
+from fm_constructs.cli.document import document, json_field
 from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.cli.pricing import load_prices
@@ -109,29 +110,18 @@ class Offering:
     instance_type: str
     availability_zone: str
     instance_count: int
-    start: datetime
-    end: datetime
+    start: datetime = field(metadata=json_field(encode=datetime.isoformat))
+    end: datetime = field(metadata=json_field(encode=datetime.isoformat))
     duration_hours: int
     upfront_fee: float
     currency: str
 
-    @property
-    def usd_per_instance_hour(self) -> float:
-        return self.upfront_fee / (self.instance_count * self.duration_hours)
+    JSON_PROPERTIES = ("price_per_instance_hour",)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "offering_id": self.offering_id,
-            "instance_type": self.instance_type,
-            "availability_zone": self.availability_zone,
-            "instance_count": self.instance_count,
-            "start": self.start.isoformat(),
-            "end": self.end.isoformat(),
-            "duration_hours": self.duration_hours,
-            "upfront_fee": self.upfront_fee,
-            "currency": self.currency,
-            "price_per_instance_hour": self.usd_per_instance_hour,
-        }
+    @property
+    def price_per_instance_hour(self) -> float:
+        """The upfront fee spread over every instance-hour of the block, in ``currency``."""
+        return self.upfront_fee / (self.instance_count * self.duration_hours)
 
 
 def _offering(raw: dict[str, Any]) -> Offering:
@@ -179,7 +169,7 @@ def search(
         if not token:
             break
         params["NextToken"] = token
-    offerings.sort(key=lambda o: (o.usd_per_instance_hour, o.start))
+    offerings.sort(key=lambda o: (o.price_per_instance_hour, o.start))
     zone = profile.platform.availability_zone
     on_demand = load_prices().on_demand_usd_per_hour(session.region, request.instance_type)
     try:
@@ -198,7 +188,7 @@ def search(
                     "start": request.start.isoformat() if request.start else None,
                     "end": request.end.isoformat() if request.end else None,
                 },
-                "offerings": [o.to_json() for o in offerings],
+                "offerings": document(offerings),
             }
         )
     elif not offerings:
@@ -217,8 +207,8 @@ def search(
                 o.duration_hours,
                 o.instance_count,
                 f"{o.upfront_fee:,.2f} {o.currency}",
-                round(o.usd_per_instance_hour, 3),
-                round(o.usd_per_instance_hour / accelerators, 3) if accelerators else None,
+                round(o.price_per_instance_hour, 3),
+                round(o.price_per_instance_hour / accelerators, 3) if accelerators else None,
             ]
             for o in offerings
         ]

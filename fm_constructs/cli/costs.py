@@ -117,6 +117,22 @@ def _priced(
     )
 
 
+def instance_hours(
+    prices: PriceTable, region: str, instance_type: str, *, item: str, quantity: int, owner: str
+) -> CostLine:
+    """``quantity`` On-Demand instances of ``instance_type`` by the hour, for ``owner``."""
+    return CostLine(
+        item=item,
+        quantity=quantity,
+        unit="instance-hour",
+        unit_usd_per_hour=prices.on_demand_usd_per_hour(region, instance_type),
+        source=prices.source_of("on_demand_usd_per_hour", region),
+        priced=instance_type,
+        owner=owner,
+        no_price=prices.no_price_reason(region, instance_type),
+    )
+
+
 def platform_cost_lines(profile: Profile, prices: PriceTable) -> list[CostLine]:
     """What the platform and the clusters cost by the hour, whatever the workloads run."""
     region = profile.platform.region
@@ -161,15 +177,13 @@ def platform_cost_lines(profile: Profile, prices: PriceTable) -> list[CostLine]:
             )
         )
         lines.append(
-            CostLine(
+            instance_hours(
+                prices,
+                region,
+                SYSTEM_INSTANCE_TYPE,
                 item=f"EKS system nodes ({SYSTEM_INSTANCE_TYPE})",
                 quantity=clusters * SYSTEM_NODE_COUNT,
-                unit="instance-hour",
-                unit_usd_per_hour=prices.on_demand_usd_per_hour(region, SYSTEM_INSTANCE_TYPE),
-                source=prices.source_of("on_demand_usd_per_hour", region),
-                priced=SYSTEM_INSTANCE_TYPE,
                 owner="EKS system nodes",
-                no_price=prices.no_price_reason(region, SYSTEM_INSTANCE_TYPE),
             )
         )
     if profile.platform.observability:

@@ -30,6 +30,7 @@ from fm_constructs.cli.aws import (
     describe_aws_error,
     error_code,
 )
+from fm_constructs.cli.document import document
 from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.config import Profile
@@ -119,15 +120,6 @@ class StackState:
     termination_protection: bool = False
     outputs: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status,
-            "updated": self.updated,
-            "termination_protection": self.termination_protection,
-            "outputs": self.outputs,
-        }
-
 
 def describe_stack(cloudformation: Any, name: str) -> StackState:
     """cloudformation:DescribeStacks of one stack; a stack that does not exist is not an error."""
@@ -166,7 +158,7 @@ def run_status(profile: Profile, session: AwsSession, reporter: Reporter) -> Exi
                 "schema": STATUS_SCHEMA,
                 "profile": profile.source,
                 "region": session.region,
-                "stacks": [s.to_json() for s in states],
+                "stacks": document(states),
                 "exit_code": int(code),
             }
         )

@@ -395,14 +395,17 @@ def _run_init(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     return run_init(init_request(args), reporter=reporter)
 
 
-def _deployment_session(args: argparse.Namespace) -> tuple[Profile, AwsSession]:
+def _session(args: argparse.Namespace, profile: Profile) -> AwsSession:
+    """The AWS session of a command: ``--region`` (else the profile's) and ``--aws-profile``."""
     from fm_constructs.cli.aws import AwsSession
 
+    return AwsSession(region=args.region or profile.platform.region, profile_name=args.aws_profile)
+
+
+def _deployment_session(args: argparse.Namespace) -> tuple[Profile, AwsSession]:
+    """The profile of ``--config`` and the session its AWS commands use."""
     profile = _load(args.config)
-    session = AwsSession(
-        region=args.region or profile.platform.region, profile_name=args.aws_profile
-    )
-    return profile, session
+    return profile, _session(args, profile)
 
 
 def _run_status(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
@@ -480,30 +483,26 @@ def _run_plan(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
 
 
 def _run_preflight(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
-    from fm_constructs.cli.aws import AwsSession
-    from fm_constructs.cli.preflight import run_preflight
+    from fm_constructs.cli.preflight import Preflight, run_preflight
 
-    profile = _load(args.config)
-    session = AwsSession(
-        region=args.region or profile.platform.region, profile_name=args.aws_profile
-    )
+    profile, session = _deployment_session(args)
     return run_preflight(
-        profile,
-        session,
-        reporter,
-        expiry_warning_hours=args.expiry_warning_hours,
-        kubernetes_version=args.kubernetes_version,
+        Preflight(
+            profile,
+            session,
+            reporter,
+            expiry_warning_hours=args.expiry_warning_hours,
+            kubernetes_version=args.kubernetes_version,
+        )
     )
 
 
 def _run_capacity(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
     from fm_constructs.cli import capacity
-    from fm_constructs.cli.aws import AwsSession
 
     if args.capacity_command is None:
         raise CliError("capacity: choose an action: search or purchase", ExitCode.USAGE)
     profile = _load(args.config)
-    region = args.region or profile.platform.region
     if args.capacity_command == "purchase":
         if not args.yes:
             raise CliError(
@@ -511,11 +510,9 @@ def _run_capacity(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
                 "(a Capacity Block is paid up front and cannot be cancelled); nothing was bought",
                 ExitCode.USAGE,
             )
-        session = AwsSession(region=region, profile_name=args.aws_profile)
-        return capacity.purchase(args, profile, session, reporter)
+        return capacity.purchase(args, profile, _session(args, profile), reporter)
     request = capacity.search_request(args, profile)
-    session = AwsSession(region=region, profile_name=args.aws_profile)
-    return capacity.search(request, profile, session, reporter)
+    return capacity.search(request, profile, _session(args, profile), reporter)
 
 
 def _run_validate(args: argparse.Namespace, reporter: Reporter) -> ExitCode:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
-from fm_constructs.cli.costs import CostLine, missing_prices, platform_cost_lines
+from fm_constructs.cli.costs import CostLine, instance_hours, missing_prices, platform_cost_lines
 from fm_constructs.cli.document import document, json_field
 from fm_constructs.cli.flops import peak_flops
 from fm_constructs.cli.goal import GoalEstimate, TrainingGoal, estimate
@@ -460,15 +460,13 @@ def _pod_subnet_plan(pods: PodSubnetDemand) -> PodSubnetPlan:
 def _workload_cost_lines(w: WorkloadPlan, region: str, prices: PriceTable) -> list[CostLine]:
     """The instances of one workload row and its file system, as cost lines."""
     lines = [
-        CostLine(
+        instance_hours(
+            prices,
+            region,
+            w.instance_type,
             item=f"{w.name}: {w.instance_type}",
             quantity=w.nodes,
-            unit="instance-hour",
-            unit_usd_per_hour=w.cost.instance_usd_per_hour,
-            source=prices.source_of("on_demand_usd_per_hour", region),
-            priced=w.instance_type,
             owner=w.name,
-            no_price=prices.no_price_reason(region, w.instance_type),
         )
     ]
     s = w.storage
@@ -730,33 +728,29 @@ def _plan_goal(
     usd_per_hour: float | None,
     notes: list[str],
 ) -> GoalPlan:
+    """The training goal on ``nodes`` nodes of ``spec``; without a peak FLOPS figure for its
+    accelerator, the goal alone with a note saying why (also added to ``notes``)."""
     peak = peak_flops(spec.accelerator_name)
+    result: GoalEstimate | None = None
+    note: str | None = None
     if peak is None:
-        message = f"no peak FLOPS figure for {spec.accelerator_name} ({spec.name})"
-        notes.append(message)
-        return GoalPlan(
-            parameters=goal.parameters,
-            tokens=goal.tokens,
-            mfu=goal.mfu,
-            flops=goal.flops,
-            peak_bf16_dense_tflops=None,
-            peak_source=None,
-            accelerator_hours=None,
-            wall_clock_days=None,
-            usd=None,
-            note=message,
-        )
-    result: GoalEstimate = estimate(goal, accelerators=spec.accelerator_count * nodes, peak=peak)
+        note = f"no peak FLOPS figure for {spec.accelerator_name} ({spec.name})"
+        notes.append(note)
+    else:
+        result = estimate(goal, accelerators=spec.accelerator_count * nodes, peak=peak)
     return GoalPlan(
         parameters=goal.parameters,
         tokens=goal.tokens,
         mfu=goal.mfu,
         flops=goal.flops,
-        peak_bf16_dense_tflops=peak.bf16_dense_tflops,
-        peak_source=peak.source,
-        accelerator_hours=result.accelerator_hours,
-        wall_clock_days=result.days,
-        usd=result.wall_clock_hours * usd_per_hour if usd_per_hour is not None else None,
+        peak_bf16_dense_tflops=None if result is None else result.peak.bf16_dense_tflops,
+        peak_source=None if result is None else result.peak.source,
+        accelerator_hours=None if result is None else result.accelerator_hours,
+        wall_clock_days=None if result is None else result.days,
+        usd=result.wall_clock_hours * usd_per_hour
+        if result is not None and usd_per_hour is not None
+        else None,
+        note=note,
     )
 
 

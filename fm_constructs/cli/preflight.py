@@ -848,24 +848,11 @@ def exit_code(checks: list[Check]) -> ExitCode:
     return ExitCode.OK
 
 
-def run_preflight(
-    profile: Profile,
-    session: AwsSession,
-    reporter: Reporter,
-    *,
-    expiry_warning_hours: int = 48,
-    kubernetes_version: str | None = None,
-    now: datetime | None = None,
-) -> ExitCode:
-    """Run every check, print the results (table or JSON) and return the exit code."""
-    checks = Preflight(
-        profile,
-        session,
-        reporter,
-        expiry_warning_hours=expiry_warning_hours,
-        kubernetes_version=kubernetes_version,
-        now=now,
-    ).run()
+def run_preflight(preflight: Preflight) -> ExitCode:
+    """Run every check of ``preflight``, print the results (table or JSON) with its reporter
+    and return the exit code."""
+    profile, session, reporter = preflight.profile, preflight.session, preflight.reporter
+    checks = preflight.run()
     counts = {status.value: sum(1 for c in checks if c.status is status) for status in Status}
     code = exit_code(checks)
     if reporter.json_mode:

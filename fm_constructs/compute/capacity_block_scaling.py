@@ -12,6 +12,7 @@ Kubernetes drain the nodes first.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations, Stack
@@ -35,6 +36,20 @@ if TYPE_CHECKING:
 UPDATE_NODEGROUP_TARGET = "arn:aws:scheduler:::aws-sdk:eks:updateNodegroupConfig"
 
 
+@dataclass(frozen=True)
+class ScaledNodeGroup:
+    """The EKS managed node group a Capacity Block's schedules scale: ``node_count`` nodes
+    while the block runs, the group's ``min_size`` (capped at ``node_count``) and ``max_size``
+    (at least ``node_count``) kept around it."""
+
+    cluster_name: str
+    nodegroup_name: str
+    nodegroup_arn: str
+    node_count: int
+    min_size: int = 0
+    max_size: int | None = None
+
+
 class CapacityBlockScaling(Construct):
     """Two schedules (``ScaleUp``, ``ScaleDown``) and their role (``Role``); ``ScaleDown``
     alone when ``scale_up`` is False (the block has started: the group is created at its
@@ -45,16 +60,12 @@ class CapacityBlockScaling(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster_name: str,
-        nodegroup_name: str,
-        nodegroup_arn: str,
-        node_count: int,
+        node_group: ScaledNodeGroup,
         schedule: CapacityBlockSchedule,
-        min_size: int = 0,
-        max_size: int | None = None,
         scale_up: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
+        node_count = node_group.node_count
         self.schedule = schedule
         self.role = iam.Role(
             self,
@@ -69,12 +80,12 @@ class CapacityBlockScaling(Construct):
             iam.PolicyStatement(
                 sid="UpdateThisNodegroup",
                 actions=["eks:UpdateNodegroupConfig"],
-                resources=[nodegroup_arn],
+                resources=[node_group.nodegroup_arn],
             )
         )
-        maximum = max(max_size or node_count, node_count, 1)
+        maximum = max(node_group.max_size or node_count, node_count, 1)
         sizes = {
-            "ScaleUp": (schedule.scale_up_at, node_count, min(min_size, node_count)),
+            "ScaleUp": (schedule.scale_up_at, node_count, min(node_group.min_size, node_count)),
             "ScaleDown": (schedule.scale_down_at, 0, 0),
         }
         if not scale_up:
@@ -93,8 +104,8 @@ class CapacityBlockScaling(Construct):
                     role_arn=self.role.role_arn,
                     input=Stack.of(self).to_json_string(
                         {
-                            "clusterName": cluster_name,
-                            "nodegroupName": nodegroup_name,
+                            "clusterName": node_group.cluster_name,
+                            "nodegroupName": node_group.nodegroup_name,
                             "scalingConfig": {
                                 "minSize": minimum,
                                 "maxSize": maximum,
@@ -121,19 +132,14 @@ def capacity_block_phase(scope: Construct, capacity: CapacitySource) -> BlockPha
 def add_capacity_block_scaling(
     scope: Construct,
     capacity: CapacitySource,
-    *,
-    cluster_name: str,
-    nodegroup_name: str,
-    nodegroup_arn: str,
-    node_count: int,
-    min_size: int = 0,
-    max_size: int | None = None,
+    node_group: ScaledNodeGroup,
 ) -> CapacityBlockScaling | None:
     """For a node group of a Capacity Block: the schedules when the block's times are known,
     else a warning that says how to scale by hand. A block that has started (the group was
     created at its size, see :func:`capacity_block_phase`) gets the scale-down alone; one past
     its scale-down gets none."""
     schedule = capacity.capacity_block_schedule
+    node_count = node_group.node_count
     if schedule is None:
         Annotations.of(scope).add_warning_v2(
             "fm:capacity-block-unscheduled",
@@ -172,12 +178,7 @@ def add_capacity_block_scaling(
     return CapacityBlockScaling(
         scope,
         "CapacityBlockScaling",
-        cluster_name=cluster_name,
-        nodegroup_name=nodegroup_name,
-        nodegroup_arn=nodegroup_arn,
-        node_count=node_count,
+        node_group=node_group,
         schedule=schedule,
-        min_size=min_size,
-        max_size=max_size,
         scale_up=phase is not BlockPhase.RUNNING,
     )

@@ -53,6 +53,31 @@ from fm_constructs.planning.pod_networking import PodNetworking
 
 _T = TypeVar("_T")
 
+#: How a workload is named in its EKS cluster's stack description, and in its own stacks'.
+_CLUSTER_TITLES = {
+    "pretraining": "pre-training",
+    "post_training": "post-training",
+    "inference": "inference",
+}
+_WORKLOAD_TITLES = {"pretraining": "pre-training", "post_training": "post-training (SFT, RL)"}
+
+
+@dataclass(frozen=True)
+class StackOptions:
+    """One CloudFormation stack of the deployment: its name (``<deployment>-<part>``), its
+    description and ``part``, the key of what it holds (a cluster key or a workload name;
+    empty for the platform's stacks)."""
+
+    name: str
+    description: str
+    part: str = ""
+    termination_protection: bool = False
+
+
+def _stack(platform: PlatformConfig, *suffix: str, **values: Any) -> StackOptions:
+    """Stack ``<deployment>-<suffix...>`` (underscores written as hyphens)."""
+    return StackOptions("-".join((platform.name, *suffix)).replace("_", "-"), **values)
+
 
 @dataclass(frozen=True)
 class NodePoolOptions:
@@ -193,6 +218,8 @@ class WorkloadOptions:
     orchestrator: Orchestrator
     cluster: str | None
     namespace: str
+    #: The namespace of its diagnostics jobs (NCCL tests and the like).
+    diagnostics_namespace: str
     service_account: str
     cluster_queue: str
     local_queue: str
@@ -203,6 +230,8 @@ class WorkloadOptions:
     data_prefixes: tuple[str, ...]
     #: Data-bucket prefixes the workload only reads (:data:`DATA_INPUTS`).
     read_prefixes: tuple[str, ...] = ()
+    #: IAM roles that submit jobs in its namespaces (on EKS).
+    submitter_role_arns: tuple[str, ...] = ()
     #: kubelet maxPods of the accelerated nodes (None: the VPC CNI's own figure).
     max_pods_per_node: int | None = None
     instance_type: str = ""
@@ -228,6 +257,10 @@ class WorkloadOptions:
     node_group_subnets: tuple[tuple[str, tuple[int, ...]], ...] = ()
     hyperpod: HyperPodOptions | None = None
     inference: InferenceOptions | None = None
+    #: The stack of its file system or HyperPod/AWS PCS cluster (None: it has neither).
+    stack: StackOptions | None = None
+    #: The stack of its EKS node groups and Kubernetes objects (None: not on EKS).
+    compute_stack: StackOptions | None = None
 
     @property
     def on_eks(self) -> bool:
@@ -246,7 +279,7 @@ class WorkloadOptions:
     def has_storage_stack(self) -> bool:
         """Whether the workload has a stack beside its EKS nodes: its own file system, or its
         HyperPod or AWS PCS cluster."""
-        return not self.eks_nodes or self.owns_file_system
+        return self.stack is not None
 
 
 @dataclass(frozen=True)
@@ -257,6 +290,11 @@ class ClusterOptions:
     workloads: tuple[str, ...]
     operators: frozenset[str]
     dedicated: bool
+    #: The stack of its control plane, and of what runs on it (system nodes, add-ons...).
+    stack: StackOptions
+    addons_stack: StackOptions
+    #: The stack of its AMP managed scraper (None: observability off).
+    monitoring_stack: StackOptions | None = None
     region: str = ""
     availability_zone: str = ""
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
@@ -274,9 +312,11 @@ class ClusterOptions:
     @property
     def stack_suffix(self) -> str:
         """``cluster`` for the shared cluster, ``<workload>-cluster`` for a dedicated one."""
-        if not self.dedicated:
-            return "cluster"
-        return f"{self.key.replace('_', '-')}-cluster"
+        return _cluster_stack_suffix(self.key)
+
+
+def _cluster_stack_suffix(key: str) -> str:
+    return "cluster" if key == SHARED_CLUSTER else f"{key.replace('_', '-')}-cluster"
 
 
 @dataclass(frozen=True)
@@ -301,6 +341,9 @@ class PlatformOptions:
     #: The construct warnings (``fm:...``) the profile accepts.
     accepted_warnings: tuple[str, ...]
     source: str
+    #: The platform's stack, and the Grafana workspace's (None: no Grafana).
+    stack: StackOptions
+    grafana_stack: StackOptions | None
 
 
 @dataclass(frozen=True)
@@ -490,6 +533,27 @@ def _node_group_subnets(
     return tuple((pool, subnets[demand]) for pool, demand in demands if subnets.get(demand))
 
 
+def _workload_stacks(
+    platform: PlatformConfig,
+    w: WorkloadConfig,
+    pools: tuple[NodePoolOptions, ...],
+    file_system: FileSystemOptions | None,
+) -> dict[str, StackOptions | None]:
+    """The stacks of ``w``: ``<name>-<workload>`` for its own file system or its HyperPod or
+    AWS PCS cluster, and ``<name>-<workload>-compute`` for its EKS nodes (``pools``)."""
+    title = _WORKLOAD_TITLES.get(w.name, w.name)
+    on_eks = w.orchestrator is Orchestrator.EKS
+    stack = compute = None
+    if not on_eks or file_system is not None:
+        nodes = f"{w.instance_count} x {w.instance_type} in {platform.availability_zone}"
+        stack = _stack(platform, w.name, description=f"fm-constructs {title}: {nodes}", part=w.name)
+    if on_eks:
+        sizes = " + ".join(f"{p.max_size} x {p.instance_type}" for p in pools)
+        description = f"fm-constructs {title} nodes and Kubernetes objects: {sizes}"
+        compute = _stack(platform, w.name, "compute", description=description, part=w.name)
+    return {"stack": stack, "compute_stack": compute}
+
+
 def workload_options(
     profile: Profile,
     w: WorkloadConfig,
@@ -502,16 +566,19 @@ def workload_options(
     platform = profile.platform
     on_eks = w.orchestrator is Orchestrator.EKS
     vpc_cni = networking in (PodNetworking.CUSTOM_NETWORKING, PodNetworking.PREFIX_DELEGATION)
+    pools = node_pools(w) if on_eks else ()
+    file_system = _file_system(w)
     return _copied(
         WorkloadOptions,
         w,
         cluster=w.eks_cluster,
         namespace=names.workload_namespace(w.name),
+        diagnostics_namespace=names.diagnostics_namespace(w.name),
         service_account=names.service_account_name(w.name),
         cluster_queue=names.cluster_queue_name(w.name),
         local_queue=names.local_queue_name(w.name),
         fsx_claim=names.fsx_claim_name(w.name),
-        node_pools=node_pools(w) if on_eks else (),
+        node_pools=pools,
         operators=OPERATORS[w.name],
         data_prefixes=DATA_OUTPUTS[w.name],
         read_prefixes=DATA_INPUTS[w.name],
@@ -520,38 +587,33 @@ def workload_options(
         capacity=CapacityOptions(w.capacity, platform.availability_zone, w.instance_type),
         node_efa_layout=efa_layout_of(w),
         rollout=_rollout(w),
-        file_system=_file_system(w),
+        file_system=file_system,
         file_system_of=_file_system_of(w),
         file_system_efa_clients=fsx_efa_clients(profile, w),
         node_group_subnets=_node_group_subnets(w, node_group_subnets or {}) if on_eks else (),
         hyperpod=_hyperpod(platform, w),
         inference=_inference(w, platform.observability),
+        **_workload_stacks(platform, w, pools, file_system),
     )
 
 
 def _submitter_namespaces(
-    profile: Profile, members: list[str]
+    members: list[WorkloadOptions],
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """Role ARN -> the namespaces (workload and diagnostics) it submits jobs in, over the
     cluster's ``members``."""
     found: dict[str, list[str]] = {}
-    for w in profile.enabled_workloads:
-        if w.name in members:
-            for arn in w.submitter_role_arns:
-                namespaces = [names.workload_namespace(w.name), names.diagnostics_namespace(w.name)]
-                found.setdefault(arn, []).extend(namespaces)
+    for w in members:
+        for arn in w.submitter_role_arns:
+            found.setdefault(arn, []).extend([w.namespace, w.diagnostics_namespace])
     return tuple((arn, tuple(namespaces)) for arn, namespaces in found.items())
 
 
-def _device_plugin_families(profile: Profile, members: list[str]) -> tuple[EksAmiFamily, ...]:
+def _device_plugin_families(members: list[WorkloadOptions]) -> tuple[EksAmiFamily, ...]:
     """EKS AMI families of the members' accelerators (main and rollout nodes)."""
-    families = set()
-    for name in members:
-        w = profile.workloads_by_name[name]
-        families.add(get_instance_type(w.instance_type).eks_ami_family)
-        if w.rollout_group is not None:
-            families.add(get_instance_type(w.rollout_group.instance_type).eks_ami_family)
-    return tuple(sorted(families))
+    rollouts = [w.rollout.instance_type for w in members if w.rollout is not None]
+    types = {w.instance_type for w in members}.union(rollouts)
+    return tuple(sorted({get_instance_type(t).eks_ami_family for t in types}))
 
 
 def _cluster(
@@ -561,27 +623,46 @@ def _cluster(
     workloads: dict[str, WorkloadOptions],
     networking: PodNetworking,
 ) -> ClusterOptions:
-    """EKS cluster ``key`` of ``members``: the platform's control-plane keys as they are."""
+    """EKS cluster ``key`` of ``members``: the platform's control-plane keys as they are, and
+    its stacks ``<name>-cluster`` (``<name>-<workload>-cluster`` for a dedicated one),
+    ``...-addons`` and, scraped, ``...-monitoring``."""
+    platform = profile.platform
+    member_options = [workloads[n] for n in members]
+    dedicated = key != SHARED_CLUSTER
+    stem = _cluster_stack_suffix(key)
+    titles = ", ".join(_CLUSTER_TITLES[w] for w in members)
+    kind = "dedicated" if dedicated else "shared"
+    stack = _stack(
+        platform, stem, description=f"fm-constructs {kind} GPU EKS cluster ({titles})", part=key
+    )
+    addons = "fm-constructs GPU EKS cluster: system nodes, add-ons, device plugins and operators"
+    scraper = "fm-constructs managed Prometheus scraper of the GPU EKS cluster"
+    monitoring = _stack(platform, stem, "monitoring", description=scraper, part=key)
     return _copied(
         ClusterOptions,
-        profile.platform,
+        platform,
         key=key,
         workloads=tuple(members),
-        operators=frozenset().union(*(workloads[n].operators for n in members)),
-        dedicated=key != SHARED_CLUSTER,
-        submitter_namespaces=_submitter_namespaces(profile, members),
-        device_plugin_families=_device_plugin_families(profile, members),
+        operators=frozenset().union(*(w.operators for w in member_options)),
+        dedicated=dedicated,
+        stack=stack,
+        addons_stack=_stack(platform, stem, "addons", description=addons, part=key),
+        monitoring_stack=monitoring if platform.observability else None,
+        submitter_namespaces=_submitter_namespaces(member_options),
+        device_plugin_families=_device_plugin_families(member_options),
         custom_networking=networking is PodNetworking.CUSTOM_NETWORKING,
         prefix_delegation=networking is PodNetworking.PREFIX_DELEGATION,
-        scraped=profile.platform.observability,
+        scraped=platform.observability,
     )
 
 
 def _platform(
     profile: Profile, networking: PodNetworking, node_cidrs: tuple[str, ...]
 ) -> PlatformOptions:
-    """The platform: its keys as they are, pod and node subnets from the IP budget."""
+    """The platform: its keys as they are, pod and node subnets from the IP budget, and its
+    stacks ``<name>-platform`` and, with Grafana, ``<name>-grafana``."""
     p = profile.platform
+    grafana = "fm-constructs Amazon Managed Grafana workspace and dashboards"
     return _copied(
         PlatformOptions,
         p,
@@ -591,6 +672,15 @@ def _platform(
         grafana=p.observability and p.grafana,
         accepted_warnings=tuple(w for w in p.accepted_warnings if w.startswith("fm:")),
         source=profile.source,
+        stack=_stack(
+            p,
+            "platform",
+            description="fm-constructs shared platform: GPU VPC, data bucket, observability",
+            termination_protection=p.termination_protection,
+        ),
+        grafana_stack=(
+            _stack(p, "grafana", description=grafana) if p.observability and p.grafana else None
+        ),
     )
 
 

@@ -44,6 +44,10 @@ LWS_WORKER_INDEX = "$(LWS_WORKER_INDEX)"
 LWS_LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
 #: Shared memory for NCCL and vLLM's worker processes.
 SHM_SIZE = "64Gi"
+#: Where the init container writes the endpoint's API key (a memory-backed volume).
+API_KEY_VOLUME = "api-key"
+API_KEY_DIRECTORY = "/run/fm-api-key"
+API_KEY_PATH = f"{API_KEY_DIRECTORY}/key"
 
 #: Label keys.
 APP_LABEL = "app.kubernetes.io/name"
@@ -60,7 +64,8 @@ EFA_HUGEPAGES = HUGEPAGES_2MI
 @dataclass(frozen=True)
 class RenderContext:
     """Deployment facts the manifests need besides the spec: namespace, service account, the
-    bucket holding the weights, the Region (for the AWS CLI), and node selection."""
+    bucket holding the weights, the Region (for the AWS CLI), node selection, and the Secrets
+    Manager secret holding the endpoint's API key (None: an endpoint without a key)."""
 
     namespace: str
     service_account: str
@@ -68,6 +73,7 @@ class RenderContext:
     region: str
     node_labels: dict[str, str]
     taint_key: str = GPU_TAINT_KEY
+    api_key_secret_arn: str | None = None
 
 
 def labels(spec: ModelServerSpec) -> dict[str, str]:
@@ -94,12 +100,21 @@ def model_path(spec: ModelServerSpec) -> str:
 
 
 def _download_container(spec: ModelServerSpec, ctx: RenderContext) -> dict[str, Any]:
-    """Copy the weights from S3 with the CRT transfer client (many parallel ranged GETs)."""
+    """Copy the weights from S3 with the CRT transfer client (many parallel ranged GETs) and,
+    for an endpoint with a key, the key from Secrets Manager into a memory-backed volume only
+    the pod's containers see (never into the pod spec or the template)."""
     source = f"s3://{ctx.bucket_name}/{spec.model_s3_prefix}"
     script = (
         "set -eu; aws configure set default.s3.preferred_transfer_client crt; "
         f'aws s3 sync "{source}" "{model_path(spec)}" --only-show-errors --exact-timestamps'
     )
+    mounts = [{"name": "model-cache", "mountPath": MODEL_MOUNT_PATH}]
+    if ctx.api_key_secret_arn is not None:
+        script += (
+            f"; umask 077; aws secretsmanager get-secret-value --secret-id "
+            f'"{ctx.api_key_secret_arn}" --query SecretString --output text > "{API_KEY_PATH}"'
+        )
+        mounts.append({"name": API_KEY_VOLUME, "mountPath": API_KEY_DIRECTORY})
     return {
         "name": "fetch-weights",
         "image": AWS_CLI_IMAGE,
@@ -109,9 +124,20 @@ def _download_container(spec: ModelServerSpec, ctx: RenderContext) -> dict[str, 
             {"name": "HOME", "value": "/tmp"},
         ],
         "resources": {"requests": {"cpu": "4", "memory": "8Gi"}},
-        "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_MOUNT_PATH}],
+        "volumeMounts": mounts,
         "securityContext": {"allowPrivilegeEscalation": False},
     }
+
+
+def serve_command(ctx: RenderContext) -> list[str]:
+    """The command that starts ``vllm serve`` with the arguments that follow it: directly, or
+    for an endpoint with a key through a shell that exports the key the init container wrote
+    as ``VLLM_API_KEY`` (vLLM then answers its API only to ``Authorization: Bearer <key>``;
+    ``/health`` and ``/metrics`` stay open for the probes and the scraper)."""
+    if ctx.api_key_secret_arn is None:
+        return ["vllm", "serve"]
+    script = f'VLLM_API_KEY="$(cat {API_KEY_PATH})"; export VLLM_API_KEY; exec vllm serve "$@"'
+    return ["/bin/sh", "-c", script, "vllm-serve"]
 
 
 def _serve_args(spec: ModelServerSpec, layout: ServingLayout) -> list[str]:
@@ -210,22 +236,35 @@ def _pod_spec(
                 "emptyDir": {"sizeLimit": f"{layout.model_cache_size_gib}Gi"},
             },
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}},
+            *(
+                [{"name": API_KEY_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}]
+                if ctx.api_key_secret_arn is not None
+                else []
+            ),
         ],
     }
 
 
 def _server_container(
-    spec: ModelServerSpec, layout: ServingLayout, *, name: str, serving: bool
+    spec: ModelServerSpec,
+    layout: ServingLayout,
+    ctx: RenderContext,
+    *,
+    name: str,
+    serving: bool,
 ) -> dict[str, Any]:
+    mounts = [
+        {"name": "model-cache", "mountPath": MODEL_MOUNT_PATH, "readOnly": True},
+        {"name": "dshm", "mountPath": "/dev/shm"},
+    ]
+    if serving and ctx.api_key_secret_arn is not None:
+        mounts.append({"name": API_KEY_VOLUME, "mountPath": API_KEY_DIRECTORY, "readOnly": True})
     container: dict[str, Any] = {
         "name": name,
         "image": spec.image,
         "env": _env(layout.multi_node),
         "resources": _resources(layout),
-        "volumeMounts": [
-            {"name": "model-cache", "mountPath": MODEL_MOUNT_PATH, "readOnly": True},
-            {"name": "dshm", "mountPath": "/dev/shm"},
-        ],
+        "volumeMounts": mounts,
     }
     if serving:
         container["ports"] = [{"name": "http", "containerPort": spec.port, "protocol": "TCP"}]
@@ -247,8 +286,8 @@ def deployment_manifest(
     """Single-node replicas: one pod per replica, ``vllm serve`` with tensor parallelism."""
     if layout.multi_node:
         raise ValueError("deployment_manifest renders single-node layouts only")
-    container = _server_container(spec, layout, name="vllm", serving=True)
-    container["command"] = ["vllm", "serve"]
+    container = _server_container(spec, layout, ctx, name="vllm", serving=True)
+    container["command"] = serve_command(ctx)
     container["args"] = _serve_args(spec, layout)
     pod_labels = labels(spec)
     return {
@@ -291,11 +330,12 @@ def leader_worker_set_manifest(
     """
     if not layout.multi_node:
         raise ValueError("leader_worker_set_manifest renders multi-node layouts only")
-    serve = ["vllm", "serve", *_serve_args(spec, layout)]
-    leader = _server_container(spec, layout, name="vllm-leader", serving=True)
-    leader["command"] = serve
-    worker = _server_container(spec, layout, name="vllm-worker", serving=False)
-    worker["command"] = [*serve, "--headless"]
+    args = _serve_args(spec, layout)
+    leader = _server_container(spec, layout, ctx, name="vllm-leader", serving=True)
+    leader["command"] = [*serve_command(ctx), *args]
+    # Workers run their ranks only (--headless): no API, no key.
+    worker = _server_container(spec, layout, ctx, name="vllm-worker", serving=False)
+    worker["command"] = ["vllm", "serve", *args, "--headless"]
     base = labels(spec)
     leader_labels = {**base, ROLE_LABEL: "leader"}
     worker_labels = {**base, ROLE_LABEL: "worker"}

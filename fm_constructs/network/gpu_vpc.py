@@ -13,7 +13,7 @@ from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
-from fm_constructs.policy import logs_encryption_key
+from fm_constructs.policy import encrypted_log_group
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import platform as platform_rules
@@ -204,12 +204,8 @@ class GpuClusterVpc(Construct):
             for index, block in enumerate(node_subnet_cidrs, start=1)
             if node_subnet_zone is not None
         ]
-        flow_log_group = logs.LogGroup(
-            self,
-            "FlowLogs",
-            retention=flow_log_retention,
-            encryption_key=logs_encryption_key(self),
-            removal_policy=RemovalPolicy.RETAIN,
+        flow_log_group = encrypted_log_group(
+            self, "FlowLogs", retention=flow_log_retention, removal_policy=RemovalPolicy.RETAIN
         )
         flow_log = self.vpc.add_flow_log(
             "FlowLog",

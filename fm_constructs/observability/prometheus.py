@@ -18,7 +18,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fm_constructs.errors import Problems
-from fm_constructs.policy import logs_encryption_key
+from fm_constructs.policy import encrypted_log_group
 from fm_constructs.rules import constructs as codes
 
 #: Actions a Prometheus-compatible query client (Grafana, scripts) needs on a workspace.
@@ -144,12 +144,8 @@ class PrometheusWorkspace(_WorkspaceBase):
             enable_key_rotation=True,
             removal_policy=removal_policy,
         )
-        self.log_group: logs.ILogGroup = log_group or logs.LogGroup(
-            self,
-            "Logs",
-            retention=log_retention,
-            encryption_key=logs_encryption_key(self),
-            removal_policy=removal_policy,
+        self.log_group: logs.ILogGroup = log_group or encrypted_log_group(
+            self, "Logs", retention=log_retention, removal_policy=removal_policy
         )
         self.resource = aps.CfnWorkspace(
             self,

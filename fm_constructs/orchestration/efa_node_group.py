@@ -21,6 +21,7 @@ from constructs import Construct
 from fm_constructs.catalog import EksAmiFamily, InstanceSpec, get_instance_type, require_efa
 from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
 from fm_constructs.compute.capacity_block_scaling import (
+    ScaledNodeGroup,
     add_capacity_block_scaling,
     capacity_block_phase,
 )
@@ -323,9 +324,7 @@ class EfaNodeGroup(Construct):
                 "user guide, custom instance profile).",
             )
         if capacity_block:
-            add_capacity_block_scaling(
-                self,
-                capacity,
+            scaled = ScaledNodeGroup(
                 cluster_name=eks_cluster.cluster_name,
                 nodegroup_name=self.nodegroup.nodegroup_name,
                 nodegroup_arn=self.nodegroup.nodegroup_arn,
@@ -333,6 +332,7 @@ class EfaNodeGroup(Construct):
                 min_size=min_nodes,
                 max_size=max_nodes,
             )
+            add_capacity_block_scaling(self, capacity, scaled)
 
         self._connections = ec2.Connections(
             security_groups=[efa_group, self.cluster_security_group]

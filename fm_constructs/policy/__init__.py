@@ -1,7 +1,7 @@
 """Policy wiring: cdk-nag rule packs and guard aspects applied to whole apps."""
 
 from fm_constructs.policy.compliance import acknowledge_compliance, enable_compliance_packs
-from fm_constructs.policy.log_encryption import logs_encryption_key
+from fm_constructs.policy.log_encryption import encrypted_log_group, logs_encryption_key
 from fm_constructs.policy.nag import acknowledge, enable_nag
 
 __all__ = [
@@ -9,5 +9,6 @@ __all__ = [
     "acknowledge_compliance",
     "enable_compliance_packs",
     "enable_nag",
+    "encrypted_log_group",
     "logs_encryption_key",
 ]

@@ -21,7 +21,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fm_constructs.policy.lambda_concurrency import CUSTOM_RESOURCE_HANDLER_REASON, METADATA_KEY
-from fm_constructs.policy.log_encryption import logs_encryption_key
+from fm_constructs.policy.log_encryption import encrypted_log_group
 
 
 @dataclass(frozen=True)
@@ -45,12 +45,8 @@ def handler_function(
     log_retention: logs.RetentionDays,
 ) -> HandlerFunction:
     """Creates a custom-resource handler (``handler.handler`` in ``code``) in ``scope``."""
-    log_group = logs.LogGroup(
-        scope,
-        "FunctionLogs",
-        retention=log_retention,
-        encryption_key=logs_encryption_key(scope),
-        removal_policy=RemovalPolicy.DESTROY,
+    log_group = encrypted_log_group(
+        scope, "FunctionLogs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
     )
     role = iam.Role(
         scope,

@@ -3,11 +3,12 @@
 CloudWatch Logs encrypts a log group with a customer key only when the key policy lets the
 regional Logs service principal use it, limited by the ``aws:logs:arn`` encryption context to
 this account's log groups in this Region (CloudWatch Logs User Guide, "Encrypt log data in
-CloudWatch Logs using AWS KMS"). Every construct that creates a log group calls
-:func:`logs_encryption_key` and passes the key as ``encryption_key``; a unit test checks that
-every log group of every synthesized template has a ``KmsKeyId``. Log groups created inside
-aws-cdk-lib (the kubectl provider's and bucket deployments' function logs) are reached by the
-:class:`EncryptLogGroups` aspect, which :func:`fm_constructs.policy.enable_nag` applies.
+CloudWatch Logs using AWS KMS"). Every construct that creates a log group does it with
+:func:`encrypted_log_group` (or passes :func:`logs_encryption_key` as ``encryption_key``); a
+unit test checks that every log group of every synthesized template has a ``KmsKeyId``. Log
+groups created inside aws-cdk-lib (the kubectl provider's and bucket deployments' function
+logs) are reached by the :class:`EncryptLogGroups` aspect, which
+:func:`fm_constructs.policy.enable_nag` applies.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from aws_cdk import IAspect, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from constructs import IConstruct
+from constructs import Construct, IConstruct
 
 #: Construct id of the key at the root of each stack (a contract: it fixes the logical id).
 LOGS_KEY_ID = "LogsKey"
@@ -62,6 +63,24 @@ def logs_encryption_key(scope: IConstruct) -> kms.IKey:
     )
     key.add_to_resource_policy(logs_key_statement(stack))
     return key
+
+
+def encrypted_log_group(
+    scope: Construct,
+    construct_id: str,
+    *,
+    retention: logs.RetentionDays,
+    removal_policy: RemovalPolicy,
+) -> logs.LogGroup:
+    """Log group ``construct_id`` in ``scope``, encrypted with the stack's logs key: the one
+    way this library's constructs create their log groups."""
+    return logs.LogGroup(
+        scope,
+        construct_id,
+        retention=retention,
+        encryption_key=logs_encryption_key(scope),
+        removal_policy=removal_policy,
+    )
 
 
 @jsii.implements(IAspect)

@@ -397,8 +397,8 @@ def public_endpoint_source_ranges(
     load_balancer: str, source_ranges: Sequence[str], *, key: str = "load_balancer_source_ranges"
 ) -> list[Finding]:
     """An internet-facing load balancer admits only the listed client ranges: none listed
-    would open the unauthenticated endpoint to anyone, and each range is judged as the public
-    API endpoint's are (CIDR blocks, not the internet by address space)."""
+    would open the endpoint (a bearer key over plain HTTP) to anyone, and each range is judged
+    as the public API endpoint's are (CIDR blocks, not the internet by address space)."""
     if load_balancer != LoadBalancer.INTERNET_FACING:
         return []
     if not source_ranges:

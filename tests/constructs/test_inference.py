@@ -205,7 +205,40 @@ def test_server_role_reads_the_model_prefix_only(synth: Synth) -> None:
     assert raw["Resources"][bucket]["Type"] == "AWS::S3::Bucket"
     decrypt = by_action['"kms:Decrypt"']
     assert raw["Resources"][decrypt["Resource"]["Fn::GetAtt"][0]]["Type"] == "AWS::KMS::Key"
-    assert len(statements) == 3
+    # ... and the endpoint's own API key, nothing else of Secrets Manager.
+    key = by_action['["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"]']
+    assert raw["Resources"][key["Resource"]["Ref"]]["Type"] == "AWS::SecretsManager::Secret"
+    assert len(statements) == 4
+
+
+def test_endpoint_api_key_is_generated_and_reaches_only_the_serving_container(
+    synth: Synth,
+) -> None:
+    raw = synth.raw["Single"]
+    (secret_id, secret), *others = [
+        (k, r) for k, r in raw["Resources"].items() if r["Type"] == "AWS::SecretsManager::Secret"
+    ]
+    assert not others
+    generated = secret["Properties"]["GenerateSecretString"]
+    assert generated["PasswordLength"] >= 32 and generated["ExcludePunctuation"] is True
+    assert "SecretString" not in secret["Properties"]  # the key is never in the template
+    skipped = {s["id"] for s in secret["Metadata"]["checkov"]["skip"]}
+    assert skipped == {"CKV_AWS_149"}
+    (deployment,) = _kind(raw, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (fetch,) = pod["initContainers"]
+    script = fetch["command"][-1]
+    assert "aws secretsmanager get-secret-value --secret-id" in script
+    assert "umask 077" in script
+    assert {"name": "api-key", "mountPath": "/run/fm-api-key"} in fetch["volumeMounts"]
+    (server,) = pod["containers"]
+    assert server["command"][:2] == ["/bin/sh", "-c"]
+    assert {"name": "api-key", "mountPath": "/run/fm-api-key", "readOnly": True} in server[
+        "volumeMounts"
+    ]
+    volume = next(v for v in pod["volumes"] if v["name"] == "api-key")
+    assert volume["emptyDir"]["medium"] == "Memory"
+    assert secret_id  # referenced by the init container's script (resolved at deploy)
 
 
 def test_keda_is_installed_with_an_operator_identity_that_queries_the_workspace(

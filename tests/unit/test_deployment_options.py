@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fm_constructs.config import CapacityKind, Orchestrator, ServingMetric, load_profile
+from fm_constructs.config.deployment import options_for_deployment
 from fm_constructs.config.options import (
     FSX_DIRECTORIES,
     DeploymentOptions,
@@ -125,6 +126,44 @@ def test_deployment_profile_checks_scale_and_admin_roles() -> None:
     assert deployment_profile(profile, admin_roles=arn).platform.admin_role_arns == (arn,)
     with pytest.raises(FmValidationError):
         deployment_profile(profile, admin_roles="not-an-arn")
+
+
+def test_options_for_deployment_checks_overrides_then_maps() -> None:
+    """The one call a deployment makes: the admin roles of the context in every cluster's and
+    HyperPod cluster's options; a bad context value raises before anything is mapped."""
+    profile = load_profile(ROOT / "config" / "default.toml")
+    arn = "arn:aws:iam::123456789012:role/PlatformAdmin"
+    options = options_for_deployment(profile, admin_roles=arn)
+    assert options == deployment_options(deployment_profile(profile, admin_roles=arn))
+    assert all(c.admin_role_arns == (arn,) for c in options.clusters.values())
+    assert options_for_deployment(profile) == deployment_options(profile)
+    with pytest.raises(FmValidationError):
+        options_for_deployment(profile, admin_roles="not-an-arn")
+
+
+def test_options_name_every_stack() -> None:
+    """Each part's options carry its stacks' names and descriptions (``<name>-<part>``)."""
+    options = _options("default")
+    platform = options.platform
+    assert platform.stack.name == "fm-platform" and platform.stack.termination_protection
+    assert platform.grafana_stack is not None and platform.grafana_stack.name == "fm-grafana"
+    shared = options.clusters["shared"]
+    assert (shared.stack.name, shared.addons_stack.name) == ("fm-cluster", "fm-cluster-addons")
+    assert shared.stack.description == (
+        "fm-constructs shared GPU EKS cluster (pre-training, post-training, inference)"
+    )
+    assert shared.monitoring_stack is not None and shared.monitoring_stack.part == "shared"
+    post = options.workloads["post_training"]
+    assert post.compute_stack is not None and post.compute_stack.name == "fm-post-training-compute"
+    assert post.stack is not None and post.stack.name == "fm-post-training"
+    assert post.stack.description == (
+        "fm-constructs post-training (SFT, RL): 2 x p5en.48xlarge in us-east-1a"
+    )
+    for profile in ("default", "hyperpod-slurm"):
+        for w in _options(profile).workloads.values():
+            # A stack of its own for its file system or HyperPod/AWS PCS cluster only.
+            assert (w.stack is not None) == (not w.eks_nodes or w.owns_file_system)
+            assert (w.compute_stack is not None) == w.eks_nodes
 
 
 def test_stacks_read_options_only() -> None:

@@ -456,3 +456,64 @@ def test_autoscaling_policy_problems_are_reported() -> None:
         "autoscaling.scale_down_stabilization_s",
         "max_replicas",
     ]
+
+
+# -------------------------------------------------------------------------------- API key
+
+KEYED = dataclasses.replace(CTX, api_key_secret_arn="arn:aws:secretsmanager:us-east-1:1:secret:k")
+
+
+@pytest.mark.parametrize("spec", [SMALL, LARGE], ids=["deployment", "leader-worker-set"])
+def test_keyed_endpoint_objects_validate_and_only_the_server_mounts_the_key(
+    spec: ModelServerSpec,
+) -> None:
+    instance = "g6e.48xlarge" if spec is SMALL else "p5.48xlarge"
+    layout = plan_layout(spec, get_instance_type(instance))
+    workload = render.server_workload_manifest(spec, layout, KEYED, autoscaled=False)
+    assert_valid([workload], kubernetes_version="1.35")
+    text = repr(workload)
+    assert KEYED.api_key_secret_arn in text and "VLLM_API_KEY" in text
+    if spec is SMALL:
+        templates = [workload["spec"]["template"]]
+    else:
+        group = workload["spec"]["leaderWorkerTemplate"]
+        templates = [group["leaderTemplate"], group["workerTemplate"]]
+    for template in templates:
+        pod = template["spec"]
+        (server,) = pod["containers"]
+        mounted = {m["name"] for m in server["volumeMounts"]}
+        serving = "ports" in server
+        assert ("api-key" in mounted) is serving, server["name"]
+        assert ("VLLM_API_KEY" in repr(server["command"])) is serving, server["name"]
+
+
+def test_the_serve_command_exports_the_key_to_vllm_in_a_real_shell(tmp_path: Any) -> None:
+    """The wrapper run by /bin/sh (dash on Debian, as in Ubuntu-based vLLM images) with a
+    stand-in ``vllm`` on PATH: the key file becomes VLLM_API_KEY, the arguments pass through
+    untouched (spaces and quotes included), and the key appears in no argument."""
+    import os
+    import subprocess
+
+    key = tmp_path / "key"
+    key.write_text("s3cret-Key_123\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "vllm"
+    fake.write_text(
+        '#!/bin/sh\nprintf "key=%s\\n" "$VLLM_API_KEY"\nfor a; do printf "[%s]" "$a"; done\n'
+    )
+    fake.chmod(0o755)
+    command = [part.replace(render.API_KEY_PATH, str(key)) for part in render.serve_command(KEYED)]
+    args = ["/models/m", "--served-model-name", "a b's", "--port", "8080"]
+    done = subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+    )
+    assert done.stdout.splitlines() == [
+        "key=s3cret-Key_123",
+        "[serve][/models/m][--served-model-name][a b's][--port][8080]",
+    ]
+    assert render.serve_command(CTX) == ["vllm", "serve"]  # an endpoint without a key

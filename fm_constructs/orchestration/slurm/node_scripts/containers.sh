@@ -36,18 +36,15 @@ ARCH="$(dpkg --print-architecture)"
 # Where Ubuntu's docker.io and Docker's own packages put the client (metrics.sh runs it there).
 DOCKER=/usr/bin/docker
 
+nvme_active() {
+  [[ "$(systemctl show -p ActiveState --value dlami-nvme.service)" == "active" ]]
+}
+
 local_disk() {
   # The large local disk: NVMe once dlami-nvme.service has assembled it, else the EBS volume.
-  local waited=0
   if systemctl cat dlami-nvme.service > /dev/null 2>&1; then
-    until [[ "$(systemctl show -p ActiveState --value dlami-nvme.service)" == "active" ]]; do
-      if ((waited >= NVME_WAIT)); then
-        echo "containers: dlami-nvme.service not active after ${waited}s" >&2
-        break
-      fi
-      sleep 5
-      waited=$((waited + 5))
-    done
+    wait_for "$NVME_WAIT" 5 nvme_active \
+      || echo "containers: dlami-nvme.service not active after ${FM_WAITED}s" >&2
   fi
   first_mounted /opt/dlami/nvme /opt/sagemaker
 }

@@ -33,6 +33,22 @@ retry() {
   done
 }
 
+wait_for() {
+  # wait_for <timeout-seconds> <interval-seconds> <command...>: run the command every
+  # <interval> seconds until it succeeds; fails once <timeout> seconds have passed without
+  # success. FM_WAITED holds the seconds waited, for the caller's message.
+  local timeout="$1" interval="$2"
+  shift 2
+  FM_WAITED=0
+  until "$@"; do
+    if ((FM_WAITED >= timeout)); then
+      return 1
+    fi
+    sleep "$interval"
+    FM_WAITED=$((FM_WAITED + interval))
+  done
+}
+
 declare -gA FM_PARAM_VALUES=()
 FM_PARAMS_LOADED=""
 

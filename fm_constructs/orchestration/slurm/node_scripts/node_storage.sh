@@ -16,17 +16,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${SCRIPT_DIR}/lib.sh"
 DISK_WAIT="${DISK_WAIT:-60}"
 
-pick_disk() {
-  local waited=0
-  while ((waited <= DISK_WAIT)); do
-    first_mounted /opt/sagemaker /opt/dlami/nvme && return 0
-    sleep 5
-    waited=$((waited + 5))
-  done
-  return 1
-}
-
-DISK="$(pick_disk || true)"
+DISK="$(wait_for "$DISK_WAIT" 5 first_mounted /opt/sagemaker /opt/dlami/nvme || true)"
 if [[ -z "$DISK" ]]; then
   echo "node_storage: no extra volume or NVMe mounted; containerd and kubelet stay on the root volume" >&2
   exit 0

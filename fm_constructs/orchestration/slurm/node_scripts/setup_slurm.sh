@@ -42,16 +42,12 @@ CONTROLLERS="$(slurm_config controllers)"
 echo "setup_slurm: controller address(es) ${CONTROLLERS}"
 
 wait_for_slurm_conf() {
-  local waited=0
-  until slurm_config slurm-conf-ready --slurm-conf "${SLURM_ETC}/slurm.conf"; do
-    if ((waited >= SLURM_CONF_TIMEOUT)); then
-      echo "setup_slurm: ${SLURM_ETC}/slurm.conf names no controller after ${waited}s" >&2
-      return 1
-    fi
-    sleep 5
-    waited=$((waited + 5))
-  done
-  echo "setup_slurm: HyperPod wrote ${SLURM_ETC}/slurm.conf (after ${waited}s)"
+  if ! wait_for "$SLURM_CONF_TIMEOUT" 5 \
+    slurm_config slurm-conf-ready --slurm-conf "${SLURM_ETC}/slurm.conf"; then
+    echo "setup_slurm: ${SLURM_ETC}/slurm.conf names no controller after ${FM_WAITED}s" >&2
+    return 1
+  fi
+  echo "setup_slurm: HyperPod wrote ${SLURM_ETC}/slurm.conf (after ${FM_WAITED}s)"
 }
 
 write_gres_conf() {
