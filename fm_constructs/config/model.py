@@ -2,6 +2,7 @@
 :mod:`fm_constructs.profile.model`, below the rules that check them; every name stays
 importable from here."""
 
+from fm_constructs.profile.model import SHARED_CLUSTER as SHARED_CLUSTER
 from fm_constructs.profile.model import AutoscalingConfig as AutoscalingConfig
 from fm_constructs.profile.model import CapacityConfig as CapacityConfig
 from fm_constructs.profile.model import CapacityKind as CapacityKind
@@ -17,7 +18,6 @@ from fm_constructs.profile.model import PretrainingConfig as PretrainingConfig
 from fm_constructs.profile.model import Profile as Profile
 from fm_constructs.profile.model import ReservationConfig as ReservationConfig
 from fm_constructs.profile.model import RolloutConfig as RolloutConfig
-from fm_constructs.profile.model import SHARED_CLUSTER as SHARED_CLUSTER
 from fm_constructs.profile.model import ServingMetric as ServingMetric
 from fm_constructs.profile.model import StorageConfig as StorageConfig
 from fm_constructs.profile.model import TrainingGoalConfig as TrainingGoalConfig

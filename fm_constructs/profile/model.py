@@ -18,13 +18,14 @@ from fm_constructs.domain.defaults import (
     ROOT_VOLUME_SIZE_GIB,
     TARGET_MFU,
 )
+from fm_constructs.domain.findings import Finding
 from fm_constructs.domain.kinds import CapacityKind as CapacityKind
 from fm_constructs.domain.kinds import LoadBalancer as LoadBalancer
 from fm_constructs.domain.kinds import Orchestrator as Orchestrator
 from fm_constructs.domain.kinds import ServingMetric as ServingMetric
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.planning.efa_layout import EfaLayout
-from fm_constructs.planning.fsx_sizing import DEFAULT_READ_MB_S_PER_NODE
+from fm_constructs.planning.fsx_sizing import DEFAULT_READ_MB_S_PER_NODE, LustreDeploymentType
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     supported_versions_text,
@@ -35,7 +36,10 @@ from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION,
     GPU_MEMORY_UTILIZATION_RANGE,
 )
-from fm_constructs.domain.findings import Finding
+
+#: The FSx for Lustre deployment type of every file system a profile creates (the stacks,
+#: the profile rules and ``fmc plan`` read it here).
+PROFILE_DEPLOYMENT_TYPE = LustreDeploymentType.PERSISTENT_2
 
 
 class NatGateways(StrEnum):

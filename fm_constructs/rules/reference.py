@@ -12,6 +12,7 @@ RULE_MODULES = (
     "fm_constructs.errors",
     "fm_constructs.config.reader",
     "fm_constructs.config.rules",
+    "fm_constructs.rules.profile",
     "fm_constructs.rules.platform",
     "fm_constructs.rules.workloads",
     "fm_constructs.rules.inference",
