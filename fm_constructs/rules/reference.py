@@ -20,6 +20,7 @@ RULE_MODULES = (
     "fm_constructs.rules.users",
     "fm_constructs.rules.storage",
     "fm_constructs.rules.capacity",
+    "fm_constructs.rules.online.capacity",
     "fm_constructs.rules.online.ec2",
     "fm_constructs.rules.online.eks",
     "fm_constructs.rules.online.iam",
