@@ -225,6 +225,9 @@ class Preflight:
         ]
         return checks[0] if len(checks) == 1 else _combined(checks)
 
+    def _where(self) -> capacity_rules.Where:
+        return capacity_rules.Where(self.zone, self.region, self.now, self.expiry_warning_hours)
+
     def _check_reservation_group(self, w: WorkloadConfig, target: ReservationTarget) -> Check:
         """The group's reservations hold the largest node group
         (:func:`fm_constructs.rules.online.capacity.reservation_group`)."""
@@ -233,8 +236,7 @@ class Preflight:
             self.client("ec2"),
             w,
             target,
-            zone=self.zone,
-            region=self.region,
+            self._where(),
         )
         return _checks("capacity reservation group", w.name, found)[0]
 
@@ -245,10 +247,7 @@ class Preflight:
             self.client("ec2"),
             w,
             target,
-            zone=self.zone,
-            region=self.region,
-            now=self.now,
-            expiry_warning_hours=self.expiry_warning_hours,
+            self._where(),
         )
         return _checks("capacity reservation", w.name, found)[0]
 
@@ -258,10 +257,7 @@ class Preflight:
         found = capacity_rules.training_plan(
             self.client("sagemaker"),
             w,
-            zone=self.zone,
-            region=self.region,
-            now=self.now,
-            expiry_warning_hours=self.expiry_warning_hours,
+            self._where(),
         )
         return _checks("training plan", w.name, found)[0]
 

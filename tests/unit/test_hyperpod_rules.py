@@ -4,6 +4,8 @@ deploy-time token (None) is left unchecked. The construct reports the same lines
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from fm_constructs.domain.hyperpod import DeepHealthCheck, SlurmNodeType
@@ -24,6 +26,9 @@ CONTROLLER = GroupArguments(
     slurm_node_type=SlurmNodeType.CONTROLLER,
 )
 WORKERS = GroupArguments(name="workers", instance_type="p5.48xlarge", instance_count=4)
+LOGIN = dataclasses.replace(
+    CONTROLLER, name="login", instance_type="ml.m5.4xlarge", slurm_node_type=SlurmNodeType.LOGIN
+)
 
 
 def _lines(group: GroupArguments, *, slurm: bool = True) -> list[str]:
@@ -36,9 +41,9 @@ def test_a_valid_slurm_layout_has_no_findings() -> None:
 
 
 def test_group_arguments_out_of_bounds() -> None:
-    group = GroupArguments(
+    group = dataclasses.replace(
+        WORKERS,
         name="-workers",
-        instance_type="p5.48xlarge",
         instance_count=0,
         threads_per_core=4,
         ebs_volume=True,
@@ -90,13 +95,7 @@ def test_an_instance_type_hyperpod_does_not_offer() -> None:
 
 
 def test_health_checks_need_accelerators_efa_and_two_instances() -> None:
-    cpu = GroupArguments(
-        name="login",
-        instance_type="ml.m5.4xlarge",
-        instance_count=1,
-        slurm_node_type=SlurmNodeType.LOGIN,
-        deep_health_checks=[DeepHealthCheck.INSTANCE_STRESS],
-    )
+    cpu = dataclasses.replace(LOGIN, deep_health_checks=[DeepHealthCheck.INSTANCE_STRESS])
     assert "use them on GPU/Trainium groups only" in _lines(cpu)[0]
     lone = GroupArguments(
         name="w",
@@ -147,12 +146,7 @@ def test_what_each_orchestrator_accepts() -> None:
 
 
 def test_the_group_list_as_a_whole() -> None:
-    login = GroupArguments(
-        name="login",
-        instance_type="ml.m5.4xlarge",
-        instance_count=2,
-        slurm_node_type=SlurmNodeType.LOGIN,
-    )
+    login = dataclasses.replace(LOGIN, instance_count=2)
     assert [f.message() for f in group_layout([login, login], slurm=True)] == [
         "instance_groups: group names must be unique, got ['login']",
         "instance_groups: a Slurm cluster needs exactly one controller group "

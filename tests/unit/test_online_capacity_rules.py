@@ -24,6 +24,7 @@ from fm_constructs.rules.online.aws import AwsCallError
 REPO = Path(__file__).resolve().parents[2]
 ZONE, REGION = "us-east-1a", "us-east-1"
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
+WHERE = capacity.Where(ZONE, REGION, NOW, expiry_warning_hours=48)
 RESERVATION_ID = "cr-0123456789abcdef0"
 GROUP_ARN = "arn:aws:resource-groups:us-east-1:111122223333:group/gpus"
 PLAN_ARN = "arn:aws:sagemaker:us-east-1:111122223333:training-plan/plan-a"
@@ -64,9 +65,7 @@ def _block(**overrides: object) -> dict[str, Any]:
 
 def _reservation(ec2: Any, w: WorkloadConfig) -> list[Any]:
     (target,) = capacity.reservation_targets(w)
-    return capacity.reservation(
-        ec2, w, target, zone=ZONE, region=REGION, now=NOW, expiry_warning_hours=48
-    )
+    return capacity.reservation(ec2, w, target, WHERE)
 
 
 BLOCK = CapacityConfig(kind=CapacityKind.CAPACITY_BLOCK, reservation_id=RESERVATION_ID)
@@ -149,7 +148,7 @@ def test_reservation_group_holds_the_nodes(
             {"CapacityReservationIds": [RESERVATION_ID]},
         )
         (target,) = capacity.reservation_targets(w)
-        (finding,) = capacity.reservation_group(groups, made, w, target, zone=ZONE, region=REGION)
+        (finding,) = capacity.reservation_group(groups, made, w, target, WHERE)
         group_stubber.assert_no_pending_responses()
     assert (finding.code, finding.severity) == ("FM702", severity)
     assert f"1 usable for p5.48xlarge in {ZONE} holding {held} instances" in finding.allowed
@@ -161,34 +160,29 @@ def test_an_empty_reservation_group_fails() -> None:
     with Stubber(groups) as stubber:
         stubber.add_response("list_group_resources", {"Resources": []}, {"Group": GROUP_ARN})
         (target,) = capacity.reservation_targets(w)
-        (finding,) = capacity.reservation_group(
-            groups, _client("ec2"), w, target, zone=ZONE, region=REGION
-        )
+        (finding,) = capacity.reservation_group(groups, _client("ec2"), w, target, WHERE)
     assert finding.is_error and finding.code == "FM702"
     assert finding.allowed == f"resource group {GROUP_ARN} holds no capacity reservations"
 
 
 def _plan(**overrides: object) -> dict[str, Any]:
-    plan: dict[str, Any] = {
-        "TrainingPlanArn": PLAN_ARN,
-        "TrainingPlanName": "plan-a",
-        "Status": "Active",
-        "TotalInstanceCount": 2,
-        "TargetResources": ["hyperpod-cluster"],
-        "ReservedCapacitySummaries": [
-            {
-                "ReservedCapacityArn": (
-                    "arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/rc-1"
-                ),
-                "InstanceType": "ml.p5.48xlarge",
-                "TotalInstanceCount": 2,
-                "Status": "Active",
-                "AvailabilityZone": ZONE,
-            }
-        ],
-    }
-    plan.update(overrides)
-    return plan
+    """A DescribeTrainingPlan answer: 2 ml.p5.48xlarge in the GPU zone, active, for HyperPod."""
+    segment = dict(
+        ReservedCapacityArn="arn:aws:sagemaker:us-east-1:111122223333:reserved-capacity/rc-1",
+        InstanceType="ml.p5.48xlarge",
+        TotalInstanceCount=2,
+        Status="Active",
+        AvailabilityZone=ZONE,
+    )
+    answer = dict(
+        TrainingPlanArn=PLAN_ARN,
+        TrainingPlanName="plan-a",
+        Status="Active",
+        TotalInstanceCount=2,
+        TargetResources=["hyperpod-cluster"],
+        ReservedCapacitySummaries=[segment],
+    )
+    return {**answer, **overrides}
 
 
 @pytest.mark.parametrize(
@@ -208,9 +202,7 @@ def test_training_plan_outcomes(overrides: dict[str, Any], severity: Severity, t
         stubber.add_response(
             "describe_training_plan", _plan(**overrides), {"TrainingPlanName": PLAN_ARN}
         )
-        (finding,) = capacity.training_plan(
-            sagemaker, w, zone=ZONE, region=REGION, now=NOW, expiry_warning_hours=48
-        )
+        (finding,) = capacity.training_plan(sagemaker, w, WHERE)
         stubber.assert_no_pending_responses()
     assert (finding.code, finding.severity) == ("FM704", severity)
     assert text in finding.allowed
@@ -221,8 +213,6 @@ def test_a_missing_training_plan_fails() -> None:
     w = _workload(CapacityConfig(kind=CapacityKind.TRAINING_PLAN, training_plan_arn=PLAN_ARN))
     with Stubber(sagemaker) as stubber:
         stubber.add_client_error("describe_training_plan", service_error_code="ResourceNotFound")
-        (finding,) = capacity.training_plan(
-            sagemaker, w, zone=ZONE, region=REGION, now=NOW, expiry_warning_hours=48
-        )
+        (finding,) = capacity.training_plan(sagemaker, w, WHERE)
     assert finding.is_error and finding.code == "FM704"
     assert finding.fix.startswith("fix pretraining.capacity.training_plan_arn")

@@ -43,6 +43,18 @@ TRAINING_PLAN = define(
     severity=None,
 )
 
+
+@dataclass(frozen=True)
+class Where:
+    """Where and when the capacity is checked: the GPU zone and region of the profile, the
+    time now, and how many hours before its end a reservation or plan warns."""
+
+    zone: str
+    region: str
+    now: datetime
+    expiry_warning_hours: int = 48
+
+
 _GOOD_RESERVATION_STATES = {"active", "scheduled"}
 _WAITING_RESERVATION_STATES = {"pending", "payment-pending", "assessing", "delayed"}
 _GOOD_PLAN_STATES = {"Active", "Scheduled"}
@@ -131,9 +143,7 @@ def reservation_group(
     ec2: Any,
     w: WorkloadConfig,
     target: ReservationTarget,
-    *,
-    zone: str,
-    region: str,
+    where: Where,
 ) -> list[Finding]:
     """The group's reservations that match the nodes (type, zone, Linux/UNIX, usable state)
     hold the largest node group; the launch template never falls back to On-Demand."""
@@ -156,7 +166,7 @@ def reservation_group(
             return _result(
                 code,
                 Severity.ERROR,
-                f"resource group {group_arn} does not exist in {region}",
+                f"resource group {group_arn} does not exist in {where.region}",
                 f"fix {target.key}.resource_group_arn",
             )
         for item in answer.get("Resources", []):
@@ -183,7 +193,7 @@ def reservation_group(
         r
         for r in described
         if r.get("InstanceType") == w.instance_type
-        and r.get("AvailabilityZone") == zone
+        and r.get("AvailabilityZone") == where.zone
         and r.get("InstancePlatform", "Linux/UNIX") == "Linux/UNIX"
         and r.get("State") in _GOOD_RESERVATION_STATES
     ]
@@ -191,7 +201,7 @@ def reservation_group(
     wanted = target.wanted
     detail = (
         f"{group_arn}: {len(described)} reservations, {len(usable)} usable for "
-        f"{w.instance_type} in {zone} holding {total} instances; the profile wants "
+        f"{w.instance_type} in {where.zone} holding {total} instances; the profile wants "
         f"{wanted}"
     )
     if total >= wanted:
@@ -200,7 +210,7 @@ def reservation_group(
         code,
         Severity.ERROR,
         detail + " (launches beyond that fail: the template never falls back to On-Demand)",
-        f"add reservations of {w.instance_type} in {zone} to the group, lower "
+        f"add reservations of {w.instance_type} in {where.zone} to the group, lower "
         f"{w.name}.instance_count, or set {w.name}.capacity.fall_back_to_on_demand = true",
     )
 
@@ -209,11 +219,7 @@ def reservation(
     ec2: Any,
     w: WorkloadConfig,
     target: ReservationTarget,
-    *,
-    zone: str,
-    region: str,
-    now: datetime,
-    expiry_warning_hours: int,
+    where: Where,
 ) -> list[Finding]:
     """The reservation exists, is active or scheduled, and matches type, zone and count."""
     code = RESERVATION.code
@@ -232,7 +238,7 @@ def reservation(
         return _result(
             code,
             Severity.ERROR,
-            f"{reservation_id} does not exist in {region} for this account",
+            f"{reservation_id} does not exist in {where.region} for this account",
             f"fix {target.key}.reservation_id, or the region / account (--region, --aws-profile)",
         )
     r = found[0]
@@ -256,10 +262,10 @@ def reservation(
                 "matching reservation",
             )
         )
-    if r.get("AvailabilityZone") != zone:
+    if r.get("AvailabilityZone") != where.zone:
         failures.append(
             (
-                f"it is in {r.get('AvailabilityZone')}, the GPU zone is {zone}",
+                f"it is in {r.get('AvailabilityZone')}, the GPU zone is {where.zone}",
                 f"set platform.availability_zone = {r.get('AvailabilityZone')!r}",
             )
         )
@@ -289,11 +295,11 @@ def reservation(
                 "capacity-block)",
             )
         )
-    hours = _hours_left(r.get("EndDate"), now)
+    hours = _hours_left(r.get("EndDate"), where.now)
     end_text = f"ends {r['EndDate']:%Y-%m-%d %H:%M} UTC" if r.get("EndDate") else "no end date"
     if hours is not None and hours <= 0:
         failures.append(("it has ended", "reserve new capacity and update the profile"))
-    elif hours is not None and hours < expiry_warning_hours:
+    elif hours is not None and hours < where.expiry_warning_hours:
         warnings.append(
             (
                 f"it ends in {hours:.0f} h",
@@ -371,11 +377,7 @@ def _reservation_details(
 def training_plan(
     sagemaker: Any,
     w: WorkloadConfig,
-    *,
-    zone: str,
-    region: str,
-    now: datetime,
-    expiry_warning_hours: int,
+    where: Where,
 ) -> list[Finding]:
     """The SageMaker training plan exists, is usable, and covers the HyperPod instances."""
     code = TRAINING_PLAN.code
@@ -391,7 +393,7 @@ def training_plan(
         return _result(
             code,
             Severity.ERROR,
-            f"{arn} does not exist in {region} for this account",
+            f"{arn} does not exist in {where.region} for this account",
             f"fix {w.name}.capacity.training_plan_arn (aws sagemaker list-training-plans)",
         )
     failures: list[tuple[str, str]] = []
@@ -422,10 +424,10 @@ def training_plan(
         )
     summaries = answer.get("ReservedCapacitySummaries", [])
     zones = sorted({str(s["AvailabilityZone"]) for s in summaries if s.get("AvailabilityZone")})
-    if zones and zone not in zones:
+    if zones and where.zone not in zones:
         failures.append(
             (
-                f"it reserves capacity in {', '.join(zones)}, the GPU zone is {zone}",
+                f"it reserves capacity in {', '.join(zones)}, the GPU zone is {where.zone}",
                 f"set platform.availability_zone = {zones[0]!r} (HyperPod nodes run in "
                 "the plan's zone)",
             )
@@ -436,27 +438,27 @@ def training_plan(
     in_zone = sum(
         int(s.get("TotalInstanceCount", 0))
         for s in summaries
-        if s.get("AvailabilityZone") == zone
+        if s.get("AvailabilityZone") == where.zone
         and s.get("InstanceType") == hyperpod_name
         and s.get("Status") not in _ENDED_CAPACITY_STATES
     )
     types = {s.get("InstanceType") for s in summaries}
     if (
-        zone in zones
+        where.zone in zones
         and hyperpod_name in types
         and total >= w.instance_count
         and in_zone < w.instance_count
     ):
         failures.append(
             (
-                f"it reserves {in_zone} {hyperpod_name} in {zone} (of {total} in all), "
+                f"it reserves {in_zone} {hyperpod_name} in {where.zone} (of {total} in all), "
                 f"the profile wants {w.instance_count} there",
                 f"set {w.name}.instance_count <= {in_zone}, or use a plan with "
-                f"{w.instance_count} in {zone}",
+                f"{w.instance_count} in {where.zone}",
             )
         )
     start = answer.get("StartTime")
-    until_start = _hours_left(start, now)
+    until_start = _hours_left(start, where.now)
     if until_start is not None and until_start > 0:
         warnings.append(
             (
@@ -479,10 +481,10 @@ def training_plan(
                 "buy a training plan for target resource hyperpod-cluster",
             )
         )
-    hours = _hours_left(answer.get("EndTime"), now)
+    hours = _hours_left(answer.get("EndTime"), where.now)
     if hours is not None and hours <= 0:
         failures.append(("it has ended", "buy a new training plan"))
-    elif hours is not None and hours < expiry_warning_hours:
+    elif hours is not None and hours < where.expiry_warning_hours:
         warnings.append((f"it ends in {hours:.0f} h", "finish or checkpoint before then"))
     summary = (
         f"{answer.get('TrainingPlanName', arn)}: {status}, {total} instances"
