@@ -15,15 +15,14 @@ from functools import partial
 from typing import Any
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
-from fm_constructs.cli.aws import AwsSession, call, call_required, describe_aws_error
+from fm_constructs.cli.aws import AwsSession, describe_aws_error
 from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
 from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
 from fm_constructs.config.subnet_demand import largest_node_count
 from fm_constructs.domain.kinds import HYPERPOD
-from fm_constructs.planning.aws_limits import node_groups_for, split_sizes
-from fm_constructs.planning.capacity_block import parse_utc
-from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.findings import Finding, Severity
+from fm_constructs.rules.online import capacity as capacity_rules
 from fm_constructs.rules.online import ec2 as ec2_rules
 from fm_constructs.rules.online import eks as eks_rules
 from fm_constructs.rules.online import iam as iam_rules
@@ -31,6 +30,7 @@ from fm_constructs.rules.online import pcs as pcs_rules
 from fm_constructs.rules.online import quotas as quota_rules
 from fm_constructs.rules.online import sagemaker as sagemaker_rules
 from fm_constructs.rules.online.aws import AwsCallError
+from fm_constructs.rules.online.capacity import ReservationTarget
 
 SCHEMA = "fmc.preflight/v1"
 
@@ -40,12 +40,6 @@ EC2_VCPU_QUOTAS: dict[str, tuple[str, str]] = {
     "g": ("L-DB2E81BA", "Running On-Demand G and VT instances"),
     "trn": ("L-2C3B7624", "Running On-Demand Trn instances"),
 }
-_GOOD_RESERVATION_STATES = {"active", "scheduled"}
-_WAITING_RESERVATION_STATES = {"pending", "payment-pending", "assessing", "delayed"}
-_GOOD_PLAN_STATES = {"Active", "Scheduled"}
-#: Reserved-capacity segments of a plan that hold no instances any more (botocore
-#: ``ReservedCapacityStatus``).
-_ENDED_CAPACITY_STATES = {"Expired", "Failed"}
 
 
 class Status(StrEnum):
@@ -60,27 +54,9 @@ class Status(StrEnum):
 #: reference page (docs/reference/errors.md) as the offline rules.
 CHECK_CODES: dict[str, str] = {
     "instance type offered": ec2_rules.OFFERED.code,
-    "capacity reservation group": info(
-        "FM702",
-        "The ODCR resource group is missing, empty, or holds reservations that do not match "
-        "the workload (type, zone, platform, tenancy, count).",
-        "Add matching reservations to the group, or name the right group.",
-        severity=None,
-    ),
-    "capacity reservation": info(
-        "FM703",
-        "The capacity reservation or Capacity Block is missing, not active or scheduled, ends "
-        "soon, or does not match the workload (type, zone, count, platform, tenancy).",
-        "Reserve matching capacity (fmc capacity search) and update the profile.",
-        severity=None,
-    ),
-    "training plan": info(
-        "FM704",
-        "The training plan is missing, not active or scheduled, for another target, zone or "
-        "type, or too small for the workload.",
-        "Buy or pick a matching training plan for target resource hyperpod-cluster.",
-        severity=None,
-    ),
+    "capacity reservation group": capacity_rules.RESERVATION_GROUP.code,
+    "capacity reservation": capacity_rules.RESERVATION.code,
+    "training plan": capacity_rules.TRAINING_PLAN.code,
     "HyperPod instance type": sagemaker_rules.HYPERPOD_TYPE.code,
     "EC2 vCPU quota": quota_rules.EC2_VCPU.code,
     "HyperPod quota": quota_rules.HYPERPOD_QUOTA.code,
@@ -245,363 +221,45 @@ class Preflight:
             self._check_reservation_group(w, target)
             if target.reservation_id is None
             else self._check_reservation(w, target)
-            for target in _reservation_targets(w)
+            for target in capacity_rules.reservation_targets(w)
         ]
         return checks[0] if len(checks) == 1 else _combined(checks)
 
-    def _check_reservation_group(self, w: WorkloadConfig, target: _Target) -> Check:
-        """The group's reservations that match the nodes (type, zone, Linux/UNIX, usable state)
-        hold the largest node group; the launch template never falls back to On-Demand."""
-        name = "capacity reservation group"
-        group_arn = target.resource_group_arn or ""
-        ids: list[str] = []
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"Group": group_arn}
-            if token:
-                params["NextToken"] = token
-            answer = call(
-                self.client("resource-groups"),
-                "list_group_resources",
-                "resource-groups:ListGroupResources",
-                missing_codes=frozenset({"NotFoundException", "BadRequestException"}),
-                **params,
-            )
-            if answer is None:
-                return Check(
-                    name,
-                    w.name,
-                    Status.FAIL,
-                    f"resource group {group_arn} does not exist in {self.region}",
-                    f"fix {target.key}.resource_group_arn",
-                )
-            for item in answer.get("Resources", []):
-                identifier = item.get("Identifier", {})
-                if identifier.get("ResourceType") == "AWS::EC2::CapacityReservation":
-                    ids.append(str(identifier["ResourceArn"]).rsplit("/", 1)[-1])
-            token = answer.get("NextToken")
-            if not token:
-                break
-        if not ids:
-            return Check(
-                name,
-                w.name,
-                Status.FAIL,
-                f"resource group {group_arn} holds no capacity reservations",
-                "add the reservations to the group (aws resource-groups group-resources)",
-            )
-        described = call_required(
+    def _where(self) -> capacity_rules.Where:
+        return capacity_rules.Where(self.zone, self.region, self.now, self.expiry_warning_hours)
+
+    def _check_reservation_group(self, w: WorkloadConfig, target: ReservationTarget) -> Check:
+        """The group's reservations hold the largest node group
+        (:func:`fm_constructs.rules.online.capacity.reservation_group`)."""
+        found = capacity_rules.reservation_group(
+            self.client("resource-groups"),
             self.client("ec2"),
-            "describe_capacity_reservations",
-            "ec2:DescribeCapacityReservations",
-            CapacityReservationIds=ids,
-        ).get("CapacityReservations", [])
-        usable = [
-            r
-            for r in described
-            if r.get("InstanceType") == w.instance_type
-            and r.get("AvailabilityZone") == self.zone
-            and r.get("InstancePlatform", "Linux/UNIX") == "Linux/UNIX"
-            and r.get("State") in _GOOD_RESERVATION_STATES
-        ]
-        total = sum(int(r.get("TotalInstanceCount", 0)) for r in usable)
-        wanted = target.wanted
-        detail = (
-            f"{group_arn}: {len(described)} reservations, {len(usable)} usable for "
-            f"{w.instance_type} in {self.zone} holding {total} instances; the profile wants "
-            f"{wanted}"
+            w,
+            target,
+            self._where(),
         )
-        if total >= wanted:
-            return Check(name, w.name, Status.PASS, detail)
-        return Check(
-            name,
-            w.name,
-            Status.FAIL,
-            detail + " (launches beyond that fail: the template never falls back to On-Demand)",
-            f"add reservations of {w.instance_type} in {self.zone} to the group, lower "
-            f"{w.name}.instance_count, or set {w.name}.capacity.fall_back_to_on_demand = true",
-        )
+        return _checks("capacity reservation group", w.name, found)[0]
 
-    def _hours_left(self, end: datetime | None) -> float | None:
-        if end is None:
-            return None
-        if end.tzinfo is None:
-            end = end.replace(tzinfo=UTC)
-        return (end - self.now).total_seconds() / 3600
-
-    def _check_reservation(self, w: WorkloadConfig, target: _Target) -> Check:
-        """The reservation exists, is active or scheduled, and matches type, zone and count."""
-        name = "capacity reservation"
-        reservation_id = target.reservation_id or ""
-        answer = call(
+    def _check_reservation(self, w: WorkloadConfig, target: ReservationTarget) -> Check:
+        """The reservation exists, is usable and matches the nodes
+        (:func:`fm_constructs.rules.online.capacity.reservation`)."""
+        found = capacity_rules.reservation(
             self.client("ec2"),
-            "describe_capacity_reservations",
-            "ec2:DescribeCapacityReservations",
-            missing_codes=frozenset(
-                {"InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed"}
-            ),
-            CapacityReservationIds=[reservation_id],
+            w,
+            target,
+            self._where(),
         )
-        found = (answer or {}).get("CapacityReservations", [])
-        if not found:
-            return Check(
-                name,
-                w.name,
-                Status.FAIL,
-                f"{reservation_id} does not exist in {self.region} for this account",
-                f"fix {target.key}.reservation_id, or the region / account (--region, "
-                "--aws-profile)",
-            )
-        r = found[0]
-        failures: list[tuple[str, str]] = []
-        warnings: list[tuple[str, str]] = []
-        state = str(r.get("State", "unknown"))
-        if state in _WAITING_RESERVATION_STATES:
-            warnings.append((f"state is {state!r}", "wait until it is 'scheduled' or 'active'"))
-        elif state not in _GOOD_RESERVATION_STATES:
-            failures.append(
-                (
-                    f"state is {state!r}",
-                    "reserve new capacity (fmc capacity search) and update the profile",
-                )
-            )
-        if r.get("InstanceType") != w.instance_type:
-            failures.append(
-                (
-                    f"it holds {r.get('InstanceType')}, the profile wants {w.instance_type}",
-                    f"set {w.name}.instance_type = {r.get('InstanceType')!r} or use a "
-                    "matching reservation",
-                )
-            )
-        if r.get("AvailabilityZone") != self.zone:
-            failures.append(
-                (
-                    f"it is in {r.get('AvailabilityZone')}, the GPU zone is {self.zone}",
-                    f"set platform.availability_zone = {r.get('AvailabilityZone')!r}",
-                )
-            )
-        total = int(r.get("TotalInstanceCount", 0))
-        wanted = target.wanted
-        if total < wanted:
-            failures.append(
-                (
-                    f"it holds {total} instances, the profile wants {wanted}",
-                    f"set {w.name}.instance_count (and max_instance_count) <= {total} or "
-                    "reserve more",
-                )
-            )
-        failures += self._reservation_details(w, r, target)
-        reservation_type = r.get("ReservationType", "default")
-        if w.capacity.kind is CapacityKind.CAPACITY_BLOCK and reservation_type != "capacity-block":
-            failures.append(
-                (
-                    f"it is not a Capacity Block (type {reservation_type!r})",
-                    f"set {w.name}.capacity.kind = 'odcr'",
-                )
-            )
-        if w.capacity.kind is CapacityKind.ODCR and reservation_type == "capacity-block":
-            failures.append(
-                (
-                    "it is a Capacity Block",
-                    f"set {w.name}.capacity.kind = 'capacity-block' (launches need market type "
-                    "capacity-block)",
-                )
-            )
-        hours = self._hours_left(r.get("EndDate"))
-        end_text = f"ends {r['EndDate']:%Y-%m-%d %H:%M} UTC" if r.get("EndDate") else "no end date"
-        if hours is not None and hours <= 0:
-            failures.append(("it has ended", "reserve new capacity and update the profile"))
-        elif hours is not None and hours < self.expiry_warning_hours:
-            warnings.append(
-                (
-                    f"it ends in {hours:.0f} h",
-                    "finish or checkpoint before then; Capacity Block instances are terminated at "
-                    "the end (scale EKS node groups to zero first)",
-                )
-            )
-        summary = (
-            f"{reservation_id}: {state}, {total} x {r.get('InstanceType')} in "
-            f"{r.get('AvailabilityZone')}, {end_text}"
-        )
-        return _verdict(name, w.name, summary, failures, warnings)
-
-    def _reservation_details(
-        self, w: WorkloadConfig, r: dict[str, Any], target: _Target
-    ) -> list[tuple[str, str]]:
-        """Platform, tenancy, placement group and (for a block) start and end against what
-        the launch template and the profile expect."""
-        out: list[tuple[str, str]] = []
-        platform = r.get("InstancePlatform", "Linux/UNIX")
-        if platform != "Linux/UNIX":
-            out.append(
-                (
-                    f"its platform is {platform!r}, the nodes run Linux/UNIX",
-                    "use a Linux/UNIX reservation",
-                )
-            )
-        tenancy = r.get("Tenancy", "default")
-        if tenancy != "default":
-            out.append(
-                (
-                    f"its tenancy is {tenancy!r}, the launch template uses default tenancy",
-                    "use a default-tenancy reservation",
-                )
-            )
-        cap = w.capacity
-        group = r.get("PlacementGroupArn")
-        if group != target.placement_group_arn and cap.kind is CapacityKind.ODCR:
-            if group:
-                out.append(
-                    (
-                        f"it was made in placement group {group}, which the profile does not "
-                        "name (instances launched outside it do not use it)",
-                        f"set {target.key}.placement_group_arn = {group!r}",
-                    )
-                )
-            else:
-                out.append(
-                    (
-                        f"it has no placement group, the profile names "
-                        f"{target.placement_group_arn}",
-                        f"remove {target.key}.placement_group_arn",
-                    )
-                )
-        if cap.kind is CapacityKind.CAPACITY_BLOCK:
-            for key, field in (("start_time", "StartDate"), ("end_time", "EndDate")):
-                given = getattr(cap, key)
-                actual = r.get(field)
-                if given is None or actual is None:
-                    continue
-                if actual.tzinfo is None:
-                    actual = actual.replace(tzinfo=UTC)
-                if parse_utc(given) != actual:
-                    actual_text = f"{actual:%Y-%m-%dT%H:%M:%SZ}"
-                    out.append(
-                        (
-                            f"its {field} is {actual_text}, the profile's {key} is {given}",
-                            f"set {w.name}.capacity.{key} = {actual_text!r} (the node group "
-                            "scales on these times)",
-                        )
-                    )
-        return out
+        return _checks("capacity reservation", w.name, found)[0]
 
     def _check_training_plan(self, w: WorkloadConfig) -> Check:
-        """The SageMaker training plan exists, is usable, and covers the HyperPod instances."""
-        name = "training plan"
-        arn = w.capacity.training_plan_arn or ""
-        answer = call(
+        """The SageMaker training plan exists, is usable, and covers the HyperPod instances
+        (:func:`fm_constructs.rules.online.capacity.training_plan`)."""
+        found = capacity_rules.training_plan(
             self.client("sagemaker"),
-            "describe_training_plan",
-            "sagemaker:DescribeTrainingPlan",
-            missing_codes=frozenset({"ResourceNotFound", "ValidationException"}),
-            TrainingPlanName=arn,
+            w,
+            self._where(),
         )
-        if answer is None:
-            return Check(
-                name,
-                w.name,
-                Status.FAIL,
-                f"{arn} does not exist in {self.region} for this account",
-                f"fix {w.name}.capacity.training_plan_arn (aws sagemaker list-training-plans)",
-            )
-        failures: list[tuple[str, str]] = []
-        warnings: list[tuple[str, str]] = []
-        status = str(answer.get("Status", "unknown"))
-        if status == "Pending":
-            warnings.append(("status is 'Pending'", "wait until it is 'Scheduled' or 'Active'"))
-        elif status not in _GOOD_PLAN_STATES:
-            failures.append(
-                (f"status is {status!r}", "buy a new training plan and update the profile")
-            )
-        total = int(answer.get("TotalInstanceCount", 0))
-        if total < w.instance_count:
-            failures.append(
-                (
-                    f"it holds {total} instances, the profile wants {w.instance_count}",
-                    f"set {w.name}.instance_count <= {total} or extend the plan",
-                )
-            )
-        available = answer.get("AvailableInstanceCount")
-        if available is not None and total >= w.instance_count and available < w.instance_count:
-            failures.append(
-                (
-                    f"only {available} of its {total} instances are still available "
-                    f"({answer.get('InUseInstanceCount', 0)} in use), the profile wants "
-                    f"{w.instance_count}",
-                    f"set {w.name}.instance_count <= {available}, or free the plan's instances "
-                    "used by another cluster",
-                )
-            )
-        summaries = answer.get("ReservedCapacitySummaries", [])
-        zones = sorted({str(s["AvailabilityZone"]) for s in summaries if s.get("AvailabilityZone")})
-        if zones and self.zone not in zones:
-            failures.append(
-                (
-                    f"it reserves capacity in {', '.join(zones)}, the GPU zone is {self.zone}",
-                    f"set platform.availability_zone = {zones[0]!r} (HyperPod nodes run in "
-                    "the plan's zone)",
-                )
-            )
-        # HyperPod nodes run in the GPU zone: only the plan's capacity of the profile's type
-        # there counts (a plan split 4 + 4 over two zones does not hold 8 nodes in one).
-        hyperpod_name = get_instance_type(w.instance_type).hyperpod_name
-        in_zone = sum(
-            int(s.get("TotalInstanceCount", 0))
-            for s in summaries
-            if s.get("AvailabilityZone") == self.zone
-            and s.get("InstanceType") == hyperpod_name
-            and s.get("Status") not in _ENDED_CAPACITY_STATES
-        )
-        types = {s.get("InstanceType") for s in summaries}
-        if (
-            self.zone in zones
-            and hyperpod_name in types
-            and total >= w.instance_count
-            and in_zone < w.instance_count
-        ):
-            failures.append(
-                (
-                    f"it reserves {in_zone} {hyperpod_name} in {self.zone} (of {total} in all), "
-                    f"the profile wants {w.instance_count} there",
-                    f"set {w.name}.instance_count <= {in_zone}, or use a plan with "
-                    f"{w.instance_count} in {self.zone}",
-                )
-            )
-        start = answer.get("StartTime")
-        until_start = self._hours_left(start)
-        if until_start is not None and until_start > 0:
-            warnings.append(
-                (
-                    f"it starts {start:%Y-%m-%d %H:%M} UTC, in {until_start:.0f} h",
-                    "deploy the HyperPod stack after the start: nodes cannot launch before it",
-                )
-            )
-        if types and hyperpod_name not in types:
-            failures.append(
-                (
-                    f"it reserves {', '.join(sorted(t for t in types if t))}, not {hyperpod_name}",
-                    f"set {w.name}.instance_type to the plan's type or use a matching plan",
-                )
-            )
-        targets = answer.get("TargetResources", [])
-        if targets and "hyperpod-cluster" not in targets:
-            failures.append(
-                (
-                    f"it targets {', '.join(targets)}, not hyperpod-cluster",
-                    "buy a training plan for target resource hyperpod-cluster",
-                )
-            )
-        hours = self._hours_left(answer.get("EndTime"))
-        if hours is not None and hours <= 0:
-            failures.append(("it has ended", "buy a new training plan"))
-        elif hours is not None and hours < self.expiry_warning_hours:
-            warnings.append((f"it ends in {hours:.0f} h", "finish or checkpoint before then"))
-        summary = (
-            f"{answer.get('TrainingPlanName', arn)}: {status}, {total} instances"
-            + (f" ({available} available)" if available is not None else "")
-            + (f" in {', '.join(zones)}" if zones else "")
-        )
-        return _verdict(name, w.name, summary, failures, warnings)
+        return _checks("training plan", w.name, found)[0]
 
     def check_hyperpod_type(self, w: WorkloadConfig) -> Check:
         """HyperPod's API (botocore's SageMaker model) lists the ml.* instance type
@@ -748,45 +406,8 @@ def _checks(name: str, workload: str | None, findings: Iterable[Finding]) -> lis
     ]
 
 
-@dataclass(frozen=True)
-class _Target:
-    """One reservation target of a workload: the capacity table's own, or one entry of
-    ``capacity.node_groups`` with the nodes of its managed node group; ``key`` is its
-    profile key path."""
-
-    key: str
-    wanted: int
-    reservation_id: str | None
-    resource_group_arn: str | None
-    placement_group_arn: str | None
-
-
-def _reservation_targets(w: WorkloadConfig) -> list[_Target]:
-    """The reservations the workload's node groups launch into, each with the nodes it must
-    hold (one per managed node group when the profile lists ``capacity.node_groups``)."""
-    cap = w.capacity
-    wanted = largest_node_count(w)
-    if not cap.node_groups:
-        return [
-            _Target(
-                f"{w.name}.capacity",
-                wanted,
-                cap.reservation_id,
-                cap.resource_group_arn,
-                cap.placement_group_arn,
-            )
-        ]
-    sizes = [s[2] for s in split_sizes(wanted, wanted, wanted, node_groups_for(wanted))]
-    return [
-        _Target(
-            f"{w.name}.capacity.node_groups[{i}]",
-            sizes[i] if i < len(sizes) else 0,
-            group.reservation_id,
-            group.resource_group_arn,
-            group.placement_group_arn,
-        )
-        for i, group in enumerate(cap.node_groups)
-    ]
+#: The reservations a workload's node groups launch into (kept under its old name).
+_reservation_targets = capacity_rules.reservation_targets
 
 
 #: Which status of several checks wins (the first found of this order).
@@ -806,32 +427,6 @@ def _combined(checks: list[Check]) -> Check:
         "; ".join(fixes) or None,
         worst.code if status in (Status.FAIL, Status.WARN) else None,
     )
-
-
-def _verdict(
-    name: str,
-    workload: str,
-    summary: str,
-    failures: list[tuple[str, str]],
-    warnings: list[tuple[str, str]],
-) -> Check:
-    if failures:
-        return Check(
-            name,
-            workload,
-            Status.FAIL,
-            f"{summary}; " + "; ".join(f for f, _ in failures + warnings),
-            "; ".join(fix for _, fix in failures + warnings),
-        )
-    if warnings:
-        return Check(
-            name,
-            workload,
-            Status.WARN,
-            f"{summary}; " + "; ".join(w for w, _ in warnings),
-            "; ".join(fix for _, fix in warnings),
-        )
-    return Check(name, workload, Status.PASS, summary)
 
 
 def _with_code(check: Check) -> str:

@@ -10,7 +10,6 @@ group that gets one, the pod networking the IP budget chose. Floor 1: no aws_cdk
 from __future__ import annotations
 
 from fm_constructs.config.model import CapacityKind, Orchestrator, Profile, WorkloadConfig
-from fm_constructs.config.options import deployment_options
 from fm_constructs.config.subnet_demand import (
     NodeGroupDemand,
     SubnetDemand,
@@ -44,15 +43,16 @@ def _eks_groups(profile: Profile, demand: SubnetDemand) -> list[NodeGroupDemand]
 
 def _node_group_usages(profile: Profile, demand: SubnetDemand) -> list[lim.LimitUsage]:
     out: list[lim.LimitUsage] = []
-    options = deployment_options(profile)
-    groups_per_cluster: dict[str, int] = {key: SYSTEM_NODE_GROUPS for key in options.clusters}
+    # One EKS cluster per key the workloads name (the shared one, or their own).
+    clusters = dict.fromkeys(w.eks_cluster for w in profile.enabled_workloads if w.eks_cluster)
+    groups_per_cluster: dict[str, int] = {key: SYSTEM_NODE_GROUPS for key in clusters}
     largest: tuple[int, str] = (0, "")
     for group in _eks_groups(profile, demand):
         parts = lim.node_groups_for(group.nodes)
         per_part = -(-group.nodes // parts)
         if per_part > largest[0]:
             largest = (per_part, f"{group.name}: {group.nodes:,} nodes in {parts} node groups")
-        cluster = options.workloads[_workload_of(profile, group).name].cluster
+        cluster = _workload_of(profile, group).eks_cluster
         if cluster is not None:
             groups_per_cluster[cluster] = groups_per_cluster.get(cluster, 0) + parts
     if largest[0]:

@@ -38,7 +38,7 @@ from fm_constructs.config.reader import (
     WRONG_TYPE,
     TableReader,
 )
-from fm_constructs.config.rules import check_profile, check_scale
+from fm_constructs.config.rules import check_scale
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_MAX_GIB, ROOT_VOLUME_MIN_GIB
 from fm_constructs.domain.users import ClusterUser
@@ -50,6 +50,7 @@ from fm_constructs.rules import inference as inference_rules
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules import workloads as workload_rules
+from fm_constructs.rules.profile import check_profile
 
 WORKLOAD_KEYS = names.WORKLOAD_KINDS
 #: The model of each workload table: the keys it takes are that class's fields.
@@ -307,23 +308,28 @@ def _storage_table(t: TableReader, kind: str) -> TableReader:
     return t.table("storage", _keys(model), elsewhere=_elsewhere(kind, "storage"))
 
 
-def _users(t: TableReader) -> tuple[ClusterUser, ...]:
-    """``[[<workload>.users]]``: an array of tables, each read with its index in the key path
-    (``pretraining.users[1].uid``); the rules check names and ids."""
-    if not t.has("users"):
-        return ()
-    entries = t.data["users"]
+def _table_array(t: TableReader, key: str, shape: str, model: type) -> list[TableReader]:
+    """The tables of the array ``key`` (``[[...]]``), each read with its index in the key path
+    (``pretraining.users[1].uid``); none when the key is absent or not an array of tables
+    (reported, with ``shape`` saying what the array holds)."""
+    if not t.has(key):
+        return []
+    entries = t.data[key]
     if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
         t.problems.add(
-            t.key_path("users"),
-            entries,
-            "must be an array of tables ([[<workload>.users]] with name and uid)",
-            code=WRONG_TYPE,
+            t.key_path(key), entries, f"must be an array of tables ({shape})", code=WRONG_TYPE
         )
-        return ()
+        return []
+    return [
+        TableReader(entry, f"{t.key_path(key)}[{index}]", t.problems, _keys(model))
+        for index, entry in enumerate(entries)
+    ]
+
+
+def _users(t: TableReader) -> tuple[ClusterUser, ...]:
+    """``[[<workload>.users]]``: an array of tables; the rules check names and ids."""
     users: list[ClusterUser] = []
-    for index, entry in enumerate(entries):
-        u = TableReader(entry, f"{t.key_path('users')}[{index}]", t.problems, _keys(ClusterUser))
+    for u in _table_array(t, "users", "[[<workload>.users]] with name and uid", ClusterUser):
         name = u.string("name", required=True)
         uid = u.integer("uid", required=True)
         gid = u.integer("gid")
@@ -334,34 +340,21 @@ def _users(t: TableReader) -> tuple[ClusterUser, ...]:
 
 
 def _reservations(t: TableReader) -> tuple[ReservationConfig, ...]:
-    """``[[<workload>.capacity.node_groups]]``: an array of tables, each read with its index
-    in the key path (``pretraining.capacity.node_groups[1].reservation_id``)."""
-    if not t.has("node_groups"):
-        return ()
-    entries = t.data["node_groups"]
-    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
-        t.problems.add(
-            t.key_path("node_groups"),
-            entries,
-            "must be an array of tables ([[<workload>.capacity.node_groups]], one per managed "
-            "node group, with reservation_id or resource_group_arn)",
-            code=WRONG_TYPE,
+    """``[[<workload>.capacity.node_groups]]``: an array of tables, one per managed node
+    group."""
+    shape = (
+        "[[<workload>.capacity.node_groups]], one per managed node group, with reservation_id "
+        "or resource_group_arn"
+    )
+    return tuple(
+        ReservationConfig(
+            reservation_id=r.string("reservation_id"),
+            resource_group_arn=r.string("resource_group_arn"),
+            placement_group_arn=r.string("placement_group_arn"),
+            instance_count=r.integer("instance_count", minimum=1),
         )
-        return ()
-    out: list[ReservationConfig] = []
-    for index, entry in enumerate(entries):
-        r = TableReader(
-            entry, f"{t.key_path('node_groups')}[{index}]", t.problems, _keys(ReservationConfig)
-        )
-        out.append(
-            ReservationConfig(
-                reservation_id=r.string("reservation_id"),
-                resource_group_arn=r.string("resource_group_arn"),
-                placement_group_arn=r.string("placement_group_arn"),
-                instance_count=r.integer("instance_count", minimum=1),
-            )
-        )
-    return tuple(out)
+        for r in _table_array(t, "node_groups", shape, ReservationConfig)
+    )
 
 
 def _capacity(t: TableReader) -> CapacityConfig:

@@ -137,7 +137,7 @@ def render_reference() -> str:
     lines = [
         "# Configuration reference",
         "",
-        "<!-- Generated from fm_constructs/config/model.py by `make docs-config`. -->",
+        "<!-- Generated from fm_constructs/profile/model.py by `make docs-config`. -->",
         "",
         "A profile is a TOML file, named on every CDK command with `-c config=<file>` (there "
         "is no default). The shipped profiles are in `config/`; keep your own in `profiles/` "

@@ -9,11 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from fm_constructs.config.model import StorageConfig, WorkloadConfig
-from fm_constructs.planning.fsx_sizing import FsxSizingRequest, LustreDeploymentType
-
-#: The FSx for Lustre deployment type of every file system a profile creates (the stacks,
-#: the profile rules and ``fmc plan`` read it here).
-PROFILE_DEPLOYMENT_TYPE = LustreDeploymentType.PERSISTENT_2
+from fm_constructs.planning.fsx_sizing import FsxSizingRequest
+from fm_constructs.profile.model import PROFILE_DEPLOYMENT_TYPE as PROFILE_DEPLOYMENT_TYPE
 
 
 def fsx_sizing_request(storage: StorageConfig, read_clients: int = 0) -> FsxSizingRequest | None:
