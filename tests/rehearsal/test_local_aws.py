@@ -57,6 +57,57 @@ def test_schema_violations_read_like_the_handler() -> None:
     assert schemas.violations("AWS::EKS::Nodegroup", ok) == []
 
 
+def test_a_secrets_ref_is_its_arn_as_an_iam_policy_needs(local: LocalAws) -> None:
+    """CloudFormation returns a secret's ARN for ``Ref``; a policy that grants it must get an
+    ARN (IAM refuses anything else), as the model server's role does."""
+    template = {
+        "Resources": {
+            "Key": {
+                "Type": "AWS::SecretsManager::Secret",
+                "Properties": {"GenerateSecretString": {"PasswordLength": 32}},
+            },
+            "Role": {
+                "Type": "AWS::IAM::Role",
+                "Properties": {
+                    "AssumeRolePolicyDocument": {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                            }
+                        ],
+                    }
+                },
+            },
+            "Read": {
+                "Type": "AWS::IAM::Policy",
+                "Properties": {
+                    "PolicyName": "read",
+                    "Roles": [{"Ref": "Role"}],
+                    "PolicyDocument": {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Action": "secretsmanager:GetSecretValue",
+                                "Resource": {"Ref": "Key"},
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        "Outputs": {"Arn": {"Value": {"Ref": "Key"}}},
+    }
+    stack = deploy(local, template)
+    assert stack["StackStatus"] == "CREATE_COMPLETE", stack["Reasons"]
+    (output,) = stack["Outputs"]
+    assert output["OutputValue"].startswith(f"arn:aws:secretsmanager:{REGION}:")
+    assert ":secret:Key-" in output["OutputValue"]
+
+
 def test_unresolved_references_are_found() -> None:
     template = {"Resources": {"A": {"Type": "X", "Properties": {"P": {"Ref": "Missing"}}}}}
     assert engine.unresolved(template) == {"Resources": ["Missing"]}

@@ -70,6 +70,15 @@ ID_PREFIX = {
 }
 
 
+#: Types whose primary identifier is their ARN though the schema names it ``Id``, with the
+#: service's ARN shape: a Secrets Manager secret's ``Ref`` (and ``Id``) is the secret's ARN,
+#: its name plus a six-character suffix (CloudFormation User Guide, AWS::SecretsManager::Secret,
+#: "Return values"; Secrets Manager User Guide, "ARN of a secret").
+ARN_IDENTIFIED: dict[str, str] = {
+    "AWS::SecretsManager::Secret": "arn:aws:secretsmanager:{region}:{account}:secret:{name}-{tail}",
+}
+
+
 def existing(account: str, region: str, resource_type: str) -> dict[str, Created]:
     """The resources of ``resource_type`` that exist in the account and region."""
     return STORE.setdefault((account, region, resource_type), {})
@@ -238,8 +247,15 @@ def create(
     writable = _writable_identifiers(resource_type)
     short_id = f"{ID_PREFIX.get(resource_type, '')}{suffix}"
     values = []
+    arn_shape = ARN_IDENTIFIED.get(resource_type)
     for name in identifiers:
-        if name in writable and name in properties:
+        if arn_shape is not None:
+            secret_name = str(properties.get("Name") or f"{logical_id}-{suffix[:12]}")
+            tail = suffix[-6:]
+            values.append(
+                arn_shape.format(region=region, account=account, name=secret_name, tail=tail)
+            )
+        elif name in writable and name in properties:
             values.append(str(properties[name]))
         elif name in writable:
             # As CloudFormation names resources: the prefix is cut, the random part kept.
