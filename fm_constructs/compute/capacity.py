@@ -26,7 +26,7 @@ from aws_cdk import Fn, Token
 from aws_cdk import aws_ec2 as ec2
 
 from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN as AVAILABILITY_ZONE_PATTERN
-from fm_constructs.domain.capacity import CapacityConfig
+from fm_constructs.domain.capacity import CapacityConfig, ReservationConfig
 from fm_constructs.domain.kinds import CapacityKind
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_block import CapacityBlockSchedule
@@ -202,35 +202,27 @@ class CapacitySource:
         """The capacity a profile's ``[<workload>.capacity]`` table describes, for nodes of
         ``instance_type`` in ``availability_zone`` (where the reservation must be)."""
         zone, count = availability_zone, config.reserved_instance_count
+
+        def odcr(target: CapacityConfig | ReservationConfig, count: int | None) -> CapacitySource:
+            return CapacitySource.odcr(
+                target.reservation_id,
+                resource_group_arn=target.resource_group_arn,
+                availability_zone=zone,
+                instance_count=count,
+                instance_type=instance_type,
+                placement_group_arn=target.placement_group_arn,
+                fall_back_to_on_demand=config.fall_back_to_on_demand,
+                create_placement_group=config.create_placement_group,
+            )
+
         if config.kind is CapacityKind.ODCR and config.node_groups:
             return CapacitySource.odcr_node_groups(
-                [
-                    CapacitySource.odcr(
-                        group.reservation_id,
-                        resource_group_arn=group.resource_group_arn,
-                        availability_zone=zone,
-                        instance_count=group.instance_count,
-                        instance_type=instance_type,
-                        placement_group_arn=group.placement_group_arn,
-                        fall_back_to_on_demand=config.fall_back_to_on_demand,
-                        create_placement_group=config.create_placement_group,
-                    )
-                    for group in config.node_groups
-                ],
+                [odcr(group, group.instance_count) for group in config.node_groups],
                 availability_zone=zone,
                 instance_type=instance_type,
             )
         if config.kind is CapacityKind.ODCR:
-            return CapacitySource.odcr(
-                config.reservation_id,
-                resource_group_arn=config.resource_group_arn,
-                availability_zone=zone,
-                instance_count=count,
-                instance_type=instance_type,
-                placement_group_arn=config.placement_group_arn,
-                fall_back_to_on_demand=config.fall_back_to_on_demand,
-                create_placement_group=config.create_placement_group,
-            )
+            return odcr(config, count)
         if config.kind is CapacityKind.CAPACITY_BLOCK:
             return CapacitySource.capacity_block(
                 config.reservation_id or "",

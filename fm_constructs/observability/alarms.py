@@ -23,6 +23,7 @@ from aws_cdk import aws_events as events
 from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.observability.notifications import (
     CLOUDWATCH_PRINCIPAL,
@@ -101,7 +102,7 @@ class FsxLustreAlarms(Construct):
             ("per_unit_storage_throughput_mb_s_per_tib", per_unit_storage_throughput_mb_s_per_tib),
             ("evaluation_periods", evaluation_periods),
         ):
-            if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            if not is_whole_number(number, 1):
                 problems.add(
                     field,
                     number,

@@ -11,8 +11,6 @@ HTTP API, token deleted in a ``finally``.
 from __future__ import annotations
 
 import hashlib
-import shutil
-import tempfile
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
@@ -27,6 +25,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.observability.data import as_paths, dashboard_uids, shipped_dashboard_files
 from fm_constructs.observability.grafana import GrafanaWorkspace
 from fm_constructs.observability.prometheus import IPrometheusWorkspace
+from fm_constructs.policy.handler_asset import stage_handler_asset
 from fm_constructs.policy.handler_function import handler_function
 from fm_constructs.rules import constructs as codes
 
@@ -48,31 +47,13 @@ class DashboardRemoval(Enum):
 
 
 def stage_provisioner_asset(dashboard_files: Sequence[Path]) -> Path:
-    """A directory holding ``handler.py`` and ``dashboards/<files>`` for the asset.
-
-    The directory is named by a hash of its contents under the system temporary directory, so
-    repeated synths reuse one directory per set of dashboards instead of leaving a new copy
-    behind each time; it is built beside its final name and renamed into place, so concurrent
-    synths never see a half-written directory.
-    """
-    sources = [(Path("handler.py"), HANDLER_DIR / "handler.py")] + [
-        (Path("dashboards") / path.name, path) for path in dashboard_files
-    ]
-    digest = hashlib.sha256()
-    for relative, source in sources:
-        digest.update(str(relative).encode() + b"\0" + source.read_bytes() + b"\0")
-    staging = Path(tempfile.gettempdir()) / f"fm-grafana-provisioner-{digest.hexdigest()[:32]}"
-    if staging.is_dir():
-        return staging
-    building = Path(tempfile.mkdtemp(prefix=f"{staging.name}.", dir=staging.parent))
-    (building / "dashboards").mkdir()
-    for relative, source in sources:
-        shutil.copy2(source, building / relative)
-    try:
-        building.rename(staging)
-    except OSError:  # another synth renamed the same contents into place first
-        shutil.rmtree(building, ignore_errors=True)
-    return staging
+    """A directory holding ``handler.py``, ``cfn_response.py`` and ``dashboards/<files>`` for
+    the asset (see :func:`~fm_constructs.policy.handler_asset.stage_handler_asset`)."""
+    return stage_handler_asset(
+        "grafana-provisioner",
+        HANDLER_DIR / "handler.py",
+        [(Path("dashboards") / path.name, path) for path in dashboard_files],
+    )
 
 
 class GrafanaDashboards(Construct):

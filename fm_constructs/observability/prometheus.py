@@ -17,6 +17,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.policy import encrypted_log_group
 from fm_constructs.rules import constructs as codes
@@ -127,10 +128,8 @@ class PrometheusWorkspace(_WorkspaceBase):
         problems = Problems.of(self)
         if alias is not None and not Token.is_unresolved(alias) and not 0 < len(alias) <= 100:
             problems.add("alias", alias, "must be 1 to 100 characters")
-        if not Token.is_unresolved(retention_period_days) and (
-            isinstance(retention_period_days, bool)
-            or not isinstance(retention_period_days, int)
-            or retention_period_days < 1
+        if not Token.is_unresolved(retention_period_days) and not is_whole_number(
+            retention_period_days, 1
         ):
             problems.add(
                 "retention_period_days", retention_period_days, "must be a whole number >= 1"

@@ -19,6 +19,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
@@ -156,10 +157,8 @@ class DataBucket(_DataBucketBase):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context="DataBucket", code=codes.DATA_BUCKET)
-        if not Token.is_unresolved(noncurrent_version_expiration_days) and (
-            isinstance(noncurrent_version_expiration_days, bool)
-            or not isinstance(noncurrent_version_expiration_days, int)
-            or noncurrent_version_expiration_days < 1
+        if not Token.is_unresolved(noncurrent_version_expiration_days) and not is_whole_number(
+            noncurrent_version_expiration_days, 1
         ):
             problems.add(
                 "noncurrent_version_expiration_days",
@@ -167,10 +166,8 @@ class DataBucket(_DataBucketBase):
                 "must be a whole number of days >= 1 (S3 lifecycle rules need a positive "
                 "NoncurrentDays)",
             )
-        if not Token.is_unresolved(checkpoints_to_keep) and (
-            isinstance(checkpoints_to_keep, bool)
-            or not isinstance(checkpoints_to_keep, int)
-            or not 1 <= checkpoints_to_keep <= MAX_NEWER_NONCURRENT_VERSIONS
+        if not Token.is_unresolved(checkpoints_to_keep) and not is_whole_number(
+            checkpoints_to_keep, 1, MAX_NEWER_NONCURRENT_VERSIONS
         ):
             problems.add(
                 "checkpoints_to_keep",

@@ -25,6 +25,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fm_constructs import pins
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.planning.fsx_sizing import (
     DEFAULT_PER_UNIT_THROUGHPUT,
@@ -200,11 +201,7 @@ class LustreFileSystem(LustreClientAccess, Construct):
                 DEFAULT_BACKUP_RETENTION_DAYS if persistent and not chosen else 0
             )
         elif not Token.is_unresolved(automatic_backup_retention_days):
-            if (
-                isinstance(automatic_backup_retention_days, bool)
-                or not isinstance(automatic_backup_retention_days, int)
-                or not 0 <= automatic_backup_retention_days <= MAX_BACKUP_RETENTION_DAYS
-            ):
+            if not is_whole_number(automatic_backup_retention_days, 0, MAX_BACKUP_RETENTION_DAYS):
                 problems.add(
                     "automatic_backup_retention_days",
                     automatic_backup_retention_days,

@@ -23,6 +23,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from fm_constructs.policy.handler_asset import stage_handler_asset
 from fm_constructs.policy.handler_function import handler_function
 from fm_constructs.policy.nag import acknowledge
 
@@ -54,7 +55,7 @@ class VpcTeardownGuard(Construct):
             description="fm-constructs: stops a VPC's deletion while retained file systems use it",
             runtime=GUARD_RUNTIME,
             code=lambda_.Code.from_asset(
-                str(HANDLER_DIRECTORY), exclude=["__init__.py", "__pycache__", "*.pyc"]
+                str(stage_handler_asset("teardown-guard", HANDLER_DIRECTORY / "handler.py"))
             ),
             timeout=GUARD_TIMEOUT,
             memory_size=128,

@@ -37,9 +37,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
+
+if TYPE_CHECKING or __package__:  # the source tree (tests, type checks)
+    from fm_constructs.policy import cfn_response
+else:  # the Lambda package, which ships cfn_response.py beside this file
+    import cfn_response
 
 LOGGER = logging.getLogger("grafana_provisioner")
 LOGGER.setLevel(logging.INFO)
@@ -355,27 +360,9 @@ def send_response(
     data: Mapping[str, str] | None = None,
     reason: str = "",
 ) -> None:
-    """PUT the custom resource result to CloudFormation's pre-signed ResponseURL."""
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": reason[:1000] or "See the provisioner's CloudWatch log stream",
-            "PhysicalResourceId": physical_id,
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "NoEcho": False,
-            "Data": dict(data or {}),
-        }
-    ).encode()
-    request = urllib.request.Request(
-        event["ResponseURL"],
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "", "Content-Length": str(len(body))},
-    )
-    with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
-        LOGGER.info("CloudFormation response %s sent: HTTP %s", status, response.status)
+    """Answers CloudFormation for the provisioner (a reason is cut to 1000 characters)."""
+    reason = reason[:1000] or "See the provisioner's CloudWatch log stream"
+    cfn_response.send_response(event, status, physical_id, reason=reason, data=data)
 
 
 def handler(event: Mapping[str, Any], context: Any = None, client: Any = None) -> None:

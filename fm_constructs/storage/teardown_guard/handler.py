@@ -21,18 +21,20 @@ can never make a stack impossible to delete. Python standard library and boto3 o
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
+if TYPE_CHECKING or __package__:  # the source tree (tests, type checks)
+    from fm_constructs.policy import cfn_response
+else:  # the Lambda package, which ships cfn_response.py beside this file
+    import cfn_response
+
 LOGGER = logging.getLogger("teardown_guard")
 LOGGER.setLevel(logging.INFO)
-HTTP_TIMEOUT_SECONDS = 20
 #: CloudFormation shows at most this much of a reason (the whole response must stay < 4 KiB).
 MAX_REASON = 3000
 STACK_TAG = "aws:cloudformation:stack-name"
@@ -120,30 +122,12 @@ def check(event: Mapping[str, Any], fsx: Any, ec2: Any) -> str | None:
     )
 
 
-def send_response(event: Mapping[str, Any], status: str, reason: str = "") -> None:
-    """PUT the custom resource result to CloudFormation's pre-signed ResponseURL."""
-    props = event.get("ResourceProperties", {})
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": reason or "See the teardown guard's CloudWatch log stream",
-            "PhysicalResourceId": event.get("PhysicalResourceId")
-            or f"teardown-guard-{props.get('VpcId')}",
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "NoEcho": False,
-            "Data": {},
-        }
-    ).encode()
-    request = urllib.request.Request(
-        event["ResponseURL"],
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "", "Content-Length": str(len(body))},
+def answer(event: Mapping[str, Any], status: str, reason: str) -> None:
+    """Answers CloudFormation for the guard (its physical id is named after the VPC)."""
+    physical_id = event.get("PhysicalResourceId") or (
+        f"teardown-guard-{event.get('ResourceProperties', {}).get('VpcId')}"
     )
-    with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
-        LOGGER.info("CloudFormation response %s sent: HTTP %s", status, response.status)
+    cfn_response.send_response(event, status, str(physical_id), reason=reason)
 
 
 def handler(
@@ -163,6 +147,6 @@ def handler(
         reason = None
     if reason:
         LOGGER.error("%s", reason)
-        send_response(event, "FAILED", reason)
+        answer(event, "FAILED", reason)
         return
-    send_response(event, "SUCCESS", "VPC holds no retained file systems or foreign groups")
+    answer(event, "SUCCESS", "VPC holds no retained file systems or foreign groups")

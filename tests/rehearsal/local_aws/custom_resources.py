@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import io
 import json
+import sys
 import tempfile
 import uuid
 import zipfile
@@ -83,7 +84,13 @@ def deployed_handler(where: Created) -> ModuleType:
                 f"Runtime.ImportModuleError: Unable to import {function.handler}"
             )
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        # Lambda puts the package root on the import path (the handler imports its siblings).
+        sys.path.insert(0, str(target))
+        sys.modules.pop("cfn_response", None)
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(target))
         _DEPLOYED[digest] = module
     return _DEPLOYED[digest]
 
