@@ -11,7 +11,7 @@ from fm_constructs.config.model import Profile
 from fm_constructs.config.options import efa_layout_of as efa_layout_of
 from fm_constructs.config.options import fsx_efa_clients as fsx_efa_clients
 from fm_constructs.config.options import hyperpod_slurm_efa_nodes as hyperpod_slurm_efa_nodes
-from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
+from fm_constructs.config.subnet_demand import demand_problems, subnet_demand, subnet_plan
 from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import Finding
 from fm_constructs.rules.profile import EFA_CLIENT_ORCHESTRATORS as EFA_CLIENT_ORCHESTRATORS
@@ -19,6 +19,7 @@ from fm_constructs.rules.profile import check_profile as check_profile
 from fm_constructs.rules.profile import efa_client_nodes as efa_client_nodes
 from fm_constructs.rules.profile import fsx_efa_connection_nodes as fsx_efa_connection_nodes
 from fm_constructs.rules.profile import reservation_node_groups as reservation_node_groups
+from fm_constructs.rules.subnets import planned_demand
 
 
 def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None) -> list[Finding]:
@@ -37,6 +38,8 @@ def check_scale(profile: Profile) -> list[Finding]:
     """The deployment at its largest fits the network and AWS's fixed limits
     (:mod:`fm_constructs.config.limits`): the profile is planned once, then the subnet and
     limit rules read the plan and the usages it gives."""
-    demand = subnet_demand(profile)
-    usages = limit_usages(profile, demand=demand)
-    return demand_problems(demand, profile.platform.vpc_cidr) + scale_rules.fixed_limits(usages)
+    plan = subnet_plan(profile)
+    usages = limit_usages(profile, demand=plan)
+    limits = scale_rules.fixed_limits(usages)
+    demand = planned_demand(profile, plan)
+    return demand_problems(demand, profile.platform.vpc_cidr) + limits
