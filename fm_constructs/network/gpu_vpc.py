@@ -74,9 +74,9 @@ class GpuClusterVpc(Construct):
         node_subnet_zone: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        region = Stack.of(self).region
         zones = list(availability_zones)
         node_subnet_cidrs = list(node_subnet_cidrs)
-        region = Stack.of(self).region
         findings = vpc_arguments(
             zones,
             cidr,
