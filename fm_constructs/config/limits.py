@@ -10,13 +10,9 @@ group that gets one, the pod networking the IP budget chose. Floor 1: no aws_cdk
 from __future__ import annotations
 
 from fm_constructs.config.model import CapacityKind, Orchestrator, Profile, WorkloadConfig
-from fm_constructs.config.subnet_demand import (
-    NodeGroupDemand,
-    SubnetDemand,
-    fsx_capacity_gib,
-    subnet_demand,
-)
+from fm_constructs.config.subnet_demand import NodeGroupDemand, fsx_capacity_gib, subnet_plan
 from fm_constructs.planning import aws_limits as lim
+from fm_constructs.planning.subnet_demand import SubnetDemand
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES
 from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import Finding
@@ -140,7 +136,7 @@ def _storage_usages(profile: Profile) -> list[lim.LimitUsage]:
 
 def limit_usages(profile: Profile, *, demand: SubnetDemand | None = None) -> list[lim.LimitUsage]:
     """Every limit the largest deployment of ``profile`` counts against, with its use."""
-    demand = demand or subnet_demand(profile)
+    demand = demand or subnet_plan(profile)
     return [
         *_node_group_usages(profile, demand),
         *_network_usages(profile, demand),

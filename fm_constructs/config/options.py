@@ -32,7 +32,7 @@ from fm_constructs.config.model import (
     WorkloadConfig,
 )
 from fm_constructs.config.sizing import workload_fsx_sizing_request
-from fm_constructs.config.subnet_demand import accelerated_max_pods, subnet_demand
+from fm_constructs.config.subnet_demand import accelerated_max_pods, subnet_plan
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.names import MAIN_POOL as MAIN_POOL
@@ -688,7 +688,7 @@ def deployment_options(profile: Profile) -> DeploymentOptions:
     """Options of the platform, of every enabled workload and of the clusters they run on:
     one shared cluster for every EKS-orchestrated workload unless it asks for
     ``dedicated_cluster``."""
-    demand = subnet_demand(profile)
+    demand = subnet_plan(profile)
     networking = demand.networking
     moved = {p.group for subnet in demand.node_subnets for p in subnet.parts}
     group_subnets = {

@@ -6,18 +6,20 @@ usages first (:mod:`fm_constructs.config.subnet_demand`, :mod:`fm_constructs.con
 
 from __future__ import annotations
 
-from fm_constructs.config.limits import fixed_limit_problems
+from fm_constructs.config.limits import limit_usages
 from fm_constructs.config.model import Profile
 from fm_constructs.config.options import efa_layout_of as efa_layout_of
 from fm_constructs.config.options import fsx_efa_clients as fsx_efa_clients
 from fm_constructs.config.options import hyperpod_slurm_efa_nodes as hyperpod_slurm_efa_nodes
-from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
+from fm_constructs.config.subnet_demand import demand_problems, subnet_demand, subnet_plan
+from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import Finding
 from fm_constructs.rules.profile import EFA_CLIENT_ORCHESTRATORS as EFA_CLIENT_ORCHESTRATORS
 from fm_constructs.rules.profile import check_profile as check_profile
 from fm_constructs.rules.profile import efa_client_nodes as efa_client_nodes
 from fm_constructs.rules.profile import fsx_efa_connection_nodes as fsx_efa_connection_nodes
 from fm_constructs.rules.profile import reservation_node_groups as reservation_node_groups
+from fm_constructs.rules.subnets import planned_demand
 
 
 def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None) -> list[Finding]:
@@ -34,5 +36,10 @@ def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None)
 
 def check_scale(profile: Profile) -> list[Finding]:
     """The deployment at its largest fits the network and AWS's fixed limits
-    (:mod:`fm_constructs.config.limits`)."""
-    return check_ip_budget_of(profile) + fixed_limit_problems(profile)
+    (:mod:`fm_constructs.config.limits`): the profile is planned once, then the subnet and
+    limit rules read the plan and the usages it gives."""
+    plan = subnet_plan(profile)
+    usages = limit_usages(profile, demand=plan)
+    limits = scale_rules.fixed_limits(usages)
+    demand = planned_demand(profile, plan)
+    return demand_problems(demand, profile.platform.vpc_cidr) + limits

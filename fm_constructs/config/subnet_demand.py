@@ -3,16 +3,15 @@ subnets, as the profile asks for it: this module turns the profile into one
 :class:`~fm_constructs.planning.subnet_demand.SubnetRequest` (node groups at their maximum
 size, the interface endpoints, the EKS control plane and system nodes, FSx, load balancers
 and scrapers), lets :func:`~fm_constructs.planning.subnet_demand.plan_subnets` do the
-arithmetic, and reads the result as findings under profile keys (the numbers and the fixes).
+arithmetic (:func:`subnet_plan`), and hands the plan to the rules of
+:mod:`fm_constructs.rules.subnets` (re-exported here), which read it as findings under profile
+keys, the numbers and the fixes (:func:`subnet_demand`).
 
 The profile loader refuses a profile whose demand does not fit (under ``platform.vpc_cidr``),
-and ``fmc plan`` prints it, so both read this one function; the findings are the rules of
-:mod:`fm_constructs.rules.subnets` (re-exported here). Floor 1: no aws_cdk import.
+and ``fmc plan`` prints it, so both read these functions. Floor 1: no aws_cdk import.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.config.model import (
@@ -52,10 +51,9 @@ from fm_constructs.planning.subnet_demand import (
     private_subnet_usable,
 )
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES
-from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.subnets import SubnetDemand as SubnetDemand
-from fm_constructs.rules.subnets import custom_networking_problems, pool_too_large
 from fm_constructs.rules.subnets import demand_problems as demand_problems
+from fm_constructs.rules.subnets import planned_demand
 from fm_constructs.rules.subnets import (
     pod_subnet_shortfall_finding as pod_subnet_shortfall_finding,
 )
@@ -85,6 +83,7 @@ __all__ = [
     "requested_layout",
     "shortfall_finding",
     "subnet_demand",
+    "subnet_plan",
     "subnet_request",
 ]
 
@@ -189,14 +188,14 @@ def subnet_request(profile: Profile, *, pods_per_node: int | None = None) -> Sub
     )
 
 
-def subnet_demand(
+def subnet_plan(
     profile: Profile,
     *,
     pods_per_node: int | None = None,
     networking: PodNetworking | None = None,
-) -> SubnetDemand:
+) -> planning.SubnetDemand:
     """The addresses the largest deployment of ``profile`` needs in the GPU zone's subnet
-    (and its pod subnet under custom networking).
+    (and its pod subnet under custom networking): the plan alone, without findings.
 
     ``pods_per_node``: pods per Kubernetes node that need an address, when the user knows it
     (default: the workload's ``max_pods_per_node``, else as many as kubelet admits and the VPC
@@ -204,17 +203,16 @@ def subnet_demand(
     (``auto`` resolved: the node subnet when it fits, else custom networking).
     """
     request = subnet_request(profile, pods_per_node=pods_per_node)
-    platform = profile.platform
-    # The pod CIDR's own rule: its findings count when custom networking is the answer.
-    pod_cidr = scale_rules.pod_cidr(platform.pod_cidr, platform.vpc_cidr, key="platform.pod_cidr")
-    result = planning.plan_subnets(request, networking or platform.pod_networking)
-    fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
-    return SubnetDemand(
-        **fields,
-        networking_problems=tuple(
-            custom_networking_problems(profile, result, pod_cidr)
-            if result.networking is PodNetworking.CUSTOM_NETWORKING
-            else ()
-        ),
-        pool_problems=tuple(pool_too_large(p, result.networking) for p in result.oversized_pools),
-    )
+    return planning.plan_subnets(request, networking or profile.platform.pod_networking)
+
+
+def subnet_demand(
+    profile: Profile,
+    *,
+    pods_per_node: int | None = None,
+    networking: PodNetworking | None = None,
+) -> SubnetDemand:
+    """:func:`subnet_plan` with the findings of its pod networking under profile keys
+    (:func:`fm_constructs.rules.subnets.planned_demand`)."""
+    plan = subnet_plan(profile, pods_per_node=pods_per_node, networking=networking)
+    return planned_demand(profile, plan)

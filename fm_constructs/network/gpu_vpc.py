@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 
 from aws_cdk import RemovalPolicy, Stack, Tags, Token
@@ -16,20 +15,8 @@ from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, su
 from fm_constructs.policy import encrypted_log_group
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
-from fm_constructs.rules import platform as platform_rules
-from fm_constructs.rules import scale as scale_rules
-
-MAX_ZONES = 3
-
-
-def _overlaps(a: str, b: str) -> bool:
-    try:
-        return ipaddress.IPv4Network(a, strict=False).overlaps(
-            ipaddress.IPv4Network(b, strict=False)
-        )
-    except ValueError:
-        return False  # an invalid block has its own problem
-
+from fm_constructs.rules.vpc import MAX_ZONES as MAX_ZONES
+from fm_constructs.rules.vpc import vpc_arguments
 
 #: Interface endpoints a private cluster's nodes use constantly: image pulls (ECR), node and
 #: pod identity (STS, EKS Auth), the EKS and EC2 APIs, logs, metrics remote write, HyperPod,
@@ -87,41 +74,20 @@ class GpuClusterVpc(Construct):
         node_subnet_zone: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems.of(self)
-        zones = list(availability_zones)
-        if not 1 <= len(zones) <= MAX_ZONES:
-            problems.add("availability_zones", zones, f"must list 1 to {MAX_ZONES} zones")
-        # The floor-1 rules the profile loader runs on platform.vpc_cidr and the zones.
-        problems.add_findings(platform_rules.vpc_cidr(cidr, key="cidr"))
         region = Stack.of(self).region
-        if not Token.is_unresolved(region):
-            for zone in zones:
-                problems.add_findings(
-                    platform_rules.zone_in_region(
-                        zone, region, key="availability_zones", region_key="the stack's region"
-                    )
-                )
-        if pod_cidr is not None:
-            problems.add_findings(scale_rules.pod_cidr(pod_cidr, cidr))
-            if pod_subnet_zone not in zones:
-                problems.add("pod_subnet_zone", pod_subnet_zone, f"must be one of {zones}")
+        zones = list(availability_zones)
         node_subnet_cidrs = list(node_subnet_cidrs)
-        for index, block in enumerate(node_subnet_cidrs):
-            # A node block is a secondary VPC CIDR block like the pod CIDR: same rule.
-            problems.add_findings(
-                scale_rules.pod_cidr(block, cidr, key=f"node_subnet_cidrs[{index}]")
-            )
-        others = [pod_cidr] if pod_cidr is not None else []
-        for index, block in enumerate(node_subnet_cidrs):
-            if any(_overlaps(block, other) for other in others):
-                problems.add(
-                    f"node_subnet_cidrs[{index}]",
-                    block,
-                    "must not overlap the pod CIDR or another node block",
-                )
-            others.append(block)
-        if node_subnet_cidrs and node_subnet_zone not in zones:
-            problems.add("node_subnet_zone", node_subnet_zone, f"must be one of {zones}")
+        findings = vpc_arguments(
+            zones,
+            cidr,
+            region=None if Token.is_unresolved(region) else region,
+            pod_cidr=pod_cidr,
+            pod_subnet_zone=pod_subnet_zone,
+            node_subnet_cidrs=node_subnet_cidrs,
+            node_subnet_zone=node_subnet_zone,
+        )
+        problems = Problems.of(self)
+        problems.add_findings(findings)
         problems.raise_if_any()
 
         private_mask, public_mask = subnet_prefixes(cidr)

@@ -26,11 +26,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from fm_constructs.errors import Problems
+from fm_constructs.domain.findings import Finding, Severity
+from fm_constructs.errors import FmValidationError, Problems
 
 #: The code of an invalid :class:`FsxSizingRequest` (its meaning is registered with the
 #: construct codes, :data:`fm_constructs.rules.constructs.FSX_SIZING`).
 FSX_SIZING_CODE = "FM823"
+#: What an invalid request's error names (``FsxSizingRequest: model_parameters: ...``).
+FSX_SIZING_CONTEXT = "FsxSizingRequest"
+
+
+def _problem(field: str, value: object, requirement: str) -> Finding:
+    """An error of an invalid :class:`FsxSizingRequest` field (none: phrased in full)."""
+    return Finding(FSX_SIZING_CODE, Severity.ERROR, field, value, requirement)
+
 
 # --------------------------------------------------------------------------------------------
 # Validity rules
@@ -219,39 +228,61 @@ class FsxSizingRequest:
         """Aggregate data-loading throughput, MB/s."""
         return self.read_clients * self.read_mb_s_per_client
 
-    def problems(self) -> Problems:
-        """Every problem with this request (empty when it is usable)."""
-        problems = Problems(context="FsxSizingRequest", code=FSX_SIZING_CODE)
+    def findings(self) -> list[Finding]:
+        """Every problem with this request as an error finding of :data:`FSX_SIZING_CODE`
+        (empty when it is usable): the rule :func:`size_fsx_lustre` checks first."""
+        out: list[Finding] = []
         if (self.checkpoint_size_gib is None) == (self.model_parameters is None):
-            problems.add_message(
-                "checkpoint_size_gib / model_parameters: give exactly one of them, got "
-                f"checkpoint_size_gib={self.checkpoint_size_gib!r}, "
-                f"model_parameters={self.model_parameters!r}"
+            out.append(
+                _problem(
+                    "",
+                    None,
+                    "checkpoint_size_gib / model_parameters: give exactly one of them, got "
+                    f"checkpoint_size_gib={self.checkpoint_size_gib!r}, "
+                    f"model_parameters={self.model_parameters!r}",
+                )
             )
         if self.checkpoint_size_gib is not None and not self.checkpoint_size_gib > 0:
-            problems.add("checkpoint_size_gib", self.checkpoint_size_gib, "must be > 0 GiB")
+            out.append(_problem("checkpoint_size_gib", self.checkpoint_size_gib, "must be > 0 GiB"))
         if self.model_parameters is not None and not self.model_parameters > 0:
-            problems.add("model_parameters", self.model_parameters, "must be > 0 (e.g. 70e9)")
+            out.append(
+                _problem("model_parameters", self.model_parameters, "must be > 0 (e.g. 70e9)")
+            )
         if not self.bytes_per_parameter > 0:
-            problems.add(
-                "bytes_per_parameter",
-                self.bytes_per_parameter,
-                "must be > 0 (16 for mixed-precision Adam training checkpoints)",
+            out.append(
+                _problem(
+                    "bytes_per_parameter",
+                    self.bytes_per_parameter,
+                    "must be > 0 (16 for mixed-precision Adam training checkpoints)",
+                )
             )
         if not self.target_checkpoint_write_seconds > 0:
-            problems.add(
-                "target_checkpoint_write_seconds",
-                self.target_checkpoint_write_seconds,
-                "must be > 0 seconds",
+            out.append(
+                _problem(
+                    "target_checkpoint_write_seconds",
+                    self.target_checkpoint_write_seconds,
+                    "must be > 0 seconds",
+                )
             )
         if not self.dataset_size_gib >= 0:
-            problems.add("dataset_size_gib", self.dataset_size_gib, "must be >= 0 GiB")
+            out.append(_problem("dataset_size_gib", self.dataset_size_gib, "must be >= 0 GiB"))
         if isinstance(self.checkpoints_to_keep, bool) or not (
             isinstance(self.checkpoints_to_keep, int) and self.checkpoints_to_keep >= 1
         ):
-            problems.add("checkpoints_to_keep", self.checkpoints_to_keep, "must be an int >= 1")
+            out.append(
+                _problem("checkpoints_to_keep", self.checkpoints_to_keep, "must be an int >= 1")
+            )
         if not 0 <= self.headroom_fraction <= 4:
-            problems.add("headroom_fraction", self.headroom_fraction, "must be between 0 and 4")
+            out.append(
+                _problem("headroom_fraction", self.headroom_fraction, "must be between 0 and 4")
+            )
+        return out
+
+    def problems(self) -> Problems:
+        """Every problem with this request (empty when it is usable), collected as a
+        construct collects its own (:meth:`findings`)."""
+        problems = Problems(context=FSX_SIZING_CONTEXT, code=FSX_SIZING_CODE)
+        problems.add_findings(self.findings())
         return problems
 
     @property
@@ -299,7 +330,9 @@ def size_fsx_lustre(request: FsxSizingRequest) -> FsxSizingResult:
 
     Raises FmValidationError listing every problem with the request.
     """
-    request.problems().raise_if_any()
+    findings = request.findings()
+    if findings:
+        raise FmValidationError(findings, context=FSX_SIZING_CONTEXT)
     deployment = LustreDeploymentType.PERSISTENT_2
     checkpoint_gib = request.resolved_checkpoint_size_gib
     checkpoint_mb = checkpoint_gib * _BYTES_PER_GIB / _BYTES_PER_MB

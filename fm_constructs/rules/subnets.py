@@ -10,6 +10,7 @@ subnet, a node or pod subnet too small). The profile loader and ``fmc plan`` bot
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from fm_constructs.planning import subnet_demand as planning
@@ -34,13 +35,25 @@ class SubnetDemand(planning.SubnetDemand):
     pool_problems: tuple[Finding, ...] = ()
 
 
-def custom_networking_problems(
-    profile: Profile, demand: planning.SubnetDemand, pod_cidr: list[Finding]
-) -> list[Finding]:
+def planned_demand(profile: Profile, plan: planning.SubnetDemand) -> SubnetDemand:
+    """``plan`` (the planning result of ``profile``) with the findings of its pod networking:
+    what custom networking cannot carry when the plan chose it, and every EFA pool too large
+    for a node subnet of its own."""
+    fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+    pools = tuple(pool_too_large(p, plan.networking) for p in plan.oversized_pools)
+    networking = (
+        custom_networking_problems(profile, plan)
+        if plan.networking is PodNetworking.CUSTOM_NETWORKING
+        else []
+    )
+    return SubnetDemand(**fields, networking_problems=tuple(networking), pool_problems=pools)
+
+
+def custom_networking_problems(profile: Profile, demand: planning.SubnetDemand) -> list[Finding]:
     """Why custom networking cannot work for ``profile`` (empty when it can): the pod CIDR's
-    findings ``pod_cidr``, then what
+    own rule (:func:`fm_constructs.rules.scale.pod_cidr`), then what
     :attr:`~fm_constructs.planning.subnet_demand.SubnetDemand.networking_blocked` found."""
-    out = list(pod_cidr)
+    out: list[Finding] = []
     unsupported = set(demand.unsupported_workloads)
     for w in profile.enabled_workloads:
         if w.name in unsupported:
@@ -87,7 +100,9 @@ def custom_networking_problems(
                     "lower max_pods_per_node",
                 )
             )
-    return out
+    platform = profile.platform
+    pod_cidr = scale_rules.pod_cidr(platform.pod_cidr, platform.vpc_cidr, key="platform.pod_cidr")
+    return pod_cidr + out
 
 
 def pool_too_large(pool: OversizedPool, networking: PodNetworking) -> Finding:
