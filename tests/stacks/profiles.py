@@ -77,6 +77,13 @@ def profile_params() -> list[Any]:
 
 def stack_params() -> list[Any]:
     """One pytest param per (profile, stack), grouped by profile for xdist."""
+    return list(_stack_params())
+
+
+@functools.cache
+def _stack_params() -> tuple[Any, ...]:
+    """:func:`stack_params`, built once per process: each call loads and validates every
+    profile, and the profile tests parametrize five tests with it."""
     params = []
     for name in PROFILE_NAMES:
         profile = load_profile(ROOT / "config" / f"{name}.toml")
@@ -89,7 +96,7 @@ def stack_params() -> list[Any]:
                     marks=pytest.mark.xdist_group(name),
                 )
             )
-    return params
+    return tuple(params)
 
 
 def expected_stack_names(profile: Profile) -> list[str]:
