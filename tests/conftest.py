@@ -134,3 +134,7 @@ class _GroupCheck:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_GroupCheck(), "fm-xdist-group-check")
+    if getattr(config.option, "loadgroup", False) and os.environ.get("PYTEST_XDIST_WORKER"):
+        from tests.stacks import profiles
+
+        profiles.GROUPED_BY_PROFILE = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,10 +44,28 @@ def cdk_json_context() -> dict[str, Any]:
     return context
 
 
-@functools.cache
+#: Set by tests/conftest.py under ``--dist loadgroup``, where each profile's tests share one
+#: synthesis only when they all run in the profile's xdist group.
+GROUPED_BY_PROFILE = False
+
+
 def synthesize(name: str) -> SynthesizedProfile:
     """Synthesize ``config/<name>.toml`` with cdk-nag on (AwsSolutions, HIPAA Security, NIST
-    800-53 R5); unacknowledged findings raise here."""
+    800-53 R5); unacknowledged findings raise here. Cached per process; under ``--dist
+    loadgroup`` only a test in the profile's group may ask (another would synthesize the profile
+    a second time on the other worker)."""
+    if GROUPED_BY_PROFILE:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+        if not test.endswith(f"@{name}"):
+            raise RuntimeError(
+                f"{test} synthesizes profile {name!r} outside its xdist group: parametrize it by "
+                f"`profile` or mark it pytest.mark.xdist_group({name!r})"
+            )
+    return _synthesize(name)
+
+
+@functools.cache
+def _synthesize(name: str) -> SynthesizedProfile:
     return synthesize_profile(name, load_profile(ROOT / "config" / f"{name}.toml"))
 
 
