@@ -112,7 +112,7 @@ bench: setup
 	python tools/bench.py
 
 clean:
-	rm -rf cdk.out .pytest-synth site
+	rm -rf cdk.out .pytest-synth site .cache
 
 docs-config: setup
 	python -c 'from fm_constructs.config.reference import render_reference as r; print(r(), end="")' > docs/configuration.md

@@ -9,11 +9,15 @@ filling the machine's temporary directory run after run.
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression
 
 from stacks.runtime import prefer_venv_node
 
@@ -27,6 +31,38 @@ prefer_venv_node()
 def pytest_unconfigure() -> None:
     """Remove this process's scratch directory (each xdist worker removes its own)."""
     shutil.rmtree(SCRATCH, ignore_errors=True)
+
+
+REHEARSAL_DIR = Path(__file__).with_name("rehearsal")
+
+
+def _deselects_rehearsal(markexpr: str) -> bool:
+    """Whether ``-m markexpr`` leaves out every test marked ``rehearsal``, whatever other marks
+    it carries: false under every assignment of the expression's other names."""
+    if not markexpr.strip():
+        return False
+    expression = Expression.compile(markexpr)
+    others = sorted(set(re.findall(r"[\w:.\-]+", markexpr)) - {"and", "or", "not", "rehearsal"})
+    if len(others) > 8:
+        return False  # too many names to try every assignment: collect, let -m deselect
+    for values in itertools.product((False, True), repeat=len(others)):
+        marks = dict(zip(others, values, strict=True), rehearsal=True)
+
+        def carries(name: str, /, marks: dict[str, bool] = marks, **_: object) -> bool:
+            return marks.get(name, False)
+
+        if expression.evaluate(carries):
+            return False
+    return True
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave tests/rehearsal uncollected when ``-m`` deselects its tests anyway (``make unit``):
+    every test there is marked ``rehearsal`` (tests/rehearsal/conftest.py), and importing its
+    local AWS (moto's EC2 and CloudFormation models) costs each worker seconds of collection."""
+    if collection_path == REHEARSAL_DIR and _deselects_rehearsal(config.option.markexpr):
+        return True
+    return None
 
 
 def _uses_shared_fixture(item: pytest.Item) -> bool:
@@ -98,3 +134,7 @@ class _GroupCheck:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_GroupCheck(), "fm-xdist-group-check")
+    if getattr(config.option, "loadgroup", False) and os.environ.get("PYTEST_XDIST_WORKER"):
+        from tests.stacks import profiles
+
+        profiles.GROUPED_BY_PROFILE = True

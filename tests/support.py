@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import aws_cdk as cdk
 import yaml
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
+from cfnlint import version as cfn_lint_version
 from cfnlint.config import ConfigMixIn, ManualArgs
 from cfnlint.decode.decode import decode_str
 from cfnlint.runner import Runner
@@ -57,12 +60,40 @@ def cfn_lint(template: str | Mapping[str, Any], region: str) -> list[str]:
     """cfn-lint findings for ``template`` in ``region``, under the repository's own settings
     (the same ones `cfn-lint cdk.out/*.template.json` uses)."""
     text = template if isinstance(template, str) else json.dumps(template)
+    passed = _cfn_lint_passed(text, region)
+    if passed is not None and passed.is_file():
+        return []
     decoded, errors = decode_str(text)
     if errors:
         return [str(error) for error in errors]
     if decoded is None:
         return ["the template is empty"]
-    return [str(match) for match in _cfn_lint_runner(region).validate_template(decoded)]
+    findings = [str(match) for match in _cfn_lint_runner(region).validate_template(decoded)]
+    if passed is not None and not findings:
+        passed.parent.mkdir(parents=True, exist_ok=True)
+        passed.touch()
+    return findings
+
+
+#: Templates cfn-lint has passed, one empty file each, named by a digest of everything that
+#: decides the verdict: the template's exact text, the region, the cfn-lint version (its rules
+#: and resource specifications ship with it) and the rules .cfnlintrc.yaml disables. A template
+#: byte-for-byte identical to one already passed under the same linter and settings is not
+#: linted again, so a warm run skips the linting of every template that has not changed; any
+#: change to a template, the region, cfn-lint or its settings lints it afresh. Findings are never
+#: recorded. ``FM_CFN_LINT_CACHE=off`` lints everything; ``make clean`` empties it.
+CFN_LINT_CACHE = _ROOT / ".cache" / "cfn-lint"
+
+
+def _cfn_lint_passed(text: str, region: str) -> Path | None:
+    """Where a pass of ``text`` in ``region`` is recorded (None: the record is switched off)."""
+    if os.environ.get("FM_CFN_LINT_CACHE", "on") == "off":
+        return None
+    digest = hashlib.sha256()
+    for part in (cfn_lint_version.__version__, region, *_ignored_cfn_lint_rules(), text):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return CFN_LINT_CACHE / digest.hexdigest()
 
 
 def imported_vpc(stack: cdk.Stack, zone: str = "us-east-1a") -> ec2.IVpc:

@@ -14,6 +14,7 @@ Run by ``make docs-check`` (part of ``make test``). Exit status 1 on any failure
 
 from __future__ import annotations
 
+import concurrent.futures
 import html.parser
 import os
 import re
@@ -96,36 +97,49 @@ def _chromium() -> str | None:
 
 
 def browser_problems(site: Path, chromium: str) -> list[str]:
-    """Open each page offline; every Mermaid block must have become an SVG."""
-    problems: list[str] = []
+    """Open each page offline; every Mermaid block must have become an SVG. The pages open in
+    parallel, each in one Chromium run."""
     shots = site / "screenshots"
     shots.mkdir(exist_ok=True)
-    for relative in BROWSER_PAGES:
-        page = site / relative
-        url = page.as_uri()
-        expected = page.read_text(encoding="utf-8").count('class="mermaid"')
-        with tempfile.TemporaryDirectory(prefix="fm-docs-chromium-") as profile:
-            common = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
-            common.append("--virtual-time-budget=20000")
-            dom = subprocess.run(
-                [*common, "--dump-dom", url], capture_output=True, text=True, timeout=120
-            ).stdout
-            name = relative.replace("/", "-").removesuffix(".html")
-            subprocess.run(
-                [*common, "--window-size=1400,1800", f"--screenshot={shots / name}.png", url],
-                capture_output=True,
-                timeout=120,
-            )
-        # The theme swaps each <pre class="mermaid"> for a <div class="mermaid"> holding the
-        # drawn SVG in a closed shadow root, and only once Mermaid has drawn it: a page that
-        # could not load the library keeps the <pre> with the diagram's source as text.
-        drawn = len(re.findall(r'<div class="mermaid"></div>', dom))
-        if expected and drawn < expected:
-            problems.append(f"{relative}: {drawn} of {expected} Mermaid diagrams drawn offline")
-        if "flowchart LR" in dom and drawn == 0:
-            problems.append(f"{relative}: the diagram source is shown as text")
-        if not (shots / f"{name}.png").is_file():
-            problems.append(f"{relative}: no screenshot taken")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(BROWSER_PAGES)) as pool:
+        found = pool.map(lambda relative: _page_problems(site, chromium, relative), BROWSER_PAGES)
+        return [problem for problems in found for problem in problems]
+
+
+def _page_problems(site: Path, chromium: str, relative: str) -> list[str]:
+    """One page opened in its own Chromium profile: its diagrams drawn, its screenshot taken."""
+    problems: list[str] = []
+    shots = site / "screenshots"
+    page = site / relative
+    url = page.as_uri()
+    expected = page.read_text(encoding="utf-8").count('class="mermaid"')
+    with tempfile.TemporaryDirectory(prefix="fm-docs-chromium-") as profile:
+        common = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+        common.append("--virtual-time-budget=20000")
+        name = relative.replace("/", "-").removesuffix(".html")
+        # One run both prints the DOM and takes the screenshot, once the budget has run out.
+        dom = subprocess.run(
+            [
+                *common,
+                "--dump-dom",
+                "--window-size=1400,1800",
+                f"--screenshot={shots / name}.png",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
+    # The theme swaps each <pre class="mermaid"> for a <div class="mermaid"> holding the
+    # drawn SVG in a closed shadow root, and only once Mermaid has drawn it: a page that
+    # could not load the library keeps the <pre> with the diagram's source as text.
+    drawn = len(re.findall(r'<div class="mermaid"></div>', dom))
+    if expected and drawn < expected:
+        problems.append(f"{relative}: {drawn} of {expected} Mermaid diagrams drawn offline")
+    if "flowchart LR" in dom and drawn == 0:
+        problems.append(f"{relative}: the diagram source is shown as text")
+    if not (shots / f"{name}.png").is_file():
+        problems.append(f"{relative}: no screenshot taken")
     return problems
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,10 +44,28 @@ def cdk_json_context() -> dict[str, Any]:
     return context
 
 
-@functools.cache
+#: Set by tests/conftest.py under ``--dist loadgroup``, where each profile's tests share one
+#: synthesis only when they all run in the profile's xdist group.
+GROUPED_BY_PROFILE = False
+
+
 def synthesize(name: str) -> SynthesizedProfile:
     """Synthesize ``config/<name>.toml`` with cdk-nag on (AwsSolutions, HIPAA Security, NIST
-    800-53 R5); unacknowledged findings raise here."""
+    800-53 R5); unacknowledged findings raise here. Cached per process; under ``--dist
+    loadgroup`` only a test in the profile's group may ask (another would synthesize the profile
+    a second time on the other worker)."""
+    if GROUPED_BY_PROFILE:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+        if not test.endswith(f"@{name}"):
+            raise RuntimeError(
+                f"{test} synthesizes profile {name!r} outside its xdist group: parametrize it by "
+                f"`profile` or mark it pytest.mark.xdist_group({name!r})"
+            )
+    return _synthesize(name)
+
+
+@functools.cache
+def _synthesize(name: str) -> SynthesizedProfile:
     return synthesize_profile(name, load_profile(ROOT / "config" / f"{name}.toml"))
 
 
@@ -77,6 +96,13 @@ def profile_params() -> list[Any]:
 
 def stack_params() -> list[Any]:
     """One pytest param per (profile, stack), grouped by profile for xdist."""
+    return list(_stack_params())
+
+
+@functools.cache
+def _stack_params() -> tuple[Any, ...]:
+    """:func:`stack_params`, built once per process: each call loads and validates every
+    profile, and the profile tests parametrize five tests with it."""
     params = []
     for name in PROFILE_NAMES:
         profile = load_profile(ROOT / "config" / f"{name}.toml")
@@ -89,7 +115,7 @@ def stack_params() -> list[Any]:
                     marks=pytest.mark.xdist_group(name),
                 )
             )
-    return params
+    return tuple(params)
 
 
 def expected_stack_names(profile: Profile) -> list[str]:

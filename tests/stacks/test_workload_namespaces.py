@@ -52,6 +52,7 @@ def test_each_namespace_is_created_by_one_manifest(profile: str) -> None:
     assert [n for n, count in owners.items() if count > 1] == []
 
 
+@pytest.mark.xdist_group("hyperpod-eks")
 def test_hyperpod_eks_workload_owns_namespace_claim_queues_and_runtimes() -> None:
     result = synthesize("hyperpod-eks")
     namespace = names.workload_namespace("post_training")
