@@ -68,7 +68,7 @@ class WorkloadComputeStack(PartStack):
         server = getattr(self.workload, "model_server", None)
         if server is not None:
             command = f"kubectl -n {server.namespace} get service {server.service_name}"
-            api = "OpenAI-compatible API of the model server (port 80 of the NLB)"
+            api = "OpenAI-compatible API of the model server (NLB port 80, or 443 with TLS)"
             output(self, "ModelEndpointCommand", command, api)
             key = "Bearer key of the API (aws secretsmanager get-secret-value --secret-id <this>)"
             output(self, "ApiKeySecretArn", server.api_key.secret_arn, key)

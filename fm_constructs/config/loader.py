@@ -297,6 +297,7 @@ def _inference(t: TableReader) -> InferenceConfig:
             "load_balancer", LoadBalancer, _default(InferenceConfig, "load_balancer")
         ),
         load_balancer_source_ranges=t.string_list("load_balancer_source_ranges"),
+        tls_certificate_arn=t.string("tls_certificate_arn"),
         model=_model(t.table("model", _keys(ModelConfig))),
         autoscaling=_autoscaling(t.table("autoscaling", _keys(AutoscalingConfig))),
         storage=_storage(_storage_table(t, "inference"), StorageConfig, default_enabled=False),

@@ -194,6 +194,8 @@ class InferenceOptions:
     autoscaling: AutoscalingOptions | None
     load_balancer: LoadBalancer
     load_balancer_source_ranges: tuple[str, ...]
+    #: ACM certificate of the endpoint's TLS listener (None: plain HTTP on 80).
+    tls_certificate_arn: str | None
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ class CapacityKind(StrEnum):
 
 class LoadBalancer(StrEnum):
     """How the inference endpoint is exposed: an internal NLB (default), an internet-facing
-    NLB (plain HTTP; requests carry the endpoint's API key), or no load balancer."""
+    NLB (TLS with a certificate; requests carry the endpoint's API key), or no load balancer."""
 
     INTERNAL = "internal"
     INTERNET_FACING = "internet-facing"

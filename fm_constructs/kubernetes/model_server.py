@@ -382,6 +382,9 @@ def server_workload_manifest(
 #: Annotations of a Service whose Network Load Balancer the AWS Load Balancer Controller makes
 #: (the in-tree cloud provider leaves ``aws-load-balancer-type: external`` Services alone).
 LB_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-"
+#: The NLB security policy of a TLS endpoint: TLS 1.3 and 1.2 with forward secrecy only (the
+#: policy Elastic Load Balancing recommends for TLS listeners).
+TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 #: vLLM's health endpoint, which the load balancer checks on each pod.
 HEALTH_PATH = "/health"
 
@@ -393,8 +396,11 @@ def service_manifest(
     load_balancer: str | None,
     multi_node: bool,
     source_ranges: Sequence[str] = (),
+    tls_certificate_arn: str | None = None,
 ) -> dict[str, Any]:
-    """The model's endpoint on port 80.
+    """The model's endpoint on port 80, or with ``tls_certificate_arn`` (an ACM certificate)
+    on port 443 behind a TLS listener of the load balancer (TLS 1.2 and 1.3 only; the load
+    balancer forwards to the pods' plain port inside the VPC).
 
     ``load_balancer`` "internal" or "internet-facing": a Network Load Balancer made by the AWS
     Load Balancer Controller (``aws-load-balancer-type: external``) with ``ip`` targets (the
@@ -439,6 +445,17 @@ def service_manifest(
     manifest["spec"]["allocateLoadBalancerNodePorts"] = False
     if source_ranges:
         manifest["spec"]["loadBalancerSourceRanges"] = list(source_ranges)
+    if tls_certificate_arn is not None:
+        manifest["spec"]["ports"] = [
+            {"name": "https", "port": 443, "targetPort": "http", "protocol": "TCP"}
+        ]
+        manifest["metadata"]["annotations"].update(
+            {
+                LB_ANNOTATION + "ssl-cert": tls_certificate_arn,
+                LB_ANNOTATION + "ssl-ports": "https",
+                LB_ANNOTATION + "ssl-negotiation-policy": TLS_POLICY,
+            }
+        )
     return manifest
 
 

@@ -453,6 +453,7 @@ class Deployment:
             model=model,
             autoscaling=policy,
             load_balancer_source_ranges=list(serving.load_balancer_source_ranges) or None,
+            tls_certificate_arn=serving.tls_certificate_arn,
             max_node_count=serving.max_node_count,
             file_system=file_system,
             load_balancer=serving.load_balancer,

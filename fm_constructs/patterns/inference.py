@@ -93,7 +93,9 @@ class InferenceService(Construct):
       one: :class:`~fm_constructs.orchestration.load_balancer_controller.
       AwsLoadBalancerController`), with the serving pods as targets and a security group of its
       own admitting ``load_balancer_source_ranges`` (default: the VPC's CIDR for an internal
-      load balancer; required for an internet-facing one, FM512); see
+      load balancer; required for an internet-facing one, FM512), listening with TLS on 443
+      with ``tls_certificate_arn`` (an ACM certificate; required for an internet-facing one,
+      FM513), else plain HTTP on 80; see
       :func:`~fm_constructs.kubernetes.model_server.service_manifest`.
     * ``autoscaling`` with ``workspace``: KEDA scales replicas between ``model.replicas`` and
       ``model.max_replicas`` on vLLM queue depth or p90 time to first token queried from
@@ -124,6 +126,7 @@ class InferenceService(Construct):
         workspace: IPrometheusWorkspace | None = None,
         namespace_manifest: eks.KubernetesManifest | None = None,
         load_balancer_source_ranges: Sequence[str] | None = None,
+        tls_certificate_arn: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
@@ -157,6 +160,11 @@ class InferenceService(Construct):
         problems.add_findings(
             inference_rules.public_endpoint_source_ranges(
                 load_balancer.value, load_balancer_source_ranges or ()
+            )
+        )
+        problems.add_findings(
+            inference_rules.endpoint_tls(
+                load_balancer.value, tls_certificate_arn, Stack.of(self).region
             )
         )
         if (
@@ -236,6 +244,7 @@ class InferenceService(Construct):
                 load_balancer=scheme,
                 multi_node=layout.multi_node,
                 source_ranges=load_balancer_source_ranges,
+                tls_certificate_arn=tls_certificate_arn,
             ),
         ]
         self.server = eks.KubernetesManifest(
@@ -355,9 +364,9 @@ class InferenceService(Construct):
         if load_balancer is LoadBalancer.INTERNET_FACING:
             annotations.add_warning_v2(
                 "fm:inference-public-endpoint",
-                "The model endpoint is an internet-facing load balancer (admitting only its "
-                "source ranges): requests carry the endpoint's API key over plain HTTP on port "
-                "80; prefer LoadBalancer.INTERNAL, or a TLS-terminating gateway in front.",
+                "The model endpoint is an internet-facing load balancer: TLS on 443, only its "
+                "source ranges admitted, every request with the endpoint's API key; prefer "
+                "LoadBalancer.INTERNAL unless clients outside the VPC need it.",
             )
         if self.model.port != DEFAULT_PORT:
             annotations.add_warning_v2(

@@ -246,6 +246,7 @@ class InferenceWorkload(_EksPattern):
         model: ModelServerSpec | None = None,
         load_balancer: LoadBalancer = LoadBalancer.INTERNAL,
         load_balancer_source_ranges: Sequence[str] | None = None,
+        tls_certificate_arn: str | None = None,
         autoscaling: AutoscalingPolicy | None = None,
         workspace: IPrometheusWorkspace | None = None,
         name: str = "inference",
@@ -276,6 +277,7 @@ class InferenceWorkload(_EksPattern):
                 namespace_manifest=self.workload.namespace_manifest,
                 load_balancer=load_balancer,
                 load_balancer_source_ranges=load_balancer_source_ranges,
+                tls_certificate_arn=tls_certificate_arn,
                 autoscaling=autoscaling,
                 workspace=workspace,
             )

@@ -421,6 +421,12 @@ class InferenceConfig(WorkloadConfig):
             "doc": "Client CIDRs the load balancer admits. Required for 'internet-facing' (at most a /8 of addresses together); empty for 'internal' admits the VPC's CIDR."
         },
     )
+    tls_certificate_arn: str | None = field(
+        default=None,
+        metadata={
+            "doc": "ACM certificate (ARN, the platform's Region) of the endpoint: the load balancer listens with TLS 1.2/1.3 on 443 instead of plain HTTP on 80. Required for 'internet-facing'."
+        },
+    )
     model: ModelConfig = field(
         default_factory=ModelConfig,
         metadata={"doc": "The [inference.model] table."},

@@ -26,6 +26,7 @@ from fm_constructs.planning.serving_layout import (
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules.constructs import MODEL_SERVER
 from fm_constructs.rules.findings import Finding, Severity, define, errors
+from fm_constructs.rules.tokens import is_unresolved
 
 NVIDIA_GPU = define(
     "FM501",
@@ -416,6 +417,62 @@ def public_endpoint_source_ranges(
         PUBLIC_ENDPOINT_RANGES.finding(f.key, f.value, f.allowed, f.fix)
         for f in platform_rules.public_access_cidrs(list(source_ranges), key=key)
     ]
+
+
+ENDPOINT_TLS = define(
+    "FM513",
+    "An internet-facing model endpoint has no TLS certificate, or the certificate is not an ACM "
+    "certificate ARN of the endpoint's Region.",
+    "Name an ACM certificate of the endpoint's Region (tls_certificate_arn): the load balancer "
+    "then listens with TLS on 443; or keep the load balancer internal.",
+)
+_ACM_ARN = re.compile(r"^arn:aws[a-z-]*:acm:([a-z0-9-]+):\d{12}:certificate/[0-9a-f-]{36}$")
+
+
+def endpoint_tls(
+    load_balancer: str,
+    certificate_arn: str | None,
+    region: str | None,
+    *,
+    key: str = "tls_certificate_arn",
+) -> list[Finding]:
+    """An internet-facing endpoint carries the API key and every prompt across the internet:
+    it needs TLS, which a Network Load Balancer terminates with an ACM certificate of its own
+    Region. An internal endpoint may have one too. Tokens are skipped."""
+    if certificate_arn is None:
+        if load_balancer != LoadBalancer.INTERNET_FACING:
+            return []
+        return [
+            ENDPOINT_TLS.finding(
+                key,
+                None,
+                "must name an ACM certificate for an internet-facing endpoint (the API key and "
+                "the prompts would cross the internet in plain text)",
+                "request or import one in ACM (aws acm request-certificate ...) and set "
+                "tls_certificate_arn, or set load_balancer = 'internal'",
+            )
+        ]
+    if is_unresolved(certificate_arn):
+        return []
+    match = _ACM_ARN.match(certificate_arn)
+    if match is None:
+        return [
+            ENDPOINT_TLS.finding(
+                key,
+                certificate_arn,
+                "must be an ACM certificate ARN (arn:aws:acm:<region>:<account>:certificate/<id>)",
+            )
+        ]
+    if region is not None and not is_unresolved(region) and match.group(1) != region:
+        return [
+            ENDPOINT_TLS.finding(
+                key,
+                certificate_arn,
+                f"must be a certificate of the endpoint's Region {region} (a load balancer "
+                f"uses certificates of its own Region only), not {match.group(1)}",
+            )
+        ]
+    return []
 
 
 # ------------------------------------------------------------------ the model server's fields

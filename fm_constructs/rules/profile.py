@@ -145,7 +145,7 @@ def check_profile(profile: Profile) -> list[Finding]:
             findings += _check_training_goal(workload)
             findings += _check_users(workload)
         if isinstance(workload, InferenceConfig):
-            findings += _check_inference(workload)
+            findings += _check_inference(workload, profile.platform.region)
     findings += _check_hyperpod_kubernetes_version(profile)
     return findings
 
@@ -215,7 +215,7 @@ def _check_root_volume(w: WorkloadConfig) -> list[Finding]:
     ]
 
 
-def _check_inference(w: InferenceConfig) -> list[Finding]:
+def _check_inference(w: InferenceConfig, region: str) -> list[Finding]:
     out: list[Finding] = []
     model = w.model
     out += [
@@ -223,6 +223,10 @@ def _check_inference(w: InferenceConfig) -> list[Finding]:
         for f in inference_rules.public_endpoint_source_ranges(
             w.load_balancer.value, w.load_balancer_source_ranges
         )
+    ]
+    out += [
+        f.under("inference.")
+        for f in inference_rules.endpoint_tls(w.load_balancer.value, w.tls_certificate_arn, region)
     ]
     if w.max_instance_count is not None and w.max_instance_count < w.instance_count:
         out.append(

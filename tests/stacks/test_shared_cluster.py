@@ -22,6 +22,9 @@ from tests.iam_policies import Templates, identity_allows, role_statements
 from tests.kubernetes_schemas import SchemaError, assert_valid
 from tests.stacks.profiles import ROOT, profile_params, synthesize
 
+#: An ACM certificate of the profiles' Region (us-east-1).
+CERTIFICATE = "arn:aws:acm:us-east-1:111122223333:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+
 KUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue")
 #: Charts and add-ons that run one pod per node (device plugins, exporters, health agents).
 NODE_AGENT_CHARTS = (
@@ -509,6 +512,7 @@ def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stack
                 "pretraining.session_manager": True,
                 "inference.load_balancer": "internet-facing",
                 "inference.load_balancer_source_ranges": ["203.0.113.0/24"],
+                "inference.tls_certificate_arn": CERTIFICATE,
                 "pretraining.submitter_role_arns": [TRAINER, RESEARCHER],
                 "post_training.submitter_role_arns": [RESEARCHER],
             },
@@ -531,6 +535,12 @@ def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stack
         if m["kind"] == "Service"
     ]
     assert [s["spec"]["loadBalancerSourceRanges"] for s in services] == [["203.0.113.0/24"]]
+    # The internet-facing endpoint listens with TLS on 443 only, with the profile's certificate.
+    (service,) = services
+    assert [p["port"] for p in service["spec"]["ports"]] == [443]
+    tls = service["metadata"]["annotations"]
+    assert tls["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == CERTIFICATE
+    assert tls["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "https"
     # Job submitters: one access entry per role, edit rights in its workloads' namespaces only.
     entries = {
         e["PrincipalArn"]: e["AccessPolicies"]

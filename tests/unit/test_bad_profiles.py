@@ -17,6 +17,9 @@ from fm_constructs.errors import FmValidationError
 from tests.profile_data import DELETE, changed, to_toml
 from tests.unit.cli_stubs import run
 
+#: An ACM certificate of the profiles' Region (us-east-1).
+CERTIFICATE = "arn:aws:acm:us-east-1:111122223333:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = tomllib.loads((ROOT / "config" / "default.toml").read_text(encoding="utf-8"))
 ONLY_INFERENCE = {"pretraining.enabled": False, "post_training.enabled": False}
@@ -366,6 +369,23 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "inference.load_balancer_source_ranges",
         "FM512",
         "more than a /8",
+    ),
+    (
+        "sec-6c",
+        {
+            "inference.load_balancer": "internet-facing",
+            "inference.load_balancer_source_ranges": ["203.0.113.0/24"],
+        },
+        "inference.tls_certificate_arn",
+        "FM513",
+        "must name an ACM certificate for an internet-facing endpoint",
+    ),
+    (
+        "sec-6d",
+        {"inference.tls_certificate_arn": CERTIFICATE.replace("us-east-1", "eu-west-1")},
+        "inference.tls_certificate_arn",
+        "FM513",
+        "must be a certificate of the endpoint's Region",
     ),
     (
         "sec-5",

@@ -360,6 +360,27 @@ def test_service_is_an_internal_nlb_of_the_load_balancer_controller_with_pod_tar
     assert_valid([service], kubernetes_version="1.35")
 
 
+def test_tls_endpoint_listens_on_443_with_the_certificate_and_a_tls13_policy() -> None:
+    cert = "arn:aws:acm:us-east-1:111122223333:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+    service = render.service_manifest(
+        SMALL,
+        CTX,
+        load_balancer="internet-facing",
+        multi_node=False,
+        source_ranges=["203.0.113.0/24"],
+        tls_certificate_arn=cert,
+    )
+    assert service["spec"]["ports"] == [
+        {"name": "https", "port": 443, "targetPort": "http", "protocol": "TCP"}
+    ]
+    annotations = service["metadata"]["annotations"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == cert
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "https"
+    policy = annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy"]
+    assert policy == "ELBSecurityPolicy-TLS13-1-2-2021-06"
+    assert_valid([service], kubernetes_version="1.35")
+
+
 def test_multi_node_service_selects_leaders_and_cluster_ip_has_no_lb() -> None:
     service = render.service_manifest(LARGE, CTX, load_balancer=None, multi_node=True)
     assert service["spec"]["type"] == "ClusterIP"

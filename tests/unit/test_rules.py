@@ -166,6 +166,22 @@ def test_internet_facing_endpoint_needs_source_ranges() -> None:
     assert wide.code == "FM512" and wide.key == "load_balancer_source_ranges[0]"
 
 
+def test_internet_facing_endpoint_needs_tls_with_a_certificate_of_its_region() -> None:
+    cert = "arn:aws:acm:us-east-1:111122223333:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+    assert not inference.endpoint_tls("internal", None, "us-east-1")
+    (missing,) = inference.endpoint_tls("internet-facing", None, "us-east-1")
+    assert (missing.code, missing.key) == ("FM513", "tls_certificate_arn")
+    assert not inference.endpoint_tls("internet-facing", cert, "us-east-1")
+    assert not inference.endpoint_tls("internal", cert, "us-east-1")
+    (elsewhere,) = inference.endpoint_tls("internal", cert, "eu-west-1")
+    assert "Region eu-west-1" in elsewhere.allowed
+    (bad,) = inference.endpoint_tls(
+        "internal", "arn:aws:iam::111122223333:server-certificate/x", None
+    )
+    assert bad.code == "FM513" and "ACM certificate ARN" in bad.allowed
+    assert not inference.endpoint_tls("internet-facing", "${Token[TOKEN.1]}", "us-east-1")
+
+
 def test_tokens_are_skipped() -> None:
     token = "${Token[TOKEN.123]}"
     assert not platform.admin_principals([token])
