@@ -166,6 +166,7 @@ def test_every_eks_workload_owns_its_objects(profile: str) -> None:
             assert f"{namespace}-{names.fsx_claim_name(workload)}" in rendered
 
 
+@pytest.mark.xdist_group("default")
 def test_queue_quota_is_the_node_group_capacity() -> None:
     """pre-training: 4 x p5.48xlarge = 32 H100, 128 EFA interfaces, 768 vCPUs, 8 TiB, and
     the huge pages of one whole-node training pod per node."""
@@ -247,6 +248,7 @@ def test_every_node_agent_tolerates_every_node_group_taint(profile: str) -> None
             assert _tolerates(tolerations, key, value, effects[effect]), (agent, key, value)
 
 
+@pytest.mark.xdist_group("default")
 def test_rollout_taint_is_tolerated_by_the_rollout_flavor() -> None:
     objects = {(m["kind"], m["metadata"]["name"]): m for m in _all_manifests("default")}
     flavor = objects[("ResourceFlavor", "post-training-rollout")]["spec"]
