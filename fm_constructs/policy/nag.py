@@ -6,7 +6,8 @@ scope, with a reason, through :func:`acknowledge`.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, App, Aspects, Validations
+import jsii
+from aws_cdk import Acknowledgment, App, Aspects, IAspect, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
@@ -20,9 +21,25 @@ def enable_nag(app: App) -> None:
     the guard aspects (:class:`LambdaConcurrencyReasons`, :class:`EncryptLogGroups`,
     :class:`CheckovHandlerAcknowledgements`)."""
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    Aspects.of(app).add(LambdaConcurrencyReasons())
-    Aspects.of(app).add(EncryptLogGroups())
-    Aspects.of(app).add(CheckovHandlerAcknowledgements())
+    Aspects.of(app).add(
+        GuardAspects(
+            LambdaConcurrencyReasons(), EncryptLogGroups(), CheckovHandlerAcknowledgements()
+        )
+    )
+
+
+@jsii.implements(IAspect)
+class GuardAspects:
+    """Several aspects applied in one visit of each construct, in the order given (the same
+    order and effect as adding them one by one): each visit is a call from the CDK's JavaScript
+    into Python, so one aspect instead of three saves two calls per construct of the app."""
+
+    def __init__(self, *aspects: IAspect) -> None:
+        self._aspects = aspects
+
+    def visit(self, node: IConstruct) -> None:
+        for aspect in self._aspects:
+            aspect.visit(node)
 
 
 def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
