@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -14,22 +13,12 @@ from fm_constructs import config
 from fm_constructs.domain import job_metrics, kinds, names, ports
 from fm_constructs.domain.capacity import CapacityConfig
 from fm_constructs.errors import FmValidationError
+from tests.module_imports import imported_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "fm_constructs"
 #: Building blocks (floor 2): they never import the profile (config/) or the patterns.
 BLOCKS = ("compute", "network", "storage", "orchestration", "kubernetes", "observability", "policy")
-
-
-def _imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
 
 
 def test_one_orchestrator_enum() -> None:
@@ -84,7 +73,7 @@ def test_building_blocks_never_import_the_profile_or_the_patterns(block: str) ->
     offenders = {
         f"{path.relative_to(ROOT)} imports {module}"
         for path in (PACKAGE / block).rglob("*.py")
-        for module in _imported_modules(path)
+        for module in imported_modules(path)
         if module.startswith(("fm_constructs.config", "fm_constructs.patterns", "stacks"))
     }
     assert not offenders

@@ -4,12 +4,13 @@ imported from their old homes are the rules' own objects."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.module_imports import imported_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "fm_constructs"
@@ -23,23 +24,12 @@ ABOVE_THE_RULES = (
 )
 
 
-def _imported_modules(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
-
-
 @pytest.mark.parametrize("package", ["rules", "profile"])
 def test_the_rules_and_the_profile_model_import_nothing_above_them(package: str) -> None:
     offenders = {
         f"{path.relative_to(ROOT)} imports {module}"
         for path in (PACKAGE / package).rglob("*.py")
-        for module in _imported_modules(path)
+        for module in imported_modules(path)
         if module.startswith(ABOVE_THE_RULES)
     }
     assert not offenders
