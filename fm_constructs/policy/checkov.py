@@ -19,8 +19,8 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
 from fm_constructs.policy.lambda_concurrency import (
-    CUSTOM_RESOURCE_HANDLER_PATHS,
     CUSTOM_RESOURCE_HANDLER_REASON,
+    is_cdk_handler_function,
 )
 from fm_constructs.policy.lambda_concurrency import METADATA_KEY as CONCURRENCY_KEY
 
@@ -90,7 +90,7 @@ class CheckovHandlerAcknowledgements:
     """Acknowledges :data:`HANDLER_REASONS` on every custom-resource handler function: this
     library's (:func:`fm_constructs.policy.handler_function.handler_function` marks them with
     the reserved-concurrency reason) and aws-cdk-lib's (found by the construct paths of
-    :data:`fm_constructs.policy.lambda_concurrency.CUSTOM_RESOURCE_HANDLER_PATHS`; the project
+    :func:`fm_constructs.policy.lambda_concurrency.is_cdk_handler_function`; the project
     can only acknowledge those: their code, role and settings belong to aws-cdk-lib). A handler
     that already carries checkov metadata is left as its owner wrote it."""
 
@@ -98,7 +98,7 @@ class CheckovHandlerAcknowledgements:
         if not isinstance(node, CfnResource) or node.cfn_resource_type != "AWS::Lambda::Function":
             return
         ours = node.get_metadata(CONCURRENCY_KEY) == CUSTOM_RESOURCE_HANDLER_REASON
-        if not ours and not any(f in node.node.path for f in CUSTOM_RESOURCE_HANDLER_PATHS):
+        if not ours and not is_cdk_handler_function(node):
             return
         if node.get_metadata(METADATA_KEY) is not None:
             return

@@ -13,6 +13,8 @@ the template test over every profile then fails until its owner sets
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import jsii
 from aws_cdk import CfnResource, IAspect
 from constructs import IConstruct
@@ -35,16 +37,21 @@ CUSTOM_RESOURCE_HANDLER_PATHS = (
 )
 
 
+def is_cdk_handler_function(node: IConstruct) -> TypeGuard[CfnResource]:
+    """Whether ``node`` is the Lambda function of a custom-resource handler aws-cdk-lib creates
+    (found by :data:`CUSTOM_RESOURCE_HANDLER_PATHS`)."""
+    if not isinstance(node, CfnResource) or node.cfn_resource_type != "AWS::Lambda::Function":
+        return False
+    return any(fragment in node.node.path for fragment in CUSTOM_RESOURCE_HANDLER_PATHS)
+
+
 @jsii.implements(IAspect)
 class LambdaConcurrencyReasons:
     """Adds :data:`CUSTOM_RESOURCE_HANDLER_REASON` to every custom-resource handler function
     that has no reserved concurrency."""
 
     def visit(self, node: IConstruct) -> None:
-        if not isinstance(node, CfnResource) or node.cfn_resource_type != "AWS::Lambda::Function":
-            return
-        path = node.node.path
-        if not any(fragment in path for fragment in CUSTOM_RESOURCE_HANDLER_PATHS):
+        if not is_cdk_handler_function(node):
             return
         if node.get_metadata(METADATA_KEY) is None:
             node.add_metadata(METADATA_KEY, CUSTOM_RESOURCE_HANDLER_REASON)
