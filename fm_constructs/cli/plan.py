@@ -303,6 +303,18 @@ class Plan:
         """Sum of every priced line (see ``partial`` for what it leaves out)."""
         return sum(c.usd_per_hour for c in self.costs if c.usd_per_hour is not None)
 
+    @property
+    def platform_usd_per_hour(self) -> float:
+        """The priced lines no workload owns: NAT gateways, interface endpoints, EKS control
+        planes and system nodes, the observability workspaces. The platform bills them even
+        with every workload disabled."""
+        workloads = {w.name for w in self.workloads}
+        return sum(
+            c.usd_per_hour
+            for c in self.costs
+            if c.usd_per_hour is not None and c.owner not in workloads
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document (schema ``fmc.plan/v1``)."""
         return {
@@ -335,6 +347,7 @@ class Plan:
                 "nodes": sum(w.nodes for w in self.workloads),
                 "accelerators": sum(w.accelerators for w in self.workloads),
                 "usd_per_hour": self.usd_per_hour,
+                "platform_usd_per_hour": self.platform_usd_per_hour,
                 "partial": self.partial,
                 "missing_prices": list(self.missing_prices),
             },
@@ -759,8 +772,9 @@ def _plan_goal(
 # --------------------------------------------------------------------------------------------
 
 
-def _money(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:,.2f}"
+def _money(value: float) -> str:
+    """A dollar figure; a missing price never gets here (callers print "no price" and why)."""
+    return f"${value:,.2f}"
 
 
 def _figure(value: float, decimals: int) -> str:
@@ -790,13 +804,32 @@ def _pod_ip_note(workloads: Sequence[WorkloadPlan]) -> list[str]:
     ]
 
 
-def _workload_money(w: WorkloadPlan) -> str:
-    """A workload's $/hour; when one of its prices is missing, the priced part, marked."""
-    cost = w.cost
-    if cost.usd_per_hour is not None:
-        return _money(cost.usd_per_hour)
-    known = [v for v in (cost.compute_usd_per_hour, cost.storage_usd_per_hour) if v is not None]
-    return f"{_money(sum(known))} partial" if known else "no price"
+def _nodes_money(w: WorkloadPlan) -> str:
+    """A workload's nodes by the hour (its file system is a line of its own: the FSx table
+    and the cost lines show it, never folded in here)."""
+    compute = w.cost.compute_usd_per_hour
+    return "no price" if compute is None else _money(compute)
+
+
+def _storage_money(s: StoragePlan) -> str:
+    """A file system's $/hour, the figure the cost lines add to the total."""
+    return "no price" if s.usd_per_month is None else _money(s.usd_per_month / HOURS_PER_MONTH)
+
+
+def _goal_cost_line(w: WorkloadPlan, g: GoalPlan) -> str:
+    """What the training goal costs at the workload's hourly rate (nodes and file system);
+    with a price missing, what the priced part costs and what it leaves out."""
+    hourly = w.cost.usd_per_hour
+    if g.usd is not None and hourly is not None:
+        return f"  cost        {_money(g.usd)} at {w.name}'s {_money(hourly)}/hour (nodes and FSx)"
+    compute = w.cost.compute_usd_per_hour
+    if compute is not None and g.wall_clock_days is not None:
+        nodes_only = compute * g.wall_clock_days * 24
+        return (
+            f"  cost        {_money(nodes_only)} for the nodes alone at {_money(compute)}/hour; "
+            "its file system has no price (see the cost lines below)"
+        )
+    return "  cost        no price for its nodes (see the cost lines below)"
 
 
 def _render_pod_subnet(subnet: SubnetPlan) -> list[str]:
@@ -890,36 +923,37 @@ def render_plan(plan: Plan) -> str:
 
     lines = [f"plan of {plan.source} ({plan.region}, GPU zone {plan.availability_zone})", ""]
     if not plan.workloads:
-        lines.append("no workload is enabled")
-    lines.append(
-        render_table(
-            [
-                "workload",
-                "instance",
-                "nodes",
-                "accelerators",
-                "acc. memory GiB",
-                "EFA/node",
-                "EFA Gbps/node",
-                "EFA Gbps total",
-                "$/hour",
-            ],
-            [
+        lines.append("no workload is enabled: the cost lines below are the platform's own")
+    else:
+        lines.append(
+            render_table(
                 [
-                    w.name,
-                    w.instance_type,
-                    w.nodes,
-                    f"{w.accelerators} x {w.accelerator}",
-                    round(w.total_accelerator_memory_gib),
-                    w.efa_interfaces_per_node,
-                    round(w.efa_bandwidth_gbps_per_node),
-                    round(w.efa_bandwidth_gbps_total),
-                    _workload_money(w),
-                ]
-                for w in plan.workloads
-            ],
+                    "workload",
+                    "instance",
+                    "nodes",
+                    "nodes $/hour",
+                    "accelerators",
+                    "acc. memory GiB",
+                    "EFA/node",
+                    "EFA Gbps/node",
+                    "EFA Gbps total",
+                ],
+                [
+                    [
+                        w.name,
+                        w.instance_type,
+                        w.nodes,
+                        _nodes_money(w),
+                        f"{w.accelerators} x {w.accelerator}",
+                        round(w.total_accelerator_memory_gib),
+                        w.efa_interfaces_per_node,
+                        round(w.efa_bandwidth_gbps_per_node),
+                        round(w.efa_bandwidth_gbps_total),
+                    ]
+                    for w in plan.workloads
+                ],
+            )
         )
-    )
     stored = [w for w in plan.workloads if w.storage is not None]
     if stored:
         lines += ["", "FSx for Lustre (PERSISTENT_2 SSD)"]
@@ -933,12 +967,13 @@ def render_plan(plan: Plan) -> str:
                     s.source,
                     s.storage_capacity_gib,
                     s.throughput_mb_s_per_tib,
+                    _storage_money(s),
+                    "no price" if s.usd_per_month is None else _money(s.usd_per_month),
                     round(s.aggregate_throughput_mb_s),
                     "-" if s.checkpoint_size_gib is None else f"{s.checkpoint_size_gib:,.1f}",
                     "-"
                     if s.checkpoint_write_seconds is None
                     else f"{s.checkpoint_write_seconds:,.0f}",
-                    "no price" if s.usd_per_month is None else _money(s.usd_per_month),
                 ]
             )
         lines.append(
@@ -948,10 +983,11 @@ def render_plan(plan: Plan) -> str:
                     "sizing",
                     "capacity GiB",
                     "MB/s/TiB",
+                    "$/hour",
+                    "$/month",
                     "MB/s",
                     "checkpoint GiB",
                     "write s",
-                    "$/month",
                 ],
                 rows,
             )
@@ -1036,7 +1072,7 @@ def render_plan(plan: Plan) -> str:
             f"  time        {_figure(g.accelerator_hours, 0)} accelerator-hours = "
             f"{_figure(g.wall_clock_days, 1)} days on {w.accelerators} accelerators"
         )
-        lines.append(f"  cost        {_money(g.usd)} at the plan's $/hour")
+        lines.append(_goal_cost_line(w, g))
     lines += ["", "cost by the hour (list prices; usage-billed parts not included)"]
     sources: dict[str, int] = {}
     rows = []
@@ -1045,20 +1081,22 @@ def render_plan(plan: Plan) -> str:
         rows.append(
             [
                 c.item,
+                "no price" if c.usd_per_hour is None else _money(c.usd_per_hour),
                 f"{c.quantity:,g}",
                 c.unit,
                 "usage" if c.usage_only else _unit_money(c.unit_usd_per_hour),
-                "no price" if c.usd_per_hour is None else _money(c.usd_per_hour),
                 f"[{ref}]" + (f" + {c.usage}" if c.usage else ""),
             ]
         )
-    lines.append(render_table(["item", "quantity", "unit", "$/unit", "$/hour", "source"], rows))
+    lines.append(render_table(["item", "$/hour", "quantity", "unit", "$/unit", "source"], rows))
     lines.extend(f"  [{ref}] {source}" for source, ref in sources.items())
     total = plan.usd_per_hour
     lines += [
         "",
         f"total: {_money(total)}/hour (~{_money(total * HOURS_PER_MONTH)}/month running 24/7)"
         + (" PARTIAL: lines without a price are left out" if plan.partial else ""),
+        f"  of which platform: {_money(plan.platform_usd_per_hour)}/hour (the lines without a "
+        "workload name), billed even with every workload disabled",
     ]
     lines.extend(f"  {message}; add it with --prices FILE" for message in plan.missing_prices)
     for w in plan.workloads:
