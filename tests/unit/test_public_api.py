@@ -114,3 +114,17 @@ def test_the_consumer_page_top_level_import_works() -> None:
     assert lines
     for line in lines:
         exec(compile(line, "consumer-example.md", "exec"), {})
+
+
+def test_every_class_whose_methods_the_docs_call_is_exported() -> None:
+    """`ClusterAutoscaler.enable(cluster)`, `GpuEksCluster.from_..._attributes(...)`: a class
+    the docs call a method of is importable from the package, like the ones they import."""
+    called: set[str] = set()
+    for path in ROOT.joinpath("docs").rglob("*.md"):
+        called.update(
+            re.findall(r"\b([A-Z][A-Za-z]+)\.[a-z_]+\(", path.read_text(encoding="utf-8"))
+        )
+    ours = {name for name in called if name not in {"cdk", "Stack", "App"}}
+    assert {"ClusterAutoscaler", "DevicePlugins"} <= ours
+    missing = sorted(name for name in ours if name not in fm_constructs.__all__)
+    assert not missing, f"the docs call methods of names not exported: {missing}"
