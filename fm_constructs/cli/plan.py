@@ -116,7 +116,10 @@ class GoalPlan:
     peak_source: str | None
     accelerator_hours: float | None
     wall_clock_days: float | None
+    #: The goal's wall-clock hours at the workload's nodes and file system (None: a price of
+    #: either is missing) and at its nodes alone (None: the nodes have no price).
     usd: float | None
+    nodes_usd: float | None = None
     note: str | None = None
 
 
@@ -625,7 +628,7 @@ def _plan_workload(
         else (0.0 if storage is None else None)
     )
     total = compute + storage_hourly if compute is not None and storage_hourly is not None else None
-    goal_plan = _plan_goal(goal, spec, nodes, total, notes) if goal is not None else None
+    goal_plan = _plan_goal(goal, spec, nodes, (total, compute), notes) if goal is not None else None
     return WorkloadPlan(
         name=workload.name,
         orchestrator=workload.orchestrator.value,
@@ -734,15 +737,24 @@ def _plan_storage(
     )
 
 
+def _at(result: GoalEstimate | None, usd_per_hour: float | None) -> float | None:
+    """The estimated run's wall-clock hours at ``usd_per_hour`` (None when either is missing)."""
+    if result is None or usd_per_hour is None:
+        return None
+    return result.wall_clock_hours * usd_per_hour
+
+
 def _plan_goal(
     goal: TrainingGoal,
     spec: InstanceSpec,
     nodes: int,
-    usd_per_hour: float | None,
+    rates: tuple[float | None, float | None],
     notes: list[str],
 ) -> GoalPlan:
-    """The training goal on ``nodes`` nodes of ``spec``; without a peak FLOPS figure for its
-    accelerator, the goal alone with a note saying why (also added to ``notes``)."""
+    """The training goal on ``nodes`` nodes of ``spec``, costed at ``rates`` (the workload's
+    $/hour with its file system, and its nodes' alone; None where a price is missing); without
+    a peak FLOPS figure for its accelerator, the goal alone with a note saying why (also added
+    to ``notes``)."""
     peak = peak_flops(spec.accelerator_name)
     result: GoalEstimate | None = None
     note: str | None = None
@@ -760,9 +772,8 @@ def _plan_goal(
         peak_source=None if result is None else result.peak.source,
         accelerator_hours=None if result is None else result.accelerator_hours,
         wall_clock_days=None if result is None else result.days,
-        usd=result.wall_clock_hours * usd_per_hour
-        if result is not None and usd_per_hour is not None
-        else None,
+        usd=_at(result, rates[0]),
+        nodes_usd=_at(result, rates[1]),
         note=note,
     )
 
@@ -823,10 +834,9 @@ def _goal_cost_line(w: WorkloadPlan, g: GoalPlan) -> str:
     if g.usd is not None and hourly is not None:
         return f"  cost        {_money(g.usd)} at {w.name}'s {_money(hourly)}/hour (nodes and FSx)"
     compute = w.cost.compute_usd_per_hour
-    if compute is not None and g.wall_clock_days is not None:
-        nodes_only = compute * g.wall_clock_days * 24
+    if g.nodes_usd is not None and compute is not None:
         return (
-            f"  cost        {_money(nodes_only)} for the nodes alone at {_money(compute)}/hour; "
+            f"  cost        {_money(g.nodes_usd)} for the nodes alone at {_money(compute)}/hour; "
             "its file system has no price (see the cost lines below)"
         )
     return "  cost        no price for its nodes (see the cost lines below)"

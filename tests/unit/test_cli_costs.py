@@ -4,6 +4,7 @@ the platform's own charges are separate lines."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -230,6 +231,27 @@ def test_a_goal_without_an_fsx_price_costs_the_nodes_and_says_so(
         hours * nodes.usd_per_hour, rel=0.005
     )
     assert "its file system has no price" in cost
+    goal = next(w for w in plan.workloads if w.name == "pretraining").goal
+    assert goal is None  # no goal without --params/--tokens: the JSON below carries it
+    assert (
+        main(
+            [
+                "plan",
+                "--config",
+                "config/pretraining-capacity-block.toml",
+                "--params",
+                "8B",
+                "--tokens",
+                "1T",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    document = json.loads(capsys.readouterr().out)
+    estimate = document["workloads"][0]["training_goal"]
+    assert estimate["usd"] is None  # the total needs the missing FSx price
+    assert estimate["nodes_usd"] == pytest.approx(float(match.group(1).replace(",", "")), abs=0.01)
 
 
 def test_a_profile_with_every_workload_disabled_plans_the_platform_cost(
