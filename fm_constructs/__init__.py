@@ -127,11 +127,17 @@ if TYPE_CHECKING:
         HelmChartSpec as HelmChartSpec,
         WorkloadOperators as WorkloadOperators,
     )
+    from fm_constructs.orchestration.cluster_autoscaler import (
+        ClusterAutoscaler as ClusterAutoscaler,
+    )
     from fm_constructs.orchestration.cluster_interface import (
         IGpuCluster as IGpuCluster,
     )
     from fm_constructs.orchestration.eks_charts import (
         ClusterAutoscalerSettings as ClusterAutoscalerSettings,
+    )
+    from fm_constructs.orchestration.eks_metrics_sources import (
+        EksMetricsSources as EksMetricsSources,
     )
     from fm_constructs.orchestration.hyperpod import (
         DeepHealthCheck as DeepHealthCheck,
@@ -147,6 +153,9 @@ if TYPE_CHECKING:
     )
     from fm_constructs.orchestration.hyperpod.imported import (
         IHyperPodCluster as IHyperPodCluster,
+    )
+    from fm_constructs.orchestration.load_balancer_controller import (
+        AwsLoadBalancerController as AwsLoadBalancerController,
     )
     from fm_constructs.orchestration.pcs import (
         PcsCluster as PcsCluster,

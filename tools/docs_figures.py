@@ -140,7 +140,7 @@ def _plan_totals() -> str:
     prices = load_prices()
     for path in sorted((ROOT / "config").glob("*.toml")):
         plan = build_plan(load_profile(path), prices)
-        platform = sum(c.usd_per_hour or 0.0 for c in plan.costs if ":" not in c.item)
+        platform = plan.platform_usd_per_hour
         missing = "; ".join(
             (c.priced or c.item) + (f" ({c.owner})" if c.owner else "")
             for c in plan.costs
@@ -161,7 +161,7 @@ def _plan_default_total() -> str:
     from fm_constructs.config import load_profile
 
     plan = build_plan(load_profile(ROOT / "config" / "default.toml"), load_prices())
-    platform = sum(c.usd_per_hour or 0.0 for c in plan.costs if ":" not in c.item)
+    platform = plan.platform_usd_per_hour
     return (
         f"At list prices (as of {plan.prices_as_of}, On-Demand, {plan.region}) the default "
         f"profile costs **${plan.usd_per_hour:,.2f} an hour** while everything runs "

@@ -116,7 +116,10 @@ class GoalPlan:
     peak_source: str | None
     accelerator_hours: float | None
     wall_clock_days: float | None
+    #: The goal's wall-clock hours at the workload's nodes and file system (None: a price of
+    #: either is missing) and at its nodes alone (None: the nodes have no price).
     usd: float | None
+    nodes_usd: float | None = None
     note: str | None = None
 
 
@@ -303,6 +306,18 @@ class Plan:
         """Sum of every priced line (see ``partial`` for what it leaves out)."""
         return sum(c.usd_per_hour for c in self.costs if c.usd_per_hour is not None)
 
+    @property
+    def platform_usd_per_hour(self) -> float:
+        """The priced lines no workload owns: NAT gateways, interface endpoints, EKS control
+        planes and system nodes, the observability workspaces. The platform bills them even
+        with every workload disabled."""
+        workloads = {w.name for w in self.workloads}
+        return sum(
+            c.usd_per_hour
+            for c in self.costs
+            if c.usd_per_hour is not None and c.owner not in workloads
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document (schema ``fmc.plan/v1``)."""
         return {
@@ -335,6 +350,7 @@ class Plan:
                 "nodes": sum(w.nodes for w in self.workloads),
                 "accelerators": sum(w.accelerators for w in self.workloads),
                 "usd_per_hour": self.usd_per_hour,
+                "platform_usd_per_hour": self.platform_usd_per_hour,
                 "partial": self.partial,
                 "missing_prices": list(self.missing_prices),
             },
@@ -612,7 +628,7 @@ def _plan_workload(
         else (0.0 if storage is None else None)
     )
     total = compute + storage_hourly if compute is not None and storage_hourly is not None else None
-    goal_plan = _plan_goal(goal, spec, nodes, total, notes) if goal is not None else None
+    goal_plan = _plan_goal(goal, spec, nodes, (total, compute), notes) if goal is not None else None
     return WorkloadPlan(
         name=workload.name,
         orchestrator=workload.orchestrator.value,
@@ -721,15 +737,24 @@ def _plan_storage(
     )
 
 
+def _at(result: GoalEstimate | None, usd_per_hour: float | None) -> float | None:
+    """The estimated run's wall-clock hours at ``usd_per_hour`` (None when either is missing)."""
+    if result is None or usd_per_hour is None:
+        return None
+    return result.wall_clock_hours * usd_per_hour
+
+
 def _plan_goal(
     goal: TrainingGoal,
     spec: InstanceSpec,
     nodes: int,
-    usd_per_hour: float | None,
+    rates: tuple[float | None, float | None],
     notes: list[str],
 ) -> GoalPlan:
-    """The training goal on ``nodes`` nodes of ``spec``; without a peak FLOPS figure for its
-    accelerator, the goal alone with a note saying why (also added to ``notes``)."""
+    """The training goal on ``nodes`` nodes of ``spec``, costed at ``rates`` (the workload's
+    $/hour with its file system, and its nodes' alone; None where a price is missing); without
+    a peak FLOPS figure for its accelerator, the goal alone with a note saying why (also added
+    to ``notes``)."""
     peak = peak_flops(spec.accelerator_name)
     result: GoalEstimate | None = None
     note: str | None = None
@@ -747,9 +772,8 @@ def _plan_goal(
         peak_source=None if result is None else result.peak.source,
         accelerator_hours=None if result is None else result.accelerator_hours,
         wall_clock_days=None if result is None else result.days,
-        usd=result.wall_clock_hours * usd_per_hour
-        if result is not None and usd_per_hour is not None
-        else None,
+        usd=_at(result, rates[0]),
+        nodes_usd=_at(result, rates[1]),
         note=note,
     )
 
@@ -759,8 +783,9 @@ def _plan_goal(
 # --------------------------------------------------------------------------------------------
 
 
-def _money(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:,.2f}"
+def _money(value: float) -> str:
+    """A dollar figure; a missing price never gets here (callers print "no price" and why)."""
+    return f"${value:,.2f}"
 
 
 def _figure(value: float, decimals: int) -> str:
@@ -790,13 +815,31 @@ def _pod_ip_note(workloads: Sequence[WorkloadPlan]) -> list[str]:
     ]
 
 
-def _workload_money(w: WorkloadPlan) -> str:
-    """A workload's $/hour; when one of its prices is missing, the priced part, marked."""
-    cost = w.cost
-    if cost.usd_per_hour is not None:
-        return _money(cost.usd_per_hour)
-    known = [v for v in (cost.compute_usd_per_hour, cost.storage_usd_per_hour) if v is not None]
-    return f"{_money(sum(known))} partial" if known else "no price"
+def _nodes_money(w: WorkloadPlan) -> str:
+    """A workload's nodes by the hour (its file system is a line of its own: the FSx table
+    and the cost lines show it, never folded in here)."""
+    compute = w.cost.compute_usd_per_hour
+    return "no price" if compute is None else _money(compute)
+
+
+def _storage_money(s: StoragePlan) -> str:
+    """A file system's $/hour, the figure the cost lines add to the total."""
+    return "no price" if s.usd_per_month is None else _money(s.usd_per_month / HOURS_PER_MONTH)
+
+
+def _goal_cost_line(w: WorkloadPlan, g: GoalPlan) -> str:
+    """What the training goal costs at the workload's hourly rate (nodes and file system);
+    with a price missing, what the priced part costs and what it leaves out."""
+    hourly = w.cost.usd_per_hour
+    if g.usd is not None and hourly is not None:
+        return f"  cost        {_money(g.usd)} at {w.name}'s {_money(hourly)}/hour (nodes and FSx)"
+    compute = w.cost.compute_usd_per_hour
+    if g.nodes_usd is not None and compute is not None:
+        return (
+            f"  cost        {_money(g.nodes_usd)} for the nodes alone at {_money(compute)}/hour; "
+            "its file system has no price (see the cost lines below)"
+        )
+    return "  cost        no price for its nodes (see the cost lines below)"
 
 
 def _render_pod_subnet(subnet: SubnetPlan) -> list[str]:
@@ -890,36 +933,37 @@ def render_plan(plan: Plan) -> str:
 
     lines = [f"plan of {plan.source} ({plan.region}, GPU zone {plan.availability_zone})", ""]
     if not plan.workloads:
-        lines.append("no workload is enabled")
-    lines.append(
-        render_table(
-            [
-                "workload",
-                "instance",
-                "nodes",
-                "accelerators",
-                "acc. memory GiB",
-                "EFA/node",
-                "EFA Gbps/node",
-                "EFA Gbps total",
-                "$/hour",
-            ],
-            [
+        lines.append("no workload is enabled: the cost lines below are the platform's own")
+    else:
+        lines.append(
+            render_table(
                 [
-                    w.name,
-                    w.instance_type,
-                    w.nodes,
-                    f"{w.accelerators} x {w.accelerator}",
-                    round(w.total_accelerator_memory_gib),
-                    w.efa_interfaces_per_node,
-                    round(w.efa_bandwidth_gbps_per_node),
-                    round(w.efa_bandwidth_gbps_total),
-                    _workload_money(w),
-                ]
-                for w in plan.workloads
-            ],
+                    "workload",
+                    "instance",
+                    "nodes",
+                    "nodes $/hour",
+                    "accelerators",
+                    "acc. memory GiB",
+                    "EFA/node",
+                    "EFA Gbps/node",
+                    "EFA Gbps total",
+                ],
+                [
+                    [
+                        w.name,
+                        w.instance_type,
+                        w.nodes,
+                        _nodes_money(w),
+                        f"{w.accelerators} x {w.accelerator}",
+                        round(w.total_accelerator_memory_gib),
+                        w.efa_interfaces_per_node,
+                        round(w.efa_bandwidth_gbps_per_node),
+                        round(w.efa_bandwidth_gbps_total),
+                    ]
+                    for w in plan.workloads
+                ],
+            )
         )
-    )
     stored = [w for w in plan.workloads if w.storage is not None]
     if stored:
         lines += ["", "FSx for Lustre (PERSISTENT_2 SSD)"]
@@ -933,12 +977,13 @@ def render_plan(plan: Plan) -> str:
                     s.source,
                     s.storage_capacity_gib,
                     s.throughput_mb_s_per_tib,
+                    _storage_money(s),
+                    "no price" if s.usd_per_month is None else _money(s.usd_per_month),
                     round(s.aggregate_throughput_mb_s),
                     "-" if s.checkpoint_size_gib is None else f"{s.checkpoint_size_gib:,.1f}",
                     "-"
                     if s.checkpoint_write_seconds is None
                     else f"{s.checkpoint_write_seconds:,.0f}",
-                    "no price" if s.usd_per_month is None else _money(s.usd_per_month),
                 ]
             )
         lines.append(
@@ -948,10 +993,11 @@ def render_plan(plan: Plan) -> str:
                     "sizing",
                     "capacity GiB",
                     "MB/s/TiB",
+                    "$/hour",
+                    "$/month",
                     "MB/s",
                     "checkpoint GiB",
                     "write s",
-                    "$/month",
                 ],
                 rows,
             )
@@ -1036,7 +1082,7 @@ def render_plan(plan: Plan) -> str:
             f"  time        {_figure(g.accelerator_hours, 0)} accelerator-hours = "
             f"{_figure(g.wall_clock_days, 1)} days on {w.accelerators} accelerators"
         )
-        lines.append(f"  cost        {_money(g.usd)} at the plan's $/hour")
+        lines.append(_goal_cost_line(w, g))
     lines += ["", "cost by the hour (list prices; usage-billed parts not included)"]
     sources: dict[str, int] = {}
     rows = []
@@ -1045,20 +1091,22 @@ def render_plan(plan: Plan) -> str:
         rows.append(
             [
                 c.item,
+                "no price" if c.usd_per_hour is None else _money(c.usd_per_hour),
                 f"{c.quantity:,g}",
                 c.unit,
                 "usage" if c.usage_only else _unit_money(c.unit_usd_per_hour),
-                "no price" if c.usd_per_hour is None else _money(c.usd_per_hour),
                 f"[{ref}]" + (f" + {c.usage}" if c.usage else ""),
             ]
         )
-    lines.append(render_table(["item", "quantity", "unit", "$/unit", "$/hour", "source"], rows))
+    lines.append(render_table(["item", "$/hour", "quantity", "unit", "$/unit", "source"], rows))
     lines.extend(f"  [{ref}] {source}" for source, ref in sources.items())
     total = plan.usd_per_hour
     lines += [
         "",
         f"total: {_money(total)}/hour (~{_money(total * HOURS_PER_MONTH)}/month running 24/7)"
         + (" PARTIAL: lines without a price are left out" if plan.partial else ""),
+        f"  of which platform: {_money(plan.platform_usd_per_hour)}/hour (the lines without a "
+        "workload name), billed even with every workload disabled",
     ]
     lines.extend(f"  {message}; add it with --prices FILE" for message in plan.missing_prices)
     for w in plan.workloads:

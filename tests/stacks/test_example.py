@@ -17,6 +17,7 @@ setup``'s ``npm ci`` of the same CLI version filled.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -98,9 +99,12 @@ def _clean_environment() -> dict[str, str]:
     return env
 
 
-def _example_template() -> dict[str, Any]:
-    """The example app built in this process, its stack's template made stable."""
+def _example_template(context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The example app built in this process, its stack's template made stable; ``context``
+    replaces the app's feature flags (default: fm_constructs.feature_flags, as new_app())."""
     import importlib.util
+
+    import aws_cdk as cdk
 
     from fm_constructs.testing import new_app, stable_template
 
@@ -108,7 +112,14 @@ def _example_template() -> dict[str, Any]:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return dict(stable_template(module.build(new_app())))
+    app = new_app() if context is None else cdk.App(context=context)
+    return dict(stable_template(module.build(app)))
+
+
+@functools.cache
+def _example_template_json() -> str:
+    """The example's template with the published flags, built once for the tests below."""
+    return json.dumps(_example_template(), sort_keys=True)
 
 
 def test_example_built_in_process_matches_its_snapshot_and_passes_cfn_lint(
@@ -119,7 +130,7 @@ def test_example_built_in_process_matches_its_snapshot_and_passes_cfn_lint(
     ``pytest tests/stacks --snapshot-update`` refreshes that snapshot too."""
     from fm_constructs.testing import assert_matches_snapshot
 
-    template = _example_template()
+    template = json.loads(_example_template_json())
     update = bool(request.config.getoption("--snapshot-update"))
     snapshot = EXAMPLE / "tests" / "snapshots" / "team-training.json"
     assert_matches_snapshot(template, snapshot, update=update)
@@ -171,6 +182,7 @@ def test_page_steps_cover_install_cli_synth_and_tests() -> None:
         'pip install "$FM_CONSTRUCTS" -r requirements.txt',
         "npm ci",
         "npx cdk synth",
+        "cfn-lint cdk.out/*.template.json",
         "pytest",
     ):
         assert any(step.startswith(expected) for step in steps), expected
@@ -236,3 +248,48 @@ def test_example_does_not_reach_into_the_repository() -> None:
         text = source.read_text()
         assert "sys.path" not in text, source
         assert "from stacks" not in text and "import stacks" not in text, source
+
+
+def test_example_lint_settings_skip_exactly_what_its_template_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's .cfnlintrc.yaml (what `cfn-lint cdk.out/*.template.json` reads in the app's
+    folder, a page step) skips W3005 and W3010, each with a reason, and those are the only
+    findings cfn-lint has for the template without it: nothing is hidden that is not there."""
+    import yaml
+    from cfnlint.config import ConfigMixIn, ManualArgs
+    from cfnlint.decode.decode import decode_str
+    from cfnlint.runner import Runner
+
+    settings = (EXAMPLE / ".cfnlintrc.yaml").read_text()
+    ignored = yaml.safe_load(settings)["ignore_checks"]
+    assert sorted(ignored) == ["W3005", "W3010"]
+    for rule in ignored:
+        assert re.search(rf"# {rule} \"[^\"]+\": \S", settings), f"{rule} has no reason"
+    decoded, errors = decode_str(_example_template_json())
+    assert not errors and decoded is not None
+    # From a folder without settings (cfn-lint reads a .cfnlintrc.yaml in the working folder,
+    # and the repository's own skips the same two rules).
+    monkeypatch.chdir(tmp_path)
+    runner = Runner(ConfigMixIn(**ManualArgs(regions=["us-east-1"])))
+    assert {m.rule.id for m in runner.validate_template(decoded)} == set(ignored)
+    for rule in ignored:
+        assert rule in PAGE.read_text(), f"the page does not explain {rule}"
+
+
+_SHAPING_FLAGS = re.compile(r"<!-- example-shaping-flags -->\n((?:- .*\n(?:  .*\n)*)+)")
+
+
+def test_the_flags_the_page_names_are_all_the_example_depends_on() -> None:
+    """docs/patterns/consumer-example.md names the feature flags that shape the example's
+    template: with only those set (to the published values), the template is the same as with
+    every published flag."""
+    from fm_constructs.feature_flags import feature_flags
+
+    block = _SHAPING_FLAGS.search(PAGE.read_text())
+    assert block is not None
+    named = dict(re.findall(r"^- `([^`]+)`: `([^`]+)`", block.group(1), re.MULTILINE))
+    flags = feature_flags()
+    assert named and all(json.dumps(flags[k]) == v for k, v in named.items()), named
+    only_named = _example_template({k: flags[k] for k in named})
+    assert json.dumps(only_named, sort_keys=True) == _example_template_json()

@@ -73,3 +73,58 @@ def test_importing_the_package_does_not_load_aws_cdk() -> None:
         "assert 'aws_cdk' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+_FROM_IMPORT = re.compile(
+    r"^\s*from (fm_constructs(?:\.\w+)*) import (?:\(([^)]*)\)|(.+))$", re.MULTILINE
+)
+
+
+def _documented_imports() -> dict[str, set[tuple[str, str]]]:
+    """Name -> (module, file) for every ``from fm_constructs... import`` in the docs pages and
+    the example apps, parenthesized lists included."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    sources = [*ROOT.joinpath("docs").rglob("*.md"), *ROOT.joinpath("examples").rglob("*.py")]
+    for path in sources:
+        for module, listed, single in _FROM_IMPORT.findall(path.read_text(encoding="utf-8")):
+            for entry in (listed or single).split("#", 1)[0].replace("\n", ",").split(","):
+                name = entry.strip().split(" as ")[0].strip()
+                if name:
+                    found.setdefault(name, set()).add((module, str(path.relative_to(ROOT))))
+    return found
+
+
+def test_docs_and_examples_import_each_name_from_one_place() -> None:
+    """A consumer copying from two pages gets the same import line: each public name is
+    imported from one submodule everywhere (or from the package itself)."""
+    found = _documented_imports()
+    assert {"GpuClusterVpc", "EfaSecurityGroup", "FsxSizingRequest"} <= set(found)
+    mixed = {
+        name: sorted(places)
+        for name, places in found.items()
+        if len({module for module, _ in places} - {"fm_constructs"}) > 1
+    }
+    assert not mixed, f"imported from different modules: {mixed}"
+
+
+def test_the_consumer_page_top_level_import_works() -> None:
+    """The line docs/patterns/consumer-example.md shows, run as written."""
+    page = (ROOT / "docs" / "patterns" / "consumer-example.md").read_text(encoding="utf-8")
+    lines = [line for line in page.splitlines() if line.startswith("from fm_constructs import ")]
+    assert lines
+    for line in lines:
+        exec(compile(line, "consumer-example.md", "exec"), {})
+
+
+def test_every_class_whose_methods_the_docs_call_is_exported() -> None:
+    """`ClusterAutoscaler.enable(cluster)`, `GpuEksCluster.from_..._attributes(...)`: a class
+    the docs call a method of is importable from the package, like the ones they import."""
+    called: set[str] = set()
+    for path in ROOT.joinpath("docs").rglob("*.md"):
+        called.update(
+            re.findall(r"\b([A-Z][A-Za-z]+)\.[a-z_]+\(", path.read_text(encoding="utf-8"))
+        )
+    ours = {name for name in called if name not in {"cdk", "Stack", "App"}}
+    assert {"ClusterAutoscaler", "DevicePlugins"} <= ours
+    missing = sorted(name for name in ours if name not in fm_constructs.__all__)
+    assert not missing, f"the docs call methods of names not exported: {missing}"
