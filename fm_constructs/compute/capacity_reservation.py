@@ -9,7 +9,7 @@ from aws_cdk import Annotations, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fm_constructs.catalog import get_instance_type
+from fm_constructs.catalog import catalogued_spec
 from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN
 from fm_constructs.compute.capacity import CapacitySource
 from fm_constructs.errors import Problems
@@ -62,7 +62,7 @@ class OnDemandCapacityReservation(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        spec = get_instance_type(instance_type)
+        spec = catalogued_spec(problems, instance_type)
         if not Token.is_unresolved(availability_zone) and not AVAILABILITY_ZONE_PATTERN.match(
             availability_zone
         ):
@@ -87,6 +87,7 @@ class OnDemandCapacityReservation(Construct):
         if end_moment is not None and end_moment <= datetime.now(UTC):
             problems.add("end_date", end_text, "must be in the future")
         problems.raise_if_any()
+        assert spec is not None  # a catalog miss is among the problems raised above
         stack = Stack.of(self)
         self.placement_group_arn: str | None = (
             stack.format_arn(

@@ -78,7 +78,7 @@ class GpuClusterVpc(Construct):
         zones = list(availability_zones)
         node_subnet_cidrs = list(node_subnet_cidrs)
         findings = vpc_arguments(
-            zones,
+            availability_zones,
             cidr,
             region=None if Token.is_unresolved(region) else region,
             pod_cidr=pod_cidr,

@@ -18,6 +18,7 @@ from fm_constructs.planning.kubernetes_versions import (
     SUPPORTED_VERSIONS,
     supported_versions_text,
 )
+from fm_constructs.planning.vpc_layout import VPC_PREFIX_RANGE
 from fm_constructs.rules.findings import RULES, Finding, Severity, define, rule
 
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
@@ -348,10 +349,16 @@ def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs
 
 @rule(
     "FM105",
-    "The VPC CIDR is not an IPv4 network with a prefix between /16 and /24.",
-    "Use an IPv4 network such as '10.0.0.0/16' (/16 to /24).",
+    "The VPC CIDR is not an IPv4 network with a prefix between "
+    f"/{VPC_PREFIX_RANGE[0]} and /{VPC_PREFIX_RANGE[1]}.",
+    f"Use an IPv4 network such as '10.0.0.0/16' (/{VPC_PREFIX_RANGE[0]} to "
+    f"/{VPC_PREFIX_RANGE[1]}).",
 )
 def vpc_cidr(cidr: str, *, key: str = "vpc_cidr") -> list[Finding]:
+    if not isinstance(cidr, str):  # a library caller outside the type checker
+        return [
+            Finding("FM105", Severity.ERROR, key, cidr, "must be a string such as '10.0.0.0/16'")
+        ]
     if _is_token(cidr):
         return []
     try:
@@ -362,9 +369,16 @@ def vpc_cidr(cidr: str, *, key: str = "vpc_cidr") -> list[Finding]:
                 "FM105", Severity.ERROR, key, cidr, "must be an IPv4 network such as '10.0.0.0/16'"
             )
         ]
-    if not 16 <= network.prefixlen <= 24:
+    shortest, longest = VPC_PREFIX_RANGE
+    if not shortest <= network.prefixlen <= longest:
         return [
-            Finding("FM105", Severity.ERROR, key, cidr, "must have a prefix between /16 and /24")
+            Finding(
+                "FM105",
+                Severity.ERROR,
+                key,
+                cidr,
+                f"must have a prefix between /{shortest} and /{longest}",
+            )
         ]
     return []
 

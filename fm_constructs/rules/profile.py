@@ -377,9 +377,9 @@ def _check_platform(profile: Profile) -> list[Finding]:
     if region:
         if az:
             zones += platform_rules.zone_in_region(az, region, region_key="platform.region")
-        for zone in azs:
+        for index, zone in enumerate(azs):
             zones += platform_rules.zone_in_region(
-                zone, region, key="availability_zones", region_key="platform.region"
+                zone, region, key=f"availability_zones[{index}]", region_key="platform.region"
             )
     # A zone that cannot exist is reported once, not again as "not in the list".
     gpu_zone = "" if zones else az

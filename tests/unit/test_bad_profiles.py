@@ -334,7 +334,7 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
     (
         "31c",
         {"platform.availability_zones": ["use1-az1", "use1-az2"]},
-        "platform.availability_zones",
+        "platform.availability_zones[0]",
         "FM102",
         "not a zone ID",
     ),
