@@ -215,6 +215,13 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "platform.region 'us-east-1'",
     ),
     (
+        "41",
+        TRAINING_PLAN,
+        "pretraining.capacity.training_plan_arn",
+        "FM315",
+        "must belong to platform.account '111122223333' (this one is in '444455556666')",
+    ),
+    (
         "43",
         {"inference.model.tensor_parallel_size": 3},
         "inference.model.tensor_parallel_size",
@@ -478,6 +485,116 @@ def test_every_problem_of_a_profile_is_reported_at_once(tmp_path: Path) -> None:
     with pytest.raises(FmValidationError) as raised:
         load_profile(path)
     assert set(raised.value.codes) >= {"FM201", "FM202", "FM204", "FM502", "FM004"}
+
+
+#: Profiles with several problems: (review row, profile changes, every (key path, code) the
+#: user must get, in order, and nothing else: no knock-on or repeated lines).
+ALL_AT_ONCE: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
+    (
+        # Three problems the EKS cluster construct once found alone, and TP 16.
+        "45",
+        {
+            "platform.kubernetes_version": "1.29",
+            "platform.admin_role_arns": ["PlatformAdmin"],
+            "platform.public_access_cidrs": ["0.0.0.0/0"],
+            "inference.model.tensor_parallel_size": 16,
+        },
+        [
+            ("platform.kubernetes_version", "FM201"),
+            ("platform.admin_role_arns[0]", "FM202"),
+            ("platform.public_access_cidrs[0]", "FM204"),
+            ("inference.model.tensor_parallel_size", "FM502"),
+        ],
+    ),
+    (
+        "45b-unknown-key",
+        {"platform.regoin": "us-east-1", "inference.model.tensor_parallel_size": 16},
+        [("platform.regoin", "FM001"), ("inference.model.tensor_parallel_size", "FM502")],
+    ),
+    (
+        "45b-wrong-type",
+        {"pretraining.instance_count": "2", "inference.model.tensor_parallel_size": 16},
+        [
+            ("pretraining.instance_count", "FM002"),
+            ("inference.model.tensor_parallel_size", "FM502"),
+        ],
+    ),
+    (
+        # A value of the wrong type, and two values only the VPC and FSx constructs once
+        # refused.
+        "45b-construct-checks",
+        {
+            "platform.kubernetes_version": 1.35,
+            "platform.vpc_cidr": "10.0.0.0/12",
+            "post_training.storage.storage_capacity_gib": -1200,
+        },
+        [
+            ("platform.vpc_cidr", "FM105"),
+            ("platform.kubernetes_version", "FM002"),
+            ("post_training.storage.storage_capacity_gib", "FM401"),
+        ],
+    ),
+    (
+        "17",
+        {"pretraining.instance_type": DELETE, "pretraining.instance_typ": "p5.48xlarge"},
+        [("pretraining.instance_typ", "FM001")],
+    ),
+    (
+        "21b",
+        {"platform.kubernetes_version": 1.35},
+        [("platform.kubernetes_version", "FM002")],
+    ),
+    (
+        "24",
+        {"inference.model.gpu_memory_utilization": 1.5, "inference.model.model_s3_prefix": "x"},
+        [
+            ("inference.model.gpu_memory_utilization", "FM509"),
+            ("inference.model.model_s3_prefix", "FM005"),
+        ],
+    ),
+    (
+        "31c",
+        {"platform.availability_zones": ["use1-az1", "use1-az2"]},
+        [("platform.availability_zones[0]", "FM102"), ("platform.availability_zones[1]", "FM102")],
+    ),
+    (
+        # A zone the region lacks: its own line for each key holding it, no "is not listed".
+        "06b-both-keys",
+        {
+            "platform.availability_zone": "us-east-1g",
+            "platform.availability_zones": ["us-east-1a", "us-east-1g"],
+        },
+        [("platform.availability_zones[1]", "FM102"), ("platform.availability_zone", "FM102")],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "changes", "expected"), ALL_AT_ONCE, ids=[row[0] for row in ALL_AT_ONCE]
+)
+def test_every_problem_at_once_and_nothing_else_everywhere(
+    tmp_path: Path, row: str, changes: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    """The loader, `fmc plan` and `cdk synth` give the same lines: one per problem, all in
+    one round, none a knock-on of another."""
+    path = _profile(tmp_path, changes)
+    with pytest.raises(FmValidationError) as raised:
+        load_profile(path)
+    error = raised.value
+    got = [(f.key, f.code) for f in error.findings]
+    assert sorted(got) == sorted(expected), f"row {row}: {error}"
+    lines = [f.line() for f in error.findings]
+
+    plan = run("plan", "--config", str(path))
+    assert plan.code == 2, plan.out + plan.err
+    assert f"profile {path}" in plan.err
+    assert [line for line in lines if line in plan.err] == lines, plan.err
+    assert plan.err.count("[FM") == len(lines), plan.err
+
+    code, text = _synth(path)
+    assert code == 1
+    assert [line for line in lines if line in text] == lines, text
+    assert text.count("[FM") == len(lines), text
 
 
 def test_no_knock_on_line_for_a_malformed_key(tmp_path: Path) -> None:
