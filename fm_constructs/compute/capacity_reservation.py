@@ -12,6 +12,7 @@ from constructs import Construct
 from fm_constructs.catalog import catalogued_spec
 from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN
 from fm_constructs.compute.capacity import CapacitySource
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.planning.capacity_block import parse_utc
 from fm_constructs.rules import constructs as codes
@@ -71,10 +72,14 @@ class OnDemandCapacityReservation(Construct):
                 availability_zone,
                 "must be an Availability Zone name such as us-east-1a",
             )
-        if not Token.is_unresolved(instance_count) and not (
-            1 <= instance_count <= MAX_INSTANCE_COUNT
+        if not Token.is_unresolved(instance_count) and not is_whole_number(
+            instance_count, 1, MAX_INSTANCE_COUNT
         ):
-            problems.add("instance_count", instance_count, f"must be 1-{MAX_INSTANCE_COUNT}")
+            problems.add(
+                "instance_count",
+                instance_count,
+                f"must be a whole number from 1 to {MAX_INSTANCE_COUNT} (an int, not a string)",
+            )
         if tenancy not in TENANCIES:
             problems.add(
                 "tenancy",

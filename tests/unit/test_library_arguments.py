@@ -15,10 +15,11 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Annotations, Match
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.compute import GpuLaunchTemplate
+from fm_constructs.compute import CapacitySource, GpuLaunchTemplate, OnDemandCapacityReservation
 from fm_constructs.errors import FmValidationError
 from fm_constructs.network import GpuClusterVpc
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
+from fm_constructs.orchestration.hyperpod import HyperPodCluster, InstanceGroup
 from fm_constructs.planning.fsx_sizing import DEFAULT_STORAGE_CAPACITY_GIB
 from fm_constructs.storage import DataBucket, LustreFileSystem
 from tests.support import TEST_ENV, imported_vpc
@@ -65,6 +66,27 @@ def _node_group(**kwargs: Any) -> Callable[[], object]:
 
 def _launch_template(instance_type: str) -> Callable[[], object]:
     return lambda: GpuLaunchTemplate(_stack(), "LaunchTemplate", instance_type=instance_type)
+
+
+def _reservation(**kwargs: Any) -> Callable[[], object]:
+    arguments = {
+        "instance_type": "p5.48xlarge",
+        "availability_zone": "us-east-1a",
+        "instance_count": 2,
+        **kwargs,
+    }
+    return lambda: OnDemandCapacityReservation(_stack(), "Reservation", **arguments)
+
+
+def _hyperpod_workers(instance_count: object) -> object:
+    stack = _stack()
+    vpc = imported_vpc(stack)
+    group = InstanceGroup(
+        name="workers", instance_type="p5.48xlarge", instance_count=instance_count
+    )
+    return HyperPodCluster(
+        stack, "HyperPod", vpc=vpc, subnet=vpc.private_subnets[0], instance_groups=[group]
+    )
 
 
 #: (case, build, construct class and path, code, argument, a fragment of the line)
@@ -140,6 +162,38 @@ BAD_ARGUMENTS: list[tuple[str, Callable[[], object], str, str, str, str]] = [
         "FM832",
         "node_count",
         "must be a whole number (an int, not a string)",
+    ),
+    (
+        "reservation-count-as-a-string",
+        _reservation(instance_count="2"),
+        "OnDemandCapacityReservation S/Reservation",
+        "FM812",
+        "instance_count",
+        "must be a whole number from 1 to",
+    ),
+    (
+        "reservation-type-not-in-the-catalog",
+        _reservation(instance_type="p9.48xlarge"),
+        "OnDemandCapacityReservation S/Reservation",
+        "FM301",
+        "instance_type",
+        "did you mean 'p5.48xlarge'",
+    ),
+    (
+        "capacity-count-as-a-string",
+        lambda: CapacitySource.odcr("cr-0123456789abcdef0", instance_count="2"),
+        "CapacitySource",
+        "FM811",
+        "instance_count",
+        "must be a whole number of at least 1",
+    ),
+    (
+        "hyperpod-count-as-a-string",
+        lambda: _hyperpod_workers("2"),
+        "HyperPodCluster S/HyperPod",
+        "FM841",
+        "instance_groups['workers'].instance_count",
+        "instances (a whole number), got '2'",
     ),
     (
         "node-group-type-not-in-the-catalog",
