@@ -9,6 +9,9 @@ import ipaddress
 #: (Amazon VPC User Guide, "VPC CIDR blocks"); below a /24 the private quarter-subnets (/26)
 #: hold too few addresses for a GPU node group and its pods.
 VPC_PREFIX_RANGE = (16, 24)
+#: The most zones a GPU cluster VPC spans: each zone's private subnet takes a quarter of the
+#: VPC, and the public subnets need the rest.
+MAX_ZONES = 3
 
 
 def subnet_prefixes(vpc_cidr: str) -> tuple[int, int]:

@@ -36,7 +36,7 @@ from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION,
     GPU_MEMORY_UTILIZATION_RANGE,
 )
-from fm_constructs.planning.vpc_layout import VPC_PREFIX_RANGE
+from fm_constructs.planning.vpc_layout import MAX_ZONES, VPC_PREFIX_RANGE
 
 #: The FSx for Lustre deployment type of every file system a profile creates (the stacks,
 #: the profile rules and ``fmc plan`` read it here).
@@ -455,7 +455,7 @@ class PlatformConfig:
         metadata={"doc": "Zone of the GPU nodes, FSx file systems and placement groups."}
     )
     availability_zones: tuple[str, ...] = field(
-        metadata={"doc": "Zones of the VPC (at least two, including availability_zone)."}
+        metadata={"doc": f"Zones of the VPC (two to {MAX_ZONES}, including availability_zone)."}
     )
     account: str | None = field(
         default=None,

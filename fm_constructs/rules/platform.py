@@ -18,7 +18,7 @@ from fm_constructs.planning.kubernetes_versions import (
     SUPPORTED_VERSIONS,
     supported_versions_text,
 )
-from fm_constructs.planning.vpc_layout import VPC_PREFIX_RANGE
+from fm_constructs.planning.vpc_layout import MAX_ZONES, VPC_PREFIX_RANGE
 from fm_constructs.rules.findings import RULES, Finding, Severity, define, rule
 
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
@@ -122,8 +122,9 @@ def services_offered(
 
 @rule(
     "FM104",
-    "Zones listed twice, fewer than two zones, or the GPU zone missing from the list.",
-    "List at least two distinct zones of the region, including the GPU zone.",
+    f"Zones listed twice, fewer than two zones or more than {MAX_ZONES}, or the GPU zone "
+    "missing from the list.",
+    f"List two to {MAX_ZONES} distinct zones of the region, including the GPU zone.",
 )
 def zone_list(
     zones: Sequence[str],
@@ -139,6 +140,11 @@ def zone_list(
         broken.append(
             "list at least two zones (EKS and HyperPod-EKS need subnets in two zones; "
             f"GPU nodes stay in {gpu_zone!r})"
+        )
+    if len(zones) > MAX_ZONES:
+        broken.append(
+            f"list at most {MAX_ZONES} zones (each zone's private subnet takes a quarter of "
+            "the VPC CIDR)"
         )
     if gpu_zone and zones and gpu_zone not in zones:
         broken.append(

@@ -257,6 +257,13 @@ def _check_inference(w: InferenceConfig, region: str) -> list[Finding]:
                 INCONSISTENT, "inference.model.served_model_name", None, "is required with a model"
             )
         )
+    else:
+        out += [
+            f.under("inference.model.")
+            for f in inference_rules.served_model_name(model.served_model_name)
+        ]
+    if model.image is not None:
+        out += [f.under("inference.model.") for f in inference_rules.model_image(model.image)]
     out += [
         f.under("inference.model.")
         for f in inference_rules.max_replicas_cover_replicas(model.replicas, model.max_replicas)

@@ -14,13 +14,11 @@ import re
 from collections.abc import Sequence
 
 from fm_constructs.catalog.regions import ZONE_NAME_PATTERN
+from fm_constructs.planning.vpc_layout import MAX_ZONES
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import Finding, Severity
-
-#: The most zones a GPU cluster VPC spans.
-MAX_ZONES = 3
 
 
 def _overlaps(a: str, b: str) -> bool:

@@ -77,6 +77,12 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "platform.availability_zones",
     ),
     (
+        "four-zones",
+        {"platform.availability_zones": ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"]},
+        "GpuClusterVpc",
+        "platform.availability_zones",
+    ),
+    (
         "vpc-cidr-too-large",
         {"platform.vpc_cidr": "10.0.0.0/12"},
         "GpuClusterVpc",
@@ -141,6 +147,18 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         {"inference.model.gpu_memory_utilization": 1.5},
         "InferenceService",
         "inference.model.gpu_memory_utilization",
+    ),
+    (
+        "model-image-unpinned",
+        {"inference.model.image": "vllm/vllm-openai:latest"},
+        "InferenceService",
+        "inference.model.image",
+    ),
+    (
+        "served-model-name-with-spaces",
+        {"inference.model.served_model_name": "Llama 3 70B"},
+        "InferenceService",
+        "inference.model.served_model_name",
     ),
     (
         "inference-on-trainium",
