@@ -531,6 +531,7 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
             )
         )
     out += reservation_node_groups(cap, w.largest_size, prefix=prefix)
+    out += _capacity_arns_at_home(cap, profile.platform.region, profile.platform.account, prefix)
     if (
         cap.kind is CapacityKind.ODCR
         and not cap.node_groups
@@ -702,6 +703,31 @@ def reservation_node_groups(cap: CapacityConfig, nodes: int, *, prefix: str) -> 
                     f"must hold node group {index + 1}'s {sizes[index]} nodes",
                     "give the reservation's real size, or lower instance_count",
                 )
+            )
+    return out
+
+
+#: The EC2 capacity ARNs of a capacity table (and of each of its node groups), by what they
+#: name.
+_CAPACITY_ARNS = {"resource_group_arn": "resource group", "placement_group_arn": "placement group"}
+
+
+def _capacity_arns_at_home(
+    cap: CapacityConfig, region: str, account: str | None, prefix: str
+) -> list[Finding]:
+    """FM315 for a resource group or placement group ARN of another region or account (a
+    malformed one has its own finding)."""
+    tables = [(prefix, cap)] + [
+        (f"{prefix}.node_groups[{index}]", group) for index, group in enumerate(cap.node_groups)
+    ]
+    out: list[Finding] = []
+    for where, table in tables:
+        for key, what in _CAPACITY_ARNS.items():
+            arn = getattr(table, key)
+            if arn is None or capacity_rules.identifier(key, arn):
+                continue
+            out += workload_rules.training_plan_matches(
+                arn, region, account, key=f"{where}.{key}", what=what
             )
     return out
 

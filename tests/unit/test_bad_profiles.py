@@ -222,6 +222,26 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "must belong to platform.account '111122223333' (this one is in '444455556666')",
     ),
     (
+        # Row 41 for EC2 capacity: a reservation group or placement group of another region.
+        "41-odcr",
+        {
+            "pretraining.capacity": {
+                "kind": "odcr",
+                "resource_group_arn": "arn:aws:resource-groups:eu-west-1:111122223333:group/g",
+            }
+        },
+        "pretraining.capacity.resource_group_arn",
+        "FM315",
+        "must be a resource group of platform.region 'us-east-1' (this one is in 'eu-west-1')",
+    ),
+    (
+        "41-placement-group",
+        _reservations(342, 341, 341) | {"platform.account": "444455556666"},
+        "pretraining.capacity.node_groups[0].placement_group_arn",
+        "FM315",
+        "must belong to platform.account '444455556666' (this one is in '111122223333')",
+    ),
+    (
         "43",
         {"inference.model.tensor_parallel_size": 3},
         "inference.model.tensor_parallel_size",
