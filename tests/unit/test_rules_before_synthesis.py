@@ -8,6 +8,9 @@ under the file name and a profile key path (``platform.kubernetes_version``, nev
 construct's argument ``kubernetes_version``), and `fmc plan` must exit 2 with the same line. A
 user therefore never meets a construct's error for something the profile says.
 
+The converse keeps the loader from being merely stricter by accident: values at the edges of
+what it accepts must build.
+
 Building stops at the first construct that refuses, a second or so each; no template is
 synthesized.
 """
@@ -29,7 +32,9 @@ from stacks.app_builder import build_stacks, create_app
 from tests.profile_data import changed, to_toml
 from tests.unit.cli_stubs import run
 
-pytestmark = pytest.mark.xdist_group("default")
+#: One worker for the module: its builds share the loaded default profile and the imports of
+#: every stack, and use no profile synthesis cache.
+pytestmark = pytest.mark.xdist_group("rules-before-synthesis")
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_FILE = ROOT / "config" / "default.toml"
@@ -217,3 +222,47 @@ def test_what_synthesis_refuses_the_loader_refuses_first(
     plan = run("plan", "--config", str(path))
     assert plan.code == 2, plan.out + plan.err
     assert all(f.line() in plan.err for f in error.findings), plan.err
+
+
+#: Values at the edges of what the loader accepts: each must build as well (a construct
+#: refusing one would be a rule the loader lacks). (case, profile changes)
+ACCEPTED: list[tuple[str, dict[str, Any]]] = [
+    ("oldest-kubernetes-version", {"platform.kubernetes_version": "1.34"}),
+    (
+        "three-zones",
+        {"platform.availability_zones": ["us-east-1a", "us-east-1b", "us-east-1c"]},
+    ),
+    (
+        "admin-role-with-a-path",
+        {
+            "platform.admin_role_arns": [
+                "arn:aws:iam::111122223333:role/aws-reserved/sso.amazonaws.com/"
+                "AWSReservedSSO_Admin_0123456789abcdef"
+            ]
+        },
+    ),
+    ("largest-root-volume", {"pretraining.root_volume_size_gib": 65_536}),
+    ("most-pods-per-node", {"pretraining.max_pods_per_node": 250}),
+    (
+        "image-pinned-by-digest",
+        {"inference.model.image": "public.ecr.aws/vllm/vllm-openai@sha256:" + "0" * 64},
+    ),
+    ("served-name-with-slash-and-colon", {"inference.model.served_model_name": "meta/llama:70b"}),
+    (
+        "reservation-group-of-the-region",
+        {
+            "pretraining.capacity": {
+                "kind": "odcr",
+                "resource_group_arn": "arn:aws:resource-groups:us-east-1:111122223333:group/g",
+            }
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "changes"), ACCEPTED, ids=[row[0] for row in ACCEPTED])
+def test_what_the_loader_accepts_builds(tmp_path: Path, case: str, changes: dict[str, Any]) -> None:
+    path = tmp_path / "profile.toml"
+    path.write_text(to_toml(changed(DEFAULT, changes)) + "\n", encoding="utf-8")
+    stacks = build_stacks(create_app(), load_profile(path))
+    assert stacks.platform is not None, case
