@@ -19,6 +19,7 @@ from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import Finding, Severity
+from fm_constructs.rules.tokens import is_unresolved
 
 
 def _overlaps(a: str, b: str) -> bool:
@@ -35,10 +36,15 @@ def _argument(field: str, value: object, requirement: str) -> Finding:
 
 
 def _zone_regions(zones: Sequence[str]) -> list[Finding]:
-    """Zones of a stack whose region is unresolved: each a zone name, all of one region."""
+    """Zones of a stack whose region is unresolved: each a zone name, all of one region
+    (tokens, known only at deploy time, are skipped)."""
     out: list[Finding] = []
     found: dict[str, str] = {}
+    if is_unresolved(list(zones)):
+        return out
     for index, zone in enumerate(zones):
+        if is_unresolved(zone):
+            continue
         if not isinstance(zone, str) or not re.fullmatch(ZONE_NAME_PATTERN, zone):
             out.append(
                 _argument(

@@ -306,3 +306,9 @@ def test_a_sized_file_system_says_nothing_of_its_size() -> None:
         "*", Match.string_like_regexp("No storage_capacity_gib")
     )
     assert infos == []
+
+
+def test_zones_known_only_at_deploy_time_are_not_checked() -> None:
+    stack = _stack(None)
+    vpc = GpuClusterVpc(stack, "Network", availability_zones=cdk.Fn.get_azs())
+    assert vpc.vpc is not None
