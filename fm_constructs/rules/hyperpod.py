@@ -229,7 +229,7 @@ def _health_checks(group: GroupArguments, spec: InstanceSpec | None, prefix: str
                     f"no EFA; drop it",
                 )
             )
-        elif is_whole_number(group.instance_count) and group.instance_count < 2:
+        elif isinstance(group.instance_count, int) and group.instance_count < 2:
             found.append(
                 _error(
                     key,
