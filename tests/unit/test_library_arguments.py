@@ -5,7 +5,6 @@ construct picks for a missing argument is said, not silent."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -269,43 +268,34 @@ def test_a_catalog_lookup_outside_a_construct_names_the_catalog() -> None:
     assert str(raised.value).startswith("instance catalog: instance_type: ")
 
 
+def _size_infos(**size: Any) -> list[str]:
+    """The info messages about its size of a LustreFileSystem given ``size``."""
+    stack = _stack()
+    vpc = imported_vpc(stack)
+    LustreFileSystem(
+        stack,
+        "Fsx",
+        vpc=vpc,
+        subnet=vpc.private_subnets[0],
+        data_bucket=DataBucket(stack, "Data"),
+        **size,
+    )
+    found = Annotations.from_stack(stack).find_info(
+        "/S/Fsx", Match.string_like_regexp("No storage_capacity_gib or sizing")
+    )
+    return [str(message.entry.data) for message in found]
+
+
 def test_an_unsized_file_system_says_which_size_it_takes() -> None:
     """Without storage_capacity_gib or sizing the file system is the smallest one; the
     synthesis says so and how to size it."""
-    stack = _stack()
-    vpc = imported_vpc(stack)
-    LustreFileSystem(
-        stack,
-        "Fsx",
-        vpc=vpc,
-        subnet=vpc.private_subnets[0],
-        data_bucket=DataBucket(stack, "Data"),
-    )
-    infos = Annotations.from_stack(stack).find_info(
-        "/S/Fsx",
-        Match.string_like_regexp(
-            re.escape(f"No storage_capacity_gib or sizing: {DEFAULT_STORAGE_CAPACITY_GIB} GiB")
-        ),
-    )
-    assert len(infos) == 1
-    assert "sizing=FsxSizingRequest" in infos[0].entry.data
+    (info,) = _size_infos()
+    assert info.startswith(f"No storage_capacity_gib or sizing: {DEFAULT_STORAGE_CAPACITY_GIB} GiB")
+    assert "sizing=FsxSizingRequest" in info
 
 
 def test_a_sized_file_system_says_nothing_of_its_size() -> None:
-    stack = _stack()
-    vpc = imported_vpc(stack)
-    LustreFileSystem(
-        stack,
-        "Fsx",
-        vpc=vpc,
-        subnet=vpc.private_subnets[0],
-        data_bucket=DataBucket(stack, "Data"),
-        storage_capacity_gib=2400,
-    )
-    infos = Annotations.from_stack(stack).find_info(
-        "*", Match.string_like_regexp("No storage_capacity_gib")
-    )
-    assert infos == []
+    assert _size_infos(storage_capacity_gib=2400) == []
 
 
 def test_zones_known_only_at_deploy_time_are_not_checked() -> None:
