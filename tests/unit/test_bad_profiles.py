@@ -687,6 +687,27 @@ def test_warnings_load_and_are_shown_by_plan(
     assert matching, f"row {row}: {[w.line() for w in profile.warnings]}"
     plan = run("plan", "--config", str(path))
     assert matching[0].line() in plan.out
+    # cdk synth prints them too (the stacks themselves are built by the profile tests).
+    assert f"warning: {matching[0].line()}" in _synth_output_without_stacks(path)
+
+
+def _synth_output_without_stacks(path: Path) -> str:
+    """What app.py's entry point prints for the profile at ``path`` before it builds and
+    synthesizes the stacks (both replaced by no-ops here)."""
+    import app
+    from stacks.app_builder import create_app
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(app, "build_stacks", lambda *_: None)
+    monkey.setattr(app, "enable_nag", lambda _: None)
+    monkey.setattr(app, "create_app", lambda: create_app(context={"config": str(path)}))
+    stderr = io.StringIO()
+    try:
+        with redirect_stderr(stderr):
+            assert app.main() == 0
+    finally:
+        monkey.undo()
+    return stderr.getvalue()
 
 
 def test_a_single_node_model_on_a_gpu_without_efa_is_valid(tmp_path: Path) -> None:
