@@ -15,6 +15,7 @@ from fm_constructs.catalog import InstanceSpec
 from fm_constructs.domain.kinds import LoadBalancer
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.serving_layout import (
+    GPU_MEMORY_UTILIZATION,
     GPU_MEMORY_UTILIZATION_RANGE,
     VLLM_IMAGE,
     ModelServerSpec,
@@ -267,7 +268,10 @@ def gpu_memory_utilization(value: float, *, key: str = "gpu_memory_utilization")
         return []
     return [
         MEMORY_SHARE.finding(
-            key, value, f"must be {low} to {high} (the fraction of each GPU's memory vLLM may use)"
+            key,
+            value,
+            f"must be {low} to {high} (the fraction of each GPU's memory vLLM may use)",
+            f"leave it unset for {GPU_MEMORY_UTILIZATION}",
         )
     ]
 

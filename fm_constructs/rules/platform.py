@@ -377,6 +377,9 @@ def vpc_cidr(cidr: str, *, key: str = "vpc_cidr") -> list[Finding]:
         ]
     shortest, longest = VPC_PREFIX_RANGE
     if not shortest <= network.prefixlen <= longest:
+        # The nearest block of an allowed size that starts at the same address.
+        nearest = min(max(network.prefixlen, shortest), longest)
+        near = ipaddress.IPv4Network(f"{network.network_address}/{nearest}", strict=False)
         return [
             Finding(
                 "FM105",
@@ -384,6 +387,7 @@ def vpc_cidr(cidr: str, *, key: str = "vpc_cidr") -> list[Finding]:
                 key,
                 cidr,
                 f"must have a prefix between /{shortest} and /{longest}",
+                f"use a block such as '{near}'",
             )
         ]
     return []

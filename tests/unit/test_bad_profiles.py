@@ -359,6 +359,28 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "does not apply to kind 'on-demand'",
     ),
     (
+        "45b",  # a number in quotes
+        {"pretraining.instance_count": "2"},
+        "pretraining.instance_count",
+        "FM002",
+        "must be an integer, got '2'; write it without quotes: instance_count = 2",
+    ),
+    (
+        "vpc-cidr",
+        {"platform.vpc_cidr": "10.0.0.0/12"},
+        "platform.vpc_cidr",
+        "FM105",
+        "must have a prefix between /16 and /24, got '10.0.0.0/12'; use a block such as "
+        "'10.0.0.0/16'",
+    ),
+    (
+        "24",
+        {"inference.model.gpu_memory_utilization": 1.5},
+        "inference.model.gpu_memory_utilization",
+        "FM509",
+        "got 1.5; leave it unset for 0.9",
+    ),
+    (
         "31c",
         {"platform.availability_zones": ["use1-az1", "use1-az2"]},
         "platform.availability_zones[0]",
