@@ -579,7 +579,7 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     )
     out += [f.under(f"{prefix}.") for f in ids]
     if cap.training_plan_arn is not None and not ids:
-        out += workload_rules.training_plan_matches(
+        out += workload_rules.capacity_arn_matches(
             cap.training_plan_arn,
             profile.platform.region,
             profile.platform.account,
@@ -726,7 +726,7 @@ def _capacity_arns_at_home(
             arn = getattr(table, key)
             if arn is None or capacity_rules.identifier(key, arn):
                 continue
-            out += workload_rules.training_plan_matches(
+            out += workload_rules.capacity_arn_matches(
                 arn, region, account, key=f"{where}.{key}", what=what
             )
     return out

@@ -78,7 +78,7 @@ def offered_by_hyperpod(
     "Use the training plan, resource group or placement group of platform.region and "
     "platform.account.",
 )
-def training_plan_matches(
+def capacity_arn_matches(
     arn: str,
     region: str,
     account: str | None,
