@@ -95,6 +95,11 @@ HYPERPOD_CLUSTER = info(
     "cluster's attributes).",
     _FIX,
 )
+HYPERPOD_WORKLOAD = info(
+    "FM844",
+    "A HyperPodAcceleratedWorkload argument is invalid (an instance type it cannot look up).",
+    _FIX,
+)
 HYPERPOD_EKS = info(
     "FM842", "A HyperPodEksDependencies argument is invalid (cluster, namespace, roles).", _FIX
 )

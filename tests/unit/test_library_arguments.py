@@ -15,10 +15,12 @@ from aws_cdk.assertions import Annotations, Match
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource, GpuLaunchTemplate, OnDemandCapacityReservation
+from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.errors import FmValidationError
 from fm_constructs.network import GpuClusterVpc
 from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration.hyperpod import HyperPodCluster, InstanceGroup
+from fm_constructs.patterns import HyperPodAcceleratedWorkload
 from fm_constructs.planning.fsx_sizing import DEFAULT_STORAGE_CAPACITY_GIB
 from fm_constructs.storage import DataBucket, LustreFileSystem
 from tests.support import TEST_ENV, imported_vpc
@@ -85,6 +87,20 @@ def _hyperpod_workers(instance_count: object) -> object:
     )
     return HyperPodCluster(
         stack, "HyperPod", vpc=vpc, subnet=vpc.private_subnets[0], instance_groups=[group]
+    )
+
+
+def _hyperpod_eks_workload(instance_type: str) -> object:
+    stack = _stack()
+    network = GpuClusterVpc(stack, "Network", availability_zones=["us-east-1a", "us-east-1b"])
+    return HyperPodAcceleratedWorkload(
+        stack,
+        "Workload",
+        vpc=network.vpc,
+        gpu_subnet=network.vpc.private_subnets[0],
+        orchestrator=Orchestrator.HYPERPOD_EKS,
+        instance_type=instance_type,
+        node_count=2,
     )
 
 
@@ -209,6 +225,14 @@ BAD_ARGUMENTS: list[tuple[str, Callable[[], object], str, str, str, str]] = [
         "FM302",
         "instance_type",
         "must support EFA",
+    ),
+    (
+        "hyperpod-workload-type-not-in-the-catalog",
+        lambda: _hyperpod_eks_workload("p9.96xlarge"),
+        "HyperPodAcceleratedWorkload S/Workload",
+        "FM301",
+        "instance_type",
+        "did you mean",
     ),
     (
         "launch-template-type-not-in-the-catalog",
