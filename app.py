@@ -1,7 +1,8 @@
 """CDK app entry point: ``cdk synth -c config=config/<profile>.toml``.
 
 Reads the profile named by the ``config`` context value, validates it, and builds its stacks.
-Bad input ends with a message naming every problem and exit status 1, never a stack trace.
+Bad input ends with a message naming every problem and exit status 1, never a stack trace;
+the profile's warnings are printed as ``fmc plan`` lists them.
 
 The profile is always named: without ``-c config=...`` the app stops and lists the shipped
 profiles, so that ``cdk deploy --all`` never deploys one nobody chose. Every run prints, on
@@ -67,6 +68,9 @@ def main() -> int:
     except FmValidationError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    # The profile's warnings, as fmc plan lists them: what still bills, a missing model, ...
+    for warning in profile.warnings:
+        print(f"warning: {warning.line()}", file=sys.stderr)
     print(profile_banner(config_path, profile), file=sys.stderr)
     enable_nag(app)
     app.synth()

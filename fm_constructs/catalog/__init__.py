@@ -7,6 +7,7 @@ cross-checked against it in the unit tests. Floor 1: no aws_cdk import.
 
 from fm_constructs.catalog.lookup import (
     all_instance_types,
+    catalogued_spec,
     efa_instance_types,
     get_instance_type,
     require_efa,
@@ -28,6 +29,7 @@ __all__ = [
     "NetworkCard",
     "NvmeStorage",
     "all_instance_types",
+    "catalogued_spec",
     "efa_instance_types",
     "get_instance_type",
     "require_efa",

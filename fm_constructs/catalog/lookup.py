@@ -24,9 +24,11 @@ from fm_constructs.catalog.model import (
     NvmeStorage,
 )
 from fm_constructs.domain.findings import Finding, Severity
-from fm_constructs.errors import FmValidationError
+from fm_constructs.errors import FmValidationError, Problems
 
 _DATA_FILE = "instance_types.json"
+#: Where a lookup's error comes from when no construct asked (``instance catalog: ...``).
+CATALOG_CONTEXT = "instance catalog"
 
 
 def _parse(name: str, raw: dict[str, Any]) -> InstanceSpec:
@@ -134,7 +136,7 @@ def get_instance_type(name: str, *, field: str = "instance_type") -> InstanceSpe
     """
     spec = _catalog().get(_normalize(name))
     if spec is None:
-        raise FmValidationError([uncatalogued(name, key=field)])
+        raise FmValidationError([uncatalogued(name, key=field)], context=CATALOG_CONTEXT)
     return spec
 
 
@@ -156,6 +158,22 @@ def require_efa(name: str, *, field: str = "instance_type") -> InstanceSpec:
                     f"{name!r}, which has no EFA, does not",
                     f"choose one of {', '.join(efa_instance_types())}",
                 )
-            ]
+            ],
+            context=CATALOG_CONTEXT,
         )
     return spec
+
+
+def catalogued_spec(
+    problems: Problems, name: str, *, efa: bool = False, field: str = "instance_type"
+) -> InstanceSpec | None:
+    """The catalogued spec a construct is given, as :func:`get_instance_type` (or
+    :func:`require_efa` when ``efa``); on a miss None, with the finding added to the
+    construct's ``problems`` (``Problems.of(self)``), so the error names the construct's class
+    and path (``EfaNodeGroup Stack/Nodes: instance_type: ...``) and keeps its code (FM301,
+    FM302) beside the construct's other problems."""
+    try:
+        return require_efa(name, field=field) if efa else get_instance_type(name, field=field)
+    except FmValidationError as error:
+        problems.add_findings(error.findings)
+        return None

@@ -28,6 +28,7 @@ from aws_cdk import aws_ec2 as ec2
 from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN as AVAILABILITY_ZONE_PATTERN
 from fm_constructs.domain.capacity import CapacityConfig, ReservationConfig
 from fm_constructs.domain.kinds import CapacityKind
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_block import CapacityBlockSchedule
 from fm_constructs.planning.capacity_block import capacity_block_schedule as block_schedule
@@ -320,12 +321,12 @@ class CapacitySource:
                 self.availability_zone,
                 "must be an Availability Zone name such as us-east-1a (not a zone id)",
             )
-        if (
-            self.instance_count is not None
-            and _known(self.instance_count)
-            and self.instance_count < 1
-        ):
-            problems.add("instance_count", self.instance_count, "must be at least 1")
+        if _known(self.instance_count) and not is_whole_number(self.instance_count, 1):
+            problems.add(
+                "instance_count",
+                self.instance_count,
+                "must be a whole number of at least 1 (an int, not a string)",
+            )
         problems.raise_if_any()
 
     def _check_node_groups(self, problems: Problems) -> None:

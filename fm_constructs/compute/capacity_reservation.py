@@ -9,9 +9,10 @@ from aws_cdk import Annotations, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fm_constructs.catalog import get_instance_type
+from fm_constructs.catalog import catalogued_spec
 from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN
 from fm_constructs.compute.capacity import CapacitySource
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.planning.capacity_block import parse_utc
 from fm_constructs.rules import constructs as codes
@@ -62,7 +63,7 @@ class OnDemandCapacityReservation(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        spec = get_instance_type(instance_type)
+        spec = catalogued_spec(problems, instance_type)
         if not Token.is_unresolved(availability_zone) and not AVAILABILITY_ZONE_PATTERN.match(
             availability_zone
         ):
@@ -71,10 +72,14 @@ class OnDemandCapacityReservation(Construct):
                 availability_zone,
                 "must be an Availability Zone name such as us-east-1a",
             )
-        if not Token.is_unresolved(instance_count) and not (
-            1 <= instance_count <= MAX_INSTANCE_COUNT
+        if not Token.is_unresolved(instance_count) and not is_whole_number(
+            instance_count, 1, MAX_INSTANCE_COUNT
         ):
-            problems.add("instance_count", instance_count, f"must be 1-{MAX_INSTANCE_COUNT}")
+            problems.add(
+                "instance_count",
+                instance_count,
+                f"must be a whole number from 1 to {MAX_INSTANCE_COUNT} (an int, not a string)",
+            )
         if tenancy not in TENANCIES:
             problems.add(
                 "tenancy",
@@ -87,6 +92,7 @@ class OnDemandCapacityReservation(Construct):
         if end_moment is not None and end_moment <= datetime.now(UTC):
             problems.add("end_date", end_text, "must be in the future")
         problems.raise_if_any()
+        assert spec is not None  # a catalog miss is among the problems raised above
         stack = Stack.of(self)
         self.placement_group_arn: str | None = (
             stack.format_arn(

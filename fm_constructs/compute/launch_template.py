@@ -27,7 +27,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from fm_constructs.catalog import InstanceSpec, get_instance_type, require_efa
+from fm_constructs.catalog import InstanceSpec, catalogued_spec
 from fm_constructs.compute.capacity import CapacitySource
 from fm_constructs.compute.node_template import encrypted_root_volume, imds_v2_options
 from fm_constructs.compute.placement import ClusterPlacementGroup
@@ -43,7 +43,7 @@ from fm_constructs.domain.defaults import (
     ROOT_VOLUME_SIZE_GIB,
 )
 from fm_constructs.domain.kinds import CapacityKind
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.errors import Problems
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
 from fm_constructs.planning.efa_layout import (
     PRIMARY_ENA,
@@ -157,11 +157,12 @@ class GpuLaunchTemplate(Construct):
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
         problems = Problems.of(self)
-        try:
-            spec = self._resolve_spec(instance_type, efa_layout)
-        except FmValidationError as error:  # the catalog's finding, under this construct
-            raise FmValidationError(error.findings, context=problems.context) from None
-        self.instance_spec: InstanceSpec = spec
+        found = catalogued_spec(problems, instance_type, efa=efa_layout is not None)
+        if found is None:
+            problems.raise_if_any()  # the catalog's finding, under this construct
+        assert found is not None
+        spec: InstanceSpec = found
+        self.instance_spec = spec
         self.capacity = capacity
         self.efa_layout = efa_layout
 
@@ -298,12 +299,6 @@ class GpuLaunchTemplate(Construct):
         return sum(1 for slot in self.interfaces if slot.is_efa)
 
     # ---- building blocks ----------------------------------------------------------------------
-
-    @staticmethod
-    def _resolve_spec(instance_type: str, efa_layout: EfaLayout | None) -> InstanceSpec:
-        if efa_layout is None:
-            return get_instance_type(instance_type)
-        return require_efa(instance_type)
 
     def _validate(
         self,

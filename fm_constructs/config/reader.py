@@ -51,6 +51,15 @@ E = TypeVar("E", bound=StrEnum)
 _TYPE_NAMES = {bool: "a boolean", int: "an integer", str: "a string", float: "a number"}
 
 
+def _is_number(text: str, kind: type) -> bool:
+    """``text`` (a TOML string) reads as a number of ``kind``: a value quoted by mistake."""
+    try:
+        kind(text.strip())
+    except ValueError:
+        return False
+    return True
+
+
 class TableReader:
     """Reads the keys of one TOML table, recording every problem in a shared collector.
 
@@ -115,9 +124,12 @@ class TableReader:
             return float(value)
         if not ok:
             requirement = f"must be {_TYPE_NAMES[kind]}"
+            fix = ""
             if kind is str and isinstance(value, int | float) and not isinstance(value, bool):
                 requirement += f' (quote it: {key} = "{value}")'
-            self.problems.add(self.key_path(key), value, requirement, code=WRONG_TYPE)
+            elif kind in (int, float) and isinstance(value, str) and _is_number(value, kind):
+                fix = f"write it without quotes: {key} = {value.strip()}"
+            self.problems.add(self.key_path(key), value, requirement, code=WRONG_TYPE, fix=fix)
             return None
         return value
 

@@ -11,11 +11,11 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fm_constructs.errors import Problems
+from fm_constructs.planning.vpc_layout import MAX_ZONES as MAX_ZONES
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, subnet_prefixes
 from fm_constructs.policy import encrypted_log_group
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
-from fm_constructs.rules.vpc import MAX_ZONES as MAX_ZONES
 from fm_constructs.rules.vpc import vpc_arguments
 
 #: Interface endpoints a private cluster's nodes use constantly: image pulls (ECR), node and
@@ -78,7 +78,7 @@ class GpuClusterVpc(Construct):
         zones = list(availability_zones)
         node_subnet_cidrs = list(node_subnet_cidrs)
         findings = vpc_arguments(
-            zones,
+            availability_zones,
             cidr,
             region=None if Token.is_unresolved(region) else region,
             pod_cidr=pod_cidr,

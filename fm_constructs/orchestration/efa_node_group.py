@@ -18,7 +18,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fm_constructs.catalog import EksAmiFamily, InstanceSpec, get_instance_type, require_efa
+from fm_constructs.catalog import EksAmiFamily, InstanceSpec, catalogued_spec
 from fm_constructs.compute import CapacityKind, CapacitySource, GpuLaunchTemplate
 from fm_constructs.compute.capacity_block_scaling import (
     ScaledNodeGroup,
@@ -170,7 +170,7 @@ class EfaNodeGroup(Construct):
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
         problems = Problems.of(self)
-        spec = self._resolve_spec(instance_type, efa_layout, problems)
+        spec = catalogued_spec(problems, instance_type, efa=efa_layout is not None)
         if node_count is None:
             problems.add(
                 "node_count", None, "is required: the number of nodes the group starts with"
@@ -359,18 +359,6 @@ class EfaNodeGroup(Construct):
         return self.nodegroup.role
 
     # ----------------------------------------------------------------------------- validation
-
-    @staticmethod
-    def _resolve_spec(
-        instance_type: str, efa_layout: EfaLayout | None, problems: Problems
-    ) -> InstanceSpec | None:
-        try:
-            if efa_layout is None:
-                return get_instance_type(instance_type)
-            return require_efa(instance_type)
-        except FmValidationError as error:
-            problems.extend(error.problems)
-            return None
 
     @staticmethod
     def _validate(

@@ -132,6 +132,7 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         version = resolve_version(kubernetes_version, problems)
         self._check_inputs(problems, admin_role_arns, public_access_cidrs, system_node_count)
         self._check_admin_accounts(problems, admin_role_arns)
+        self._check_zones(problems, vpc, vpc_subnets)
         layer = kubectl_layer
         if layer is None and version is not None:
             layer = make_kubectl_layer(self, "KubectlLayer", version, problems)
@@ -347,6 +348,33 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         account = Stack.of(self).account
         if not Token.is_unresolved(account):
             problems.add_findings(platform_rules.admin_accounts(admin_role_arns, account))
+
+    @staticmethod
+    def _check_zones(
+        problems: Problems, vpc: ec2.IVpc, vpc_subnets: ec2.SubnetSelection | None
+    ) -> None:
+        """EKS places its control-plane interfaces in subnets of at least two zones
+        (CreateCluster fails otherwise): a one-zone VPC is refused here, not at deploy.
+        Zones that are tokens (an imported VPC) are not checked."""
+        if vpc_subnets is not None and vpc_subnets.subnets is not None:
+            zones = [subnet.availability_zone for subnet in vpc_subnets.subnets]
+        elif vpc_subnets is not None:
+            return  # a selection by name or group: eks.Cluster resolves it
+        else:
+            try:
+                selected = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+            except RuntimeError:  # no such subnets: eks.Cluster reports the selection itself
+                return
+            zones = list(selected.availability_zones)
+        if any(Token.is_unresolved(zone) for zone in zones) or len(set(zones)) >= 2:
+            return
+        problems.add(
+            "vpc",
+            sorted(set(zones)),
+            "must have cluster subnets in at least two availability zones (EKS needs two)",
+            fix="give the VPC two or more zones, such as GpuClusterVpc(availability_zones="
+            "['us-east-1a', 'us-east-1b'])",
+        )
 
     def _acknowledge_cluster_findings(self, *, public: bool) -> None:
         acknowledge(

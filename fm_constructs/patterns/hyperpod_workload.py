@@ -9,11 +9,12 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fm_constructs.catalog import get_instance_type
+from fm_constructs.catalog import catalogued_spec
 from fm_constructs.compute import CapacitySource
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB
 from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
+from fm_constructs.errors import Problems
 from fm_constructs.observability import AlertTopic, IPrometheusWorkspace
 from fm_constructs.orchestration import (
     DEFAULT_KUBERNETES_VERSION,
@@ -32,6 +33,7 @@ from fm_constructs.patterns.cluster_workload import EksWorkload, HyperPodNodes
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping
 from fm_constructs.patterns.observability import MonitoringFacade
 from fm_constructs.planning.efa_layout import EfaLayout
+from fm_constructs.rules import constructs as codes
 from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 #: Name of the accelerated instance group (Slurm: the worker partition's group).
@@ -59,6 +61,9 @@ class HyperPodAcceleratedWorkload(Construct):
     ``training``, the EFA-aware Kubeflow Trainer runtimes
     (:class:`~fm_constructs.patterns.cluster_workload.EksWorkload` on ``hyperpod_nodes``).
     """
+
+    #: The code of this construct's argument problems (docs/reference/errors.md).
+    problem_code = codes.HYPERPOD_WORKLOAD
 
     def __init__(
         self,
@@ -121,8 +126,11 @@ class HyperPodAcceleratedWorkload(Construct):
             )
             if shared and operators is not None:
                 operators.enable(self.eks_cluster)
-            family = get_instance_type(instance_type).eks_ami_family
-            DevicePlugins.for_family(family).enable(self.eks_cluster)
+            problems = Problems.of(self)
+            spec = catalogued_spec(problems, instance_type)
+            problems.raise_if_any()  # an uncatalogued type, under this construct
+            assert spec is not None
+            DevicePlugins.for_family(spec.eks_ami_family).enable(self.eks_cluster)
         groups = [*groups, *extra_instance_groups]
         self.file_system = file_system
         self.cluster = HyperPodCluster(

@@ -5,6 +5,14 @@ from __future__ import annotations
 
 import ipaddress
 
+#: The prefix lengths a GPU VPC's CIDR may have: a /16 is the largest block a VPC takes
+#: (Amazon VPC User Guide, "VPC CIDR blocks"); below a /24 the private quarter-subnets (/26)
+#: hold too few addresses for a GPU node group and its pods.
+VPC_PREFIX_RANGE = (16, 24)
+#: The most zones a GPU cluster VPC spans: each zone's private subnet takes a quarter of the
+#: VPC, and the public subnets need the rest.
+MAX_ZONES = 3
+
 
 def subnet_prefixes(vpc_cidr: str) -> tuple[int, int]:
     """(private, public) subnet prefix lengths for a VPC CIDR.

@@ -36,6 +36,7 @@ from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION,
     GPU_MEMORY_UTILIZATION_RANGE,
 )
+from fm_constructs.planning.vpc_layout import MAX_ZONES, VPC_PREFIX_RANGE
 
 #: The FSx for Lustre deployment type of every file system a profile creates (the stacks,
 #: the profile rules and ``fmc plan`` read it here).
@@ -454,7 +455,7 @@ class PlatformConfig:
         metadata={"doc": "Zone of the GPU nodes, FSx file systems and placement groups."}
     )
     availability_zones: tuple[str, ...] = field(
-        metadata={"doc": "Zones of the VPC (at least two, including availability_zone)."}
+        metadata={"doc": f"Zones of the VPC (two to {MAX_ZONES}, including availability_zone)."}
     )
     account: str | None = field(
         default=None,
@@ -464,7 +465,10 @@ class PlatformConfig:
     )
     vpc_cidr: str = field(
         default="10.0.0.0/16",
-        metadata={"doc": "VPC CIDR (/16 to /24); private subnets get a quarter of it each."},
+        metadata={
+            "doc": f"VPC CIDR (/{VPC_PREFIX_RANGE[0]} to /{VPC_PREFIX_RANGE[1]}); private "
+            "subnets get a quarter of it each."
+        },
     )
     nat_gateways: NatGateways = field(
         default=NatGateways.PER_AZ,

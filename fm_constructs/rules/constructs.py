@@ -27,7 +27,12 @@ GENERIC = info(
 
 _FIX = "Change the argument as the message says (the message names it and the allowed values)."
 
-VPC = info("FM801", "A GpuClusterVpc argument is invalid (zones, CIDR blocks, subnets).", _FIX)
+VPC = info(
+    "FM801",
+    "A GpuClusterVpc argument is invalid (zones: a list of one region's zone names; CIDR "
+    "blocks, subnets).",
+    _FIX,
+)
 CAPACITY_SOURCE = info(
     "FM811",
     "A CapacitySource does not match its kind (identifiers, times, a training plan outside "
@@ -68,8 +73,8 @@ FSX_SIZING = info(
 )
 EKS_CLUSTER = info(
     "FM831",
-    "A GpuEksCluster argument is invalid (admins, endpoint access, an imported cluster's "
-    "attributes, a Lustre volume, training runtimes).",
+    "A GpuEksCluster argument is invalid (admins, endpoint access, a VPC of one zone, an "
+    "imported cluster's attributes, a Lustre volume, training runtimes).",
     _FIX,
 )
 NODE_GROUP = info(
@@ -88,6 +93,11 @@ HYPERPOD_CLUSTER = info(
     "FM841",
     "A HyperPodCluster argument is invalid (instance groups, names, counts, an imported "
     "cluster's attributes).",
+    _FIX,
+)
+HYPERPOD_WORKLOAD = info(
+    "FM844",
+    "A HyperPodAcceleratedWorkload argument is invalid (an instance type it cannot look up).",
     _FIX,
 )
 HYPERPOD_EKS = info(

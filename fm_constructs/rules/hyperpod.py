@@ -30,6 +30,7 @@ from fm_constructs.domain.hyperpod import (
     to_ml_name,
 )
 from fm_constructs.domain.kinds import CapacityKind
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.rules.constructs import HYPERPOD_CLUSTER
 
 _AMI_ID = re.compile(r"^ami-[0-9a-fA-F]{8,17}$")
@@ -164,9 +165,13 @@ def instance_group(group: GroupArguments, *, slurm: bool) -> list[Finding]:
     spec = hyperpod_spec(group.instance_type)
     accelerated = spec is not None and spec.is_accelerated
     count = group.instance_count
-    if count is not None and not 1 <= count <= MAX_INSTANCE_COUNT:
+    if count is not None and not is_whole_number(count, 1, MAX_INSTANCE_COUNT):
         kind = "worker group" if group.slurm_node_type is SlurmNodeType.WORKER else "group"
-        add("instance_count", count, f"a {kind} needs between 1 and {MAX_INSTANCE_COUNT} instances")
+        add(
+            "instance_count",
+            count,
+            f"a {kind} needs between 1 and {MAX_INSTANCE_COUNT} instances (a whole number)",
+        )
     if group.threads_per_core is not None and group.threads_per_core not in (1, 2):
         add("threads_per_core", group.threads_per_core, "must be 1 (multithreading off) or 2 (on)")
     if group.ebs_volume_size_gib is not None:
@@ -224,7 +229,7 @@ def _health_checks(group: GroupArguments, spec: InstanceSpec | None, prefix: str
                     f"no EFA; drop it",
                 )
             )
-        elif group.instance_count is not None and group.instance_count < 2:
+        elif isinstance(group.instance_count, int) and group.instance_count < 2:
             found.append(
                 _error(
                     key,

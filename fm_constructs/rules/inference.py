@@ -15,6 +15,7 @@ from fm_constructs.catalog import InstanceSpec
 from fm_constructs.domain.kinds import LoadBalancer
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.serving_layout import (
+    GPU_MEMORY_UTILIZATION,
     GPU_MEMORY_UTILIZATION_RANGE,
     VLLM_IMAGE,
     ModelServerSpec,
@@ -267,7 +268,10 @@ def gpu_memory_utilization(value: float, *, key: str = "gpu_memory_utilization")
         return []
     return [
         MEMORY_SHARE.finding(
-            key, value, f"must be {low} to {high} (the fraction of each GPU's memory vLLM may use)"
+            key,
+            value,
+            f"must be {low} to {high} (the fraction of each GPU's memory vLLM may use)",
+            f"leave it unset for {GPU_MEMORY_UTILIZATION}",
         )
     ]
 
@@ -483,6 +487,43 @@ _SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")
 _IMAGE = re.compile(r"^[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$")
 
 
+MODEL_SERVER_FIELDS = define(
+    "FM514",
+    "The model server's served model name or container image is malformed (a name clients "
+    "send as 'model', an image reference pinned to a version).",
+    "Use letters, digits and . _ / : - for the served model name; give the image as "
+    "registry/repository:tag or @sha256:digest, never 'latest'.",
+)
+
+
+def served_model_name(name: str, *, key: str = "served_model_name") -> list[Finding]:
+    """The name clients send as ``model`` and the metrics' ``model_name`` label."""
+    if _SERVED_NAME.match(name):
+        return []
+    return [
+        MODEL_SERVER_FIELDS.finding(
+            key,
+            name,
+            "must be 1-128 characters of letters, digits and . _ / : - (it is the 'model' of "
+            "API requests and the model_name label of the metrics)",
+        )
+    ]
+
+
+def model_image(image: str, *, key: str = "image") -> list[Finding]:
+    """A container image reference pinned to a tag or digest (a node pulls what it names)."""
+    if _IMAGE.match(image) and not image.endswith(":latest"):
+        return []
+    return [
+        MODEL_SERVER_FIELDS.finding(
+            key,
+            image,
+            "must be a registry/repository reference pinned to a version tag or sha256 digest "
+            f"(not 'latest'), e.g. {VLLM_IMAGE!r}",
+        )
+    ]
+
+
 def _add(out: list[Finding], key: str, value: object, allowed: str) -> None:
     out.append(Finding(MODEL_SERVER, Severity.ERROR, key, value, allowed))
 
@@ -500,14 +541,7 @@ def model_server_spec(spec: ModelServerSpec) -> list[Finding]:
             "must be a key prefix inside the data bucket ending with '/', without 's3://' or a "
             "leading '/', e.g. 'models/llama-3.1-70b-instruct/'",
         )
-    if not _SERVED_NAME.match(spec.served_model_name):
-        _add(
-            out,
-            "served_model_name",
-            spec.served_model_name,
-            "must be 1-128 characters of letters, digits and . _ / : - (it is the 'model' of "
-            "API requests and the model_name label of the metrics)",
-        )
+    out += served_model_name(spec.served_model_name)
     if not DNS_LABEL.match(spec.kubernetes_name) or len(spec.kubernetes_name) > 40:
         _add(
             out,
@@ -533,14 +567,7 @@ def model_server_spec(spec: ModelServerSpec) -> list[Finding]:
     elif isinstance(spec.replicas, int):
         # The profile's rule, on the spec's own fields.
         out += max_replicas_cover_replicas(spec.replicas, spec.max_replicas)
-    if not _IMAGE.match(spec.image) or spec.image.endswith(":latest"):
-        _add(
-            out,
-            "image",
-            spec.image,
-            "must be a registry/repository reference pinned to a version tag or sha256 digest "
-            f"(not 'latest'), e.g. {VLLM_IMAGE!r}",
-        )
+    out += model_image(spec.image)
     out += gpu_memory_utilization(spec.gpu_memory_utilization)
     if spec.max_model_len is not None and spec.max_model_len < 1:
         _add(out, "max_model_len", spec.max_model_len, "must be >= 1 or None (model default)")

@@ -18,6 +18,7 @@ from fm_constructs.planning.kubernetes_versions import (
     SUPPORTED_VERSIONS,
     supported_versions_text,
 )
+from fm_constructs.planning.vpc_layout import MAX_ZONES, VPC_PREFIX_RANGE
 from fm_constructs.rules.findings import RULES, Finding, Severity, define, rule
 
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
@@ -121,8 +122,9 @@ def services_offered(
 
 @rule(
     "FM104",
-    "Zones listed twice, fewer than two zones, or the GPU zone missing from the list.",
-    "List at least two distinct zones of the region, including the GPU zone.",
+    f"Zones listed twice, fewer than two zones or more than {MAX_ZONES}, or the GPU zone "
+    "missing from the list.",
+    f"List two to {MAX_ZONES} distinct zones of the region, including the GPU zone.",
 )
 def zone_list(
     zones: Sequence[str],
@@ -138,6 +140,11 @@ def zone_list(
         broken.append(
             "list at least two zones (EKS and HyperPod-EKS need subnets in two zones; "
             f"GPU nodes stay in {gpu_zone!r})"
+        )
+    if len(zones) > MAX_ZONES:
+        broken.append(
+            f"list at most {MAX_ZONES} zones (each zone's private subnet takes a quarter of "
+            "the VPC CIDR)"
         )
     if gpu_zone and zones and gpu_zone not in zones:
         broken.append(
@@ -348,10 +355,16 @@ def public_access_cidrs(cidrs: Sequence[str], *, key: str = "public_access_cidrs
 
 @rule(
     "FM105",
-    "The VPC CIDR is not an IPv4 network with a prefix between /16 and /24.",
-    "Use an IPv4 network such as '10.0.0.0/16' (/16 to /24).",
+    "The VPC CIDR is not an IPv4 network with a prefix between "
+    f"/{VPC_PREFIX_RANGE[0]} and /{VPC_PREFIX_RANGE[1]}.",
+    f"Use an IPv4 network such as '10.0.0.0/16' (/{VPC_PREFIX_RANGE[0]} to "
+    f"/{VPC_PREFIX_RANGE[1]}).",
 )
 def vpc_cidr(cidr: str, *, key: str = "vpc_cidr") -> list[Finding]:
+    if not isinstance(cidr, str):  # a library caller outside the type checker
+        return [
+            Finding("FM105", Severity.ERROR, key, cidr, "must be a string such as '10.0.0.0/16'")
+        ]
     if _is_token(cidr):
         return []
     try:
@@ -362,9 +375,20 @@ def vpc_cidr(cidr: str, *, key: str = "vpc_cidr") -> list[Finding]:
                 "FM105", Severity.ERROR, key, cidr, "must be an IPv4 network such as '10.0.0.0/16'"
             )
         ]
-    if not 16 <= network.prefixlen <= 24:
+    shortest, longest = VPC_PREFIX_RANGE
+    if not shortest <= network.prefixlen <= longest:
+        # The nearest block of an allowed size that starts at the same address.
+        nearest = min(max(network.prefixlen, shortest), longest)
+        near = ipaddress.IPv4Network(f"{network.network_address}/{nearest}", strict=False)
         return [
-            Finding("FM105", Severity.ERROR, key, cidr, "must have a prefix between /16 and /24")
+            Finding(
+                "FM105",
+                Severity.ERROR,
+                key,
+                cidr,
+                f"must have a prefix between /{shortest} and /{longest}",
+                f"use a block such as '{near}'",
+            )
         ]
     return []
 

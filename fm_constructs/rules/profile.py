@@ -257,6 +257,13 @@ def _check_inference(w: InferenceConfig, region: str) -> list[Finding]:
                 INCONSISTENT, "inference.model.served_model_name", None, "is required with a model"
             )
         )
+    else:
+        out += [
+            f.under("inference.model.")
+            for f in inference_rules.served_model_name(model.served_model_name)
+        ]
+    if model.image is not None:
+        out += [f.under("inference.model.") for f in inference_rules.model_image(model.image)]
     out += [
         f.under("inference.model.")
         for f in inference_rules.max_replicas_cover_replicas(model.replicas, model.max_replicas)
@@ -377,9 +384,9 @@ def _check_platform(profile: Profile) -> list[Finding]:
     if region:
         if az:
             zones += platform_rules.zone_in_region(az, region, region_key="platform.region")
-        for zone in azs:
+        for index, zone in enumerate(azs):
             zones += platform_rules.zone_in_region(
-                zone, region, key="availability_zones", region_key="platform.region"
+                zone, region, key=f"availability_zones[{index}]", region_key="platform.region"
             )
     # A zone that cannot exist is reported once, not again as "not in the list".
     gpu_zone = "" if zones else az
@@ -524,6 +531,7 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
             )
         )
     out += reservation_node_groups(cap, w.largest_size, prefix=prefix)
+    out += _capacity_arns_at_home(cap, profile.platform.region, profile.platform.account, prefix)
     if (
         cap.kind is CapacityKind.ODCR
         and not cap.node_groups
@@ -571,7 +579,7 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
     )
     out += [f.under(f"{prefix}.") for f in ids]
     if cap.training_plan_arn is not None and not ids:
-        out += workload_rules.training_plan_matches(
+        out += workload_rules.capacity_arn_matches(
             cap.training_plan_arn,
             profile.platform.region,
             profile.platform.account,
@@ -695,6 +703,31 @@ def reservation_node_groups(cap: CapacityConfig, nodes: int, *, prefix: str) -> 
                     f"must hold node group {index + 1}'s {sizes[index]} nodes",
                     "give the reservation's real size, or lower instance_count",
                 )
+            )
+    return out
+
+
+#: The EC2 capacity ARNs of a capacity table (and of each of its node groups), by what they
+#: name.
+_CAPACITY_ARNS = {"resource_group_arn": "resource group", "placement_group_arn": "placement group"}
+
+
+def _capacity_arns_at_home(
+    cap: CapacityConfig, region: str, account: str | None, prefix: str
+) -> list[Finding]:
+    """FM315 for a resource group or placement group ARN of another region or account (a
+    malformed one has its own finding)."""
+    tables = [(prefix, cap)] + [
+        (f"{prefix}.node_groups[{index}]", group) for index, group in enumerate(cap.node_groups)
+    ]
+    out: list[Finding] = []
+    for where, table in tables:
+        for key, what in _CAPACITY_ARNS.items():
+            arn = getattr(table, key)
+            if arn is None or capacity_rules.identifier(key, arn):
+                continue
+            out += workload_rules.capacity_arn_matches(
+                arn, region, account, key=f"{where}.{key}", what=what
             )
     return out
 

@@ -72,31 +72,44 @@ def offered_by_hyperpod(
 
 @rule(
     "FM315",
-    "A training plan ARN names another region or account than the platform: HyperPod only "
-    "uses a plan of its own region and account.",
-    "Use the training plan bought in platform.region for platform.account.",
+    "A capacity ARN (a training plan, a capacity reservation resource group, a placement "
+    "group) names another region or account than the platform: HyperPod and EC2 only use "
+    "capacity of their own region and account.",
+    "Use the training plan, resource group or placement group of platform.region and "
+    "platform.account.",
 )
-def training_plan_matches(
-    arn: str, region: str, account: str | None, *, key: str = "training_plan_arn"
+def capacity_arn_matches(
+    arn: str,
+    region: str,
+    account: str | None,
+    *,
+    key: str = "training_plan_arn",
+    what: str = "training plan",
 ) -> list[Finding]:
+    """``arn`` (of a ``what``: training plan, resource group, placement group) is of the
+    platform's region and, when it is set, account."""
     parts = arn.split(":")
     if len(parts) < 6 or not region:
         return []
     broken: list[tuple[str, str]] = []
     plan_region, plan_account = parts[3], parts[4]
+    plan = what == "training plan"
     if plan_region != region:
         broken.append(
             (
-                f"must be a training plan of platform.region {region!r} (this one is in "
-                f"{plan_region!r})",
-                "buy or pick a plan in the platform's region",
+                f"must be a {what} of platform.region {region!r} (this one is in {plan_region!r})",
+                "buy or pick a plan in the platform's region"
+                if plan
+                else f"use a {what} in the platform's region",
             )
         )
     if account is not None and plan_account != account:
         broken.append(
             (
                 f"must belong to platform.account {account!r} (this one is in {plan_account!r})",
-                "use a plan of the deploying account",
+                "use a plan of the deploying account"
+                if plan
+                else f"use a {what} of the deploying account",
             )
         )
     return [Finding("FM315", Severity.ERROR, key, arn, allowed, fix) for allowed, fix in broken]

@@ -177,6 +177,12 @@ class LustreFileSystem(LustreClientAccess, Construct):
                 throughput_mb_s_per_tib = self.sizing_result.throughput_mb_s_per_tib
         if storage_capacity_gib is None:
             storage_capacity_gib = DEFAULT_STORAGE_CAPACITY_GIB
+            # Said, not silent: the smallest file system may be far from what the jobs need.
+            Annotations.of(self).add_info(
+                f"No storage_capacity_gib or sizing: {DEFAULT_STORAGE_CAPACITY_GIB} GiB, the "
+                "smallest size. Give storage_capacity_gib, or sizing=FsxSizingRequest(...) to "
+                "size it for checkpoints and reads."
+            )
         if throughput_mb_s_per_tib is None:
             throughput_mb_s_per_tib = DEFAULT_PER_UNIT_THROUGHPUT[deployment_type]
 

@@ -215,6 +215,33 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "platform.region 'us-east-1'",
     ),
     (
+        "41",
+        TRAINING_PLAN,
+        "pretraining.capacity.training_plan_arn",
+        "FM315",
+        "must belong to platform.account '111122223333' (this one is in '444455556666')",
+    ),
+    (
+        # Row 41 for EC2 capacity: a reservation group or placement group of another region.
+        "41-odcr",
+        {
+            "pretraining.capacity": {
+                "kind": "odcr",
+                "resource_group_arn": "arn:aws:resource-groups:eu-west-1:111122223333:group/g",
+            }
+        },
+        "pretraining.capacity.resource_group_arn",
+        "FM315",
+        "must be a resource group of platform.region 'us-east-1' (this one is in 'eu-west-1')",
+    ),
+    (
+        "41-placement-group",
+        _reservations(342, 341, 341) | {"platform.account": "444455556666"},
+        "pretraining.capacity.node_groups[0].placement_group_arn",
+        "FM315",
+        "must belong to platform.account '444455556666' (this one is in '111122223333')",
+    ),
+    (
         "43",
         {"inference.model.tensor_parallel_size": 3},
         "inference.model.tensor_parallel_size",
@@ -332,9 +359,31 @@ ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "does not apply to kind 'on-demand'",
     ),
     (
+        "45b",  # a number in quotes
+        {"pretraining.instance_count": "2"},
+        "pretraining.instance_count",
+        "FM002",
+        "must be an integer, got '2'; write it without quotes: instance_count = 2",
+    ),
+    (
+        "vpc-cidr",
+        {"platform.vpc_cidr": "10.0.0.0/12"},
+        "platform.vpc_cidr",
+        "FM105",
+        "must have a prefix between /16 and /24, got '10.0.0.0/12'; use a block such as "
+        "'10.0.0.0/16'",
+    ),
+    (
+        "24",
+        {"inference.model.gpu_memory_utilization": 1.5},
+        "inference.model.gpu_memory_utilization",
+        "FM509",
+        "got 1.5; leave it unset for 0.9",
+    ),
+    (
         "31c",
         {"platform.availability_zones": ["use1-az1", "use1-az2"]},
-        "platform.availability_zones",
+        "platform.availability_zones[0]",
         "FM102",
         "not a zone ID",
     ),
@@ -431,8 +480,9 @@ def test_caught_at_load_with_file_and_key_path(
     assert error.context == f"profile {path}"
     matching = [f for f in error.findings if f.key == key and f.code == code]
     assert matching, f"row {row}: {key} [{code}] not among {error.codes}: {error}"
-    line = matching[0].line()
-    assert fragment in line, line
+    lines = [f.line() for f in matching if fragment in f.line()]
+    assert lines, [f.line() for f in matching]
+    line = lines[0]
     assert line.startswith(f"{key}: ") and line.endswith(f"[{code}]")
 
     # fmc plan: exit 2 (profile error) with the same line and the file.
@@ -478,6 +528,116 @@ def test_every_problem_of_a_profile_is_reported_at_once(tmp_path: Path) -> None:
     with pytest.raises(FmValidationError) as raised:
         load_profile(path)
     assert set(raised.value.codes) >= {"FM201", "FM202", "FM204", "FM502", "FM004"}
+
+
+#: Profiles with several problems: (review row, profile changes, every (key path, code) the
+#: user must get, in order, and nothing else: no knock-on or repeated lines).
+ALL_AT_ONCE: list[tuple[str, dict[str, Any], list[tuple[str, str]]]] = [
+    (
+        # Three problems the EKS cluster construct once found alone, and TP 16.
+        "45",
+        {
+            "platform.kubernetes_version": "1.29",
+            "platform.admin_role_arns": ["PlatformAdmin"],
+            "platform.public_access_cidrs": ["0.0.0.0/0"],
+            "inference.model.tensor_parallel_size": 16,
+        },
+        [
+            ("platform.kubernetes_version", "FM201"),
+            ("platform.admin_role_arns[0]", "FM202"),
+            ("platform.public_access_cidrs[0]", "FM204"),
+            ("inference.model.tensor_parallel_size", "FM502"),
+        ],
+    ),
+    (
+        "45b-unknown-key",
+        {"platform.regoin": "us-east-1", "inference.model.tensor_parallel_size": 16},
+        [("platform.regoin", "FM001"), ("inference.model.tensor_parallel_size", "FM502")],
+    ),
+    (
+        "45b-wrong-type",
+        {"pretraining.instance_count": "2", "inference.model.tensor_parallel_size": 16},
+        [
+            ("pretraining.instance_count", "FM002"),
+            ("inference.model.tensor_parallel_size", "FM502"),
+        ],
+    ),
+    (
+        # A value of the wrong type, and two values only the VPC and FSx constructs once
+        # refused.
+        "45b-construct-checks",
+        {
+            "platform.kubernetes_version": 1.35,
+            "platform.vpc_cidr": "10.0.0.0/12",
+            "post_training.storage.storage_capacity_gib": -1200,
+        },
+        [
+            ("platform.vpc_cidr", "FM105"),
+            ("platform.kubernetes_version", "FM002"),
+            ("post_training.storage.storage_capacity_gib", "FM401"),
+        ],
+    ),
+    (
+        "17",
+        {"pretraining.instance_type": DELETE, "pretraining.instance_typ": "p5.48xlarge"},
+        [("pretraining.instance_typ", "FM001")],
+    ),
+    (
+        "21b",
+        {"platform.kubernetes_version": 1.35},
+        [("platform.kubernetes_version", "FM002")],
+    ),
+    (
+        "24",
+        {"inference.model.gpu_memory_utilization": 1.5, "inference.model.model_s3_prefix": "x"},
+        [
+            ("inference.model.gpu_memory_utilization", "FM509"),
+            ("inference.model.model_s3_prefix", "FM005"),
+        ],
+    ),
+    (
+        "31c",
+        {"platform.availability_zones": ["use1-az1", "use1-az2"]},
+        [("platform.availability_zones[0]", "FM102"), ("platform.availability_zones[1]", "FM102")],
+    ),
+    (
+        # A zone the region lacks: its own line for each key holding it, no "is not listed".
+        "06b-both-keys",
+        {
+            "platform.availability_zone": "us-east-1g",
+            "platform.availability_zones": ["us-east-1a", "us-east-1g"],
+        },
+        [("platform.availability_zones[1]", "FM102"), ("platform.availability_zone", "FM102")],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("row", "changes", "expected"), ALL_AT_ONCE, ids=[row[0] for row in ALL_AT_ONCE]
+)
+def test_every_problem_at_once_and_nothing_else_everywhere(
+    tmp_path: Path, row: str, changes: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    """The loader, `fmc plan` and `cdk synth` give the same lines: one per problem, all in
+    one round, none a knock-on of another."""
+    path = _profile(tmp_path, changes)
+    with pytest.raises(FmValidationError) as raised:
+        load_profile(path)
+    error = raised.value
+    got = [(f.key, f.code) for f in error.findings]
+    assert sorted(got) == sorted(expected), f"row {row}: {error}"
+    lines = [f.line() for f in error.findings]
+
+    plan = run("plan", "--config", str(path))
+    assert plan.code == 2, plan.out + plan.err
+    assert f"profile {path}" in plan.err
+    assert [line for line in lines if line in plan.err] == lines, plan.err
+    assert plan.err.count("[FM") == len(lines), plan.err
+
+    code, text = _synth(path)
+    assert code == 1
+    assert [line for line in lines if line in text] == lines, text
+    assert text.count("[FM") == len(lines), text
 
 
 def test_no_knock_on_line_for_a_malformed_key(tmp_path: Path) -> None:
@@ -549,6 +709,27 @@ def test_warnings_load_and_are_shown_by_plan(
     assert matching, f"row {row}: {[w.line() for w in profile.warnings]}"
     plan = run("plan", "--config", str(path))
     assert matching[0].line() in plan.out
+    # cdk synth prints them too (the stacks themselves are built by the profile tests).
+    assert f"warning: {matching[0].line()}" in _synth_output_without_stacks(path)
+
+
+def _synth_output_without_stacks(path: Path) -> str:
+    """What app.py's entry point prints for the profile at ``path`` before it builds and
+    synthesizes the stacks (both replaced by no-ops here)."""
+    import app
+    from stacks.app_builder import create_app
+
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(app, "build_stacks", lambda *_: None)
+    monkey.setattr(app, "enable_nag", lambda _: None)
+    monkey.setattr(app, "create_app", lambda: create_app(context={"config": str(path)}))
+    stderr = io.StringIO()
+    try:
+        with redirect_stderr(stderr):
+            assert app.main() == 0
+    finally:
+        monkey.undo()
+    return stderr.getvalue()
 
 
 def test_a_single_node_model_on_a_gpu_without_efa_is_valid(tmp_path: Path) -> None:

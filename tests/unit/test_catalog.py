@@ -245,7 +245,8 @@ def test_non_efa_type_is_known_but_rejected_for_efa() -> None:
     with pytest.raises(FmValidationError, match="has no EFA") as caught:
         require_efa("g6e.xlarge", field="node_groups[0].instance_type")
     message = str(caught.value)
-    assert message.startswith("node_groups[0].instance_type:")
+    # A lookup outside any construct says where the error comes from.
+    assert message.startswith("instance catalog: node_groups[0].instance_type:")
     assert "p5.48xlarge" in message and "trn2.48xlarge" in message
     assert "g6e.xlarge" not in message.split("choose one of", 1)[1]
 

@@ -50,7 +50,7 @@ def test_the_vpc_rule_checks_zones_only_against_a_known_region() -> None:
     }
     assert vpc_arguments(["eu-west-1a"], "10.0.0.0/16", region=None, **arguments) == []
     (finding,) = vpc_arguments(["eu-west-1a"], "10.0.0.0/16", region="us-east-1", **arguments)
-    assert (finding.code, finding.key) == ("FM102", "availability_zones")
+    assert (finding.code, finding.key) == ("FM102", "availability_zones[0]")
 
 
 def test_an_fsx_sizing_request_is_checked_before_it_is_sized() -> None:

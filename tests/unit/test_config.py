@@ -108,7 +108,10 @@ def test_wrong_types_are_reported() -> None:
             **{"pretraining.instance_count": "4", "inference.enabled": 1, "platform.account": 1}
         )
     )
-    assert "pretraining.instance_count: must be an integer, got '4'" in problems
+    assert (
+        "pretraining.instance_count: must be an integer, got '4'; write it without quotes: "
+        "instance_count = 4" in problems
+    )
     assert "inference.enabled: must be a boolean, got 1" in problems
     assert 'platform.account: must be a string (quote it: account = "1"), got 1' in problems
 

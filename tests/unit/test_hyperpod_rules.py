@@ -54,7 +54,7 @@ def test_group_arguments_out_of_bounds() -> None:
         "instance_groups['-workers'].name: must be 1-63 letters, digits and hyphens, starting "
         "and ending with a letter or digit, got '-workers' [FM841]",
         "instance_groups['-workers'].instance_count: a worker group needs between 1 and 6758 "
-        "instances, got 0 [FM841]",
+        "instances (a whole number), got 0 [FM841]",
         "instance_groups['-workers'].threads_per_core: must be 1 (multithreading off) or 2 "
         "(on), got 4 [FM841]",
         "instance_groups['-workers'].ebs_volume_size_gib: must be 1-16384, got 20000 [FM841]",
