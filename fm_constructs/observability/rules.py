@@ -140,15 +140,9 @@ class AlertRules(Construct):
         values = rule_thresholds(thresholds)
         self.thresholds: Mapping[str, float] = values
         self.alert_topic = alert_topic or AlertTopic(self, "Topic")
-        # Scoped to this account's workspaces rather than to workspace.workspace_arn: the
-        # workspace references the topic (alert manager definition), so the topic policy
-        # cannot reference the workspace without a circular dependency.
-        self.alert_topic.allow_service(
-            APS_PRINCIPAL,
-            source_arn=Stack.of(self).format_arn(
-                service="aps", resource="workspace", resource_name="*"
-            ),
-        )
+        # The exact workspace: the topic policy is a resource of its own (AWS::SNS::TopicPolicy),
+        # so it may reference the workspace that references the topic without a cycle.
+        self.alert_topic.allow_service(APS_PRINCIPAL, source_arn=workspace.workspace_arn)
 
         self.namespaces: dict[str, aps.CfnRuleGroupsNamespace] = {}
         names = Problems(context="AlertRules", code=codes.ALERT_RULES)

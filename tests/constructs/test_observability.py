@@ -137,7 +137,7 @@ def test_rule_namespaces_carry_rendered_data(synthesized: Any) -> None:
 
 def test_alert_manager_routes_to_encrypted_topic(synthesized: Any) -> None:
     template, _, _ = synthesized
-    _, workspace = _one(template, "AWS::APS::Workspace")
+    workspace_id, workspace = _one(template, "AWS::APS::Workspace")
     joined = workspace["Properties"]["AlertManagerDefinition"]["Fn::Join"][1]
     text = "".join(
         p if isinstance(p, str) else "arn:aws:sns:us-east-1:111122223333:t" for p in joined
@@ -179,9 +179,13 @@ def test_alert_manager_routes_to_encrypted_topic(synthesized: Any) -> None:
                             {
                                 "Action": "sns:Publish",
                                 "Principal": {"Service": "aps.amazonaws.com"},
-                                "Condition": Match.object_like(
-                                    {"StringEquals": {"aws:SourceAccount": "111122223333"}}
-                                ),
+                                # This workspace only, not every workspace of the account.
+                                "Condition": {
+                                    "StringEquals": {"aws:SourceAccount": "111122223333"},
+                                    "ArnLike": {
+                                        "aws:SourceArn": {"Fn::GetAtt": [workspace_id, "Arn"]}
+                                    },
+                                },
                             }
                         )
                     ]
