@@ -43,6 +43,7 @@ from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import users as user_rules
 from fm_constructs.rules import workloads as workload_rules
 from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.pcs_ami import pcs_ami
 from fm_constructs.rules.storage import STORAGE, lustre_settings
 
 INCONSISTENT = info(
@@ -514,6 +515,14 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
             )
         )
     out += _check_pcs(w)
+    if isinstance(w, TrainingWorkloadConfig) and w.orchestrator is Orchestrator.PCS:
+        out += pcs_ami(
+            w.name,
+            w.pcs_ami.id,
+            w.pcs_ami.region,
+            region=profile.platform.region,
+            source=profile.source if profile.source != "<memory>" else "",
+        )
     if cap.kind is CapacityKind.CAPACITY_BLOCK and cap.reservation_id is None:
         out.append(
             _finding(

@@ -3,7 +3,8 @@ PCS takes.
 
 Each variant is the shipped ``config/hyperpod-slurm.toml`` with its capacity table replaced
 (On-Demand, a targeted ODCR, an ODCR made in a cluster placement group, a Capacity Block) and
-then ``orchestrator`` flipped, the only line that differs. The PCS profile loads, ``fmc plan``
+then ``orchestrator`` flipped, the only line that differs (the profile keeps the PCS image
+``fmc pcs-ami`` pinned; 'hyperpod-slurm' leaves it unused). The PCS profile loads, ``fmc plan``
 accepts it, it synthesizes with cdk-nag on and every template passes cfn-lint; its launch
 template keeps the capacity module's rules (the ODCR's target, its placement group, a Capacity
 Block's market type and no placement group) and a Capacity Block's node group is capped at the
@@ -43,8 +44,13 @@ CAPACITY = {
 }
 
 
-def _hyperpod_slurm(capacity: str) -> str:
-    """The shipped HyperPod Slurm profile with its [pretraining.capacity] table replaced."""
+#: The PCS node image as `fmc pcs-ami --write` pins it; 'hyperpod-slurm' keeps it unused.
+PCS_AMI = '[pretraining.pcs_ami]\nid = "ami-0a1b2c3d4e5f60718"\nregion = "us-east-1"\n'
+
+
+def _hyperpod_slurm(capacity: str, *, pcs_ami: bool = True) -> str:
+    """The shipped HyperPod Slurm profile with its [pretraining.capacity] table replaced and,
+    with ``pcs_ami``, the pinned PCS image of a user who ran `fmc pcs-ami` once."""
     text = (ROOT / "config" / "hyperpod-slurm.toml").read_text()
     replaced, count = re.subn(
         r"\[pretraining\.capacity\]\n(?:[^\[\n][^\n]*\n)+",
@@ -52,7 +58,7 @@ def _hyperpod_slurm(capacity: str) -> str:
         text,
     )
     assert count == 1
-    return replaced
+    return replaced + ("\n" + PCS_AMI if pcs_ami else "")
 
 
 def _flipped(text: str) -> str:
@@ -139,6 +145,15 @@ def test_flipping_the_orchestrator_key_loads_plans_and_synthesizes(
         assert not _of(template, "AWS::EC2::PlacementGroup")
         # At most the block's size; dynamic, so Slurm starts nodes only while it is active.
         assert scaling == {"MinInstanceCount": 0, "MaxInstanceCount": 8}
+
+
+def test_a_flip_before_the_image_is_pinned_names_the_key_and_the_command(tmp_path: Path) -> None:
+    path = _write(tmp_path, "pcs", _flipped(_hyperpod_slurm("odcr", pcs_ami=False)))
+    with pytest.raises(FmValidationError) as refused:
+        load_profile(path)
+    (finding,) = refused.value.findings
+    assert (finding.code, finding.key) == ("FM337", "pretraining.pcs_ami.id")
+    assert f"fmc pcs-ami --config {path} --write" in finding.line()
 
 
 def test_a_capacity_block_larger_than_the_node_group_is_capped_at_load(tmp_path: Path) -> None:

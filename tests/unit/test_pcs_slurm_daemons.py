@@ -25,9 +25,7 @@ query), and that a line in a plugstack.conf under the PCS Slurm prefix is not re
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +38,7 @@ from fm_constructs.orchestration.pcs.user_data import (
     plugstack_file,
     slurm_prefix,
 )
+from tests.slurm_namespaces import daemon_directory, run_in_namespaces, skip_without
 from tests.unit.test_pcs_node import SCRIPTS_URI, _boot, _node, _params
 
 #: Real slurmctld and slurmd started on the node's files: the end-to-end stage (make e2e).
@@ -124,13 +123,6 @@ mount --bind "$ROOT/opt/aws" /opt/aws
 mount --bind "$PLUGINS" /usr/local/lib/slurm
 mount --bind "$TOOLS" /usr/local/bin
 mkdir -p /run/munge
-wait_for() {  # wait_for <seconds> <command...>
-  local n="$1"; shift
-  until timeout 5 "$@" > /dev/null 2>&1; do
-    ((n-- > 0)) || { echo "timed out: $*" >&2; return 1; }
-    sleep 1
-  done
-}
 
 install -m 0400 "$KEY" /run/munge/munge.key
 munged --key-file=/run/munge/munge.key --force > "$STATE/munged.out" 2>&1
@@ -162,26 +154,18 @@ mv "$PLUGSTACK.off" "$PLUGSTACK"
 
 @pytest.fixture
 def booted_node() -> Iterator[tuple[Path, Path]]:
-    missing = [name for name in DAEMONS if shutil.which(name) is None]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed (Debian: slurmctld, slurmd, munge, gcc)")
+    skip_without(DAEMONS, "slurmctld, slurmd, munge, gcc")
     if not Path("/usr/include/slurm/spank.h").exists():
         pytest.skip("libslurm-dev is not installed (slurm/spank.h)")
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("needs root and unshare for private mount and PID namespaces")
-    base = Path(tempfile.mkdtemp(prefix="fm-pcs-slurmd-", dir="/tmp"))
-    try:
-        base.chmod(0o755)
+    with daemon_directory("fm-pcs-slurmd-") as base:
         node = _node(base / "node", _params(efa_fs=False), efa_devices=0)
-        result = _boot(
+        booted = _boot(
             base / "node",
             node,
             pcs_user_data("compute", "accelerated", SCRIPTS_URI, nvme_disks=0),
         )
-        assert result.returncode == 0, result.stdout + result.stderr
+        assert booted.returncode == 0, booted.stdout + booted.stderr
         yield base, node.root
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_configless_slurmd_and_srun_read_the_pcs_spank_directory_and_run_the_prolog(
@@ -221,14 +205,10 @@ def test_configless_slurmd_and_srun_read_the_pcs_spank_directory_and_run_the_pro
     nvidia_smi.chmod(0o755)
     key = base / "munge.key"
     key.write_bytes(os.urandom(1024))
-    result = subprocess.run(
-        [
-            "unshare",
-            *("--fork", "--pid", "--kill-child", "--mount-proc", "--mount", "--uts"),
-            *("--propagation", "private", "bash", "-c", NAMESPACE_SCRIPT),
-        ],
-        env={
-            **os.environ,
+    run = run_in_namespaces(
+        NAMESPACE_SCRIPT,
+        state,
+        {
             "ROOT": str(root),
             "STATE": str(state),
             "CONTROLLER": str(controller),
@@ -240,17 +220,9 @@ def test_configless_slurmd_and_srun_read_the_pcs_spank_directory_and_run_the_pro
             "VERSION": VERSION,
             "PLUGSTACK": plugstack,
         },
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
     )
-    logs = "\n".join(
-        f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
-        for path in sorted(state.glob("*.out")) + sorted(state.glob("*.log"))
-    )
-    assert result.returncode == 0, result.stdout + result.stderr + logs
-    sections = dict(part.split("\n", 1) for part in result.stdout.split("== ")[1:] if "\n" in part)
+    assert run.result.returncode == 0, run.output
+    sections, logs = run.sections, run.logs
     # slurmd fetched the controller's plugstack.conf with slurm.conf.
     assert {"slurm.conf", "plugstack.conf"} <= set(sections["fetched"].split()), logs
     # srun (a client command on the node) loaded the plugin through the include...
