@@ -81,7 +81,9 @@ def _params(efa_fs: bool) -> dict[str, Any]:
     )
 
 
-def _node(tmp_path: Path, params: dict[str, Any], efa_devices: int) -> SimulatedNode:
+def _node(
+    tmp_path: Path, params: dict[str, Any], efa_devices: int, **options: Any
+) -> SimulatedNode:
     # The simulated node serves the pinned downloads its scripts fetch (enroot, pyxis).
     served = {
         **params,
@@ -90,7 +92,12 @@ def _node(tmp_path: Path, params: dict[str, Any], efa_devices: int) -> Simulated
         "slurm_exporter_version": pins.binary("slurm_exporter").version,
     }
     node = SimulatedNode(
-        tmp_path, params=served, resource_config=None, address="10.1.4.20", efa_devices=efa_devices
+        tmp_path,
+        params=served,
+        resource_config=None,
+        address="10.1.4.20",
+        efa_devices=efa_devices,
+        **options,
     )
     (node.root / SLURM_PREFIX.lstrip("/") / "include").mkdir(parents=True)
     # The S3 prefix as LifecycleScripts deploys it: the HyperPod scripts and the parameters.

@@ -19,12 +19,17 @@ libslurm-dev headers sits at the path the node's pyxis line names: it adds ``--f
 srun and records that slurmstepd loaded it. The test then reads back that srun lists the
 option, that a job step on the node loads the plugin through slurmd, that slurmd ran the
 cluster's Prolog (a stand-in nvidia-smi, as the machine has no GPU, logs the prolog's health
-query), and that a line in a plugstack.conf under the PCS Slurm prefix is not read.
+query), and that a line in a plugstack.conf under the PCS Slurm prefix is not read. With the
+pinned pyxis release at hand (FM_PYXIS_SOURCE, as for tests/unit/test_hyperpod_containers.py),
+a second test builds the real pyxis through the node's containers.sh and shows srun listing
+``--container-image`` and slurmstepd running pyxis for a job step (which then stops: there is
+no enroot here).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,8 +43,14 @@ from fm_constructs.orchestration.pcs.user_data import (
     plugstack_file,
     slurm_prefix,
 )
-from tests.slurm_namespaces import daemon_directory, run_in_namespaces, skip_without
-from tests.unit.test_pcs_node import SCRIPTS_URI, _boot, _node, _params
+from tests.slurm_namespaces import (
+    NamespaceRun,
+    daemon_directory,
+    run_in_namespaces,
+    skip_without,
+)
+from tests.unit.test_hyperpod_containers import SLURM_HEADERS, _need_pyxis_source
+from tests.unit.test_pcs_node import SCRIPTS_URI, SLURM_PREFIX, _boot, _node, _params
 
 #: Real slurmctld and slurmd started on the node's files: the end-to-end stage (make e2e).
 pytestmark = pytest.mark.e2e
@@ -110,8 +121,9 @@ def _controller_conf(state: Path) -> str:
     )
 
 
-NAMESPACE_SCRIPT = r"""
-set -euo pipefail
+#: The node's files and the daemons: a configless slurmctld standing in for the service's
+#: controller, and the node's slurmd with no slurm.conf of its own.
+DAEMONS_SCRIPT = r"""
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /opt
 mkdir -p /etc/slurm /etc/aws /usr/local/lib/slurm /usr/local/bin /var/log/slurm /opt/aws
@@ -135,6 +147,9 @@ wait_for 60 test -e /run/slurm/conf/slurm.conf
 wait_for 60 bash -c "scontrol show node $NODE | grep -q 'State=IDLE'"
 echo "== fetched"
 ls /run/slurm/conf/
+"""
+
+PROBE_SCRIPT = r"""
 echo "== help"
 srun --help 2>&1 | grep -c -- '--fm-probe' || true
 echo "== step"
@@ -151,49 +166,51 @@ srun --help 2>&1 | grep -c -- '--fm-probe' || true
 mv "$PLUGSTACK.off" "$PLUGSTACK"
 """
 
+PYXIS_SCRIPT = r"""
+echo "== help"
+srun --help 2>&1 | grep -- '--container-image' || true
+echo "== step"
+# No enroot on this machine: pyxis in slurmstepd fails the step, naming itself.
+srun -N1 -w "$NODE" --container-image=ubuntu:22.04 true 2>&1 || true
+"""
+
+
+def _boot_compute_node(base: Path, pyxis: Path | None = None) -> Path:
+    """A PCS compute node booted from its user data under ``base``; with ``pyxis`` (the
+    pinned release archive) containers.sh builds the real plugin against Debian's Slurm
+    headers, as the node builds it against the PCS Slurm's. Returns the node's root."""
+    node = _node(base / "node", _params(efa_fs=False), efa_devices=0, real_make=pyxis is not None)
+    if pyxis is not None:
+        include = node.root / SLURM_PREFIX.lstrip("/") / "include"
+        shutil.rmtree(include)
+        include.mkdir()
+        (include / "slurm").symlink_to(SLURM_HEADERS)
+        node.serve(node.pyxis_url, pyxis.read_bytes())
+    booted = _boot(
+        base / "node", node, pcs_user_data("compute", "accelerated", SCRIPTS_URI, nvme_disks=0)
+    )
+    assert booted.returncode == 0, booted.stdout + booted.stderr
+    return node.root
+
 
 @pytest.fixture
 def booted_node() -> Iterator[tuple[Path, Path]]:
     skip_without(DAEMONS, "slurmctld, slurmd, munge, gcc")
-    if not Path("/usr/include/slurm/spank.h").exists():
+    if not (SLURM_HEADERS / "spank.h").exists():
         pytest.skip("libslurm-dev is not installed (slurm/spank.h)")
     with daemon_directory("fm-pcs-slurmd-") as base:
-        node = _node(base / "node", _params(efa_fs=False), efa_devices=0)
-        booted = _boot(
-            base / "node",
-            node,
-            pcs_user_data("compute", "accelerated", SCRIPTS_URI, nvme_disks=0),
-        )
-        assert booted.returncode == 0, booted.stdout + booted.stderr
-        yield base, node.root
+        yield base, _boot_compute_node(base)
 
 
-def test_configless_slurmd_and_srun_read_the_pcs_spank_directory_and_run_the_prolog(
-    booted_node: tuple[Path, Path],
-) -> None:
-    base, root = booted_node
+def _run_daemons(base: Path, root: Path, plugins: Path, script: str) -> NamespaceRun:
+    """:data:`DAEMONS_SCRIPT` then ``script``, on the node at ``root`` with the SPANK plugin
+    directory ``plugins`` at /usr/local/lib/slurm; the controller's slurm.conf has the
+    cluster's Prolog and Epilog, its plugstack.conf the include PCS documents."""
     plugstack = plugstack_file(VERSION)
-    line = (root / plugstack.lstrip("/")).read_text().strip()
-    assert line == "optional /usr/local/lib/slurm/spank_pyxis.so"
-    # The probe at the path the pyxis line names.
-    plugins = base / "plugins"
-    plugins.mkdir()
-    source = base / "probe.c"
-    source.write_text(PROBE_C)
-    built = subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-o", str(plugins / "spank_pyxis.so"), str(source)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr
-    state = base / "state"
-    controller = base / "controller"
-    tools = base / "tools"
+    state, controller, tools = base / "state", base / "controller", base / "tools"
     for path in (state, controller, tools):
         path.mkdir()
     (controller / "slurm.conf").write_text(_controller_conf(state))
-    # The controller's plugstack.conf as PCS documents it: an include of the node's directory.
     (controller / "plugstack.conf").write_text(f"include {Path(plugstack).parent}/*.conf\n")
     # The prolog's GPU query on a machine with no GPU: 8 healthy GPUs, each call logged.
     nvidia_smi = tools / "nvidia-smi"
@@ -206,7 +223,7 @@ def test_configless_slurmd_and_srun_read_the_pcs_spank_directory_and_run_the_pro
     key = base / "munge.key"
     key.write_bytes(os.urandom(1024))
     run = run_in_namespaces(
-        NAMESPACE_SCRIPT,
+        DAEMONS_SCRIPT + script,
         state,
         {
             "ROOT": str(root),
@@ -222,9 +239,31 @@ def test_configless_slurmd_and_srun_read_the_pcs_spank_directory_and_run_the_pro
         },
     )
     assert run.result.returncode == 0, run.output
-    sections, logs = run.sections, run.logs
     # slurmd fetched the controller's plugstack.conf with slurm.conf.
-    assert {"slurm.conf", "plugstack.conf"} <= set(sections["fetched"].split()), logs
+    assert {"slurm.conf", "plugstack.conf"} <= set(run.sections["fetched"].split()), run.logs
+    return run
+
+
+def test_configless_slurmd_and_srun_read_the_pcs_spank_directory_and_run_the_prolog(
+    booted_node: tuple[Path, Path],
+) -> None:
+    base, root = booted_node
+    line = (root / plugstack_file(VERSION).lstrip("/")).read_text().strip()
+    assert line == "optional /usr/local/lib/slurm/spank_pyxis.so"
+    # The probe at the path the pyxis line names.
+    plugins = base / "plugins"
+    plugins.mkdir()
+    source = base / "probe.c"
+    source.write_text(PROBE_C)
+    built = subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(plugins / "spank_pyxis.so"), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    run = _run_daemons(base, root, plugins, PROBE_SCRIPT)
+    sections, logs = run.sections, run.logs
     # srun (a client command on the node) loaded the plugin through the include...
     assert sections["help"].strip() == "1", sections["help"] + logs
     # ...and so did slurmstepd, started by slurmd for the job step.
@@ -234,3 +273,22 @@ def test_configless_slurmd_and_srun_read_the_pcs_spank_directory_and_run_the_pro
     # A plugstack.conf under the PCS Slurm prefix is not what configless Slurm reads.
     assert sections["prefix"].strip() == "0", sections["prefix"] + logs
     assert slurm_prefix(VERSION) == f"/opt/aws/pcs/scheduler/slurm-{VERSION}"
+
+
+def test_the_real_pyxis_the_node_builds_is_loaded_by_srun_and_slurmstepd(tmp_path: Path) -> None:
+    """With the pinned pyxis release (FM_PYXIS_SOURCE, as in test_hyperpod_containers.py),
+    the plugin containers.sh builds on the PCS node is the one srun and slurmstepd load."""
+    skip_without(DAEMONS, "slurmctld, slurmd, munge, gcc")
+    archive = _need_pyxis_source(tmp_path)
+    with daemon_directory("fm-pcs-pyxis-") as base:
+        root = _boot_compute_node(base, pyxis=archive)
+        plugins = root / "usr" / "local" / "lib" / "slurm"
+        assert (plugins / "spank_pyxis.so").read_bytes()[:4] == b"\x7fELF"
+        run = _run_daemons(base, root, plugins, PYXIS_SCRIPT)
+        # pyxis's own srun option, from the node-local SPANK directory.
+        assert "--container-image" in run.sections["help"], run.output
+        # The job step reached pyxis in slurmstepd, which stops it without enroot.
+        assert (
+            f"slurmstepd-{NODE}: error: pyxis: failed to import docker image"
+            in (run.sections["step"])
+        ), run.output
