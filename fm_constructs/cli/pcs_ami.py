@@ -132,9 +132,8 @@ def with_table(text: str, workload: str, table: str) -> str:
     found = header.search(text)
     if found is None:
         return text.rstrip("\n") + "\n\n" + table
-    following = re.compile(r"^\s*\[", re.M).search(text, found.end())
-    end = following.start() if following else len(text)
-    rest = text[end:]
+    following = re.compile(r"^\[", re.M).search(text, found.end())
+    rest = text[following.start() :] if following else ""
     return text[: found.start()] + table + ("\n" + rest if rest else "")
 
 

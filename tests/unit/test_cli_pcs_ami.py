@@ -105,3 +105,15 @@ def test_a_workload_not_on_pcs_is_refused_before_any_call(
     assert result.code == 2
     assert "does not run on 'pcs'" in result.err
     assert not stubs.stubbers  # no AWS client was made
+
+
+def test_the_table_is_replaced_with_one_blank_line_before_the_next() -> None:
+    from fm_constructs.cli.pcs_ami import with_table
+
+    text = '[a]\nx = 1\n\n[pretraining.pcs_ami]\nid = "old"\n\n[b]\ny = 2\n'
+    assert with_table(text, "pretraining", '[pretraining.pcs_ami]\nid = "new"\n') == (
+        '[a]\nx = 1\n\n[pretraining.pcs_ami]\nid = "new"\n\n[b]\ny = 2\n'
+    )
+    assert with_table("[a]\nx = 1\n", "pretraining", "[pretraining.pcs_ami]\n") == (
+        "[a]\nx = 1\n\n[pretraining.pcs_ami]\n"
+    )
