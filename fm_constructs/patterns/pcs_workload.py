@@ -37,7 +37,8 @@ MOUNT_POINT = "/fsx"
 class PcsAcceleratedWorkload(Construct):
     """A PCS cluster for one workload, in one statement.
 
-    The cluster (pinned Slurm, size for its nodes, accounting on), the node role PCS accepts,
+    The cluster (pinned Slurm, size for its nodes, accounting on, HyperPod's job hooks as its
+    ``Prolog`` and ``Epilog``, installed on every compute node), the node role PCS accepts,
     a login node and ``node_count`` accelerated nodes of ``instance_type`` on ``capacity``
     (every EFA card wired, EFA security group), one queue over them, and ``file_system``
     mounted at ``/fsx`` on every node by the shared node scripts (LNet over EFA where the file
