@@ -16,7 +16,10 @@ from fm_constructs.config.overrides import (
     ADMIN_ROLES_CONTEXT,
     with_admin_roles,  # noqa: F401 (re-exported)
 )
+from fm_constructs.domain.findings import Finding, Severity
+from fm_constructs.errors import FmValidationError
 from fm_constructs.patterns.deployment import Deployment
+from fm_constructs.rules.pcs_ami import PCS_AMI
 from stacks.cluster_stack import ClusterAddonsStack, ClusterMonitoringStack, ClusterStack
 from stacks.outputs import PartStack
 from stacks.platform_stack import GrafanaStack, PlatformStack
@@ -91,10 +94,23 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     stacks = DeploymentStacks(
         platform, grafana, clusters, addons, monitoring, workloads, computes, options
     )
+    if app.node.try_get_context(PCS_AMI_CONTEXT):
+        raise FmValidationError(
+            [
+                Finding(
+                    PCS_AMI.code,
+                    Severity.ERROR,
+                    f"-c {PCS_AMI_CONTEXT}",
+                    app.node.try_get_context(PCS_AMI_CONTEXT),
+                    "is no longer read: the AMI of AWS PCS nodes is pinned in the profile "
+                    "([<workload>.pcs_ami] id and region)",
+                    f"drop -c {PCS_AMI_CONTEXT} and run `fmc pcs-ami --config <profile> --write`",
+                )
+            ]
+        )
     deployment = Deployment(options)
-    ami_id = app.node.try_get_context(PCS_AMI_CONTEXT) or None
     parts = (platform, grafana, clusters, addons, monitoring, workloads, computes)
-    deployment.build(*parts, pcs_ami_id=ami_id)
+    deployment.build(*parts)
     for stack in stacks.all:
         stack.record(deployment)
     # Every resource is tagged with its deployment, except launch templates: a tag change

@@ -10,8 +10,8 @@ from fm_constructs.domain import names
 from fm_constructs.patterns.deployment import Deployment
 from stacks.outputs import PartStack, output
 
-#: Context value (``cdk synth -c pcs_ami_id=ami-...``) naming the AMI of AWS PCS nodes; without
-#: it the stack parameter ``PcsAmiId`` gives it at deploy time (see docs/blocks/pcs.md).
+#: Context value that once named the AMI of AWS PCS nodes (``-c pcs_ami_id=ami-...``); the
+#: profile pins it now (``[<workload>.pcs_ami]``), and a synthesis given it stops with the fix.
 PCS_AMI_CONTEXT = "pcs_ami_id"
 
 

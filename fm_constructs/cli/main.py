@@ -23,6 +23,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from fm_constructs import __version__
@@ -329,6 +330,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--nodes", type=_positive_int, help="nodes to check (default: the workload's count)"
     )
 
+    pcs_ami = _subcommand(
+        commands,
+        "pcs-ami",
+        help="pin the AMI of a workload's AWS PCS nodes in its profile (read-only AWS call)",
+        description="Find the newest available image of the pinned name pattern and owner "
+        "(DescribeImages in the profile's region, read-only) and print its "
+        "[<workload>.pcs_ami] table; with --write, write it into the profile. The profile then "
+        "pins that image until you run this again.",
+        aws=True,
+    )
+    pcs_ami.add_argument(
+        "--workload",
+        choices=("pretraining", "post_training"),
+        default="pretraining",
+        help="the 'pcs' workload whose nodes (default: pretraining)",
+    )
+    pcs_ami.add_argument("--name-pattern", help="image name pattern (default: the pinned one)")
+    pcs_ami.add_argument("--owner", help="image owner: account id or 'self' (default: pinned)")
+    pcs_ami.add_argument("--write", action="store_true", help="write the table into the profile")
+
     completion = _subcommand(
         commands,
         "completion",
@@ -557,6 +578,43 @@ exit codes:
 """
 
 
+def _run_pcs_ami(args: argparse.Namespace, reporter: Reporter) -> ExitCode:
+    from fm_constructs.cli import pcs_ami
+    from fm_constructs.cli.aws import AwsSession
+
+    chosen = args.config or default_profile()
+    if chosen is None:
+        raise CliError("pcs-ami: no profile given: pass --config FILE", ExitCode.USAGE)
+    request = pcs_ami.request_for(
+        Path(chosen),
+        args.workload,
+        region=args.region,
+        name_pattern=args.name_pattern,
+        owner=args.owner,
+    )
+    session = AwsSession(region=request.region, profile_name=args.aws_profile)
+    image = pcs_ami.newest_image(session.client("ec2"), request)
+    if args.write:
+        pcs_ami.write_table(request, image)
+        load_profile(chosen)  # the profile now loads, or every remaining problem is shown
+    if reporter.json_mode:
+        reporter.emit_json(
+            {
+                "workload": request.workload,
+                "id": image.image_id,
+                "region": request.region,
+                "name": image.name,
+                "creation_date": image.creation_date,
+                "written": bool(args.write),
+            }
+        )
+    else:
+        reporter.print(pcs_ami.table_text(request.workload, request.region, image).rstrip())
+        if args.write:
+            reporter.print(f"written to {chosen}")
+    return ExitCode.OK
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, Reporter], ExitCode]] = {
     "init": _run_init,
     "plan": _run_plan,
@@ -567,6 +625,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, Reporter], ExitCode]] = {
     "connect": _run_connect,
     "teardown": _run_teardown,
     "health": _run_health,
+    "pcs-ami": _run_pcs_ami,
     "completion": _run_completion,
 }
 

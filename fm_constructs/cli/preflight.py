@@ -15,10 +15,17 @@ from functools import partial
 from typing import Any
 
 from fm_constructs.catalog import InstanceSpec, get_instance_type
+from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.cli.aws import AwsSession, describe_aws_error
 from fm_constructs.cli.exit_codes import CliError, ExitCode
 from fm_constructs.cli.output import Reporter, render_table
-from fm_constructs.config import CapacityKind, Orchestrator, Profile, WorkloadConfig
+from fm_constructs.config import (
+    CapacityKind,
+    Orchestrator,
+    Profile,
+    TrainingWorkloadConfig,
+    WorkloadConfig,
+)
 from fm_constructs.config.subnet_demand import largest_node_count
 from fm_constructs.domain.kinds import HYPERPOD
 from fm_constructs.rules.findings import Finding, Severity
@@ -62,6 +69,7 @@ CHECK_CODES: dict[str, str] = {
     "HyperPod quota": quota_rules.HYPERPOD_QUOTA.code,
     "FSx for Lustre storage quota": quota_rules.FSX_STORAGE.code,
     "PCS cluster creation": pcs_rules.PCS_CREATING.code,
+    "PCS node AMI": pcs_rules.PCS_AMI_AVAILABLE.code,
     "EKS version": eks_rules.EKS_VERSION.code,
     "admin roles": iam_rules.ADMIN_ROLE.code,
 }
@@ -174,6 +182,8 @@ class Preflight:
             if w.orchestrator in HYPERPOD:
                 hyperpod = partial(self._one, self.check_hyperpod_type, w)
                 self._guard("HyperPod instance type", w.name, hyperpod)
+            if w.orchestrator is Orchestrator.PCS:
+                self._guard("PCS node AMI", w.name, partial(self._one, self.check_pcs_ami, w))
         self._guard("EC2 vCPU quotas", None, self.check_ec2_quotas)
         if any(w.orchestrator in HYPERPOD for w in workloads):
             self._guard("HyperPod quotas", None, self.check_hyperpod_quotas)
@@ -358,6 +368,17 @@ class Preflight:
         (:func:`fm_constructs.rules.online.pcs.no_cluster_creating`)."""
         found = pcs_rules.no_cluster_creating(self.client("pcs"), self.region)
         return _checks("PCS cluster creation", None, found)[0]
+
+    def check_pcs_ami(self, w: WorkloadConfig) -> Check:
+        """The AMI the profile pins for the PCS nodes is available, of their architecture
+        (:func:`fm_constructs.rules.online.pcs.pinned_ami_available`)."""
+        assert isinstance(w, TrainingWorkloadConfig) and w.pcs_ami.id is not None  # FM337
+        spec = find_instance_type(w.instance_type)
+        architecture = spec.architecture if spec is not None else "x86_64"
+        found = pcs_rules.pinned_ami_available(
+            self.client("ec2"), w.name, w.pcs_ami.id, architecture, self.region
+        )
+        return _checks("PCS node AMI", w.name, found)[0]
 
     def check_eks_version(self) -> Check:
         """The profile's Kubernetes version (``platform.kubernetes_version``) is one EKS offers

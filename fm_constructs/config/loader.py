@@ -19,6 +19,7 @@ from fm_constructs.config.model import (
     ModelConfig,
     NatGateways,
     Orchestrator,
+    PcsAmiConfig,
     PlatformConfig,
     PostTrainingConfig,
     PostTrainingStorageConfig,
@@ -266,6 +267,7 @@ def _pretraining(t: TableReader) -> PretrainingConfig:
     return PretrainingConfig(
         **_common("pretraining", t),
         training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
+        pcs_ami=_pcs_ami(t.table("pcs_ami", _keys(PcsAmiConfig))),
         users=_users(t),
         storage=_storage(_storage_table(t, "pretraining"), StorageConfig, default_enabled=True),
     )
@@ -277,6 +279,7 @@ def _post_training(t: TableReader) -> PostTrainingConfig:
         **_common("post_training", t),
         training_goal=_training_goal(t.table("training_goal", _keys(TrainingGoalConfig))),
         rollout=_rollout(t.table("rollout", _keys(RolloutConfig))),
+        pcs_ami=_pcs_ami(t.table("pcs_ami", _keys(PcsAmiConfig))),
         users=_users(t),
         storage=_storage(
             storage,
@@ -410,6 +413,11 @@ def _autoscaling(t: TableReader) -> AutoscalingConfig:
         metric=t.choice("metric", ServingMetric, _default(AutoscalingConfig, "metric")),
         target=t.number("target") or _default(AutoscalingConfig, "target"),
     )
+
+
+def _pcs_ami(t: TableReader) -> PcsAmiConfig:
+    """``[<workload>.pcs_ami]``; the PCS rules check the id's form and region."""
+    return PcsAmiConfig(id=t.string("id"), region=t.string("region"), name=t.string("name"))
 
 
 def _training_goal(t: TableReader) -> TrainingGoalConfig:

@@ -11,6 +11,7 @@ from fm_constructs.profile.model import LoadBalancer as LoadBalancer
 from fm_constructs.profile.model import ModelConfig as ModelConfig
 from fm_constructs.profile.model import NatGateways as NatGateways
 from fm_constructs.profile.model import Orchestrator as Orchestrator
+from fm_constructs.profile.model import PcsAmiConfig as PcsAmiConfig
 from fm_constructs.profile.model import PlatformConfig as PlatformConfig
 from fm_constructs.profile.model import PostTrainingConfig as PostTrainingConfig
 from fm_constructs.profile.model import PostTrainingStorageConfig as PostTrainingStorageConfig

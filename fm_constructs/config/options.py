@@ -258,6 +258,8 @@ class WorkloadOptions:
     #: node subnet i - 1), for the pools the IP budget moved into node subnets of their own.
     node_group_subnets: tuple[tuple[str, tuple[int, ...]], ...] = ()
     hyperpod: HyperPodOptions | None = None
+    #: The pinned AMI of its AWS PCS nodes (``[<workload>.pcs_ami]`` id; None off 'pcs').
+    pcs_ami_id: str | None = None
     inference: InferenceOptions | None = None
     #: The stack of its file system or HyperPod/AWS PCS cluster (None: it has neither).
     stack: StackOptions | None = None
@@ -447,6 +449,13 @@ def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
     return total
 
 
+def _pcs_ami_id(w: WorkloadConfig) -> str | None:
+    """The AMI id of ``w``'s PCS nodes, on 'pcs' (the profile rules require it there)."""
+    if w.orchestrator is not Orchestrator.PCS or not isinstance(w, TrainingWorkloadConfig):
+        return None
+    return w.pcs_ami.id
+
+
 def _copied(cls: type[_T], table: object, /, **values: Any) -> _T:
     """A ``cls`` options object: ``values``, and every other field of ``cls`` taken from the
     attribute of ``table`` (a profile table) of the same name, the profile's key as it is."""
@@ -594,6 +603,7 @@ def workload_options(
         file_system_efa_clients=fsx_efa_clients(profile, w),
         node_group_subnets=_node_group_subnets(w, node_group_subnets or {}) if on_eks else (),
         hyperpod=_hyperpod(platform, w),
+        pcs_ami_id=_pcs_ami_id(w),
         inference=_inference(w, platform.observability),
         **_workload_stacks(platform, w, pools, file_system),
     )

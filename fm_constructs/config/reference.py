@@ -12,6 +12,7 @@ from fm_constructs.config.model import (
     CapacityConfig,
     InferenceConfig,
     ModelConfig,
+    PcsAmiConfig,
     PlatformConfig,
     PostTrainingConfig,
     PostTrainingStorageConfig,
@@ -77,6 +78,13 @@ _TABLES: tuple[tuple[str, type[Any], str, type[Any] | None], ...] = (
         "[pretraining.training_goal], [post_training.training_goal]",
         TrainingGoalConfig,
         "What to train, for the compute estimate of `fmc plan`.",
+        None,
+    ),
+    (
+        "[pretraining.pcs_ami], [post_training.pcs_ami]",
+        PcsAmiConfig,
+        "`pcs`: the pinned AMI of the AWS PCS nodes, written by `fmc pcs-ami --config <profile> "
+        "--write` (the newest image of the pinned name pattern, found read-only).",
         None,
     ),
     (

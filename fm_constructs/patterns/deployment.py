@@ -18,11 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import CfnParameter
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fm_constructs import pins
 from fm_constructs.compute import CapacitySource
 from fm_constructs.config.model import Orchestrator
 from fm_constructs.config.options import (
@@ -125,15 +123,12 @@ class Deployment:
         monitoring: Mapping[str, Construct],
         workloads: Mapping[str, Construct],
         nodes: Mapping[str, Construct],
-        *,
-        pcs_ami_id: str | None = None,
     ) -> None:
         """Every part of the deployment, each into its scope (a stack each, in ``stacks/``):
         the platform (``grafana``: its Grafana workspace, else in ``platform``); per cluster
         key its control plane, the scope of what runs on it and, with observability on, of its
         scraper; per workload the scope of its file system or HyperPod/PCS cluster
-        (``workloads``) and, on EKS, of its nodes and Kubernetes objects (``nodes``).
-        ``pcs_ami_id``: the AMI of AWS PCS nodes (see :meth:`build_workload`)."""
+        (``workloads``) and, on EKS, of its nodes and Kubernetes objects (``nodes``)."""
         self.build_platform(platform, grafana_scope=grafana)
         for key, cluster in self.options.clusters.items():
             self.build_cluster(clusters[key], key, addons_scope=cluster_addons[key])
@@ -141,7 +136,7 @@ class Deployment:
                 self.build_cluster_monitoring(monitoring[key], key)
         for name, w in self.options.workloads.items():
             if w.has_storage_stack:
-                self.build_workload(workloads[name], name, pcs_ami_id=pcs_ami_id)
+                self.build_workload(workloads[name], name)
             if w.eks_nodes:
                 self.build_workload_nodes(nodes[name], name)
 
@@ -253,13 +248,10 @@ class Deployment:
 
     # ---- workloads ---------------------------------------------------------------------------
 
-    def build_workload(
-        self, scope: Construct, name: str, *, pcs_ami_id: str | None = None
-    ) -> WorkloadStorage:
+    def build_workload(self, scope: Construct, name: str) -> WorkloadStorage:
         """Workload ``name``'s file system (``FileSystem``, with ``FileSystemAlarms``) unless
         it mounts another's, and its HyperPod (``HyperPod``) or AWS PCS (``Pcs``) cluster on
-        those orchestrators. ``pcs_ami_id``: the AMI of the PCS nodes; without it, the stack
-        parameter ``PcsAmiId`` gives it at deploy time (no AMI id is pinned)."""
+        those orchestrators (PCS nodes launch from the profile's pinned ``pcs_ami``)."""
         w = self.options.workloads[name]
         owned = self._file_system(scope, w)
         file_system = owned
@@ -268,7 +260,7 @@ class Deployment:
         hyperpod = None
         pcs = None
         if w.orchestrator is Orchestrator.PCS:
-            pcs = self._pcs(scope, w, file_system, pcs_ami_id or _pcs_ami_parameter(scope))
+            pcs = self._pcs(scope, w, file_system)
         elif w.hyperpod is not None:
             hyperpod = self._hyperpod(scope, w, file_system)
         self.storage[name] = WorkloadStorage(file_system, owned is not None, hyperpod, pcs)
@@ -369,9 +361,9 @@ class Deployment:
         scope: Construct,
         w: WorkloadOptions,
         file_system: LustreFileSystem | None,
-        ami_id: str,
     ) -> PcsAcceleratedWorkload:
-        assert w.capacity is not None
+        # The profile rules require the pinned AMI on 'pcs' (FM337).
+        assert w.capacity is not None and w.pcs_ami_id is not None
         observability = self.platform.observability
         return PcsAcceleratedWorkload(
             scope,
@@ -380,7 +372,7 @@ class Deployment:
             gpu_subnet=self.gpu_subnet,
             instance_type=w.instance_type,
             node_count=w.instance_count,
-            ami_id=ami_id,
+            ami_id=w.pcs_ami_id,
             capacity=capacity_source(w.capacity),
             file_system=file_system,
             efa_layout=w.efa_layout,
@@ -460,17 +452,6 @@ class Deployment:
             workspace=observability.prometheus if observability is not None else None,
             **self._eks_common(w),
         )
-
-
-def _pcs_ami_parameter(scope: Construct) -> str:
-    """The ``PcsAmiId`` stack parameter: the PCS nodes' AMI, given at deploy time."""
-    return CfnParameter(
-        scope,
-        "PcsAmiId",
-        type="AWS::EC2::Image::Id",
-        description="AMI of the PCS nodes: Ubuntu with the PCS agent, Slurm "
-        f"{pins.pcs().slurm_version} (PCS installer), NVIDIA and EFA drivers",
-    ).value_as_string
 
 
 _EKS_PATTERNS: dict[

@@ -9,6 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fm_constructs import pins
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
@@ -20,7 +21,7 @@ from fm_constructs.orchestration.pcs import (
     PcsInstanceRole,
     PcsQueue,
 )
-from fm_constructs.orchestration.pcs.user_data import node_parameters
+from fm_constructs.orchestration.pcs.user_data import job_hook_settings, node_parameters
 from fm_constructs.patterns.observability import MonitoringFacade
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE
@@ -36,7 +37,8 @@ MOUNT_POINT = "/fsx"
 class PcsAcceleratedWorkload(Construct):
     """A PCS cluster for one workload, in one statement.
 
-    The cluster (pinned Slurm, size for its nodes, accounting on), the node role PCS accepts,
+    The cluster (pinned Slurm, size for its nodes, accounting on, HyperPod's job hooks as its
+    ``Prolog`` and ``Epilog``, installed on every compute node), the node role PCS accepts,
     a login node and ``node_count`` accelerated nodes of ``instance_type`` on ``capacity``
     (every EFA card wired, EFA security group), one queue over them, and ``file_system``
     mounted at ``/fsx`` on every node by the shared node scripts (LNet over EFA where the file
@@ -67,8 +69,17 @@ class PcsAcceleratedWorkload(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         spec = get_instance_type(instance_type)
+        slurm_version = pins.pcs().slurm_version
+        # HyperPod's job hooks, which every compute node installs (pcs_node.sh), as the
+        # cluster's Prolog and Epilog: the first job is checked and mapped as on HyperPod.
         self.cluster = PcsCluster(
-            self, "Cluster", vpc=vpc, subnet=gpu_subnet, node_count=node_count + 1
+            self,
+            "Cluster",
+            vpc=vpc,
+            subnet=gpu_subnet,
+            node_count=node_count + 1,
+            slurm_version=slurm_version,
+            slurm_settings=job_hook_settings(slurm_version),
         )
         self.efa_security_group = EfaSecurityGroup(
             self,

@@ -74,10 +74,20 @@ class KubernetesVersionPin:
 
 @dataclass(frozen=True)
 class PcsPins:
-    """AWS PCS: the Slurm major version clusters run, and where the choice is documented."""
+    """AWS PCS: the Slurm major version clusters run, the name pattern and owner of the node
+    image ``fmc pcs-ami`` resolves (``{architecture}`` and ``{slurm_version}`` filled in), and
+    where the choices are documented."""
 
     slurm_version: str
     source: str
+    ami_name_pattern: str
+    ami_owner: str
+
+    def ami_name(self, architecture: str) -> str:
+        """The image name pattern for nodes of ``architecture`` (x86_64 or arm64)."""
+        return self.ami_name_pattern.format(
+            architecture=architecture, slurm_version=self.slurm_version
+        )
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,29 @@ class TrainingGoalConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PcsAmiConfig:
+    """``[<workload>.pcs_ami]``: the pinned AMI of the workload's AWS PCS nodes, written by
+    ``fmc pcs-ami --config <profile> --write`` (read-only EC2 DescribeImages)."""
+
+    id: str | None = field(
+        default=None,
+        metadata={
+            "doc": "'pcs': AMI id of every node (Ubuntu with the PCS agent, the PCS Slurm installer of the pinned version, NVIDIA and EFA drivers). Required on 'pcs'; kept, unused, on the other orchestrators, so switching back is one key."
+        },
+    )
+    region: str | None = field(
+        default=None,
+        metadata={
+            "doc": "The region the AMI is in; must be platform.region (an AMI id names an image in one region only)."
+        },
+    )
+    name: str | None = field(
+        default=None,
+        metadata={"doc": "The image's name, as fmc pcs-ami found it (a record; not checked)."},
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     """``[inference.model]``: the model server (vLLM) deployed on the inference cluster. Without
     ``model_s3_prefix`` no server is deployed (the GPU cluster is still built)."""
@@ -362,6 +385,10 @@ class TrainingWorkloadConfig(WorkloadConfig):
     training_goal: TrainingGoalConfig = field(
         default_factory=TrainingGoalConfig,
         metadata={"doc": "The [pretraining.training_goal] or [post_training.training_goal] table."},
+    )
+    pcs_ami: PcsAmiConfig = field(
+        default_factory=PcsAmiConfig,
+        metadata={"doc": "The [<workload>.pcs_ami] table."},
     )
     users: tuple[ClusterUser, ...] = field(
         default=(),

@@ -43,6 +43,7 @@ from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import users as user_rules
 from fm_constructs.rules import workloads as workload_rules
 from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.pcs_ami import pcs_ami
 from fm_constructs.rules.storage import STORAGE, lustre_settings
 
 INCONSISTENT = info(
@@ -81,7 +82,8 @@ ROOT_VOLUME = info(
 )
 PCS_KEY = info(
     "FM336",
-    "A key does not apply to AWS PCS (a Kubernetes setting, the RL rollout group), or PCS needs "
+    "A key does not apply to AWS PCS (a Kubernetes setting, the RL rollout group, reservations "
+    "split by node group), or PCS needs "
     "one more (the size of a Capacity Block), or the workload has more nodes than a PCS "
     "cluster runs.",
     "Remove the key or add the one the message names; PCS sizes clusters up to 2,048 nodes.",
@@ -520,6 +522,14 @@ def _check_workload(profile: Profile, w: WorkloadConfig) -> list[Finding]:
             )
         )
     out += _check_pcs(w)
+    if isinstance(w, TrainingWorkloadConfig) and w.orchestrator is Orchestrator.PCS:
+        out += pcs_ami(
+            w.name,
+            w.pcs_ami.id,
+            w.pcs_ami.region,
+            region=profile.platform.region,
+            source=profile.source if profile.source != "<memory>" else "",
+        )
     if cap.kind is CapacityKind.CAPACITY_BLOCK and cap.reservation_id is None:
         out.append(
             _finding(
@@ -744,9 +754,10 @@ def _identifiers(table: object, keys: tuple[str, ...]) -> list[Finding]:
 
 
 def _check_pcs(w: WorkloadConfig) -> list[Finding]:
-    """What AWS PCS cannot take: Kubernetes keys (it runs Slurm, no pods), a Capacity Block
-    of unknown size (PCS caps the node group at the block's size, so the size must be known),
-    more nodes than a PCS cluster runs."""
+    """What AWS PCS cannot take: Kubernetes keys (it runs Slurm, no pods), reservations split
+    by EKS node group (PCS has one accelerated node group), a Capacity Block of unknown size
+    (PCS caps the node group at the block's size, so the size must be known), more nodes than
+    a PCS cluster runs."""
     if w.orchestrator is not Orchestrator.PCS:
         return []
     out: list[Finding] = []
@@ -771,6 +782,18 @@ def _check_pcs(w: WorkloadConfig) -> list[Finding]:
             )
         )
     cap = w.capacity
+    if cap.node_groups:
+        out.append(
+            _finding(
+                PCS_KEY,
+                f"{w.name}.capacity.node_groups",
+                len(cap.node_groups),
+                "'pcs' runs the accelerated nodes as one PCS node group on one launch "
+                "template, which targets one reservation or one resource group",
+                "give reservation_id (one ODCR), or resource_group_arn (a capacity-reservation "
+                "resource group of several), instead of [[<workload>.capacity.node_groups]]",
+            )
+        )
     if cap.kind is CapacityKind.CAPACITY_BLOCK and cap.reserved_instance_count is None:
         out.append(
             _finding(

@@ -82,6 +82,13 @@ def test_cluster_runs_the_pinned_slurm_with_accounting_sized_for_its_nodes(
     assert props["Size"] == "SMALL"  # 4 accelerated + 1 login
     assert props["SlurmConfiguration"]["Accounting"] == {"Mode": "STANDARD"}
     assert len(props["Networking"]["SubnetIds"]) == 1
+    # HyperPod's job hooks as the cluster's Prolog and Epilog, at the absolute paths where every
+    # compute node installs them (tests/unit/test_pcs_node.py runs them there).
+    prefix = "/opt/aws/pcs/scheduler/slurm-25.05/etc/scripts"
+    assert props["SlurmConfiguration"]["SlurmCustomSettings"] == [
+        {"ParameterName": "Epilog", "ParameterValue": f"{prefix}/fm-epilog.sh"},
+        {"ParameterName": "Prolog", "ParameterValue": f"{prefix}/fm-prolog.sh"},
+    ]
 
 
 def test_cluster_level_slurm_settings() -> None:

@@ -16,8 +16,8 @@ from tests.rehearsal.local_aws.server import LocalAws
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = sorted(p.stem for p in (ROOT / "config").glob("*.toml") if p.stem != "default")
 #: Values a user passes at deploy for the stack parameters a profile leaves open, as its docs
-#: say (docs/blocks/pcs.md: the PCS node AMI, when no pcs_ami_id context names it).
-DEPLOY_PARAMETERS = {"PcsAmiId": "ami-0123456789abcdef0"}
+#: say (none now: the PCS node AMI is pinned in the profile, docs/blocks/pcs.md).
+DEPLOY_PARAMETERS: dict[str, str] = {}
 
 
 def _parameters(assembly: Path) -> list[str]:

@@ -49,6 +49,7 @@ MODEL = {"model_s3_prefix": "models/m/", "served_model_name": "m"}
 ONLY_INFERENCE = {"pretraining.enabled": False}
 HYPERPOD_EKS_VERSION = {"platform.kubernetes_version": "1.34"}
 PLAN_ARN = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}:training-plan/inv"
+PCS_AMI = {"pretraining.pcs_ami": {"id": "ami-0a1b2c3d4e5f60718", "region": "us-east-1"}}
 PCS_BLOCK = {
     "kind": "capacity-block",
     "reservation_id": "cr-0a1b2c3d4e5f60718",
@@ -75,12 +76,13 @@ VARIATIONS: list[tuple[str, str, dict[str, Any], str | None]] = [
     ("base", "p5-eks", {}, None),
     # orchestrator
     ("orchestrator", "hyperpod-slurm", {"pretraining.orchestrator": "hyperpod-slurm"}, None),
-    ("orchestrator", "pcs", {"pretraining.orchestrator": "pcs"}, None),
+    ("orchestrator", "pcs", {"pretraining.orchestrator": "pcs", **PCS_AMI}, None),
     (
         "orchestrator",
         "pcs-capacity-block",
         {
             "pretraining.orchestrator": "pcs",
+            **PCS_AMI,
             "pretraining.capacity": {**PCS_BLOCK, "reserved_instance_count": 2},
         },
         None,
@@ -88,13 +90,13 @@ VARIATIONS: list[tuple[str, str, dict[str, Any], str | None]] = [
     (
         "orchestrator",
         "pcs-capacity-block-of-unknown-size",
-        {"pretraining.orchestrator": "pcs", "pretraining.capacity": PCS_BLOCK},
+        {"pretraining.orchestrator": "pcs", **PCS_AMI, "pretraining.capacity": PCS_BLOCK},
         "FM336",
     ),
     (
         "orchestrator",
         "pcs-kubelet-max-pods",
-        {"pretraining.orchestrator": "pcs", "pretraining.max_pods_per_node": 50},
+        {"pretraining.orchestrator": "pcs", **PCS_AMI, "pretraining.max_pods_per_node": 50},
         "FM336",
     ),
     (

@@ -796,7 +796,8 @@ def test_the_fix_a_line_names_makes_the_profile_load(
     assert load_profile(_profile(tmp_path, {**changes, **fix})).enabled_workloads
 
 
-PCS = {"pretraining.orchestrator": "pcs"}
+PCS_AMI = {"id": "ami-0a1b2c3d4e5f60718", "region": "us-east-1"}
+PCS = {"pretraining.orchestrator": "pcs", "pretraining.pcs_ami": PCS_AMI}
 PCS_BLOCK = {
     "kind": "capacity-block",
     "reservation_id": "cr-0a1b2c3d4e5f60718",
@@ -859,6 +860,27 @@ PCS_ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
         "post_training.rollout.enabled",
         "FM336",
         "not built on 'pcs' yet",
+    ),
+    (
+        "pcs-without-a-pinned-ami",
+        {"pretraining.orchestrator": "pcs"},
+        "pretraining.pcs_ami.id",
+        "FM337",
+        "fmc pcs-ami --config",
+    ),
+    (
+        "pcs-ami-malformed",
+        {**PCS, "pretraining.pcs_ami": {**PCS_AMI, "id": "ami-123"}},
+        "pretraining.pcs_ami.id",
+        "FM337",
+        "ami- followed by 8 or 17",
+    ),
+    (
+        "pcs-ami-of-another-region",
+        {**PCS, "pretraining.pcs_ami": {**PCS_AMI, "region": "us-west-2"}},
+        "pretraining.pcs_ami.region",
+        "FM337",
+        "an AMI id names an image in one region only",
     ),
     (
         "pcs-inference",

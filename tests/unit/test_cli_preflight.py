@@ -718,8 +718,15 @@ def test_one_reservation_per_node_group_is_checked_against_its_group() -> None:
 PCS_ODCR = "cr-0a1b2c3d4e5f60718"
 
 
-def _queue_pcs_profile(stubs: Stubs, clusters: list[dict[str, Any]], *, paged: bool) -> None:
-    """config/pcs.toml: 4 x p5 from an ODCR, FSx, and the PCS clusters of the region."""
+#: The image config/pcs.toml pins for its nodes.
+PCS_AMI = "ami-0a1b2c3d4e5f60718"
+
+
+def _queue_pcs_profile(
+    stubs: Stubs, clusters: list[dict[str, Any]], *, paged: bool, ami_state: str = "available"
+) -> None:
+    """config/pcs.toml: 4 x p5 from an ODCR, its pinned node image, FSx, and the PCS clusters
+    of the region."""
     ec2 = stubs["ec2"]
     ec2.add_response(
         "describe_instance_type_offerings",
@@ -732,6 +739,15 @@ def _queue_pcs_profile(stubs: Stubs, clusters: list[dict[str, Any]], *, paged: b
     reservation["CapacityReservations"][0].pop("EndDate")
     ec2.add_response(
         "describe_capacity_reservations", reservation, {"CapacityReservationIds": [PCS_ODCR]}
+    )
+    ec2.add_response(
+        "describe_images",
+        {
+            "Images": [
+                {"ImageId": PCS_AMI, "Name": "fm-pcs", "State": ami_state, "Architecture": "x86_64"}
+            ]
+        },
+        {"ImageIds": [PCS_AMI]},
     )
     stubs["service-quotas"].add_response(
         "get_service_quota",
@@ -779,6 +795,18 @@ def test_pcs_profile_checks_the_reservation_and_clusters_being_created(stubs: St
     assert result.code == 0, result.out + result.err
     assert f"{PCS_ODCR}: active, 4 x p5.48xlarge in us-east-1a" in result.out
     assert "no PCS cluster is being created in us-east-1" in result.out
+    assert f"{PCS_AMI} (fm-pcs) is available in us-east-1" in result.out
+    stubs.assert_done()
+
+
+def test_a_deregistered_pcs_node_image_fails_the_preflight(stubs: Stubs) -> None:
+    profile = str(Path(__file__).resolve().parents[2] / "config" / "pcs.toml")
+    _queue_pcs_profile(stubs, [], paged=False, ami_state="deregistered")
+    result = run("preflight", "--config", profile, "--json")
+    assert result.code == 1, result.out + result.err
+    (check,) = [c for c in json.loads(result.out)["checks"] if c["name"] == "PCS node AMI"]
+    assert check["status"] == "fail" and check["code"] == "FM712"
+    assert "is deregistered in us-east-1" in check["detail"]
     stubs.assert_done()
 
 

@@ -22,8 +22,6 @@ from __future__ import annotations
 import copy
 import os
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +29,7 @@ import pytest
 
 from fm_constructs.orchestration.hyperpod import scripts_directory
 from tests.hyperpod_node import SimulatedNode
+from tests.slurm_namespaces import daemon_directory, run_in_namespaces, skip_without
 from tests.unit.test_hyperpod_node import RESOURCE_CONFIG, slurm_params
 
 #: Real slurmctld, slurmdbd and MariaDB started from the generated configuration: the end-to-end
@@ -81,13 +80,6 @@ mkdir -p /opt/slurm /run/munge /run/mysqld /var/log/slurm
 mount -t tmpfs tmpfs /var/log/slurm
 mount --bind "$ROOT/opt/slurm" /opt/slurm
 export SLURM_CONF=/opt/slurm/etc/slurm.conf
-wait_for() {  # wait_for <seconds> <command...>
-  local n="$1"; shift
-  until timeout 5 "$@" > /dev/null 2>&1; do
-    ((n-- > 0)) || { echo "timed out: $*" >&2; return 1; }
-    sleep 1
-  done
-}
 
 mariadb-install-db --no-defaults --datadir="$STATE/mysql" --user=root \
   --auth-root-authentication-method=socket > "$STATE/mariadb-install.log" 2>&1
@@ -147,17 +139,9 @@ scontrol show node "$CPU_WORKER" | grep -o 'State=[A-Z+_]*'
 
 @pytest.fixture
 def controller() -> Iterator[tuple[SimulatedNode, Path]]:
-    missing = [name for name in DAEMONS if shutil.which(name) is None]
-    if missing:
-        pytest.skip(
-            f"{', '.join(missing)} not installed (Debian: slurmctld, slurmdbd, munge, "
-            "mariadb-server)"
-        )
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        pytest.skip("needs root and unshare for private mount and network namespaces")
-    base = Path(tempfile.mkdtemp(prefix="fm-slurmctld-", dir="/tmp"))
-    try:
-        base.chmod(0o755)  # slurmdbd and slurmctld read their files as the slurm user
+    skip_without(DAEMONS, "slurmctld, slurmdbd, munge, mariadb-server")
+    # slurmdbd and slurmctld read their files as the slurm user.
+    with daemon_directory("fm-slurmctld-") as base:
         resources = copy.deepcopy(RESOURCE_CONFIG)
         resources["InstanceGroups"][0]["Instances"][0]["CustomerIpAddress"] = "127.0.0.1"
         sim = SimulatedNode(
@@ -171,8 +155,6 @@ def controller() -> Iterator[tuple[SimulatedNode, Path]]:
         shutil.chown(state, "slurm", "slurm")
         sim.write_slurm_conf(_agent_slurm_conf(state))
         yield sim, state
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_the_generated_configuration_starts_slurmdbd_and_slurmctld(
@@ -185,14 +167,10 @@ def test_the_generated_configuration_starts_slurmdbd_and_slurmctld(
     assert "include /opt/slurm/etc/accounting.conf" in (etc / "slurm.conf").read_text()
     key = state / "munge.key"
     key.write_bytes(os.urandom(1024))
-    result = subprocess.run(
-        [
-            "unshare",
-            *("--fork", "--pid", "--kill-child", "--mount-proc", "--mount", "--uts"),
-            *("--propagation", "private", "bash", "-c", NAMESPACE_SCRIPT),
-        ],
-        env={
-            **os.environ,
+    daemons = run_in_namespaces(
+        NAMESPACE_SCRIPT,
+        state,
+        {
             "ROOT": str(sim.root),
             "STATE": str(state),
             "SQL": str(sim.sim / "mysql.sql"),
@@ -202,17 +180,9 @@ def test_the_generated_configuration_starts_slurmdbd_and_slurmctld(
             "CPU_WORKER": CPU_WORKER,
             "PARAMS": str(sim.scripts / "provisioning_parameters.json"),
         },
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
     )
-    logs = "\n".join(
-        f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
-        for path in sorted(state.glob("*.out")) + sorted(state.glob("*.log"))
-    )
-    assert result.returncode == 0, result.stdout + result.stderr + logs
-    sections = dict(part.split("\n", 1) for part in result.stdout.split("== ")[1:] if "\n" in part)
+    assert daemons.result.returncode == 0, daemons.output
+    sections = daemons.sections
     config = {
         key.strip(): value.strip()
         for key, _, value in (

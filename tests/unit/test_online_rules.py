@@ -116,6 +116,39 @@ def test_pcs_creating_outcomes(client: tuple[Any, Stubber]) -> None:
     assert free.allowed == "no PCS cluster is being created in us-east-1"
 
 
+PCS_IMAGE = "ami-0a1b2c3d4e5f60718"
+
+
+@pytest.mark.parametrize("client", ["ec2"], indirect=True)
+def test_pinned_pcs_ami_outcomes(client: tuple[Any, Stubber]) -> None:
+    made, stubber = client
+    params = {"ImageIds": [PCS_IMAGE]}
+    image = {"ImageId": PCS_IMAGE, "Name": "fm-pcs-ubuntu-22.04-x86_64-slurm-25.05-1"}
+    answers = [
+        {"Images": [{**image, "State": "available", "Architecture": "x86_64"}]},
+        {"Images": [{**image, "State": "deregistered", "Architecture": "x86_64"}]},
+        {"Images": [{**image, "State": "available", "Architecture": "arm64"}]},
+        {"Images": []},
+    ]
+    for answer in answers:
+        stubber.add_response("describe_images", answer, params)
+    stubber.add_client_error("describe_images", "InvalidAMIID.NotFound", expected_params=params)
+    found = [
+        pcs.pinned_ami_available(made, "pretraining", PCS_IMAGE, "x86_64", "us-east-1")[0]
+        for _ in range(len(answers) + 1)
+    ]
+    available, deregistered, other_arch, empty, missing = found
+    assert available.severity is Severity.INFO and "is available in us-east-1" in available.allowed
+    assert "is deregistered in us-east-1" in deregistered.allowed
+    assert "an arm64 image; the nodes are x86_64" in other_arch.allowed
+    for finding in (empty, missing):
+        assert "names no image this account can launch in us-east-1" in finding.allowed
+    for finding in (deregistered, other_arch, empty, missing):
+        assert (finding.code, finding.severity) == ("FM712", Severity.ERROR)
+        assert finding.key == "pretraining.pcs_ami.id" and "fmc pcs-ami" in finding.fix
+    stubber.assert_no_pending_responses()
+
+
 @pytest.mark.parametrize("client", ["ec2"], indirect=True)
 def test_instance_type_offered_outcomes(client: tuple[Any, Stubber]) -> None:
     made, stubber = client

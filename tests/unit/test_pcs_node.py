@@ -25,8 +25,10 @@ from fm_constructs.catalog import get_instance_type
 from fm_constructs.orchestration.hyperpod import scripts_directory
 from fm_constructs.orchestration.pcs.user_data import (
     NODE_SCRIPTS_DIR,
+    job_hook_settings,
     node_parameters,
     pcs_user_data,
+    plugstack_file,
     wrapper_path,
 )
 from tests.hyperpod_node import SimulatedNode
@@ -37,7 +39,11 @@ pytestmark = pytest.mark.e2e
 
 BUCKET, PREFIX = "fm-node-scripts", "hyperpod-lifecycle/abc123/"
 SCRIPTS_URI = f"s3://{BUCKET}/{PREFIX}"
-SLURM_PREFIX = f"/opt/aws/pcs/scheduler/slurm-{pins.pcs().slurm_version}"
+SLURM_VERSION = pins.pcs().slurm_version
+SLURM_PREFIX = f"/opt/aws/pcs/scheduler/slurm-{SLURM_VERSION}"
+#: Where the PCS user guide ("Configure SPANK plugins on AWS PCS") has a node keep its SPANK
+#: configuration: the controller's plugstack.conf includes this directory.
+PLUGSTACK = f"/etc/aws/pcs/scheduler/slurm-{SLURM_VERSION}/plugstack.conf.d/pyxis.conf"
 #: `aws s3 cp --recursive s3://<bucket>/<prefix> <dir>` from a local directory standing in for
 #: S3 (FAKE_S3/<bucket>/<prefix>), recording the call like the node's other stubs.
 AWS_STUB = r"""#!/bin/bash
@@ -75,7 +81,9 @@ def _params(efa_fs: bool) -> dict[str, Any]:
     )
 
 
-def _node(tmp_path: Path, params: dict[str, Any], efa_devices: int) -> SimulatedNode:
+def _node(
+    tmp_path: Path, params: dict[str, Any], efa_devices: int, **options: Any
+) -> SimulatedNode:
     # The simulated node serves the pinned downloads its scripts fetch (enroot, pyxis).
     served = {
         **params,
@@ -84,7 +92,12 @@ def _node(tmp_path: Path, params: dict[str, Any], efa_devices: int) -> Simulated
         "slurm_exporter_version": pins.binary("slurm_exporter").version,
     }
     node = SimulatedNode(
-        tmp_path, params=served, resource_config=None, address="10.1.4.20", efa_devices=efa_devices
+        tmp_path,
+        params=served,
+        resource_config=None,
+        address="10.1.4.20",
+        efa_devices=efa_devices,
+        **options,
     )
     (node.root / SLURM_PREFIX.lstrip("/") / "include").mkdir(parents=True)
     # The S3 prefix as LifecycleScripts deploys it: the HyperPod scripts and the parameters.
@@ -175,8 +188,10 @@ def test_compute_node_mounts_fsx_over_efa_and_puts_containers_on_the_nvme(
     enroot = node.file("etc/enroot/enroot.conf")
     assert "ENROOT_CACHE_PATH /opt/dlami/nvme/enroot" in enroot
     assert node.exists("usr/local/lib/slurm/spank_pyxis.so")
-    plugstack = node.file(f"{SLURM_PREFIX.lstrip('/')}/etc/plugstack.conf")
-    assert "spank_pyxis.so" in plugstack
+    # The pyxis line in the node-local SPANK directory the PCS controller's plugstack.conf
+    # includes, not under the Slurm prefix (which configless slurmd never reads).
+    assert node.file(PLUGSTACK.lstrip("/")) == "optional /usr/local/lib/slurm/spank_pyxis.so\n"
+    assert not node.exists(f"{SLURM_PREFIX.lstrip('/')}/etc/plugstack.conf")
     log = node.file("var/log/fm-provision/pcs_node.log")
     assert "compute node of accelerated (p5.48xlarge)" in log and "pcs_node: done" in log
 
@@ -230,6 +245,72 @@ def test_the_wrapper_is_shellcheck_clean() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout
+
+
+def test_the_plugstack_file_is_the_one_the_pcs_guide_names() -> None:
+    assert plugstack_file(SLURM_VERSION) == PLUGSTACK
+
+
+def _fake_nvidia_smi(node: SimulatedNode, output: str) -> None:
+    fake = node.root / "usr" / "bin" / "nvidia-smi"
+    fake.parent.mkdir(parents=True, exist_ok=True)
+    fake.write_text(f"#!/usr/bin/env bash\nprintf '%s' '{output}'\n")
+    fake.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "refusal"),
+    [
+        ("".join(f"{i}, No\n" for i in range(8)), None),
+        ("".join(f"{i}, No\n" for i in range(7)), "7 of 8 GPUs visible"),
+        ("0, No\n1, Yes\n" + "".join(f"{i}, No\n" for i in range(2, 8)), "GPU 1"),
+    ],
+    ids=["healthy", "gpu-missing", "row-remap-failed"],
+)
+def test_compute_node_installs_the_hyperpod_prolog_where_the_cluster_settings_name_it(
+    tmp_path: Path, gpus: str, refusal: str | None
+) -> None:
+    node = _node(tmp_path, _params(efa_fs=False), efa_devices=0)
+    result = _boot(
+        tmp_path, node, pcs_user_data("compute", "accelerated", SCRIPTS_URI, nvme_disks=0)
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    settings = job_hook_settings(SLURM_VERSION)
+    assert settings == {
+        "Prolog": f"{SLURM_PREFIX}/etc/scripts/fm-prolog.sh",
+        "Epilog": f"{SLURM_PREFIX}/etc/scripts/fm-epilog.sh",
+    }
+    hooks = node.root / SLURM_PREFIX.lstrip("/") / "etc" / "scripts"
+    shared = scripts_directory() / "slurm_hooks"
+    assert (hooks / "fm-prolog.sh").read_bytes() == (shared / "prolog.sh").read_bytes()
+    assert (hooks / "fm-epilog.sh").read_bytes() == (shared / "epilog.sh").read_bytes()
+    for path in settings.values():
+        assert (node.root / path.lstrip("/")).stat().st_mode & 0o111
+    # The p5.48xlarge group's 8 GPUs, from the parameters; the prolog finds the file beside it.
+    assert (hooks / "fm-node.env").read_text() == "EXPECTED_GPUS=8\n"
+    # What slurmd does before the node's first job: run the cluster's Prolog.
+    _fake_nvidia_smi(node, gpus)
+    run = node.run(
+        str(node.root / settings["Prolog"].lstrip("/")),
+        env={"SLURM_JOB_ID": "7", "SLURM_JOB_GPUS": "0,3"},
+    )
+    if refusal is None:
+        assert run.returncode == 0, run.output
+        assert node.file("run/fm-dcgm-jobs/0") == "7\n" == node.file("run/fm-dcgm-jobs/3")
+    else:
+        assert run.returncode != 0  # slurmd drains the node and requeues the job
+        assert refusal in node.file("var/log/slurm/fm-prolog.log")
+        assert not node.exists("run/fm-dcgm-jobs/0")
+
+
+def test_login_node_installs_no_job_hooks(tmp_path: Path) -> None:
+    params = node_parameters(node_groups=[("login", get_instance_type("p5.48xlarge"))], fsx=None)
+    node = _node(tmp_path, params, efa_devices=0)
+    result = _boot(tmp_path, node, pcs_user_data("login", "login", SCRIPTS_URI, nvme_disks=0))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not node.exists(f"{SLURM_PREFIX.lstrip('/')}/etc/scripts/fm-prolog.sh")
+    # srun on the login node reads the same node-local SPANK file (through sackd).
+    assert "spank_pyxis.so" in node.file(PLUGSTACK.lstrip("/"))
 
 
 def test_login_node_puts_the_job_scripts_on_fsx(tmp_path: Path) -> None:

@@ -66,7 +66,9 @@ class PcsCluster(Construct):
     - ``security_group``: bring your own (it must allow all traffic within itself); created
       when absent.
     - ``slurm_settings``: slurm.conf settings PCS takes at cluster level
-      (:data:`CLUSTER_SLURM_SETTINGS`), such as a ``Prolog`` installed on the nodes' AMI.
+      (:data:`CLUSTER_SLURM_SETTINGS`), such as the absolute path of a ``Prolog`` every node
+      has (``PcsAcceleratedWorkload`` passes HyperPod's job hooks,
+      :func:`~fm_constructs.orchestration.pcs.user_data.job_hook_settings`).
 
     Children: ``SecurityGroup`` (when created), ``Resource`` (``AWS::PCS::Cluster``).
     """

@@ -45,9 +45,9 @@ from fm_constructs.orchestration.pcs.user_data import pcs_user_data
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.pcs_limits import GROUP_NAME_MAX, LOGIN_INSTANCE_TYPE, name_problem
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules.pcs_ami import AMI_ID
 
 LOGIN_ROOT_VOLUME_GIB = 200
-_AMI = r"ami-[a-z0-9]+"
 
 
 @runtime_checkable
@@ -115,8 +115,8 @@ class PcsComputeNodeGroup(Construct):
             problems.add(
                 "ami_id",
                 ami_id,
-                "must be an AMI id (ami-...) of an image with the PCS agent and the cluster's "
-                "Slurm version installed",
+                "must be an AMI id (ami- and 8 or 17 hex digits) of an image with the PCS "
+                "agent and the cluster's Slurm version installed",
             )
         if capacity.kind is CapacityKind.TRAINING_PLAN:
             problems.add(
@@ -296,9 +296,7 @@ class PcsComputeNodeGroup(Construct):
 
 
 def _is_ami(value: str) -> bool:
-    import re
-
-    return re.fullmatch(_AMI, value) is not None
+    return AMI_ID.fullmatch(value) is not None
 
 
 class _ImportedNodeGroup(Construct):

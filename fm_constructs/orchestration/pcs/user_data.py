@@ -45,6 +45,15 @@ NODE_SCRIPTS_DIR = "/opt/fm-constructs/pcs"
 WRAPPER = "pcs_node.sh"
 #: The roles a PCS node takes (containers.sh sets up enroot and pyxis on both).
 ROLES = ("login", "compute")
+#: Where the PCS Slurm installer puts each Slurm version (slurm-<version> below it; PCS user
+#: guide, "Install SPANK plugins on AWS PCS").
+PCS_SLURM_ROOT = "/opt/aws/pcs/scheduler"
+#: Where a PCS node keeps its own SPANK configuration: the controller's plugstack.conf, which
+#: configless slurmd and sackd fetch, includes slurm-<version>/plugstack.conf.d/ below it (PCS
+#: user guide, "Configure SPANK plugins on AWS PCS").
+PCS_SPANK_ROOT = "/etc/aws/pcs/scheduler"
+#: The job hooks slurm_hooks.sh installs under the node's Slurm prefix (those of HyperPod).
+HOOKS = {"Prolog": "etc/scripts/fm-prolog.sh", "Epilog": "etc/scripts/fm-epilog.sh"}
 #: EC2's limit on user data (before base64).
 USER_DATA_MAX_BYTES = 16 * 1024
 CLOUD_CONFIG = 'text/cloud-config; charset="us-ascii"'
@@ -54,6 +63,26 @@ SHELL_SCRIPT = 'text/x-shellscript; charset="us-ascii"'
 def wrapper_path() -> Path:
     """The packaged ``pcs_node.sh``."""
     return Path(str(resources.files("fm_constructs.orchestration.pcs") / "node_scripts" / WRAPPER))
+
+
+def slurm_prefix(slurm_version: str) -> str:
+    """Where Slurm ``slurm_version`` lives on a PCS node (``SLURM_PREFIX`` of the scripts)."""
+    return f"{PCS_SLURM_ROOT}/slurm-{slurm_version}"
+
+
+def plugstack_file(slurm_version: str) -> str:
+    """The node-local SPANK file ``pcs_node.sh`` puts the pyxis line in (``PLUGSTACK_CONF``)."""
+    return f"{PCS_SPANK_ROOT}/slurm-{slurm_version}/plugstack.conf.d/pyxis.conf"
+
+
+def job_hook_settings(slurm_version: str) -> dict[str, str]:
+    """The cluster-level ``Prolog`` and ``Epilog`` of a PCS cluster on ``slurm_version``: the
+    absolute paths where ``slurm_hooks.sh`` installs HyperPod's hooks on every compute node.
+    Absolute, so slurmd runs the node's own file (configless Slurm sends a controller's
+    script only for a relative path: ``new_config_response`` in src/common/fetch_config.c,
+    Slurm 25.05)."""
+    prefix = slurm_prefix(slurm_version)
+    return {name: f"{prefix}/{path}" for name, path in HOOKS.items()}
 
 
 def lnet_efa_interfaces(spec: InstanceSpec, efa_clients: int | None) -> int:
@@ -80,12 +109,12 @@ def node_parameters(
     """The ``provisioning_parameters.json`` of a PCS cluster: ``slurm_version``, ``fsx``
     (``dns_name``, ``mount_name``, ``mount_point``, ``efa_enabled``) or null, ``node_groups``
     (``name``, ``instance_type``, ``lnet_efa_interfaces``: LNet's EFA interfaces where the file
-    system has EFA, else 0) and the pinned ``enroot_version`` and ``pyxis_version`` that
-    ``containers.sh`` installs. With ``prometheus_remote_write_url``, also what the shared
-    ``metrics.sh`` reads: ``prometheus``, ``cluster_name``, ``region``, ``workload``,
-    ``worker_groups`` (``instance_group_name``, ``gpus``, ``efa``: which exporters a node of
-    the group runs), ``exporter_ports``, ``efa_exporter_image`` and the pinned exporter
-    versions. Values may be tokens."""
+    system has EFA, else 0), ``worker_groups`` (``instance_group_name``, ``gpus``, ``efa``:
+    the GPUs the job prolog expects on a node of the group, which exporters it runs) and the
+    pinned ``enroot_version`` and ``pyxis_version`` that ``containers.sh`` installs. With
+    ``prometheus_remote_write_url``, also what the shared ``metrics.sh`` reads:
+    ``prometheus``, ``cluster_name``, ``region``, ``workload``, ``exporter_ports``,
+    ``efa_exporter_image`` and the pinned exporter versions. Values may be tokens."""
     efa_fs = bool(fsx is not None and fsx.get("efa_enabled"))
     out: dict[str, Any] = {
         "slurm_version": slurm_version or pins.pcs().slurm_version,
@@ -95,6 +124,15 @@ def node_parameters(
                 "name": name,
                 "instance_type": spec.name,
                 "lnet_efa_interfaces": lnet_efa_interfaces(spec, efa_clients) if efa_fs else 0,
+            }
+            for name, spec in node_groups
+        ],
+        # The GPUs the prolog expects (slurm_hooks.sh) and the exporters a node runs.
+        "worker_groups": [
+            {
+                "instance_group_name": name,
+                "gpus": spec.accelerator_count if spec.accelerator_kind == "gpu" else 0,
+                "efa": spec.efa_supported,
             }
             for name, spec in node_groups
         ],
@@ -109,14 +147,6 @@ def node_parameters(
             "cluster_name": cluster_name,
             "region": region,
             "workload": workload,
-            "worker_groups": [
-                {
-                    "instance_group_name": name,
-                    "gpus": spec.accelerator_count if spec.accelerator_kind == "gpu" else 0,
-                    "efa": spec.efa_supported,
-                }
-                for name, spec in node_groups
-            ],
             **metrics_parameters(region),
         }
     )

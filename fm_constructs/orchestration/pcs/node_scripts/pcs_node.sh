@@ -10,8 +10,16 @@
 #   - Slurm lives where the PCS Slurm installer puts it, /opt/aws/pcs/scheduler/slurm-<version>
 #     (SLURM_PREFIX for containers.sh, which builds pyxis against its headers);
 #   - the node's instance type and LNet EFA interface count come from its node group's entry
-#     of the parameters, not from a HyperPod resource configuration.
-# In order: the NCCL/EFA environment (nccl_env.sh); FSx for Lustre at its mount point, LNet
+#     of the parameters, not from a HyperPod resource configuration;
+#   - the pyxis line goes in PLUGSTACK_CONF, /etc/aws/pcs/scheduler/slurm-<version>/
+#     plugstack.conf.d/pyxis.conf: PCS runs Slurm configless, so slurmd (and sackd, for srun
+#     on the login node) reads the plugstack.conf of the service's controller, which includes
+#     that node-local directory (PCS user guide, "Configure SPANK plugins"); a plugstack.conf
+#     under the Slurm prefix is never read.
+# In order: the NCCL/EFA environment (nccl_env.sh); on compute nodes the job hooks HyperPod
+# nodes run (slurm_hooks.sh: the GPU health check and GPU-to-job map before each job, /dev/shm
+# cleanup after it) under <Slurm prefix>/etc/scripts, the paths the cluster's Prolog and
+# Epilog settings name; FSx for Lustre at its mount point, LNet
 # over EFA where the file system has EFA (mount_fsx.sh), and on the login node the job scripts
 # on it (jobs/install_jobs.sh); Docker, enroot and pyxis with their data on the instance NVMe
 # (containers.sh); the exporters, remote-written to Managed Prometheus (metrics.sh).
@@ -42,7 +50,7 @@ until aws s3 cp --recursive --only-show-errors "$SCRIPTS_URI" "${SCRIPT_DIR}/"; 
 done
 
 # On the node lib.sh is fetched beside this script; in the package, it is a HyperPod script.
-# shellcheck source-path=SCRIPTDIR/../../hyperpod/lifecycle_scripts source=lib.sh
+# shellcheck source-path=SCRIPTDIR/../../slurm/node_scripts source=lib.sh
 source "${SCRIPT_DIR}/lib.sh"
 PARAMS="${SCRIPT_DIR}/provisioning_parameters.json"
 export PARAMS
@@ -52,11 +60,18 @@ if [[ -z "$INSTANCE_TYPE" ]]; then
   echo "pcs_node: no node group ${GROUP} in ${PARAMS}" >&2
   exit 1
 fi
-SLURM_PREFIX="/opt/aws/pcs/scheduler/slurm-$(param slurm_version)"
-export SLURM_PREFIX
+SLURM_VERSION="$(param slurm_version)"
+SLURM_PREFIX="/opt/aws/pcs/scheduler/slurm-${SLURM_VERSION}"
+PLUGSTACK_CONF="/etc/aws/pcs/scheduler/slurm-${SLURM_VERSION}/plugstack.conf.d/pyxis.conf"
+export SLURM_PREFIX PLUGSTACK_CONF
 echo "pcs_node: ${ROLE} node of ${GROUP} (${INSTANCE_TYPE}), Slurm at ${SLURM_PREFIX}"
 
 bash "${SCRIPT_DIR}/nccl_env.sh"
+
+# slurmd starts after this script, so the hooks are in place before the node's first job.
+if [[ "$ROLE" == "compute" ]]; then
+  bash "${SCRIPT_DIR}/slurm_hooks.sh" worker "$GROUP" "$PARAMS"
+fi
 
 FSX_DNS="$(param fsx.dns_name)"
 if [[ -n "$FSX_DNS" ]]; then

@@ -15,7 +15,9 @@
 # - pyxis (the SPANK plugin behind `srun --container-image`) is built against the AMI's Slurm
 #   headers when it is not installed yet, on every node type (the controller and the login
 #   node submit jobs too), and included from plugstack.conf (the controller's copy is what
-#   configless slurmd nodes read).
+#   configless slurmd nodes read). PLUGSTACK_CONF names another file for the line: on AWS PCS
+#   the controller is the service's, and its plugstack.conf includes the node's own
+#   /etc/aws/pcs/scheduler/slurm-<version>/plugstack.conf.d/*.conf (pcs_node.sh sets it).
 # Downloads are retried. A component that still cannot be fetched or built does not fail the
 # node: it is named in /var/lib/fm-constructs/missing-components, node_components.sh drains
 # the node with a reason naming it (workers) once slurmd runs, and fm-components-retry.timer
@@ -143,6 +145,8 @@ configure_enroot() {
 }
 
 PYXIS_PLUGIN=/usr/local/lib/slurm/spank_pyxis.so
+# The SPANK configuration file the pyxis line goes in.
+PLUGSTACK_CONF="${PLUGSTACK_CONF:-${SLURM_PREFIX}/etc/plugstack.conf}"
 
 build_pyxis() {
   # build_pyxis <source-dir>: compile and install pyxis against the AMI's Slurm headers.
@@ -164,9 +168,10 @@ install_pyxis() {
   # False when pyxis cannot be fetched or built. plugstack.conf names the plugin either way:
   # the controller's copy is what every configless node reads, whatever the controller's own
   # build did.
-  local plugstack="${FM_ROOT}${SLURM_PREFIX}/etc/plugstack.conf" built=0
+  local plugstack="${FM_ROOT}${PLUGSTACK_CONF}" built=0
   mkdir -p "$(dirname "$plugstack")"
   touch "$plugstack"
+  chmod 0644 "$plugstack"
   # optional: a node whose pyxis could not be built still runs slurmd (drained, see above)
   # instead of failing every job step.
   grep -qF "spank_pyxis.so" "$plugstack" || echo "optional ${PYXIS_PLUGIN}" >> "$plugstack"

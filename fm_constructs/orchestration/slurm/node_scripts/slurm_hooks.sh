@@ -2,10 +2,13 @@
 # Job hooks and log rotation of a Slurm node: slurm_hooks.sh <role> <group> <params>
 #
 # Every node gets the library's Prolog and Epilog (slurm_hooks/prolog.sh: GPU health check
-# before a job; slurm_hooks/epilog.sh: /dev/shm cleanup after it) under /opt/slurm/etc/scripts,
-# outside the lifecycle download directory so they survive a reboot, plus fm-node.env with the
-# number of GPUs the node must show; slurmctld checks the scripts exist and slurmd runs them.
-# The controller points Slurm at them in fm-hooks.conf, which slurm.conf includes
+# before a job; slurm_hooks/epilog.sh: /dev/shm cleanup after it) under
+# ${SLURM_PREFIX}/etc/scripts (/opt/slurm/etc/scripts on HyperPod), outside the lifecycle
+# download directory so they survive a reboot, plus fm-node.env beside them with the number of
+# GPUs the node must show; slurmctld checks the scripts exist and slurmd runs them. On AWS PCS
+# the compute nodes run this as workers (pcs_node.sh) and the cluster's Prolog and Epilog
+# settings name the same paths under the PCS Slurm prefix.
+# The HyperPod controller points Slurm at them in fm-hooks.conf, which slurm.conf includes
 # (slurm_includes.sh keeps the include line there), unless HyperPod's slurm.conf already names
 # a Prolog or Epilog of its own, which is then kept. Slurm's logs are rotated at 100 MB, four
 # kept (logrotate.d/fm-slurm); the daemons reopen them on SIGUSR2.

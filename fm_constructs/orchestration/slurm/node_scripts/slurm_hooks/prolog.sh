@@ -16,7 +16,10 @@ set -uo pipefail
 export PATH="${PATH:+${PATH}:}/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
 FM_ROOT="${FM_ROOT:-}"
-NODE_ENV="${FM_ROOT}/opt/slurm/etc/scripts/fm-node.env"
+# slurm_hooks.sh installs this script and fm-node.env side by side, under the Slurm prefix of
+# the node (/opt/slurm on HyperPod, /opt/aws/pcs/scheduler/slurm-<version> on AWS PCS); slurmd
+# runs it by its absolute path.
+NODE_ENV="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fm-node.env"
 LOG="${FM_ROOT}/var/log/slurm/fm-prolog.log"
 NVIDIA_SMI_TIMEOUT="${NVIDIA_SMI_TIMEOUT:-60}"
 JOB_MAP_DIR="${FM_ROOT}/run/fm-dcgm-jobs"
