@@ -48,18 +48,19 @@ class ImagePin:
 
 @dataclass(frozen=True)
 class BinaryPin:
-    """A release binary downloaded on nodes (checked against the release's sha256 sums).
+    """A release binary downloaded on nodes and run as root, with the digests nodes require.
 
-    ``sha256``: release file name -> its sha256 digest, read from the project's published
-    checksum file (``[binaries.<name>.sha256]``). A node refuses a listed file whose digest
-    differs, whatever the release's own sums say: the pins, not the download site, are then
-    the root of trust. Files without a pinned digest are checked against the release's sums
-    only."""
+    ``sha256``: release file name -> its sha256 digest (``[binaries.<name>.sha256]``), the
+    digest the project publishes, as recorded by public packaging named in ``pins.toml``. A
+    node uses a downloaded file only when its digest is pinned here and matches: the pins,
+    not the download site, are the root of trust. ``sha256_unavailable``: why no digest is
+    pinned yet (the nodes then refuse that download)."""
 
     name: str
     version: str
     source: str
     sha256: dict[str, str] = field(default_factory=dict)
+    sha256_unavailable: str = ""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from fm_constructs import pins
 from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.orchestration.hyperpod.instance_groups import (
@@ -260,7 +259,6 @@ def provisioning_parameters(
         "users": [user.parameters() for user in users],
         **metrics_parameters(region),
         **container_parameters(),
-        "download_sha256": pins.download_digests(),
     }
 
 
