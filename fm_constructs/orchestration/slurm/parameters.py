@@ -107,7 +107,8 @@ def efa_exporter_image(region: str) -> str:
     """URI of the EFA exporter image in ``region``'s HyperPod ECR registry."""
     return (
         f"{efa_exporter_account(region)}.dkr.ecr.{region}.amazonaws.com/"
-        f"{EFA_EXPORTER_REPOSITORY}:{EFA_EXPORTER_TAG}"
+        f"{EFA_EXPORTER_REPOSITORY}:"
+        f"{pins.image('hyperpod-efa-exporter').tag_reference(EFA_EXPORTER_TAG)}"
     )
 
 
