@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
@@ -111,35 +112,28 @@ class DataPerimeter:
         role's direct calls (None with a synthesizer that names no such role)."""
         allowed = self.allowed_principal_arns(scope)
         deployer = cloudformation_execution_role_arn(Stack.of(scope))
-        out = [
-            iam.PolicyStatement(
-                sid=f"{sid}OutsidePerimeter",
+
+        def deny(suffix: str, conditions: dict[str, Any]) -> iam.PolicyStatement:
+            return iam.PolicyStatement(
+                sid=f"{sid}{suffix}",
                 effect=iam.Effect.DENY,
                 principals=[iam.AnyPrincipal()],
                 actions=list(actions),
                 resources=list(resources),
-                conditions={
-                    "ArnNotLike": {
-                        "aws:PrincipalArn": [*allowed, *([deployer] if deployer else [])]
-                    },
-                    "BoolIfExists": {"aws:PrincipalIsAWSService": "false"},
-                },
+                conditions=conditions,
             )
-        ]
+
+        outside = {
+            "ArnNotLike": {"aws:PrincipalArn": [*allowed, *([deployer] if deployer else [])]},
+            "BoolIfExists": {"aws:PrincipalIsAWSService": "false"},
+        }
+        out = [deny("OutsidePerimeter", outside)]
         if deployer:
-            out.append(
-                iam.PolicyStatement(
-                    sid=f"{sid}DeployerOnlyThroughServices",
-                    effect=iam.Effect.DENY,
-                    principals=[iam.AnyPrincipal()],
-                    actions=list(actions),
-                    resources=list(resources),
-                    conditions={
-                        "ArnEquals": {"aws:PrincipalArn": deployer},
-                        "BoolIfExists": {"aws:ViaAWSService": "false"},
-                    },
-                )
-            )
+            direct = {
+                "ArnEquals": {"aws:PrincipalArn": deployer},
+                "BoolIfExists": {"aws:ViaAWSService": "false"},
+            }
+            out.append(deny("DeployerOnlyThroughServices", direct))
         return out
 
 

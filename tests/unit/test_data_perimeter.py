@@ -43,25 +43,17 @@ def test_opting_out_warns() -> None:
     assert warning.key == "platform.data_perimeter"
 
 
+GLASS = "platform.break_glass_role_arn"
+PRINCIPALS = ["arn:aws:iam::123456789012:role/A", "B"]
+
+
 @pytest.mark.parametrize(
     ("key", "value", "where"),
     [
-        ("break_glass_role_arn", "DataBreakGlass", "platform.break_glass_role_arn"),
-        (
-            "break_glass_role_arn",
-            "arn:aws:iam::123456789012:user/ops",
-            "platform.break_glass_role_arn",
-        ),
-        (
-            "break_glass_role_arn",
-            "arn:aws:iam::210987654321:role/Ops",
-            "platform.break_glass_role_arn",
-        ),
-        (
-            "data_perimeter_principals",
-            ["arn:aws:iam::123456789012:role/A", "B"],
-            "platform.data_perimeter_principals[1]",
-        ),
+        ("break_glass_role_arn", "DataBreakGlass", GLASS),
+        ("break_glass_role_arn", "arn:aws:iam::123456789012:user/ops", GLASS),
+        ("break_glass_role_arn", "arn:aws:iam::210987654321:role/Ops", GLASS),
+        ("data_perimeter_principals", PRINCIPALS, "platform.data_perimeter_principals[1]"),
     ],
     ids=["bare-name", "user", "other-account", "list"],
 )
