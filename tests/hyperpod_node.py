@@ -10,6 +10,7 @@ up a node, runs ``on_create.sh`` and asserts on the files, units, mounts and cal
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -287,14 +288,29 @@ def url_key(url: str) -> str:
     return url.replace("/", "_").replace(":", "_")
 
 
+def download_name(url: str) -> str:
+    """The release file name the scripts verify a download of ``url`` under (its key in
+    ``download_sha256``): the URL's last part, or ``<repo>-<version>.tar.gz`` for GitHub's
+    archive of a tag (the name GitHub gives that file)."""
+    parts = url.split("/")
+    if "archive" in parts and url.endswith(".tar.gz"):
+        return f"{parts[parts.index('archive') - 1]}-{parts[-1].removeprefix('v')}"
+    return parts[-1]
+
+
 def _tarball(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    """A gzipped tar of ``members``, byte for byte the same at every call (no time stamps),
+    so its digest can be pinned once for a node and its clones."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as archive:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             info.mode = 0o755
             archive.addfile(info, io.BytesIO(data))
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as compressed:
+        compressed.write(raw.getvalue())
     return buffer.getvalue()
 
 
@@ -328,13 +344,19 @@ class SimulatedNode:
         packages: tuple[str, ...] = ("lustre-client-modules-aws",),
         shared_fsx: Path | None = None,
         real_make: bool = False,
+        shipped_pins: bool = False,
     ) -> None:
         self.root = tmp_path / "root"
         self.scripts = tmp_path / "lifecycle"
         self.sim = self.root / "sim"
         self.params = params
+        #: Release file name -> the sha256 the node requires of it. The files this node serves
+        #: are stand-ins for the real releases, so by default it pins their digests (what the
+        #: library's pins are to the real files); with ``shipped_pins`` the parameters keep
+        #: the library's own digests, which no stand-in matches.
+        self.pinned: dict[str, str] = {}
+        self.shipped_pins = shipped_pins
         shutil.copytree(scripts_directory(), self.scripts, ignore=shutil.ignore_patterns("__*"))
-        (self.scripts / "provisioning_parameters.json").write_text(json.dumps(params))
         bin_dir = self.root / "usr" / "bin"
         bin_dir.mkdir(parents=True)
         (bin_dir / "stub").write_text(STUB)
@@ -391,6 +413,14 @@ class SimulatedNode:
                 (slurm_dir / "lib" / "slurm" / "gpu_nvml.so").touch()
         self.serve_releases()
 
+    def _write_params(self) -> None:
+        """The provisioning parameters as HyperPod hands them to the scripts, with the digests
+        this node pins (unless it keeps the shipped ones)."""
+        params = self.params
+        if not self.shipped_pins:
+            params = {**params, "download_sha256": dict(self.pinned)}
+        (self.scripts / "provisioning_parameters.json").write_text(json.dumps(params))
+
     # ------------------------------------------------------------------------------ set-up
 
     def _systemd_units(self) -> None:
@@ -407,44 +437,31 @@ class SimulatedNode:
             )
 
     def serve_releases(self, *, corrupt: bool = False) -> None:
-        """Put the pinned downloads where the curl stub serves them (``corrupt``: tarballs
-        whose content does not match the published checksums)."""
-        downloads = self.sim / "downloads"
-        downloads.mkdir(parents=True, exist_ok=True)
+        """Serve stand-ins for the pinned downloads from the curl stub, each pinned
+        (``corrupt``: tarballs whose content differs from the pinned ones, as a tampered
+        download would)."""
+        (self.sim / "downloads").mkdir(parents=True, exist_ok=True)
         for project in ("node_exporter", "prometheus"):
             version = self.params[f"{project}_version"]
             name = f"{project}-{version}.linux-amd64"
             base = f"https://github.com/prometheus/{project}/releases/download/v{version}"
             tarball = _tarball({f"{name}/{project}": b"#!/bin/sh\nexit 0\n"})
-            digest = hashlib.sha256(tarball).hexdigest()
-            if corrupt:
-                tarball = _tarball({f"{name}/{project}": b"#!/bin/sh\necho tampered\n"})
-            (downloads / url_key(f"{base}/{name}.tar.gz")).write_bytes(tarball)
-            (downloads / url_key(f"{base}/sha256sums.txt")).write_text(
-                f"{'0' * 64}  {project}-{version}.darwin-amd64.tar.gz\n{digest}  {name}.tar.gz\n"
-            )
+            tampered = _tarball({f"{name}/{project}": b"#!/bin/sh\necho tampered\n"})
+            self.serve(f"{base}/{name}.tar.gz", tarball, served=tampered if corrupt else None)
         # The Slurm exporter's release archives hold the binary at their root (goreleaser, no
         # top-level directory), with LICENSE and README.md beside it.
         version = self.params["slurm_exporter_version"]
         name = f"slurm_exporter-{version}-linux-amd64"
         base = f"https://github.com/SckyzO/slurm_exporter/releases/download/v{version}"
         members = {"LICENSE": b"GPL-3.0\n", "slurm_exporter": b"#!/bin/sh\nexit 0\n"}
-        tarball = _tarball(members)
-        digest = hashlib.sha256(tarball).hexdigest()
-        if corrupt:
-            tarball = _tarball({**members, "slurm_exporter": b"#!/bin/sh\necho tampered\n"})
-        (downloads / url_key(f"{base}/{name}.tar.gz")).write_bytes(tarball)
-        (downloads / url_key(f"{base}/slurm_exporter_checksums.txt")).write_text(
-            f"{'0' * 64}  slurm_exporter-{version}-linux-arm64.tar.gz\n{digest}  {name}.tar.gz\n"
-        )
+        tampered = _tarball({**members, "slurm_exporter": b"#!/bin/sh\necho tampered\n"})
+        self.serve(f"{base}/{name}.tar.gz", _tarball(members), served=tampered if corrupt else None)
         enroot = self.params["enroot_version"]
         for package in (f"enroot_{enroot}-1_amd64.deb", f"enroot+caps_{enroot}-1_amd64.deb"):
             url = f"https://github.com/NVIDIA/enroot/releases/download/v{enroot}/{package}"
-            (downloads / url_key(url)).write_bytes(b"deb")
+            self.serve(url, b"deb", served=b"tampered deb" if corrupt else None)
         pyxis = self.params["pyxis_version"]
-        (downloads / url_key(self.pyxis_url)).write_bytes(
-            _tarball({f"pyxis-{pyxis}/Makefile": b"all:\n"})
-        )
+        self.serve(self.pyxis_url, _tarball({f"pyxis-{pyxis}/Makefile": b"all:\n"}))
 
     @property
     def pyxis_url(self) -> str:
@@ -452,9 +469,16 @@ class SimulatedNode:
         version = self.params["pyxis_version"]
         return f"https://github.com/NVIDIA/pyxis/archive/refs/tags/v{version}.tar.gz"
 
-    def serve(self, url: str, content: bytes) -> None:
-        """Serve ``content`` at ``url`` from the curl stub."""
-        (self.sim / "downloads" / url_key(url)).write_bytes(content)
+    def serve(
+        self, url: str, content: bytes, *, pin: bool = True, served: bytes | None = None
+    ) -> None:
+        """Serve ``content`` at ``url`` from the curl stub and (``pin``) pin its digest under
+        the file's release name; ``served``: serve these bytes instead, keeping the digest of
+        ``content`` pinned (a download tampered with on the way)."""
+        (self.sim / "downloads" / url_key(url)).write_bytes(content if served is None else served)
+        if pin:
+            self.pinned[download_name(url)] = hashlib.sha256(content).hexdigest()
+            self._write_params()
 
     @property
     def slurm_state(self) -> tuple[str, str]:
@@ -474,6 +498,8 @@ class SimulatedNode:
         copy.scripts = tmp_path / "lifecycle"
         copy.sim = copy.root / "sim"
         copy.params = self.params
+        copy.pinned = dict(self.pinned)
+        copy.shipped_pins = self.shipped_pins
         shutil.copytree(self.scripts, copy.scripts, symlinks=True)
         shutil.copytree(self.root, copy.root, symlinks=True)
         # The stubs' state names paths under the root (mount points): move them along.

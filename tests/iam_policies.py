@@ -11,8 +11,10 @@ ARN are not expanded (the tests using this check they are not attached where it 
 
 Allow statements are evaluated without their conditions (conditions only narrow an allow, so
 "not allowed" here means not allowed for any request); Deny statements with conditions are
-evaluated against the request's ``aws:PrincipalArn`` (the condition keys the library uses on
-denies); any other condition on a deny makes it not apply (again the conservative reading).
+evaluated against the request's ``aws:PrincipalArn`` and its ``aws:PrincipalIsAWSService`` and
+``aws:ViaAWSService`` (the condition keys the library uses on denies; a direct call by a
+principal unless a test says otherwise); any other condition on a deny makes it not apply
+(again the conservative reading). A role's ARN carries its IAM path.
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ ARN_FORMATS = {
     "AWS::IAM::Role": "arn:aws:iam::" + ACCOUNT + ":role/{id}",
     "AWS::KMS::Key": "arn:aws:kms:" + REGION + ":" + ACCOUNT + ":key/{id}",
 }
+
+
+def role_arn(logical_id: str, path: str = "/") -> str:
+    """How ``Fn::GetAtt [id, Arn]`` renders for a role (its IAM path included)."""
+    return f"arn:aws:iam::{ACCOUNT}:role{path}{logical_id}"
+
+
+#: The request context a Deny's ``Bool`` conditions are read against unless a test says
+#: otherwise: a principal calling directly, not an AWS service.
+DIRECT_CALL = {"aws:principalisawsservice": "false", "aws:viaawsservice": "false"}
 
 
 class Templates:
@@ -69,7 +81,10 @@ class Templates:
         if "Fn::GetAtt" in node:
             target = node["Fn::GetAtt"]
             logical_id, attribute = target if isinstance(target, list) else target.split(".", 1)
-            kind = self.templates[stack]["Resources"].get(logical_id, {}).get("Type", "")
+            resource = self.templates[stack]["Resources"].get(logical_id, {})
+            kind = resource.get("Type", "")
+            if attribute == "Arn" and kind == "AWS::IAM::Role":
+                return role_arn(logical_id, resource.get("Properties", {}).get("Path", "/"))
             if attribute == "Arn" and kind in ARN_FORMATS:
                 return ARN_FORMATS[kind].format(id=logical_id)
             return f"{logical_id}.{attribute}"
@@ -127,11 +142,18 @@ class Statement:
             action_ok = any(_like(action, a) for a in self.actions)
         return action_ok and any(_like(resource, r, case=True) for r in self.resources)
 
-    def deny_applies(self, principal_arn: str) -> bool:
-        """Whether this Deny's conditions hold for a request by ``principal_arn``."""
+    def deny_applies(self, principal_arn: str, context: Mapping[str, str] | None = None) -> bool:
+        """Whether this Deny's conditions hold for a request by ``principal_arn`` with the
+        ``Bool`` context keys of ``context`` (lower-case keys; :data:`DIRECT_CALL` by
+        default)."""
+        request = {**DIRECT_CALL, **(context or {})}
         for operator, keys in self.condition.items():
             for key, values in keys.items():
                 listed = values if isinstance(values, list) else [values]
+                if operator in ("Bool", "BoolIfExists") and key.lower() in request:
+                    if request[key.lower()] not in [str(v).lower() for v in listed]:
+                        return False
+                    continue
                 if key.lower() != "aws:principalarn":
                     return False
                 if operator in ("StringNotEquals", "ArnNotEquals"):
@@ -181,11 +203,18 @@ def identity_allows(found: list[Statement], action: str, resource: str) -> bool:
 
 
 def resource_policy_denies(
-    found: list[Statement], principal_arn: str, action: str, resource: str
+    found: list[Statement],
+    principal_arn: str,
+    action: str,
+    resource: str,
+    context: Mapping[str, str] | None = None,
 ) -> bool:
-    """Whether a Deny of a resource policy applies to ``principal_arn`` doing ``action``."""
+    """Whether a Deny of a resource policy applies to ``principal_arn`` doing ``action``
+    (``context``: the request's ``Bool`` condition keys, see :meth:`Statement.deny_applies`)."""
     return any(
-        s.effect == "Deny" and s.matches(action, resource) and s.deny_applies(principal_arn)
+        s.effect == "Deny"
+        and s.matches(action, resource)
+        and s.deny_applies(principal_arn, context)
         for s in found
     )
 

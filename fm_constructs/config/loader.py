@@ -183,6 +183,9 @@ def _platform(t: TableReader) -> PlatformConfig:
         termination_protection=t.boolean(
             "termination_protection", _default(PlatformConfig, "termination_protection")
         ),
+        data_perimeter=t.boolean("data_perimeter", _default(PlatformConfig, "data_perimeter")),
+        break_glass_role_arn=t.string("break_glass_role_arn"),
+        data_perimeter_principals=t.string_list("data_perimeter_principals"),
     )
 
 

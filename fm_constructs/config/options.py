@@ -345,6 +345,11 @@ class PlatformOptions:
     #: The construct warnings (``fm:...``) the profile accepts.
     accepted_warnings: tuple[str, ...]
     source: str
+    #: The data perimeter on the data bucket and its key (on unless the profile opts out),
+    #: the break-glass role and the other roles it lets in.
+    data_perimeter: bool
+    break_glass_role_arn: str | None
+    data_perimeter_principals: tuple[str, ...]
     #: The platform's stack, and the Grafana workspace's (None: no Grafana).
     stack: StackOptions
     grafana_stack: StackOptions | None

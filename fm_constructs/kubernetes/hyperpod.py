@@ -54,7 +54,8 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str
 def hma_image(region: str) -> str:
     return (
         f"{HMA_IMAGE_ACCOUNTS[region]}.dkr.ecr.{region}.amazonaws.com/"
-        f"hyperpod-health-monitoring-agent:{HMA_IMAGE_TAG}"
+        "hyperpod-health-monitoring-agent:"
+        f"{pins.image('hyperpod-health-monitoring-agent').tag_reference(HMA_IMAGE_TAG)}"
     )
 
 

@@ -14,26 +14,33 @@ from fm_constructs import pins
 
 @dataclass(frozen=True)
 class ImagePin:
-    """An image ``repository:tag`` and where the tag and its contents were checked."""
+    """An image ``repository:tag`` (with the tag's pinned ``digest``, if any) and where the
+    tag and its contents were checked."""
 
     repository: str
     tag: str
     source: str
+    digest: str | None = None
 
     @property
     def reference(self) -> str:
-        return f"{self.repository}:{self.tag}"
+        """``repository:tag``, or ``repository:tag@sha256:...`` when the digest is pinned."""
+        suffix = f"@{self.digest}" if self.digest else ""
+        return f"{self.repository}:{self.tag}{suffix}"
 
     @property
     def enroot_reference(self) -> str:
-        """The same image as pyxis/enroot name it (``registry#repository:tag``)."""
+        """The same image as pyxis/enroot name it (``registry#repository:tag``; by tag)."""
         registry, _, path = self.repository.partition("/")
         return f"{registry}#{path}:{self.tag}"
 
 
 def _pin(name: str) -> ImagePin:
     pin = pins.image(name)
-    return ImagePin(repository=pin.repository, tag=pins.image_tag(name), source=pin.source)
+    tag = pins.image_tag(name)
+    return ImagePin(
+        repository=pin.repository, tag=tag, source=pin.source, digest=pin.digest_of(tag)
+    )
 
 
 #: AWS-published nccl-tests image: CUDA, EFA installer (libfabric, Open MPI), aws-ofi-nccl,

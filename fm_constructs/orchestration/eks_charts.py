@@ -235,7 +235,9 @@ def cluster_autoscaler_values(
         "cloudProvider": "aws",
         "awsRegion": region,
         "autoDiscovery": {"clusterName": cluster_name},
-        "image": {"tag": image_tag},
+        # The chart composes "<image.repository>:<image.tag>" (templates/deployment.yaml), so
+        # a pinned digest rides in the tag: "v1.35.2@sha256:...".
+        "image": {"tag": pins.image("cluster-autoscaler").tag_reference(image_tag)},
         "fullnameOverride": CLUSTER_AUTOSCALER.release,
         "rbac": {"serviceAccount": {"create": True, "name": CLUSTER_AUTOSCALER_SERVICE_ACCOUNT}},
         "priorityClassName": "system-cluster-critical",

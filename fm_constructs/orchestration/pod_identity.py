@@ -25,15 +25,18 @@ def pod_identity_role(
     *,
     description: str,
     managed_policies: Sequence[iam.IManagedPolicy] = (),
+    path: str | None = None,
 ) -> iam.Role:
     """A role that EKS Pod Identity lets a service account assume (with session tags, so
-    policies can condition on the cluster, namespace and service account)."""
+    policies can condition on the cluster, namespace and service account); ``path``: its IAM
+    path (a data bucket's ``role_path``, for roles inside its data perimeter)."""
     return iam.Role(
         scope,
         construct_id,
         assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
         description=description,
         managed_policies=list(managed_policies) or None,
+        path=path,
     )
 
 

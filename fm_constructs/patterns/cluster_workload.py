@@ -499,12 +499,15 @@ class EksWorkload(Construct):
         self, data_bucket: IDataBucket | None, writes: Sequence[str], reads: Sequence[str]
     ) -> iam.IRole:
         """The service account's Pod Identity role, with the data bucket's prefixes."""
+        grants = data_bucket is not None and bool(writes or reads)
         role = pod_identity_role(
             self,
             "Role",
             description=f"Pods of the {self.namespace} workload (EKS Pod Identity)",
+            # Inside the bucket's data perimeter when it reads or writes the bucket.
+            path=data_bucket.role_path if data_bucket is not None and grants else None,
         )
-        if data_bucket is not None and (writes or reads):
+        if data_bucket is not None and grants:
             self._grant_prefixes(role, data_bucket, writes, reads)
         self.pod_identity = associate_pod_identity(
             self,

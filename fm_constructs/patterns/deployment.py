@@ -44,6 +44,7 @@ from fm_constructs.patterns.workloads import (
     PretrainingWorkload,
 )
 from fm_constructs.storage import DataBucket, LustreFileSystem, workload_associations
+from fm_constructs.storage.data_perimeter import DataPerimeter
 from fm_constructs.storage.teardown import VpcTeardownGuard
 
 #: The workload pattern of each EKS workload kind.
@@ -179,7 +180,20 @@ class Deployment:
             vpc=network.vpc,
             extra_subnet_ids=[pod_subnet.ref] if pod_subnet is not None else [],
         )
-        data = DataBucket(scope, "Data")
+        # The data perimeter: the bucket's objects and key only for the deployment's data
+        # roles, FSx and the roles the profile lists (platform.data_perimeter opts out).
+        perimeter = (
+            DataPerimeter.of_deployment(
+                p.name,
+                [
+                    *([p.break_glass_role_arn] if p.break_glass_role_arn else []),
+                    *p.data_perimeter_principals,
+                ],
+            )
+            if p.data_perimeter
+            else False
+        )
+        data = DataBucket(scope, "Data", perimeter=perimeter)
         observability = None
         if p.observability:
             observability = ObservabilityPlatform(

@@ -190,6 +190,7 @@ class InferenceService(Construct):
             self,
             "ServerRole",
             description=f"Model server {model.kubernetes_name}: read its weights from S3",
+            path=data_bucket.role_path,  # inside the bucket's data perimeter
         )
         self.grant = self._grant_model_read(data_bucket, model.model_s3_prefix)
         self.service_account_name = f"{model.kubernetes_name}-server"

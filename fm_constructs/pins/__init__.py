@@ -7,6 +7,7 @@ literal anywhere else in the package. Pure data: no aws_cdk import (floor 1).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -28,38 +29,59 @@ class ChartPin:
     source: str
 
 
+#: An image digest as the pins write it (the digest of the tag's image index).
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
 @dataclass(frozen=True)
 class ImagePin:
-    """A container image: its repository (``<region>``/``<account>`` mark regional parts) and
-    pinned tag (None when the tag is chosen per Kubernetes minor)."""
+    """A container image: its repository (``<region>``/``<account>`` mark regional parts),
+    pinned tag (None when the tag is chosen per Kubernetes minor) and, where a named public
+    record gives it, the digest of that tag (``digests``: one per tag, for images whose tag
+    varies); ``digest_unavailable`` says why an image has none yet."""
 
     name: str
     repository: str
     tag: str | None
     source: str
+    digest: str | None = None
+    digests: dict[str, str] = field(default_factory=dict)
+    digest_unavailable: str = ""
+
+    def digest_of(self, tag: str) -> str | None:
+        """The pinned digest of ``tag`` (None: not pinned)."""
+        return self.digest if tag == self.tag and self.digest else self.digests.get(tag)
+
+    def tag_reference(self, tag: str) -> str:
+        """``tag``, with ``@<digest>`` when that tag's digest is pinned (what follows the
+        ``:`` of a reference: ``v1.2.3@sha256:...``)."""
+        digest = self.digest_of(tag)
+        return f"{tag}@{digest}" if digest else tag
 
     @property
     def reference(self) -> str:
-        """``repository:tag``, for images whose repository is fixed."""
+        """``repository:tag`` (``repository:tag@sha256:...`` with a pinned digest), for
+        images whose repository is fixed."""
         if self.tag is None or "<" in self.repository:
             raise ValueError(f"image pin {self.name!r} has no fixed reference")
-        return f"{self.repository}:{self.tag}"
+        return f"{self.repository}:{self.tag_reference(self.tag)}"
 
 
 @dataclass(frozen=True)
 class BinaryPin:
-    """A release binary downloaded on nodes (checked against the release's sha256 sums).
+    """A release binary downloaded on nodes and run as root, with the digests nodes require.
 
-    ``sha256``: release file name -> its sha256 digest, read from the project's published
-    checksum file (``[binaries.<name>.sha256]``). A node refuses a listed file whose digest
-    differs, whatever the release's own sums say: the pins, not the download site, are then
-    the root of trust. Files without a pinned digest are checked against the release's sums
-    only."""
+    ``sha256``: release file name -> its sha256 digest (``[binaries.<name>.sha256]``), the
+    digest the project publishes, as recorded by public packaging named in ``pins.toml``. A
+    node uses a downloaded file only when its digest is pinned here and matches: the pins,
+    not the download site, are the root of trust. ``sha256_unavailable``: why no digest is
+    pinned yet (the nodes then refuse that download)."""
 
     name: str
     version: str
     source: str
     sha256: dict[str, str] = field(default_factory=dict)
+    sha256_unavailable: str = ""
 
 
 @dataclass(frozen=True)
@@ -147,19 +169,29 @@ def _parse(data: dict[str, Any]) -> Pins:
     return Pins(
         kubernetes=kubernetes,
         charts={name: ChartPin(name=name, **entry) for name, entry in data["charts"].items()},
-        images={
-            name: ImagePin(
-                name=name,
-                repository=entry["repository"],
-                tag=entry.get("tag"),
-                source=entry["source"],
-            )
-            for name, entry in data["images"].items()
-        },
+        images={name: _image(name, entry) for name, entry in data["images"].items()},
         binaries={name: BinaryPin(name=name, **entry) for name, entry in data["binaries"].items()},
         pcs=PcsPins(**data["pcs"]),
         services={name: ServicePin(name=name, **entry) for name, entry in data["services"].items()},
     )
+
+
+def _image(name: str, entry: dict[str, Any]) -> ImagePin:
+    pin = ImagePin(
+        name=name,
+        repository=entry["repository"],
+        tag=entry.get("tag"),
+        source=entry["source"],
+        digest=entry.get("digest"),
+        digests=dict(entry.get("digests", {})),
+        digest_unavailable=entry.get("digest_unavailable", ""),
+    )
+    for digest in (pin.digest, *pin.digests.values()):
+        if digest is not None and not _DIGEST.match(digest):
+            raise ValueError(f"{PINS_FILE}: images.{name}: {digest!r} is not 'sha256:<64 hex>'")
+    if not (pin.digest or pin.digests) and not pin.digest_unavailable:
+        raise ValueError(f"{PINS_FILE}: images.{name} needs a digest or digest_unavailable")
+    return pin
 
 
 @cache

@@ -556,6 +556,24 @@ class PlatformConfig:
             "doc": "Managed Grafana workspace (IAM Identity Center sign-in) with the dashboards."
         },
     )
+    data_perimeter: bool = field(
+        default=True,
+        metadata={
+            "doc": "Data perimeter on the data bucket and its key: object reads, writes and listings and the key's encrypt and decrypt are denied to every principal of the account but the deployment's data roles (IAM path /fm-constructs/<name>/data/), FSx's S3 access roles, break_glass_role_arn and data_perimeter_principals. false leaves access to IAM alone (warning FM210). See docs/operations/workload-isolation.md."
+        },
+    )
+    break_glass_role_arn: str | None = field(
+        default=None,
+        metadata={
+            "doc": "IAM role ARN let through the data perimeter for emergencies (an operator role whose use is audited)."
+        },
+    )
+    data_perimeter_principals: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "doc": "Other IAM role ARNs let through the data perimeter (a notebook or CI role that reads the data bucket directly)."
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -428,3 +428,71 @@ def accepted_warnings(codes: Sequence[str], *, key: str = "accepted_warnings") -
                 )
             )
     return out
+
+
+@rule(
+    "FM209",
+    "A principal let through the data perimeter (the break-glass role or one of "
+    "data_perimeter_principals) is not an IAM role ARN of the platform's account.",
+    "Give the full ARN of a role of the deploying account, such as "
+    "'arn:aws:iam::<account>:role/<name>'.",
+)
+def perimeter_principals(
+    arns: Sequence[str], account: str | None, *, key: str = "data_perimeter_principals"
+) -> list[Finding]:
+    """``arns``: the roles listed under ``key`` (one value: ``key`` is reported as is)."""
+    out: list[Finding] = []
+    for index, arn in enumerate(arns):
+        where = key if key == "break_glass_role_arn" else f"{key}[{index}]"
+        if _is_token(arn):
+            continue
+        if not _ROLE_ARN.match(arn):
+            kind = "an IAM user" if ":user/" in arn else "not an IAM role ARN"
+            problem = (
+                "must be an IAM role ARN such as 'arn:aws:iam::111122223333:role/Ops' "
+                f"({arn!r} is {kind})"
+            )
+        elif account is not None and not _is_token(account) and arn.split(":")[4] != account:
+            problem = (
+                f"must be a role of the account {account} (the perimeter denies every "
+                "principal of the account but those it lists; other accounts get no access "
+                "to the bucket at all)"
+            )
+        else:
+            continue
+        out.append(
+            Finding(
+                "FM209",
+                Severity.ERROR,
+                where,
+                arn,
+                problem,
+                "give the ARN of a role of the deploying account",
+            )
+        )
+    return out
+
+
+@rule(
+    "FM210",
+    "The data perimeter is off: IAM alone decides who reads the data bucket, so any role of "
+    "the account with broad S3 and KMS rights copies every checkpoint and served model.",
+    "Leave platform.data_perimeter on and list the roles that need the bucket in "
+    "break_glass_role_arn or data_perimeter_principals.",
+    severity=Severity.WARNING,
+)
+def data_perimeter_off(enabled: bool, *, key: str = "data_perimeter") -> list[Finding]:
+    if enabled:
+        return []
+    return [
+        Finding(
+            "FM210",
+            Severity.WARNING,
+            key,
+            False,
+            "turns the data perimeter off: any principal of the account whose IAM policies "
+            "allow it reads and writes every dataset, checkpoint and model",
+            "leave it on and let the roles that need the bucket in through "
+            "data_perimeter_principals",
+        )
+    ]

@@ -406,6 +406,12 @@ def _check_platform(profile: Profile) -> list[Finding]:
     out += platform_rules.accepted_warnings(platform.accepted_warnings)
     out += platform_rules.admin_accounts(platform.admin_role_arns, platform.account)
     out += platform_rules.public_access_cidrs(platform.public_access_cidrs)
+    out += platform_rules.data_perimeter_off(platform.data_perimeter)
+    if platform.break_glass_role_arn is not None:
+        out += platform_rules.perimeter_principals(
+            [platform.break_glass_role_arn], platform.account, key="break_glass_role_arn"
+        )
+    out += platform_rules.perimeter_principals(platform.data_perimeter_principals, platform.account)
     return [f.under("platform.") for f in out]
 
 

@@ -14,6 +14,7 @@ from fm_constructs.storage.associations import (
     workload_associations,
 )
 from fm_constructs.storage.data_bucket import DataBucket, IDataBucket
+from fm_constructs.storage.data_perimeter import DataPerimeter
 from fm_constructs.storage.imported_lustre import (
     ImportedLustreFileSystem,
     LustreFileSystemAttributes,
@@ -25,6 +26,7 @@ from fm_constructs.storage.lustre_interface import ILustreFileSystem
 __all__ = [
     "ALL_EVENTS",
     "DataBucket",
+    "DataPerimeter",
     "DataRepositoryAssociation",
     "FsxSizingRequest",
     "FsxSizingResult",

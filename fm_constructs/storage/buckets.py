@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import DefaultStackSynthesizer, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -151,3 +151,14 @@ def log_access(bucket: s3.Bucket, log_bucket: s3.IBucket, *, prefix: str, sid: s
             },
         )
     )
+
+
+def cloudformation_execution_role_arn(stack: Stack) -> str | None:
+    """The role CloudFormation deploys ``stack`` with (the bootstrap's ``cfn-exec-role``
+    named by :class:`~aws_cdk.DefaultStackSynthesizer`), or None with another synthesizer."""
+    synthesizer = stack.synthesizer
+    if not isinstance(synthesizer, DefaultStackSynthesizer):
+        return None
+    arn = synthesizer.cloud_formation_execution_role_arn
+    # The synthesizer spells account, region and partition as ${AWS::...} placeholders.
+    return Fn.sub(arn) if "${" in arn else arn

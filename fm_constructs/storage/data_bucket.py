@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -29,11 +29,14 @@ from fm_constructs.storage.buckets import (
     encrypted_bucket,
     log_access,
 )
-
-#: Path prefix of the service-linked roles FSx for Lustre creates per file system
-#: (AWSServiceRoleForFSxS3Access_fs-...) to read and write linked S3 buckets.
-FSX_S3_ACCESS_ROLE_PATH = "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
-FSX_S3_ACCESS_ROLE_PREFIX = "AWSServiceRoleForFSxS3Access_"
+from fm_constructs.storage.data_perimeter import (
+    DATA_ACTIONS,
+    FSX_S3_ACCESS_ROLE_PATH,
+    FSX_S3_ACCESS_ROLE_PREFIX,
+    KEY_DATA_ACTIONS,
+    DataPerimeter,
+    role_inside,
+)
 
 #: Why the FSx statement of the data key names "any principal" (kept next to the resource as
 #: a Checkov suppression): FSx reads a linked bucket with a service-linked role per file system
@@ -86,6 +89,16 @@ class IDataBucket(Protocol):
     def bucket_arn(self) -> str: ...
 
     @property
+    def perimeter(self) -> DataPerimeter | None:
+        """Who may use the objects and the key beyond IAM (None: IAM alone decides)."""
+        ...
+
+    @property
+    def role_path(self) -> str | None:
+        """The IAM path of the roles inside the perimeter (None without one)."""
+        ...
+
+    @property
     def key_allows_fsx_data_repositories(self) -> bool:
         """True when FSx for Lustre data repository associations can use the bucket's key
         (no customer-managed key, or its policy carries the FSx statement)."""
@@ -109,6 +122,28 @@ class _DataBucketBase(Construct):
     bucket: s3.IBucket
     key: kms.IKey | None
     key_allows_fsx_data_repositories: bool
+    perimeter: DataPerimeter | None = None
+
+    @property
+    def role_path(self) -> str | None:
+        """The IAM path a role needs to reach the objects (None without a perimeter): create
+        every role you grant under it (``iam.Role(..., path=bucket.role_path)``)."""
+        return self.perimeter.role_path if self.perimeter is not None else None
+
+    def _check_inside(self, grantee: iam.IGrantable) -> None:
+        """Warn when a role granted access is outside the perimeter (the grant would be
+        denied by the bucket and key policies)."""
+        principal = grantee.grant_principal
+        if self.perimeter is None or not isinstance(principal, iam.Role):
+            return
+        if role_inside(principal, self.perimeter) is False:
+            Annotations.of(principal).add_warning_v2(
+                "fm:data-perimeter-outside",
+                f"{principal.node.path} is granted the data bucket but is not under the data "
+                f"perimeter's path {self.perimeter.role_path}: the bucket and key policies deny "
+                "it. Create it with path=data_bucket.role_path, or list its ARN in the "
+                "perimeter's principal_arns (platform.data_perimeter_principals).",
+            )
 
     @property
     def bucket_name(self) -> str:
@@ -120,12 +155,14 @@ class _DataBucketBase(Construct):
 
     def grant_read(self, grantee: iam.IGrantable, objects_key_pattern: str = "*") -> iam.Grant:
         """Let ``grantee`` list the bucket and read (and decrypt) matching objects."""
+        self._check_inside(grantee)
         return self.bucket.grant_read(grantee, objects_key_pattern)
 
     def grant_read_write(
         self, grantee: iam.IGrantable, objects_key_pattern: str = "*"
     ) -> iam.Grant:
         """Let ``grantee`` read, write and delete matching objects, using the key both ways."""
+        self._check_inside(grantee)
         return self.bucket.grant_read_write(grantee, objects_key_pattern)
 
 
@@ -141,6 +178,14 @@ class DataBucket(_DataBucketBase):
     guide documents for SSE-KMS buckets. With ``encryption_key=`` given, add that statement to
     your key's policy yourself (:meth:`fsx_data_repository_key_statement` renders it);
     ``key_allows_fsx_data_repositories`` is then False and the Lustre construct warns.
+
+    ``perimeter`` (on by default; see :mod:`fm_constructs.storage.data_perimeter`): the bucket
+    policy and, for a key created here, the key policy deny the data actions to every
+    principal of the account outside the perimeter. Roles granted the bucket must be created
+    under :attr:`role_path` (``/fm-constructs/<stack name>/data/`` by default, a
+    :class:`DataPerimeter` of your own names another) or be listed in its ``principal_arns``;
+    a role granted here from outside gets a ``fm:data-perimeter-outside`` warning.
+    ``perimeter=False`` leaves access to IAM alone.
     """
 
     def __init__(
@@ -154,6 +199,7 @@ class DataBucket(_DataBucketBase):
         checkpoints_to_keep: int = DEFAULT_CHECKPOINTS_TO_KEEP,
         checkpoint_prefix: str = "checkpoints/",
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        perimeter: DataPerimeter | bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context="DataBucket", code=codes.DATA_BUCKET)
@@ -250,6 +296,12 @@ class DataBucket(_DataBucketBase):
             sid="AllowDataBucketServerAccessLogs",
         )
 
+        if perimeter is True:
+            perimeter = DataPerimeter.of_deployment(Stack.of(self).stack_name)
+        self.perimeter = perimeter or None
+        if self.perimeter is not None:
+            self._enclose(self.perimeter, created_key if encryption_key is None else None)
+
         self.key_allows_fsx_data_repositories = False
         if encryption_key is None:
             result = self.key.add_to_resource_policy(self.fsx_data_repository_key_statement(self))
@@ -267,6 +319,23 @@ class DataBucket(_DataBucketBase):
                     ]
                 },
             )
+
+    def _enclose(self, perimeter: DataPerimeter, key: kms.Key | None) -> None:
+        """The perimeter's denies on the bucket policy and, when the key is created here, on
+        the key policy (a key given by ARN keeps its own policy: add
+        ``perimeter.deny_statements`` to it yourself)."""
+        for statement in perimeter.deny_statements(
+            self,
+            sid="DenyData",
+            actions=DATA_ACTIONS,
+            resources=[self.bucket.bucket_arn, self.bucket.arn_for_objects("*")],
+        ):
+            self.bucket.add_to_resource_policy(statement)
+        if key is not None:
+            for statement in perimeter.deny_statements(
+                self, sid="DenyKeyUse", actions=KEY_DATA_ACTIONS, resources=["*"]
+            ):
+                key.add_to_resource_policy(statement)
 
     @staticmethod
     def fsx_data_repository_key_statement(

@@ -16,6 +16,7 @@ from tests.iam_policies import (
     Templates,
     identity_allows,
     resource_policy_denies,
+    role_arn,
     role_statements,
     roles,
     statements,
@@ -233,3 +234,101 @@ def test_pod_identity_roles_trust_only_their_service_accounts(profile: str) -> N
             assert tags.get("aws:RequestTag/kubernetes-service-account"), role_id
             checked += 1
     assert checked or not synthesize(profile).stacks.clusters
+
+
+# ----------------------------------------------------------------------------- data perimeter
+
+#: The FSx service-linked role of one file system (one per file system that has an association).
+FSX_ROLE = (
+    f"arn:aws:iam::{ACCOUNT}:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/"
+    "AWSServiceRoleForFSxS3Access_fs-0123456789abcdef0"
+)
+#: A request an AWS service makes on a principal's behalf (CloudFormation creating an FSx
+#: association, S3 calling KMS for the caller).
+VIA_SERVICE = {"aws:viaawsservice": "true"}
+DATA_PROBES = ("s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket")
+
+
+def _data_bucket_policies(templates: Templates) -> tuple[str, list[Any], list[Any], str, str]:
+    """(stack, bucket policy statements, key policy statements, bucket ARN, key ARN) of the
+    data bucket."""
+    bucket_arn = _data_bucket_arn(templates)
+    bucket_id = bucket_arn.removeprefix("arn:aws:s3:::")
+    (stack,) = [s for s, t in templates.templates.items() if bucket_id in t["Resources"]]
+    bucket = templates.resource(stack, bucket_id)["Properties"]
+    (rule,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    key_id = rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"]["Fn::GetAtt"][0]
+    key = templates.render(stack, templates.resource(stack, key_id)["Properties"]["KeyPolicy"])
+    policy = statements(_bucket_policy(templates, stack, bucket_id))
+    key_arn = templates.render(stack, {"Fn::GetAtt": [key_id, "Arn"]})
+    return stack, policy, statements(key), bucket_arn, key_arn
+
+
+@pytest.mark.parametrize("profile", profile_params())
+def test_the_data_perimeter_lets_in_only_the_deployments_principals(profile: str) -> None:
+    """On the synthesized templates: the bucket and key policies deny the data actions to a
+    broad role of the account and to the deployer's direct calls, and deny nothing to FSx's
+    S3 access role, to AWS services, to the deployer through a service, to the listed
+    break-glass and perimeter roles, and to every role of the profile whose identity policies
+    grant it the bucket or the key (none is locked out)."""
+    result = synthesize(profile)
+    templates = Templates(result.templates)
+    platform = result.profile.platform
+    _stack, policy, key_policy, bucket, key = _data_bucket_policies(templates)
+    objects = f"{bucket}/checkpoints/pretraining/step-100/model.safetensors"
+
+    def denied(arn: str, context: dict[str, str] | None = None) -> dict[str, bool]:
+        found = {
+            action: resource_policy_denies(
+                policy, arn, action, bucket if action == "s3:ListBucket" else objects, context
+            )
+            for action in DATA_PROBES
+        }
+        for action in ("kms:Decrypt", "kms:GenerateDataKey"):
+            found[action] = resource_policy_denies(key_policy, arn, action, "*", context)
+        return found
+
+    if not platform.data_perimeter:
+        assert not any(denied(OTHER).values())
+        return
+    assert all(denied(OTHER).values()), denied(OTHER)
+    deployer = _cfn_exec_role(platform.region)
+    assert all(denied(deployer).values()), denied(deployer)
+    for inside in (FSX_ROLE, *platform.data_perimeter_principals):
+        assert not any(denied(inside).values()), (inside, denied(inside))
+    if platform.break_glass_role_arn:
+        assert not any(denied(platform.break_glass_role_arn).values())
+    assert not any(denied(deployer, VIA_SERVICE).values())
+    assert not any(denied(OTHER, {"aws:principalisawsservice": "true"}).values())
+    # Every role the profile grants the bucket or its key is inside.
+    granted = 0
+    for role_stack, role_id, resource in roles(templates):
+        found = role_statements(templates, role_stack, role_id)
+        uses = [
+            action
+            for action in DATA_PROBES
+            if identity_allows(found, action, bucket if action == "s3:ListBucket" else objects)
+            or any(
+                identity_allows(found, action, f"{bucket}/{prefix}x")
+                for kind in DATA_INPUTS
+                for prefix in (*DATA_INPUTS[kind], *DATA_OUTPUTS[kind], "models/")
+            )
+        ] + [a for a in ("kms:Decrypt", "kms:GenerateDataKey") if identity_allows(found, a, key)]
+        if not uses:
+            continue
+        arn = role_arn(role_id, resource["Properties"].get("Path", "/"))
+        if arn == OTHER:
+            continue
+        verdicts = denied(arn)
+        locked = [a for a in uses if a.startswith("kms:") and verdicts[a]]
+        for action in (a for a in uses if a.startswith("s3:")):
+            key_name = bucket if action == "s3:ListBucket" else None
+            for prefix in [""] if key_name else ["checkpoints/", "datasets/", "models/"]:
+                target = key_name or f"{bucket}/{prefix}x"
+                if identity_allows(found, action, target) and resource_policy_denies(
+                    policy, arn, action, target
+                ):
+                    locked.append(f"{action} {target}")
+        assert not locked, (role_stack, role_id, locked)
+        granted += 1
+    assert granted or not result.stacks.computes, "no role of the profile uses the bucket"

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from fm_constructs import pins
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.orchestration.hyperpod import (
     InstanceGroup,
@@ -258,38 +259,82 @@ def test_a_tarball_that_fails_its_checksum_is_refused(tmp_path: Path) -> None:
     assert not sim.exists("etc/systemd/system/fm-node-exporter.service")
 
 
-def _pin_download(sim: SimulatedNode, archive: str, digest: str) -> None:
-    """Give the installer's staged provisioning parameters a pinned digest for ``archive``."""
+def _pin_download(sim: SimulatedNode, pins: dict[str, str]) -> None:
+    """Give the installer's staged provisioning parameters these pinned digests (only)."""
     unit = sim.file("etc/systemd/system/fm-metrics-install.service")
     exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     staged = sim.root / exec_start.split()[-1].lstrip("/")
     params = json.loads(staged.read_text())
-    params["download_sha256"] = {archive: digest}
+    params["download_sha256"] = pins
     staged.write_text(json.dumps(params))
 
 
-def test_a_pinned_digest_wins_over_the_releases_own_sums(tmp_path: Path) -> None:
-    """A release whose archive and sums file were both replaced (they come from the same
-    place) still passes the release check; the digest pinned in the library's pins refuses
-    it, and the true digest lets it through."""
+def test_only_a_download_whose_digest_is_pinned_runs(tmp_path: Path) -> None:
+    """The digests pinned in the provisioning parameters decide: an archive without one is
+    refused, an archive with another is refused (a sums file from the release, which comes
+    from the same place, is not consulted), and the archive whose digest is pinned is
+    installed."""
     archive = "node_exporter-1.9.1.linux-amd64.tar.gz"
     url = f"https://github.com/prometheus/node_exporter/releases/download/v1.9.1/{archive}"
     sim = created(tmp_path, "worker")
-    sim.serve_releases()
     served = (sim.sim / "downloads" / url_key(url)).read_bytes()
-    _pin_download(sim, archive, "0" * 64)
+    digest = hashlib.sha256(served).hexdigest()
+    _pin_download(sim, {})
     run = sim.run_metrics_installer()
     assert run.returncode != 0
-    assert f"refusing {archive}: sha256 {hashlib.sha256(served).hexdigest()} is not the pinned" in (
-        run.output
-    )
-    assert not sim.exists("etc/systemd/system/fm-node-exporter.service")
-    # A download the pins list no digest for is checked against its release's sums, and said.
-    assert "prometheus-3.5.0.linux-amd64.tar.gz: no pinned sha256" in run.output
-    _pin_download(sim, archive, hashlib.sha256(served).hexdigest())
+    assert f"refusing {archive}: no sha256 is pinned for it" in run.output
+    assert "refusing prometheus-3.5.0.linux-amd64.tar.gz: no sha256 is pinned" in run.output
+    assert not any("sha256sums.txt" in c for c in run.calls if c.startswith("curl"))
+    assert not sim.exists("opt/fm-metrics/node_exporter-1.9.1.linux-amd64")
+    _pin_download(sim, {archive: "0" * 64})
     run = sim.run_metrics_installer()
+    assert f"refusing {archive}: its sha256 {digest} is not the pinned {'0' * 64}" in run.output
+    assert not sim.exists("etc/systemd/system/fm-node-exporter.service")
+    _pin_download(sim, {archive: digest})
+    run = sim.run_metrics_installer()
+    assert f"{archive}: sha256 matches the pinned {digest}" in run.output
     assert sim.exists("etc/systemd/system/fm-node-exporter.service"), run.output
-    assert f"{archive}: no pinned sha256" not in run.output
+
+
+def test_the_shipped_pins_refuse_a_file_that_is_not_the_release(tmp_path: Path) -> None:
+    """With the library's own pins (the real releases' digests), the stand-in archives this
+    node serves are refused, as any file other than the published one would be: the pins
+    reach the node and are enforced there. enroot and pyxis, with no digest pinned yet, are
+    refused too, and a worker joins drained naming them."""
+    sim = node(tmp_path, "worker", shipped_pins=True)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    for package in ("enroot_3.4.1-1_amd64.deb", "enroot+caps_3.4.1-1_amd64.deb"):
+        assert f"refusing {package}: no sha256 is pinned for it" in run.output or (
+            package.startswith("enroot+caps")  # not fetched once the first is refused
+        )
+    assert "refusing pyxis-0.19.0.tar.gz: no sha256 is pinned for it" in run.output
+    assert sim.slurm_state == ("drain", DRAINED)
+    assert not sim.exists("usr/local/lib/slurm/spank_pyxis.so")
+    metrics = sim.run_metrics_installer()
+    assert metrics.returncode != 0
+    pinned = pins.download_digests()
+    for archive in (
+        "node_exporter-1.9.1.linux-amd64.tar.gz",
+        "prometheus-3.5.0.linux-amd64.tar.gz",
+    ):
+        assert f"refusing {archive}: its sha256 " in metrics.output
+        assert f"is not the pinned {pinned[archive]}" in metrics.output
+    for name in ("node-exporter", "prometheus-agent"):
+        assert not sim.exists(f"etc/systemd/system/fm-{name}.service"), name
+
+
+def test_a_tampered_enroot_package_is_refused(tmp_path: Path) -> None:
+    """A package whose bytes differ from the pinned digest is not installed: apt never sees
+    it, and the worker joins drained naming enroot."""
+    sim = node(tmp_path, "worker")
+    sim.serve_releases(corrupt=True)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "refusing enroot_3.4.1-1_amd64.deb: its sha256 " in run.output
+    assert not any(c.startswith("apt-get install") and ".deb" in c for c in run.calls)
+    assert "enroot" in sim.file("var/lib/fm-constructs/missing-components").split()
+    assert sim.slurm_state[0] == "drain"
 
 
 DRAINED = "fm-constructs: missing enroot pyxis"

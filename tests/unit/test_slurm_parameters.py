@@ -56,6 +56,7 @@ def test_hyperpod_and_pcs_give_the_shared_scripts_the_same_values() -> None:
         "dcgm_exporter_image",
         "enroot_version",
         "pyxis_version",
+        "download_sha256",
     }
     for key, value in shared.items():
         assert hyperpod[key] == value, key

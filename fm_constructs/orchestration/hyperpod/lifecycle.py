@@ -14,14 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Annotations, DefaultStackSynthesizer, Fn, Names, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Names, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from fm_constructs import pins
 from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.orchestration.hyperpod.instance_groups import (
@@ -42,6 +41,7 @@ from fm_constructs.policy.nag_findings import acknowledge_generated_iam, flatten
 from fm_constructs.storage.buckets import (
     KEY_USER_ACTIONS,
     access_log_bucket,
+    cloudformation_execution_role_arn,
     encrypted_bucket,
     log_access,
 )
@@ -121,17 +121,6 @@ KEY_ADMIN_ACTIONS = (
     "kms:CancelKeyDeletion",
     "kms:RotateKeyOnDemand",
 )
-
-
-def cloudformation_execution_role_arn(stack: Stack) -> str | None:
-    """The role CloudFormation deploys ``stack`` with (the bootstrap's ``cfn-exec-role``
-    named by :class:`~aws_cdk.DefaultStackSynthesizer`), or None with another synthesizer."""
-    synthesizer = stack.synthesizer
-    if not isinstance(synthesizer, DefaultStackSynthesizer):
-        return None
-    arn = synthesizer.cloud_formation_execution_role_arn
-    # The synthesizer spells account, region and partition as ${AWS::...} placeholders.
-    return Fn.sub(arn) if "${" in arn else arn
 
 
 def _deny_all_but(
@@ -260,7 +249,6 @@ def provisioning_parameters(
         "users": [user.parameters() for user in users],
         **metrics_parameters(region),
         **container_parameters(),
-        "download_sha256": pins.download_digests(),
     }
 
 

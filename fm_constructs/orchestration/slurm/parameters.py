@@ -107,7 +107,8 @@ def efa_exporter_image(region: str) -> str:
     """URI of the EFA exporter image in ``region``'s HyperPod ECR registry."""
     return (
         f"{efa_exporter_account(region)}.dkr.ecr.{region}.amazonaws.com/"
-        f"{EFA_EXPORTER_REPOSITORY}:{EFA_EXPORTER_TAG}"
+        f"{EFA_EXPORTER_REPOSITORY}:"
+        f"{pins.image('hyperpod-efa-exporter').tag_reference(EFA_EXPORTER_TAG)}"
     )
 
 
@@ -151,7 +152,8 @@ def default_lnet_efa_interfaces(spec: InstanceSpec) -> int:
 def metrics_parameters(region: str) -> dict[str, Any]:
     """What ``metrics.sh`` installs: ``exporter_ports``, ``efa_exporter_image`` (in
     ``region``'s registry) and the pinned ``node_exporter_version``, ``prometheus_version``,
-    ``slurm_exporter_version`` and ``dcgm_exporter_image``."""
+    ``slurm_exporter_version`` and ``dcgm_exporter_image``, and ``download_sha256`` (release
+    file name -> the pinned sha256 the script requires of a download before it runs it)."""
     return {
         "exporter_ports": dict(EXPORTER_PORTS),
         "efa_exporter_image": efa_exporter_image(region),
@@ -159,12 +161,16 @@ def metrics_parameters(region: str) -> dict[str, Any]:
         "prometheus_version": pins.binary("prometheus").version,
         "slurm_exporter_version": pins.binary("slurm_exporter").version,
         "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
+        "download_sha256": pins.download_digests(),
     }
 
 
 def container_parameters() -> dict[str, Any]:
-    """What ``containers.sh`` installs: the pinned ``enroot_version`` and ``pyxis_version``."""
+    """What ``containers.sh`` installs: the pinned ``enroot_version`` and ``pyxis_version``,
+    and ``download_sha256`` (release file name -> pinned sha256: the script refuses a
+    download whose name has none or whose digest differs)."""
     return {
         "enroot_version": pins.binary("enroot").version,
         "pyxis_version": pins.binary("pyxis").version,
+        "download_sha256": pins.download_digests(),
     }

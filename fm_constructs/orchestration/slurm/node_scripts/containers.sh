@@ -18,6 +18,9 @@
 #   configless slurmd nodes read). PLUGSTACK_CONF names another file for the line: on AWS PCS
 #   the controller is the service's, and its plugstack.conf includes the node's own
 #   /etc/aws/pcs/scheduler/slurm-<version>/plugstack.conf.d/*.conf (pcs_node.sh sets it).
+# Every download (the enroot packages, the pyxis source) is used only when its sha256 is the
+# digest the library pins for that file (verify_download in lib.sh); one without a pinned
+# digest or with another is refused and logged, and the component counts as missing.
 # Downloads are retried. A component that still cannot be fetched or built does not fail the
 # node: it is named in /var/lib/fm-constructs/missing-components, node_components.sh drains
 # the node with a reason naming it (workers) once slurmd runs, and fm-components-retry.timer
@@ -102,10 +105,11 @@ install_enroot() {
   work="$(mktemp -d)"
   local package
   for package in "enroot_${ENROOT_VERSION}-1_${ARCH}.deb" "enroot+caps_${ENROOT_VERSION}-1_${ARCH}.deb"; do
-    retry 5 5 download "${base}/${package}" "${work}/${package}" || {
+    if ! retry 5 5 download "${base}/${package}" "${work}/${package}" \
+      || ! verify_download "${work}/${package}" "$package"; then
       rm -rf "$work"
       return 1
-    }
+    fi
   done
   if ! retry 3 5 apt-get update -o DPkg::Lock::Timeout=120 \
     || ! retry 5 5 apt-get install -y -o DPkg::Lock::Timeout=120 squashfs-tools fuse-overlayfs \
@@ -180,10 +184,13 @@ install_pyxis() {
     built=1
   fi
   if ((!built)); then
+    # GitHub's archive of the tag, which it names pyxis-<version>.tar.gz (the pins' key).
     local work url="https://github.com/NVIDIA/pyxis/archive/refs/tags/v${PYXIS_VERSION}.tar.gz"
+    local archive="pyxis-${PYXIS_VERSION}.tar.gz"
     work="$(mktemp -d)"
-    if ! retry 5 5 download "$url" "${work}/pyxis.tar.gz" \
-      || ! tar -xzf "${work}/pyxis.tar.gz" -C "$work" \
+    if ! retry 5 5 download "$url" "${work}/${archive}" \
+      || ! verify_download "${work}/${archive}" "$archive" \
+      || ! tar -xzf "${work}/${archive}" -C "$work" \
       || ! build_pyxis "${work}/pyxis-${PYXIS_VERSION}" \
       || [[ ! -e "${FM_ROOT}${PYXIS_PLUGIN}" ]]; then
       log "pyxis ${PYXIS_VERSION} could not be fetched or built"

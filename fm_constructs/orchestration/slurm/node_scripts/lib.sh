@@ -112,6 +112,28 @@ group_param() {
   param "worker_groups.$1.$2"
 }
 
+verify_download() {
+  # verify_download <file> <name>: true when the sha256 of <file> (the downloaded release file
+  # <name>) is the digest the library's pins give that name (download_sha256 in the
+  # provisioning parameters, from pins.toml [binaries]). A file whose name has no pinned digest
+  # or whose digest differs is refused: logged, deleted, false. The pins, not the download
+  # site or a sums file beside it, decide what runs as root.
+  local file="$1" name="$2" pinned actual
+  pinned="$(param "download_sha256.${name}")"
+  if [[ -z "$pinned" ]]; then
+    log "refusing ${name}: no sha256 is pinned for it (pins.toml [binaries])"
+    rm -f "$file"
+    return 1
+  fi
+  actual="$(sha256sum "$file" | awk '{print $1}')"
+  if [[ "$actual" != "$pinned" ]]; then
+    log "refusing ${name}: its sha256 ${actual} is not the pinned ${pinned}"
+    rm -f "$file"
+    return 1
+  fi
+  echo "${0##*/}: ${name}: sha256 matches the pinned ${pinned}"
+}
+
 install_unit() {
   # install_unit <name> <content>: write /etc/systemd/system/<name> when its content changed;
   # prints "changed" when it did, so callers reload systemd only then.

@@ -17,8 +17,10 @@
 # - Slurm exporter on :9341 (controller), a SckyzO/slurm_exporter release: job states, node
 #   states per partition, GPUs allocated and idle, scheduler health, from sinfo/squeue/sdiag;
 # - Prometheus in agent mode, remote-writing to Amazon Managed Service for Prometheus (SigV4).
-# Release archives are checked against the release's sha256 sums, and one that does not match
-# is refused. Versions come from the provisioning parameters (the library's pins).
+# A release archive runs only when its sha256 is the digest the library pins for it
+# (download_sha256 in the provisioning parameters, from pins.toml); one without a pinned
+# digest or with another is refused and logged, and that component stays uninstalled. Versions
+# come from the provisioning parameters (the library's pins).
 set -euo pipefail
 
 COMMAND="$1"
@@ -90,40 +92,24 @@ download() {
 
 RELEASE_DIR=""
 fetch_archive() {
-  # fetch_archive <url-base> <archive> <sums-file> <dir> <binary>: download <url-base>/<archive>
-  # and the release's sha256 sums (<url-base>/<sums-file>), refuse the archive unless its digest
-  # is the one listed for it and, when the pins list it (download_sha256), the pinned one,
-  # unpack it so that /opt/fm-metrics/<dir>/<binary> is the binary,
-  # and set RELEASE_DIR (path on the node); false on any failure. Archives whose members are
-  # not under <dir>/ (no top-level directory) are unpacked into <dir>.
-  local base="$1" archive="$2" sums="$3" dir="$4" binary="$5" work
+  # fetch_archive <url-base> <archive> <dir> <binary>: download <url-base>/<archive>, refuse it
+  # unless its sha256 is the one the library pins for it (verify_download: a release's own
+  # sums file comes from the same place as the archive, so it is not trusted), unpack it so
+  # that /opt/fm-metrics/<dir>/<binary> is the binary, and set RELEASE_DIR (path on the
+  # node); false on any failure. Archives whose members are not under <dir>/ (no top-level
+  # directory) are unpacked into <dir>.
+  local base="$1" archive="$2" dir="$3" binary="$4" work
   RELEASE_DIR="${INSTALL_DIR}/${dir}"
   if [[ -x "${FM_ROOT}${RELEASE_DIR}/${binary}" ]]; then
     return 0
   fi
   work="$(mktemp -d)"
-  if ! download "${base}/${archive}" "${work}/${archive}" \
-    || ! download "${base}/${sums}" "${work}/${sums}"; then
+  if ! download "${base}/${archive}" "${work}/${archive}"; then
     log "could not download ${archive}"
     rm -rf "$work"
     return 1
   fi
-  local expected actual
-  expected="$(awk -v file="${archive}" '$2 == file {print $1}' "${work}/${sums}")"
-  actual="$(sha256sum "${work}/${archive}" | awk '{print $1}')"
-  if [[ -z "$expected" || "$expected" != "$actual" ]]; then
-    log "refusing ${archive}: sha256 ${actual} does not match the release's '${expected}'"
-    rm -rf "$work"
-    return 1
-  fi
-  # A digest pinned in the library's pins wins over the release's own sums (which come from
-  # the same place as the archive).
-  local pinned
-  pinned="$(param "download_sha256.${archive}")"
-  if [[ -z "$pinned" ]]; then
-    log "${archive}: no pinned sha256; checked against the release's sums only"
-  elif [[ "$pinned" != "$actual" ]]; then
-    log "refusing ${archive}: sha256 ${actual} is not the pinned ${pinned}"
+  if ! verify_download "${work}/${archive}" "$archive"; then
     rm -rf "$work"
     return 1
   fi
@@ -145,11 +131,11 @@ fetch_archive() {
 
 fetch_release() {
   # fetch_release <project> <version>: a prometheus/<project> release (archives named
-  # <project>-<version>.linux-<arch>.tar.gz, with a top-level directory, sums sha256sums.txt).
+  # <project>-<version>.linux-<arch>.tar.gz, with a top-level directory).
   local project="$1" version="$2"
   local name="${project}-${version}.linux-${ARCH}"
   fetch_archive "https://github.com/prometheus/${project}/releases/download/v${version}" \
-    "${name}.tar.gz" sha256sums.txt "$name" "$project"
+    "${name}.tar.gz" "$name" "$project"
 }
 
 pull_image() {
@@ -202,7 +188,7 @@ install_slurm_exporter() {
   version="$(param slurm_exporter_version)"
   name="slurm_exporter-${version}-linux-${ARCH}"
   fetch_archive "https://github.com/SckyzO/slurm_exporter/releases/download/v${version}" \
-    "${name}.tar.gz" slurm_exporter_checksums.txt "$name" slurm_exporter || return 1
+    "${name}.tar.gz" "$name" slurm_exporter || return 1
   run_service fm-slurm-exporter "${RELEASE_DIR}/slurm_exporter" \
     --web.listen-address=":$(param exporter_ports.slurm)" --slurm.bin-path="${SLURM_BIN}" \
     --no-collector.nodes.feature-set --no-collector.fairshare.user-metrics \
