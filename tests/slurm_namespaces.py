@@ -71,8 +71,10 @@ class NamespaceRun:
 
 
 def run_in_namespaces(script: str, state: Path, env: dict[str, str]) -> NamespaceRun:
-    """Run :data:`PRELUDE` and ``script`` with ``env`` (added to this process's environment); ``state`` holds the
-    daemons' ``*.out`` and ``*.log`` files."""
+    """Run :data:`PRELUDE` and ``script`` with ``env`` (added to this process's environment).
+
+    ``state`` holds the daemons' ``*.out`` and ``*.log`` files.
+    """
     result = subprocess.run(
         [*UNSHARE, "bash", "-c", PRELUDE + script],
         env={**os.environ, **env},
