@@ -199,6 +199,7 @@ if TYPE_CHECKING:
     )
     from fm_constructs.storage import (
         DataBucket as DataBucket,
+        DataPerimeter as DataPerimeter,
         DataRepositoryAssociation as DataRepositoryAssociation,
         FsxSizingRequest as FsxSizingRequest,
         FsxSizingResult as FsxSizingResult,
