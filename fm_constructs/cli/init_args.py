@@ -7,6 +7,7 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 
+from fm_constructs.cli.arg_types import positive_int
 from fm_constructs.cli.exit_codes import EPILOG, CliError, ExitCode
 from fm_constructs.cli.profiles import SHIPPED_DEFAULT
 from fm_constructs.config import CapacityKind
@@ -96,13 +97,7 @@ def _count(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(
             f"the workload must be one of {', '.join(WORKLOAD_KINDS)}, got {workload!r}"
         )
-    try:
-        value = int(number)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be N or WORKLOAD=N, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return workload, value
+    return workload, positive_int(number)
 
 
 def add_init_arguments(init: argparse.ArgumentParser) -> None:

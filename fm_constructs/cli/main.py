@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from fm_constructs import __version__
+from fm_constructs.cli.arg_types import non_negative_int, positive_int
 from fm_constructs.cli.exit_codes import EPILOG, CliError, ExitCode
 from fm_constructs.cli.goal import TrainingGoal, parse_goal_quantity
 from fm_constructs.cli.init_args import INIT_DESCRIPTION, INIT_EPILOG, add_init_arguments
@@ -65,23 +66,6 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number such as 0.4, got {text!r}") from None
     for finding in workload_rules.target_mfu(value, key="--mfu"):
         raise argparse.ArgumentTypeError(finding.message())
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be 1 or more, got 0")
     return value
 
 
@@ -191,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument(
         "--pod-ips-per-node",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=None,
         help="pods per Kubernetes node that need a VPC address (default: "
         f"{DEFAULT_POD_COUNT}, the largest the node can get, as the profile check counts)",
@@ -206,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     preflight.add_argument(
         "--expiry-warning-hours",
-        type=_positive_int,
+        type=positive_int,
         default=48,
         help="warn when a reservation or training plan ends within this many hours (default 48)",
     )
@@ -241,11 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     search.add_argument("--instance-type", help="instance type (default: the workload's)")
     search.add_argument(
-        "--count", type=_positive_int, help="instances (default: the workload's instance_count)"
+        "--count", type=positive_int, help="instances (default: the workload's instance_count)"
     )
     duration = search.add_mutually_exclusive_group(required=True)
-    duration.add_argument("--days", type=_positive_int, help="block length in days")
-    duration.add_argument("--duration-hours", type=_positive_int, help="block length in hours")
+    duration.add_argument("--days", type=positive_int, help="block length in days")
+    duration.add_argument("--duration-hours", type=positive_int, help="block length in hours")
     search.add_argument("--start", help="earliest start date, YYYY-MM-DD (UTC)")
     search.add_argument("--end", help="latest end date, YYYY-MM-DD (UTC)")
 
@@ -327,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     health.add_argument("--workload", help="workload whose nodes (default: the first enabled)")
     health.add_argument(
-        "--nodes", type=_positive_int, help="nodes to check (default: the workload's count)"
+        "--nodes", type=positive_int, help="nodes to check (default: the workload's count)"
     )
 
     pcs_ami = _subcommand(
