@@ -12,7 +12,13 @@ export PATH := $(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
-export PYTHONDONTWRITEBYTECODE := 1
+# Bytecode is cached outside the source tree (no __pycache__ beside the modules, none in a
+# Lambda asset directory): each pytest worker and each `python app.py` then reads compiled
+# modules and assertion-rewritten tests instead of compiling them again on every run (half of
+# a worker's collection). PYTHONDONTWRITEBYTECODE from the caller's environment would leave the
+# prefix empty and every module, aws-cdk-lib's too, compiled from source on each import.
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
+unexport PYTHONDONTWRITEBYTECODE
 export NO_MKDOCS_2_WARNING := 1
 
 CONFIG ?= config/default.toml
