@@ -90,7 +90,11 @@ rehearsal: setup $(CHECKOV_VENV)/.installed
 # unit includes the consumer example built in process against its snapshot and cfn-linted
 # (tests/stacks/test_example.py; `make e2e` follows its page literally) and
 # tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
-test: lint typecheck unit docs docs-check
+# ruff and mypy run beside the docs build and its check (each mostly one process, so two at a
+# time keep both cores busy; each target's output printed whole), then the test suite.
+test: setup
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck docs-check
+	$(MAKE) --no-print-directory unit
 
 # The documentation site, offline and warning-free (output in site/, gitignored).
 docs: setup
