@@ -302,14 +302,19 @@ def _validate_embedded_pod_templates(
         )
 
 
+def strict_crd_schema(group: str, kind: str) -> Any:
+    """The strict schema of ``group``/``kind`` that :func:`validate_crd_kind` validates with
+    (tests/unit/test_kubernetes_schemas.py checks each against its metaschema, once per run
+    rather than in every test process: the LeaderWorkerSet schema takes seconds to check)."""
+    return _strict_crd(crd_schemas(group)["kinds"][kind])
+
+
 @functools.cache
 def _crd_validator(group: str, kind: str) -> Any:
     """A validator of the strict schema of ``group``/``kind``, built once: the schemas of kinds
     with pod templates (LeaderWorkerSet) are large."""
-    schema = _strict_crd(crd_schemas(group)["kinds"][kind])
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    return validator_class(schema)
+    schema = strict_crd_schema(group, kind)
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def validate_crd_kind(obj: Mapping[str, Any], kubernetes_version: str) -> str:

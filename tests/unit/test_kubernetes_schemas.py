@@ -7,6 +7,7 @@ import copy
 import dataclasses
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
 
@@ -22,6 +23,7 @@ from tests.kubernetes_schemas import (
     assert_valid,
     crd_schemas,
     is_builtin,
+    strict_crd_schema,
     validate_builtin,
     validate_object,
 )
@@ -198,6 +200,21 @@ def test_a_kind_without_any_schema_source_is_refused() -> None:
     obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     with pytest.raises(SchemaError, match="no schema source"):
         validate_object(obj, "1.35")
+
+
+@pytest.mark.parametrize(
+    ("group", "kind"),
+    [
+        (group, kind)
+        for group in sorted(CRD_SCHEMAS)
+        for kind in sorted(crd_schemas(group)["kinds"])
+    ],
+)
+def test_every_strict_crd_schema_is_a_valid_schema(group: str, kind: str) -> None:
+    """What the validators of custom kinds validate with is itself a valid JSON schema of its
+    draft (checked here once, not each time a test process builds a validator)."""
+    schema = strict_crd_schema(group, kind)
+    jsonschema.validators.validator_for(schema).check_schema(schema)
 
 
 def test_every_crd_schema_file_is_of_the_pinned_operator_version() -> None:
