@@ -12,7 +12,13 @@ export PATH := $(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
-export PYTHONDONTWRITEBYTECODE := 1
+# Bytecode is cached outside the source tree (no __pycache__ beside the modules, none in a
+# Lambda asset directory): each pytest worker and each `python app.py` then reads compiled
+# modules and assertion-rewritten tests instead of compiling them again on every run (half of
+# a worker's collection). PYTHONDONTWRITEBYTECODE from the caller's environment would leave the
+# prefix empty and every module, aws-cdk-lib's too, compiled from source on each import.
+export PYTHONPYCACHEPREFIX := $(CURDIR)/.cache/pycache
+unexport PYTHONDONTWRITEBYTECODE
 export NO_MKDOCS_2_WARNING := 1
 
 CONFIG ?= config/default.toml
@@ -84,7 +90,11 @@ rehearsal: setup $(CHECKOV_VENV)/.installed
 # unit includes the consumer example built in process against its snapshot and cfn-linted
 # (tests/stacks/test_example.py; `make e2e` follows its page literally) and
 # tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
-test: lint typecheck unit docs docs-check
+# ruff and mypy run beside the docs build and its check (each mostly one process, so two at a
+# time keep both cores busy; each target's output printed whole), then the test suite.
+test: setup
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck docs-check
+	$(MAKE) --no-print-directory unit
 
 # The documentation site, offline and warning-free (output in site/, gitignored).
 docs: setup

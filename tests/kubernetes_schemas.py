@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import re
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +36,8 @@ from typing import Any
 
 import jsonschema
 import kubernetes_validate
+import referencing
+from kubernetes_validate import utils as kv_utils
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
@@ -105,12 +108,46 @@ def _name(obj: Mapping[str, Any]) -> str:
 def validate_builtin(obj: Mapping[str, Any], kubernetes_version: str) -> None:
     """Strict schema of the built-in kind for ``kubernetes_version``."""
     try:
-        kubernetes_validate.validate(dict(obj), kubernetes_version, strict=True)
-    except kubernetes_validate.ValidationError as error:
+        validator = _builtin_validator(
+            kubernetes_version, str(obj.get("kind")), str(obj.get("apiVersion"))
+        )
+        validator.validate(dict(obj))
+    except jsonschema.ValidationError as error:
         path = ".".join(str(p) for p in error.path)
         raise SchemaError(f"{_name(obj)}: {path}: {error.message}") from None
     except kubernetes_validate.SchemaNotFoundError as error:
         raise SchemaError(f"{_name(obj)}: {error.message}") from None
+
+
+@functools.cache
+def _builtin_validator(
+    desired_version: str, kind: str, api_version: str
+) -> jsonschema.protocols.Validator:
+    """The validator ``kubernetes_validate.validate(obj, desired_version, strict=True)`` builds
+    for one kind (the same schema files, chosen the same way: kubernetes_validate/utils.py of
+    the pinned release), built once per process: ``validate`` parses the version's
+    ``_definitions.json`` (1.5 MB of JSON) and builds its reference registry on every call."""
+    if desired_version.startswith("v"):
+        desired_version = desired_version[1:]
+    wanted = kv_utils.major_minor(desired_version)
+    if wanted > kv_utils.latest_version():
+        raise kv_utils.VersionNotSupportedError(version=wanted)
+    version = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= wanted][-1]
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    schema_dir = f"kubernetes-json-schema/v{version}-local-strict"
+    try:
+        schema = kv_utils.schema_contents(
+            f"{schema_dir}/{kind.lower()}-{group_version}.json", desired_version
+        )
+    except FileNotFoundError:
+        raise kubernetes_validate.SchemaNotFoundError(
+            version=wanted, kind=kind, api_version=api_version
+        ) from None
+    definitions = kv_utils.schema_contents(f"{schema_dir}/_definitions.json", desired_version)
+    registry: referencing.Registry[Any] = referencing.Registry()
+    registry = referencing.Resource.from_contents(schema) @ registry
+    registry = referencing.Resource.from_contents(definitions) @ registry
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
 
 # ---------------------------------------------------------------------------- model walking
@@ -265,14 +302,19 @@ def _validate_embedded_pod_templates(
         )
 
 
+def strict_crd_schema(group: str, kind: str) -> Any:
+    """The strict schema of ``group``/``kind`` that :func:`validate_crd_kind` validates with
+    (tests/unit/test_kubernetes_schemas.py checks each against its metaschema, once per run
+    rather than in every test process: the LeaderWorkerSet schema takes seconds to check)."""
+    return _strict_crd(crd_schemas(group)["kinds"][kind])
+
+
 @functools.cache
 def _crd_validator(group: str, kind: str) -> Any:
     """A validator of the strict schema of ``group``/``kind``, built once: the schemas of kinds
     with pod templates (LeaderWorkerSet) are large."""
-    schema = _strict_crd(crd_schemas(group)["kinds"][kind])
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator_class.check_schema(schema)
-    return validator_class(schema)
+    schema = strict_crd_schema(group, kind)
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def validate_crd_kind(obj: Mapping[str, Any], kubernetes_version: str) -> str:

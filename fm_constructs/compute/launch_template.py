@@ -242,7 +242,7 @@ class GpuLaunchTemplate(Construct):
                 if instance_profile
                 else None
             ),
-            network_interfaces=[self._interface(slot) for slot in self.interfaces],
+            network_interfaces=self._interfaces(),
             placement=(
                 ec2.CfnLaunchTemplate.PlacementProperty(
                     group_name=self.placement_group.placement_group_name
@@ -440,16 +440,19 @@ class GpuLaunchTemplate(Construct):
                 f"merge groups, or the launch fails.",
             )
 
-    def _interface(
-        self, slot: NetworkInterfaceSlot
-    ) -> ec2.CfnLaunchTemplate.NetworkInterfaceProperty:
-        groups = [self.efa_security_group.security_group_id]
-        if slot.is_primary:
-            groups += [group.security_group_id for group in self.security_groups]
-        return ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
-            network_card_index=slot.network_card_index,
-            device_index=slot.device_index,
-            interface_type=slot.interface_type,
-            groups=groups,
-            delete_on_termination=True,
-        )
+    def _interfaces(self) -> list[ec2.CfnLaunchTemplate.NetworkInterfaceProperty]:
+        """One entry per interface slot: the EFA group on each, the extra groups on the primary.
+        The group IDs are read once (each read is a call into the CDK's JavaScript, and a
+        p5.48xlarge has 32 slots)."""
+        efa_group = [self.efa_security_group.security_group_id]
+        primary_groups = efa_group + [group.security_group_id for group in self.security_groups]
+        return [
+            ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
+                network_card_index=slot.network_card_index,
+                device_index=slot.device_index,
+                interface_type=slot.interface_type,
+                groups=list(primary_groups if slot.is_primary else efa_group),
+                delete_on_termination=True,
+            )
+            for slot in self.interfaces
+        ]

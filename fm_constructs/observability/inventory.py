@@ -267,8 +267,14 @@ def _recorded(documents: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def recorded_expressions() -> dict[str, str]:
-    """Recording rule name -> expression over the shipped rule files."""
-    return _recorded(shipped_rule_documents())
+    """Recording rule name -> expression over the shipped rule files (read and rendered once
+    per process: the failure table asks this for each of its alerts)."""
+    return dict(_shipped_recorded())
+
+
+@cache
+def _shipped_recorded() -> tuple[tuple[str, str], ...]:
+    return tuple(_recorded(shipped_rule_documents()).items())
 
 
 def raw_metrics(

@@ -5,8 +5,9 @@ depend on, met by a cluster created here
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -92,3 +93,19 @@ class IGpuCluster(Protocol):
         ``file_system``, ``name``, ``namespace``, ``scope``, ``volume_name``,
         ``create_namespace``)."""
         ...
+
+
+#: The members :class:`IGpuCluster` asks for.
+_MEMBERS = tuple(name for name in vars(IGpuCluster) if not name.startswith("_"))
+_ABSENT = object()
+
+
+def is_gpu_cluster(value: object) -> TypeGuard[IGpuCluster]:
+    """Whether ``value`` has every member of :class:`IGpuCluster` (a cluster of this library,
+    created or imported), not only an aws-cdk-lib ``eks.ICluster``.
+
+    Looked up without reading them: ``isinstance`` against the runtime protocol calls every
+    property, on a construct each a call into the CDK's JavaScript, and on an imported
+    ``eks.ICluster`` some of them throw (``clusterSecurityGroup`` of a cluster imported
+    without one), so that check failed or passed with the order of a set of names."""
+    return all(inspect.getattr_static(value, name, _ABSENT) is not _ABSENT for name in _MEMBERS)

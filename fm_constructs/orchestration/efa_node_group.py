@@ -10,6 +10,7 @@ type or silently picks a CPU AMI. The AMI type is set explicitly from the catalo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import jsii
 from aws_cdk import Annotations, Token
@@ -31,7 +32,7 @@ from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_features import DevicePlugins
-from fm_constructs.orchestration.cluster_interface import IGpuCluster
+from fm_constructs.orchestration.cluster_interface import IGpuCluster, is_gpu_cluster
 from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
 from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.planning.efa_layout import EfaLayout
@@ -179,7 +180,7 @@ class EfaNodeGroup(Construct):
         if desired_size is None:
             problems.raise_if_any()  # no size to check the rest against
         assert desired_size is not None
-        eks_cluster = cluster.icluster if isinstance(cluster, IGpuCluster) else cluster
+        eks_cluster = cluster.icluster if is_gpu_cluster(cluster) else cast(eks.ICluster, cluster)
         capacity_block = capacity.kind is CapacityKind.CAPACITY_BLOCK
         if min_size is None and capacity_block:
             # EKS scales a Capacity Block node group to zero before the block ends and needs
@@ -337,7 +338,7 @@ class EfaNodeGroup(Construct):
         self._connections = ec2.Connections(
             security_groups=[efa_group, self.cluster_security_group]
         )
-        if isinstance(cluster, IGpuCluster):
+        if is_gpu_cluster(cluster):
             DevicePlugins.for_family(family).enable(cluster)
             cluster.add_node_peer(self)
 
@@ -373,7 +374,7 @@ class EfaNodeGroup(Construct):
         max_parallel_repairs: int,
     ) -> None:
         zone = _known_zone(subnet)
-        gpu_zone = cluster.gpu_availability_zone if isinstance(cluster, IGpuCluster) else None
+        gpu_zone = cluster.gpu_availability_zone if is_gpu_cluster(cluster) else None
         if gpu_zone is not None and zone is not None and zone != gpu_zone:
             problems.add(
                 "subnet",

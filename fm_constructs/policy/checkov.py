@@ -21,6 +21,7 @@ from constructs import IConstruct
 from fm_constructs.policy.lambda_concurrency import (
     CUSTOM_RESOURCE_HANDLER_REASON,
     is_cdk_handler_function,
+    is_lambda_function,
 )
 from fm_constructs.policy.lambda_concurrency import METADATA_KEY as CONCURRENCY_KEY
 
@@ -95,7 +96,7 @@ class CheckovHandlerAcknowledgements:
     that already carries checkov metadata is left as its owner wrote it."""
 
     def visit(self, node: IConstruct) -> None:
-        if not isinstance(node, CfnResource) or node.cfn_resource_type != "AWS::Lambda::Function":
+        if not is_lambda_function(node):
             return
         ours = node.get_metadata(CONCURRENCY_KEY) == CUSTOM_RESOURCE_HANDLER_REASON
         if not ours and not is_cdk_handler_function(node):

@@ -17,13 +17,14 @@ resource it matches and only there, the findings every member of two narrow clas
 from __future__ import annotations
 
 import jsii
-from aws_cdk import Acknowledgment, App, Aspects, IAspect, Stack, Validations
+from aws_cdk import Acknowledgment, App, IAspect, Stack, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from cdk_nag import HIPAASecurityChecks, NIST80053R5Checks
 from constructs import IConstruct
 
 from fm_constructs.policy.lambda_concurrency import METADATA_KEY
+from fm_constructs.policy.nag import add_guard_aspect
 
 #: Rule-id prefixes of the two packs (the same rule names appear in both).
 COMPLIANCE_PACKS = ("HIPAA.Security", "NIST.800.53.R5")
@@ -47,9 +48,10 @@ HANDLER_OUTSIDE_VPC_REASON = (
 
 def enable_compliance_packs(app: App) -> None:
     """Run the HIPAA Security and NIST 800-53 R5 packs over ``app`` too, with the class-wide
-    acknowledgements of :class:`ComplianceAcknowledgements`."""
+    acknowledgements of :class:`ComplianceAcknowledgements` (visited with the guard aspects of
+    :func:`~fm_constructs.policy.enable_nag` when those were added just before)."""
     Validations.of(app).add_plugins(HIPAASecurityChecks(app), NIST80053R5Checks(app))
-    Aspects.of(app).add(ComplianceAcknowledgements())
+    add_guard_aspect(app, ComplianceAcknowledgements())
 
 
 def acknowledge_compliance(scope: IConstruct, rule: str, reason: str) -> None:

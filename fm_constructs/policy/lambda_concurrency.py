@@ -13,7 +13,7 @@ the template test over every profile then fails until its owner sets
 
 from __future__ import annotations
 
-from typing import TypeGuard
+from typing import TypeGuard, cast
 
 import jsii
 from aws_cdk import CfnResource, IAspect
@@ -37,12 +37,50 @@ CUSTOM_RESOURCE_HANDLER_PATHS = (
 )
 
 
+#: CloudFormation type of each generated L1 class (``CfnFunction`` -> ``AWS::Lambda::Function``),
+#: read once per class: the aspects ask it of every resource of an app.
+_L1_RESOURCE_TYPES: dict[type, str] = {}
+_TYPE_NAME = "CFN_RESOURCE_TYPE_NAME"
+
+
+def cfn_resource_type(node: IConstruct) -> str | None:
+    """The CloudFormation type of ``node`` when it is a CfnResource, else None.
+
+    The guard aspects ask this of every construct, and each property read is a round trip to
+    the CDK's JavaScript. An L1 class (``CfnFunction``) fixes its type in its constructor
+    (``CFN_RESOURCE_TYPE_NAME``), so that is read once per class; a plain ``CfnResource``
+    (CDK's ``CustomResourceProvider`` handlers) is asked each time. The class is found in the
+    method resolution order rather than by ``isinstance``: CfnResource has a subclass per
+    resource type, and the abstract-class check walks them all for each new class it meets."""
+    cls = type(node)
+    if CfnResource not in cls.__mro__:
+        return None
+    known = _L1_RESOURCE_TYPES.get(cls)
+    if known is not None:
+        return known
+    for klass in cls.__mro__:
+        if klass is CfnResource:
+            break
+        if _TYPE_NAME in vars(klass):
+            resource_type = str(getattr(klass, _TYPE_NAME))
+            _L1_RESOURCE_TYPES[cls] = resource_type
+            return resource_type
+    return cast(CfnResource, node).cfn_resource_type
+
+
+def is_lambda_function(node: IConstruct) -> TypeGuard[CfnResource]:
+    """Whether ``node`` is a CloudFormation ``AWS::Lambda::Function`` (an L1 ``CfnFunction``
+    or a plain CfnResource of that type)."""
+    return cfn_resource_type(node) == "AWS::Lambda::Function"
+
+
 def is_cdk_handler_function(node: IConstruct) -> TypeGuard[CfnResource]:
     """Whether ``node`` is the Lambda function of a custom-resource handler aws-cdk-lib creates
     (found by :data:`CUSTOM_RESOURCE_HANDLER_PATHS`)."""
-    if not isinstance(node, CfnResource) or node.cfn_resource_type != "AWS::Lambda::Function":
+    if not is_lambda_function(node):
         return False
-    return any(fragment in node.node.path for fragment in CUSTOM_RESOURCE_HANDLER_PATHS)
+    path = node.node.path
+    return any(fragment in path for fragment in CUSTOM_RESOURCE_HANDLER_PATHS)
 
 
 @jsii.implements(IAspect)

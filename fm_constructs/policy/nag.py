@@ -35,11 +35,23 @@ class GuardAspects:
     into Python, so one aspect instead of three saves two calls per construct of the app."""
 
     def __init__(self, *aspects: IAspect) -> None:
-        self._aspects = aspects
+        self._aspects = list(aspects)
 
     def visit(self, node: IConstruct) -> None:
         for aspect in self._aspects:
             aspect.visit(node)
+
+
+def add_guard_aspect(app: App, aspect: IAspect) -> None:
+    """Add ``aspect`` to ``app``: into its :class:`GuardAspects` when that is the app's last
+    aspect (each construct then visited by both in one call, in the same order as two aspects
+    added one after the other), else as an aspect of its own."""
+    applied = Aspects.of(app).all
+    last = applied[-1] if applied else None
+    if isinstance(last, GuardAspects):
+        last._aspects.append(aspect)
+    else:
+        Aspects.of(app).add(aspect)
 
 
 def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:

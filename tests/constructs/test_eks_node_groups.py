@@ -20,7 +20,8 @@ from fm_constructs.catalog import get_instance_type
 from fm_constructs.compute import CapacitySource
 from fm_constructs.errors import FmValidationError
 from fm_constructs.network import EfaSecurityGroup
-from fm_constructs.orchestration import EfaNodeGroup, node_labels
+from fm_constructs.orchestration import EfaNodeGroup, GpuEksCluster, node_labels
+from fm_constructs.orchestration.cluster_interface import IGpuCluster, is_gpu_cluster
 from fm_constructs.planning.capacity_block import SYNTH_TIME_CONTEXT
 from fm_constructs.policy import enable_nag
 from tests.iam_policies import Templates, identity_allows, role_statements
@@ -481,6 +482,32 @@ def test_imported_cluster_without_security_group(
             subnet=vpc.private_subnets[0],
             node_count=1,
         )
+
+
+def test_an_imported_eks_cluster_is_told_from_a_gpu_cluster_without_reading_it(
+    bad: tuple[cdk.Stack, eks.ICluster, ec2.IVpc],
+) -> None:
+    """Reading ``clusterSecurityGroup`` of a cluster imported without one throws in the CDK:
+    the check must not read any member (isinstance against the runtime protocol read them in
+    the order of a set, so it threw under some hash seeds)."""
+    stack, _, vpc = bad
+    imported = eks.Cluster.from_cluster_attributes(stack, "NoSg", cluster_name="gpu", vpc=vpc)
+    with pytest.raises(RuntimeError, match="clusterSecurityGroup"):
+        _ = imported.cluster_security_group
+    assert not is_gpu_cluster(imported)
+    ours = GpuEksCluster.from_gpu_eks_cluster_attributes(
+        stack, "Ours", cluster_name="gpu", vpc=vpc, cluster_security_group_id="sg-0cluster"
+    )
+    assert is_gpu_cluster(ours)
+    assert isinstance(ours, IGpuCluster)
+
+    def read(_: object) -> object:
+        raise RuntimeError("a member was read")
+
+    members = [name for name in vars(IGpuCluster) if not name.startswith("_")]
+    every_member = type("EveryMember", (), {name: property(read) for name in members})
+    assert is_gpu_cluster(every_member())
+    assert not is_gpu_cluster(type("OneMissing", (), dict.fromkeys(members[1:]))())
 
 
 # ----------------------------------------------------------------------------- option names

@@ -79,6 +79,7 @@ def _clean_environment() -> dict[str, str]:
             "CDK_OUTDIR",
             "CDK_CONTEXT_JSON",
             "PYTHONDONTWRITEBYTECODE",
+            "PYTHONPYCACHEPREFIX",
         }
         and not k.startswith(("PYTEST_", "FM_"))
     }

@@ -1,21 +1,20 @@
 """``fmc status``/``teardown`` name the stacks without aws_cdk; the names must be the ones
-``build_stacks`` gives (every shipped profile, stacks built, not synthesized)."""
+``build_stacks`` gives (every shipped profile: the stacks of the profile's shared synthesis,
+which ``build_stacks`` built, so no second build of the app)."""
 
 from __future__ import annotations
 
 import pytest
 
 from fm_constructs.cli.deployment import stack_names
-from fm_constructs.config import load_profile
-from stacks.app_builder import build_stacks, create_app
-from tests.stacks.profiles import PROFILE_PATHS, cdk_json_context
+from tests.stacks.profiles import profile_params, synthesize
 
 
-@pytest.mark.parametrize("path", PROFILE_PATHS, ids=lambda p: p.stem)
-def test_stack_names_are_the_apps(path: object) -> None:
-    profile = load_profile(path)  # type: ignore[arg-type]
-    built = build_stacks(create_app(context=cdk_json_context()), profile)
-    names = stack_names(profile)
+@pytest.mark.parametrize("profile", profile_params())
+def test_stack_names_are_the_apps(profile: str) -> None:
+    result = synthesize(profile)
+    built = result.stacks
+    names = stack_names(result.profile)
     assert sorted(names.all) == sorted(s.stack_name for s in built.all)
     assert names.platform == built.platform.stack_name
     assert sorted(names.computes) == sorted(s.stack_name for s in built.computes.values())

@@ -7,6 +7,8 @@ import copy
 import dataclasses
 from typing import Any
 
+import jsonschema
+import kubernetes_validate
 import pytest
 
 from fm_constructs import pins
@@ -21,6 +23,8 @@ from tests.kubernetes_schemas import (
     assert_valid,
     crd_schemas,
     is_builtin,
+    strict_crd_schema,
+    validate_builtin,
     validate_object,
 )
 from tests.model_servers import MULTI_NODE, SINGLE_NODE, render_context
@@ -121,6 +125,32 @@ def test_wrong_type_in_a_builtin_kind_is_an_error() -> None:
         validate_object(pod, "1.35")
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_builtin_kinds_are_judged_as_kubernetes_validate_judges_them(version: str) -> None:
+    """validate_builtin keeps one validator per kind instead of calling
+    kubernetes_validate.validate (which parses the version's definitions on every call): the
+    same verdict and the same first error, valid or not, known kind or not."""
+    unknown_field = copy.deepcopy(POD)
+    unknown_field["spec"]["containers"][0]["imagePullPolcy"] = "Always"
+    wrong_type = copy.deepcopy(POD)
+    wrong_type["spec"]["containers"][0]["ports"] = [{"containerPort": "8080"}]
+    no_schema = {"apiVersion": "v1", "kind": "NoSuchKind", "metadata": {"name": "x"}}
+    for obj in (POD, unknown_field, wrong_type, no_schema):
+        try:
+            kubernetes_validate.validate(copy.deepcopy(obj), version, strict=True)
+            expected = None
+        except kubernetes_validate.ValidationError as error:
+            expected = f"{'.'.join(str(p) for p in error.path)}: {error.message}"
+        except kubernetes_validate.SchemaNotFoundError as error:
+            expected = error.message
+        try:
+            validate_builtin(obj, version)
+            got = None
+        except SchemaError as error:
+            got = str(error).split(": ", 1)[1]
+        assert got == expected, obj.get("kind")
+
+
 def test_a_valid_trainer_runtime_passes() -> None:
     assert validate_object(RUNTIME, "1.35") == "trainer-api"
 
@@ -170,6 +200,21 @@ def test_a_kind_without_any_schema_source_is_refused() -> None:
     obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     with pytest.raises(SchemaError, match="no schema source"):
         validate_object(obj, "1.35")
+
+
+@pytest.mark.parametrize(
+    ("group", "kind"),
+    [
+        (group, kind)
+        for group in sorted(CRD_SCHEMAS)
+        for kind in sorted(crd_schemas(group)["kinds"])
+    ],
+)
+def test_every_strict_crd_schema_is_a_valid_schema(group: str, kind: str) -> None:
+    """What the validators of custom kinds validate with is itself a valid JSON schema of its
+    draft (checked here once, not each time a test process builds a validator)."""
+    schema = strict_crd_schema(group, kind)
+    jsonschema.validators.validator_for(schema).check_schema(schema)
 
 
 def test_every_crd_schema_file_is_of_the_pinned_operator_version() -> None:
