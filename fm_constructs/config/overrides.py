@@ -30,7 +30,7 @@ def admin_role_arns(context_value: Any) -> tuple[str, ...] | None:
     return tuple(str(a) for a in context_value)
 
 
-def admin_role_problems(arns: tuple[str, ...], account: str) -> list[Finding]:
+def admin_role_problems(arns: tuple[str, ...], account: str | None) -> list[Finding]:
     """The rules the loader runs on ``platform.admin_role_arns``, on the roles that replace
     them (reported under the context key)."""
     return [
