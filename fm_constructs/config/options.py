@@ -31,8 +31,9 @@ from fm_constructs.config.model import (
     TrainingWorkloadConfig,
     WorkloadConfig,
 )
+from fm_constructs.config.plan import deployment_plan
 from fm_constructs.config.sizing import workload_fsx_sizing_request
-from fm_constructs.config.subnet_demand import accelerated_max_pods, subnet_plan
+from fm_constructs.config.subnet_demand import accelerated_max_pods
 from fm_constructs.domain import names
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.names import MAIN_POOL as MAIN_POOL
@@ -45,6 +46,7 @@ from fm_constructs.domain.workload_data import DATA_PREFIXES as DATA_PREFIXES
 from fm_constructs.domain.workload_data import FSX_DIRECTORIES as FSX_DIRECTORIES
 from fm_constructs.domain.workload_data import OPERATORS as OPERATORS
 from fm_constructs.planning.aws_limits import node_groups_for
+from fm_constructs.planning.deployment_plan import DeploymentPlan
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.fsx_sizing import FsxSizingRequest
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
@@ -704,15 +706,15 @@ def _platform(
 def deployment_options(profile: Profile) -> DeploymentOptions:
     """Options of the platform, of every enabled workload and of the clusters they run on:
     one shared cluster for every EKS-orchestrated workload unless it asks for
-    ``dedicated_cluster``."""
-    demand = subnet_plan(profile)
-    networking = demand.networking
-    moved = {p.group for subnet in demand.node_subnets for p in subnet.parts}
-    group_subnets = {
-        g.name: tuple(demand.subnet_of(g.name, i) for i in range(len(g.part_sizes())))
-        for g in demand.node_groups
-        if g.name in moved
-    }
+    ``dedicated_cluster`` (:func:`planned_options` on the plan of ``profile``)."""
+    return planned_options(profile, deployment_plan(profile))
+
+
+def planned_options(profile: Profile, plan: DeploymentPlan) -> DeploymentOptions:
+    """:func:`deployment_options` of ``profile`` planned as ``plan``: the pod networking the
+    plan chose and the node subnets it moved node groups to."""
+    networking = plan.subnets.networking
+    group_subnets = plan.node_group_subnets
     workloads = {
         w.name: workload_options(profile, w, networking, group_subnets)
         for w in profile.enabled_workloads
@@ -721,7 +723,7 @@ def deployment_options(profile: Profile) -> DeploymentOptions:
     for options in workloads.values():
         if options.cluster is not None:
             members.setdefault(options.cluster, []).append(options.name)
-    node_cidrs = tuple(subnet.cidr for subnet in demand.node_subnets)
+    node_cidrs = tuple(subnet.cidr for subnet in plan.subnets.node_subnets)
     return DeploymentOptions(
         platform=_platform(profile, networking, node_cidrs),
         clusters={

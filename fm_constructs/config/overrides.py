@@ -8,40 +8,78 @@ import dataclasses
 from typing import Any
 
 from fm_constructs.config.model import Profile
-from fm_constructs.config.rules import check_scale
+from fm_constructs.config.plan import deployment_plan
+from fm_constructs.config.rules import scale_problems
 from fm_constructs.errors import FmValidationError
+from fm_constructs.planning.deployment_plan import DeploymentPlan
 from fm_constructs.rules import platform as platform_rules
+from fm_constructs.rules.findings import Finding
 
 #: Context value (``cdk synth -c admin_role_arns=arn:...,arn:...``) naming the IAM roles given
 #: cluster-admin access, in place of ``platform.admin_role_arns`` of the profile.
 ADMIN_ROLES_CONTEXT = "admin_role_arns"
 
 
-def with_admin_roles(profile: Profile, context_value: Any) -> Profile:
-    """``profile`` with the admin roles of the ``admin_role_arns`` context value (a comma-
-    separated string or a list, as ``-c`` and cdk.json give it) when one is set."""
+def admin_role_arns(context_value: Any) -> tuple[str, ...] | None:
+    """The roles of the ``admin_role_arns`` context value (a comma-separated string or a list,
+    as ``-c`` and cdk.json give it), None when it is unset."""
     if context_value is None or context_value == "":
-        return profile
+        return None
     if isinstance(context_value, str):
-        arns = tuple(a.strip() for a in context_value.split(",") if a.strip())
-    else:
-        arns = tuple(str(a) for a in context_value)
-    # The rules the loader runs on platform.admin_role_arns, on the roles that replace them.
-    findings = [
+        return tuple(a.strip() for a in context_value.split(",") if a.strip())
+    return tuple(str(a) for a in context_value)
+
+
+def admin_role_problems(arns: tuple[str, ...], account: str | None) -> list[Finding]:
+    """The rules the loader runs on ``platform.admin_role_arns``, on the roles that replace
+    them (reported under the context key)."""
+    return [
         *platform_rules.admin_principals(arns, key=ADMIN_ROLES_CONTEXT),
-        *platform_rules.admin_accounts(arns, profile.platform.account, key=ADMIN_ROLES_CONTEXT),
+        *platform_rules.admin_accounts(arns, account, key=ADMIN_ROLES_CONTEXT),
     ]
+
+
+def _refuse_admin_roles(profile: Profile, arns: tuple[str, ...]) -> None:
+    findings = admin_role_problems(arns, profile.platform.account)
     if findings:
         raise FmValidationError(findings, context=f"cdk context -c {ADMIN_ROLES_CONTEXT}")
+
+
+def with_admin_role_arns(profile: Profile, arns: tuple[str, ...] | None) -> Profile:
+    """``profile`` with ``arns`` as its admin roles (unchanged when None). Unchecked: see
+    :func:`check_deployment`."""
+    if arns is None:
+        return profile
     platform = dataclasses.replace(profile.platform, admin_role_arns=arns)
     return dataclasses.replace(profile, platform=platform)
 
 
-def deployment_profile(profile: Profile, *, admin_roles: Any = None) -> Profile:
-    """``profile`` as a deployment builds it: its largest deployment fits the network and AWS's
-    fixed limits (the loader checked it; a profile built in code may not have been), with the
-    admin roles of the ``admin_role_arns`` context value when one is set."""
-    problems = check_scale(profile)
+def with_admin_roles(profile: Profile, context_value: Any) -> Profile:
+    """``profile`` with the admin roles of the ``admin_role_arns`` context value when one is
+    set, checked by the rules of ``platform.admin_role_arns``."""
+    arns = admin_role_arns(context_value)
+    if arns is not None:
+        _refuse_admin_roles(profile, arns)
+    return with_admin_role_arns(profile, arns)
+
+
+def check_deployment(
+    profile: Profile, plan: DeploymentPlan, admin_roles: tuple[str, ...] | None = None
+) -> None:
+    """Raise :class:`~fm_constructs.errors.FmValidationError` unless the largest deployment
+    of ``profile`` (planned as ``plan``) fits the network and AWS's fixed limits (the loader
+    checked it; a profile built in code may not have been), then unless the overriding admin
+    roles ``admin_roles`` (None: none given) pass the rules of ``platform.admin_role_arns``."""
+    problems = scale_problems(profile, plan)
     if problems:
         raise FmValidationError(problems, context=f"profile {profile.source}")
-    return with_admin_roles(profile, admin_roles)
+    if admin_roles is not None:
+        _refuse_admin_roles(profile, admin_roles)
+
+
+def deployment_profile(profile: Profile, *, admin_roles: Any = None) -> Profile:
+    """``profile`` as a deployment builds it: checked (:func:`check_deployment`), with the
+    admin roles of the ``admin_role_arns`` context value when one is set."""
+    arns = admin_role_arns(admin_roles)
+    check_deployment(profile, deployment_plan(profile), arns)
+    return with_admin_role_arns(profile, arns)

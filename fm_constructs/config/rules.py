@@ -1,17 +1,18 @@
 """The profile's checks as the loader runs them: the cross-key rules of
 :mod:`fm_constructs.rules.profile` (re-exported here), and the deployment at its largest
 (:func:`check_scale`), which needs the profile mapped to its subnet demand and its AWS limit
-usages first (:mod:`fm_constructs.config.subnet_demand`, :mod:`fm_constructs.config.limits`).
+usages first, planned once (:mod:`fm_constructs.config.plan`).
 """
 
 from __future__ import annotations
 
-from fm_constructs.config.limits import limit_usages
 from fm_constructs.config.model import Profile
 from fm_constructs.config.options import efa_layout_of as efa_layout_of
 from fm_constructs.config.options import fsx_efa_clients as fsx_efa_clients
 from fm_constructs.config.options import hyperpod_slurm_efa_nodes as hyperpod_slurm_efa_nodes
-from fm_constructs.config.subnet_demand import demand_problems, subnet_demand, subnet_plan
+from fm_constructs.config.plan import deployment_plan
+from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
+from fm_constructs.planning.deployment_plan import DeploymentPlan
 from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import Finding
 from fm_constructs.rules.profile import EFA_CLIENT_ORCHESTRATORS as EFA_CLIENT_ORCHESTRATORS
@@ -34,12 +35,17 @@ def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None)
     return demand_problems(demand, profile.platform.vpc_cidr)
 
 
-def check_scale(profile: Profile) -> list[Finding]:
-    """The deployment at its largest fits the network and AWS's fixed limits
-    (:mod:`fm_constructs.config.limits`): the profile is planned once, then the subnet and
-    limit rules read the plan and the usages it gives."""
-    plan = subnet_plan(profile)
-    usages = limit_usages(profile, demand=plan)
-    limits = scale_rules.fixed_limits(usages)
-    demand = planned_demand(profile, plan)
+def scale_problems(profile: Profile, plan: DeploymentPlan) -> list[Finding]:
+    """Why the largest deployment of ``profile``, planned as ``plan``, does not fit the
+    network and AWS's fixed limits (:mod:`fm_constructs.planning.deployment_plan`): the subnet
+    rules on the subnet plan, then the fixed limits on the usages."""
+    limits = scale_rules.fixed_limits(plan.usages)
+    demand = planned_demand(profile, plan.subnets)
     return demand_problems(demand, profile.platform.vpc_cidr) + limits
+
+
+def check_scale(profile: Profile) -> list[Finding]:
+    """The deployment at its largest fits the network and AWS's fixed limits: the profile is
+    planned once (:func:`fm_constructs.config.plan.deployment_plan`), then the subnet and limit
+    rules read the plan and the usages it gives."""
+    return scale_problems(profile, deployment_plan(profile))

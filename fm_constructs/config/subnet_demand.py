@@ -74,6 +74,7 @@ __all__ = [
     "SubnetDemand",
     "accelerated_max_pods",
     "demand_problems",
+    "file_system_request",
     "fsx_addresses",
     "fsx_capacity_gib",
     "largest_node_count",
@@ -117,7 +118,7 @@ def accelerated_max_pods(workload: WorkloadConfig) -> int:
     return workload.max_pods_per_node or DEFAULT_ACCELERATED_MAX_PODS
 
 
-def _file_system(workload: WorkloadConfig) -> FileSystemRequest | None:
+def file_system_request(workload: WorkloadConfig) -> FileSystemRequest | None:
     """The workload's own file system (None: it has none or reuses one)."""
     storage = workload.storage
     if not storage.enabled or workload.reuses_pretraining_storage:
@@ -129,7 +130,7 @@ def _file_system(workload: WorkloadConfig) -> FileSystemRequest | None:
 
 def fsx_capacity_gib(workload: WorkloadConfig) -> int | None:
     """Capacity of the workload's own file system (None: it has none or reuses one)."""
-    request = _file_system(workload)
+    request = file_system_request(workload)
     return None if request is None else file_system_capacity_gib(request)
 
 
@@ -164,7 +165,7 @@ def subnet_request(profile: Profile, *, pods_per_node: int | None = None) -> Sub
             groups.append(
                 _node_group(f"{w.name}.rollout", w, rollout.instance_type, rollout.instance_count)
             )
-        file_system = _file_system(w)
+        file_system = file_system_request(w)
         if file_system is not None:
             fixed.append(file_system)
         if isinstance(w, InferenceConfig) and w.load_balancer is not LoadBalancer.NONE:

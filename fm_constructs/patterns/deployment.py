@@ -327,8 +327,7 @@ class Deployment:
         self, scope: Construct, w: WorkloadOptions, file_system: LustreFileSystem | None
     ) -> HyperPodAcceleratedWorkload:
         hp = w.hyperpod
-        assert hp is not None and w.capacity is not None
-        observability = self.platform.observability
+        assert hp is not None
         rollout = w.rollout
         groups = (
             [
@@ -344,17 +343,12 @@ class Deployment:
             else []
         )
         cluster = self.clusters[w.cluster] if w.cluster is not None else None
+        observability = self.platform.observability
         return HyperPodAcceleratedWorkload(
             scope,
             "HyperPod",
-            vpc=self.platform.vpc,
-            gpu_subnet=self.gpu_subnet,
+            **self._accelerated_common(w, file_system),
             orchestrator=hp.orchestrator,
-            instance_type=w.instance_type,
-            node_count=w.instance_count,
-            capacity=capacity_source(w.capacity),
-            file_system=file_system,
-            workspace=observability.prometheus if observability is not None else None,
             alert_topic=observability.alert_topic if observability is not None else None,
             extra_instance_groups=groups,
             kubernetes_version=hp.kubernetes_version,
@@ -363,11 +357,8 @@ class Deployment:
             operators=WorkloadOperators.named(w.operators),
             scraper_subnets=self.platform.vpc.private_subnets,
             eks_cluster=cluster.cluster if cluster is not None else None,
-            name=w.name,
             training=hp.training,
-            efa_layout=w.efa_layout,
             users=hp.users,
-            file_system_efa_clients=w.file_system_efa_clients,
         )
 
     def _pcs(
@@ -377,23 +368,29 @@ class Deployment:
         file_system: LustreFileSystem | None,
     ) -> PcsAcceleratedWorkload:
         # The profile rules require the pinned AMI on 'pcs' (FM337).
-        assert w.capacity is not None and w.pcs_ami_id is not None
-        observability = self.platform.observability
+        assert w.pcs_ami_id is not None
         return PcsAcceleratedWorkload(
-            scope,
-            "Pcs",
-            vpc=self.platform.vpc,
-            gpu_subnet=self.gpu_subnet,
-            instance_type=w.instance_type,
-            node_count=w.instance_count,
-            ami_id=w.pcs_ami_id,
-            capacity=capacity_source(w.capacity),
-            file_system=file_system,
-            efa_layout=w.efa_layout,
-            workspace=observability.prometheus if observability is not None else None,
-            name=w.name,
-            file_system_efa_clients=w.file_system_efa_clients,
+            scope, "Pcs", **self._accelerated_common(w, file_system), ami_id=w.pcs_ami_id
         )
+
+    def _accelerated_common(
+        self, w: WorkloadOptions, file_system: LustreFileSystem | None
+    ) -> dict[str, Any]:
+        """The keyword arguments the HyperPod and AWS PCS workloads both take."""
+        assert w.capacity is not None
+        observability = self.platform.observability
+        return {
+            "vpc": self.platform.vpc,
+            "gpu_subnet": self.gpu_subnet,
+            "instance_type": w.instance_type,
+            "node_count": w.instance_count,
+            "capacity": capacity_source(w.capacity),
+            "file_system": file_system,
+            "efa_layout": w.efa_layout,
+            "workspace": observability.prometheus if observability is not None else None,
+            "name": w.name,
+            "file_system_efa_clients": w.file_system_efa_clients,
+        }
 
     def _eks_common(self, w: WorkloadOptions) -> dict[str, Any]:
         """The keyword arguments every EKS workload pattern takes."""
