@@ -9,6 +9,7 @@ blocked, and to record every request the page makes.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -16,6 +17,7 @@ import select
 import subprocess
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -121,6 +123,11 @@ class Browser:
                 {"type": "keyDown", "key": character, "text": character},
             )
             self.command("Input.dispatchKeyEvent", {"type": "keyUp", "key": character})
+
+    def screenshot(self, path: Path) -> None:
+        """Save what the page shows as a PNG."""
+        data = self.command("Page.captureScreenshot", {"format": "png"})["data"]
+        path.write_bytes(base64.b64decode(data))
 
     def wait_for(self, expression: str, seconds: float) -> Any:
         """Evaluate an expression until it is truthy (its value) or the time is up (the last)."""

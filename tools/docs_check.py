@@ -11,8 +11,9 @@
    site/screenshots/. Then search, as a reader uses it: Chromium opens the home page and a
    nested page from ``file://``, offline, a query is typed into the search box, and the
    results must list the page that answers it and lead to files of the site; every request
-   the pages made must stay inside the site. Skipped, with the reason printed, when Chromium
-   is not installed (``.ci/run`` installs Debian's ``chromium``).
+   the pages made must stay inside the site (screenshots of the results in site/screenshots/).
+   Skipped, with the reason printed, when Chromium is not installed (``.ci/run`` installs
+   Debian's ``chromium``).
 
 Run by ``make docs-check`` (part of ``make test``). Exit status 1 on any failure.
 """
@@ -230,6 +231,8 @@ def _search_from(site: Path, browser: Browser, relative: str) -> list[str]:
     browser.type(SEARCH_QUERY)
     results = browser.wait_for(_RESULTS, seconds=15)
     where = f"search from {relative} for {SEARCH_QUERY!r}"
+    name = relative.replace("/", "-").removesuffix(".html")
+    browser.screenshot(site / "screenshots" / f"search-{name}.png")
     if not results:
         summary = browser.evaluate(
             'document.querySelector(".md-search-result__meta")?.textContent.trim() ?? "none"'
