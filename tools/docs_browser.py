@@ -3,23 +3,31 @@
 The protocol runs over the pipe Chromium opens with ``--remote-debugging-pipe`` (it reads
 commands from file descriptor 3 and writes replies and events to 4, each message JSON ended
 by a NUL byte), so no WebSocket client and no port are needed. Used by tools/docs_check.py to
-type a query into the search box of the built site opened from ``file://`` with the network
-blocked, and to record every request the page makes.
+open the built site from ``file://`` with the network blocked: wait for its diagrams, type a
+query into its search box, take screenshots and record every request the pages make.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import select
-import subprocess
+import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+
+
+def _above_4(descriptor: int) -> int:
+    """The same pipe end on a descriptor number above 4 (the original closed)."""
+    moved = fcntl.fcntl(descriptor, fcntl.F_DUPFD_CLOEXEC, 5)
+    os.close(descriptor)
+    return moved
 
 
 class BrowserError(RuntimeError):
@@ -38,24 +46,33 @@ class Browser:
         self.requests: list[str] = []
         commands_read, self._commands = os.pipe()
         self._replies, replies_write = os.pipe()
-        # Chromium expects the pipe on descriptors 3 and 4: the shell puts them there and execs.
-        self._process = subprocess.Popen(
-            [
-                *("sh", "-c", f'exec "$@" 3<&{commands_read} 4>&{replies_write}', "sh"),
-                *(chromium, *flags, "--remote-debugging-pipe", "about:blank"),
+        # Chromium expects the pipe on descriptors 3 and 4. Its ends are moved above 4 first, so
+        # that placing one there cannot overwrite the other; every other descriptor of this
+        # process is close-on-exec, so Chromium inherits only these and /dev/null.
+        commands_read, replies_write = (_above_4(fd) for fd in (commands_read, replies_write))
+        self._pid = os.posix_spawnp(
+            chromium,
+            [chromium, *flags, "--remote-debugging-pipe", "about:blank"],
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_DUP2, commands_read, 3),
+                (os.POSIX_SPAWN_DUP2, replies_write, 4),
             ],
-            pass_fds=(commands_read, replies_write),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
         )
         os.close(commands_read)
         os.close(replies_write)
-        target = self._send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        attached = self._send("Target.attachToTarget", {"targetId": target, "flatten": True})
-        self._session = attached["sessionId"]
-        self.command("Page.enable")
-        self.command("Network.enable")
+        try:
+            target = self._send("Target.createTarget", {"url": "about:blank"})["targetId"]
+            attached = self._send("Target.attachToTarget", {"targetId": target, "flatten": True})
+            self._session = attached["sessionId"]
+            self.command("Page.enable")
+            self.command("Network.enable")
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> Self:
         return self
@@ -73,11 +90,13 @@ class Browser:
         with contextlib.suppress(OSError):
             os.write(self._commands, json.dumps({"id": 0, "method": "Browser.close"}).encode())
             os.write(self._commands, b"\0")
-        try:
-            self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        until = time.monotonic() + 5
+        while os.waitpid(self._pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > until:
+                os.kill(self._pid, signal.SIGKILL)
+                os.waitpid(self._pid, 0)
+                break
+            time.sleep(0.05)
         for descriptor in (self._commands, self._replies):
             with contextlib.suppress(OSError):
                 os.close(descriptor)

@@ -5,28 +5,26 @@
 2. Pages: no Sphinx role (``:class:``) and no swallowed placeholder (``<name>``) in the text.
 3. Self-contained: no page loads a script, style sheet, font, image or frame from outside the
    site, and no style sheet imports or points ``url()`` outside it.
-4. Browser: headless Chromium opens pages with Mermaid diagrams from ``file://`` with every
-   host name unresolvable (no network at all), and each diagram must be drawn (the theme
-   replaces a diagram's source only once Mermaid has drawn it); screenshots land in
-   site/screenshots/. Then search, as a reader uses it: Chromium opens the home page and a
-   nested page from ``file://``, offline, a query is typed into the search box, and the
-   results must list the page that answers it and lead to files of the site; every request
-   the pages made must stay inside the site (screenshots of the results in site/screenshots/).
-   Skipped, with the reason printed, when Chromium is not installed (``.ci/run`` installs
-   Debian's ``chromium``).
+4. Browser: one headless Chromium, driven over the DevTools protocol (tools/docs_browser.py),
+   opens the pages from ``file://`` with every host name unresolvable (no network at all), as
+   a reader's browser would (no ``--allow-file-access-from-files``). On pages with Mermaid
+   diagrams each diagram must be drawn (the theme replaces a diagram's source only once
+   Mermaid has drawn it). Then search, as a reader uses it: on the home page and on a nested
+   page a query is typed into the search box, and the results must list the page that
+   answers it and lead to files of the site. Every request the pages made must stay inside
+   the site. Screenshots land in site/screenshots/. Skipped, with the reason printed, when
+   Chromium is not installed (``.ci/run`` installs Debian's ``chromium``).
 
 Run by ``make docs-check`` (part of ``make test``). Exit status 1 on any failure.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import html.parser
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -185,14 +183,54 @@ def _chromium() -> str | None:
 
 
 def browser_problems(site: Path, chromium: str) -> list[str]:
-    """Open each page offline; every Mermaid block must have become an SVG; search must answer.
-    The pages open in parallel, each in one Chromium run, search in one more."""
-    shots = site / "screenshots"
-    shots.mkdir(exist_ok=True)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(BROWSER_PAGES) + 1) as pool:
-        search = pool.submit(search_problems, site, chromium)
-        found = pool.map(lambda relative: _page_problems(site, chromium, relative), BROWSER_PAGES)
-        return [problem for problems in found for problem in problems] + search.result()
+    """One Chromium, offline, opens the pages in turn as a reader would: every Mermaid block of
+    BROWSER_PAGES must have become an SVG, search must answer from each page of SEARCH_FROM,
+    and no request may leave the site. One browser for every page: on a shared machine its
+    start-up costs more than a page."""
+    problems: list[str] = []
+    (site / "screenshots").mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fm-docs-chromium-") as profile:
+        flags = [*CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,1800"]
+        try:
+            with Browser(chromium, flags, timeout=90) as browser:
+                for relative in BROWSER_PAGES:
+                    problems += _diagram_problems(site, browser, relative)
+                for relative in SEARCH_FROM:
+                    problems += _search_from(site, browser, relative)
+                problems += [
+                    f"the pages requested {url} from outside the site"
+                    for url in dict.fromkeys(browser.requests)
+                    if urlsplit(url).scheme not in LOCAL_SCHEMES
+                ]
+        except BrowserError as error:
+            problems.append(f"Chromium: {error}")
+    return problems
+
+
+#: How many Mermaid diagrams the theme has drawn: it swaps each <pre class="mermaid"> for a
+#: <div class="mermaid"> holding the SVG in a closed shadow root, and only once Mermaid has
+#: drawn it; a page that could not load the library keeps the <pre> with the source as text.
+_DRAWN = 'document.querySelectorAll("div.mermaid").length'
+
+
+def _diagram_problems(site: Path, browser: Browser, relative: str) -> list[str]:
+    """One page opened: its diagrams drawn, its screenshot taken."""
+    problems: list[str] = []
+    page = site / relative
+    expected = page.read_text(encoding="utf-8").count('class="mermaid"')
+    browser.open(page.as_uri())
+    drawn: int = browser.evaluate(_DRAWN)
+    if drawn < expected:
+        browser.wait_for(f"{_DRAWN} >= {expected}", seconds=20)
+        drawn = browser.evaluate(_DRAWN)
+    if expected and drawn < expected:
+        problems.append(f"{relative}: {drawn} of {expected} Mermaid diagrams drawn offline")
+    source_shown = browser.evaluate('document.body.innerText.includes("flowchart LR")')
+    if source_shown and drawn == 0:
+        problems.append(f"{relative}: the diagram source is shown as text")
+    name = relative.replace("/", "-").removesuffix(".html")
+    browser.screenshot(site / "screenshots" / f"{name}.png")
+    return problems
 
 
 #: The search results once the theme has answered: its summary line and each result's link.
@@ -202,27 +240,6 @@ _RESULTS = """(() => {
   const links = document.querySelectorAll(".md-search-result__item > a");
   return { meta: meta.textContent.trim(), links: [...links].map((link) => link.href) };
 })()"""
-
-
-def search_problems(site: Path, chromium: str) -> list[str]:
-    """Search as a reader does, from disk with no network: click the search box of each page in
-    SEARCH_FROM, type SEARCH_QUERY, read the results. They must list SEARCH_ANSWER and lead
-    only to files of the site, and every request the pages made must stay inside it."""
-    problems: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="fm-docs-chromium-") as profile:
-        flags = [*CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,1000"]
-        try:
-            with Browser(chromium, flags, timeout=60) as browser:
-                for relative in SEARCH_FROM:
-                    problems += _search_from(site, browser, relative)
-                problems += [
-                    f"search: the pages requested {url} from outside the site"
-                    for url in dict.fromkeys(browser.requests)
-                    if urlsplit(url).scheme not in LOCAL_SCHEMES
-                ]
-        except BrowserError as error:
-            problems.append(f"search: {error}")
-    return problems
 
 
 def _search_from(site: Path, browser: Browser, relative: str) -> list[str]:
@@ -250,43 +267,6 @@ def _search_from(site: Path, browser: Browser, relative: str) -> list[str]:
         link._replace(fragment="").geturl() for link in pages
     }:
         problems.append(f"{where}: {SEARCH_ANSWER} is not among the results ({results['meta']})")
-    return problems
-
-
-def _page_problems(site: Path, chromium: str, relative: str) -> list[str]:
-    """One page opened in its own Chromium profile: its diagrams drawn, its screenshot taken."""
-    problems: list[str] = []
-    shots = site / "screenshots"
-    page = site / relative
-    url = page.as_uri()
-    expected = page.read_text(encoding="utf-8").count('class="mermaid"')
-    with tempfile.TemporaryDirectory(prefix="fm-docs-chromium-") as profile:
-        common = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
-        common.append("--virtual-time-budget=20000")
-        name = relative.replace("/", "-").removesuffix(".html")
-        # One run both prints the DOM and takes the screenshot, once the budget has run out.
-        dom = subprocess.run(
-            [
-                *common,
-                "--dump-dom",
-                "--window-size=1400,1800",
-                f"--screenshot={shots / name}.png",
-                url,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        ).stdout
-    # The theme swaps each <pre class="mermaid"> for a <div class="mermaid"> holding the
-    # drawn SVG in a closed shadow root, and only once Mermaid has drawn it: a page that
-    # could not load the library keeps the <pre> with the diagram's source as text.
-    drawn = len(re.findall(r'<div class="mermaid"></div>', dom))
-    if expected and drawn < expected:
-        problems.append(f"{relative}: {drawn} of {expected} Mermaid diagrams drawn offline")
-    if "flowchart LR" in dom and drawn == 0:
-        problems.append(f"{relative}: the diagram source is shown as text")
-    if not (shots / f"{name}.png").is_file():
-        problems.append(f"{relative}: no screenshot taken")
     return problems
 
 
