@@ -243,6 +243,8 @@ _RESULTS = """(() => {
 
 
 def _search_from(site: Path, browser: Browser, relative: str) -> list[str]:
+    """One page opened, its search box clicked, the query typed key by key, the results read
+    (and screenshotted)."""
     browser.open((site / relative).as_uri())
     browser.click("input.md-search__input")
     browser.type(SEARCH_QUERY)
