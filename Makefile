@@ -101,8 +101,9 @@ docs: setup
 	mkdocs build --strict --quiet
 
 # The built site opened from disk, offline: links lead to pages, no literal Sphinx roles or lost
-# placeholders, and (in headless Chromium, when installed) every Mermaid diagram drawn.
-# Screenshots in site/screenshots/.
+# placeholders, nothing loaded from outside the site, and (in headless Chromium with the
+# network blocked, when installed) every Mermaid diagram drawn and search answering a query
+# typed into its box. Screenshots in site/screenshots/.
 docs-check: docs
 	python tools/docs_check.py
 
