@@ -482,3 +482,19 @@ def hyperpod_cluster(
 def _message(text: str) -> Finding:
     """A cluster finding phrased in full."""
     return Finding(HYPERPOD_CLUSTER, Severity.ERROR, "", None, text)
+
+
+_IMPORTED_CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
+def imported_cluster_name(cluster_name: str) -> list[Finding]:
+    """An imported HyperPod cluster is named by a HyperPod cluster name."""
+    if is_unresolved(cluster_name) or _IMPORTED_CLUSTER_NAME.match(cluster_name):
+        return []
+    return [
+        _error(
+            "cluster_name",
+            cluster_name,
+            "must be a HyperPod cluster name (letters, digits and '-', at most 63)",
+        )
+    ]

@@ -319,3 +319,24 @@ def distinct_dashboard_uids(uids: Sequence[tuple[str, str]]) -> list[Finding]:
             )
         seen.add(uid)
     return out
+
+
+def stated_lustre_size(
+    *, storage_capacity_gib: int | None, throughput_mb_s_per_tib: int | None
+) -> list[Finding]:
+    """FSx alarms need the file system's size and throughput; an imported file system that
+    does not state them must be given them."""
+    return [
+        _error(
+            FSX_ALARMS,
+            key,
+            value,
+            "must be given for a file system that does not state it (an imported "
+            "one): aws fsx describe-file-systems shows it",
+        )
+        for key, value in (
+            ("storage_capacity_gib", storage_capacity_gib),
+            ("throughput_mb_s_per_tib", throughput_mb_s_per_tib),
+        )
+        if value is None
+    ]

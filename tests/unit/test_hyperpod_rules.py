@@ -256,3 +256,10 @@ def test_hyperpod_cluster_eks_version_and_slurm_users_need_lustre() -> None:
     )
     assert (slurm_eks.key, slurm_eks.value) == ("eks_cluster", "<GpuEksCluster>")
     assert "need lustre" in users.allowed
+
+
+def test_an_imported_cluster_name() -> None:
+    assert hyperpod.imported_cluster_name("training") == []
+    assert hyperpod.imported_cluster_name("${Token[N.1]}") == []
+    (bad,) = hyperpod.imported_cluster_name("-training")
+    assert (bad.code, bad.key) == (HYPERPOD_CLUSTER, "cluster_name")

@@ -147,3 +147,12 @@ def test_observability_data_findings() -> None:
     ]
     (dup,) = rules.distinct_dashboard_uids([("a", "a.json"), ("b", "b.json"), ("a", "c.json")])
     assert dup.allowed == "must be unique across dashboards (c.json repeats it)"
+
+
+def test_an_imported_file_system_states_its_size_for_alarms() -> None:
+    assert rules.stated_lustre_size(storage_capacity_gib=1200, throughput_mb_s_per_tib=250) == []
+    found = rules.stated_lustre_size(storage_capacity_gib=None, throughput_mb_s_per_tib=None)
+    assert [(f.code, f.key) for f in found] == [
+        (FSX_ALARMS, "storage_capacity_gib"),
+        (FSX_ALARMS, "throughput_mb_s_per_tib"),
+    ]
