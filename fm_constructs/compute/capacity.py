@@ -20,7 +20,7 @@ tokens are not checked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from aws_cdk import Fn, Token
 from aws_cdk import aws_ec2 as ec2
@@ -241,23 +241,9 @@ class CapacitySource:
 
     def __post_init__(self) -> None:
         problems = Problems(context="CapacitySource", code=codes.CAPACITY_SOURCE)
-        problems.adopt(
-            compute_rules.capacity_source(
-                kind=self.kind,
-                reservation_id=self.reservation_id,
-                resource_group_arn=self.resource_group_arn,
-                training_plan_arn=self.training_plan_arn,
-                availability_zone=self.availability_zone,
-                instance_count=self.instance_count,
-                managed_placement=self.managed_placement,
-                placement_group_arn=self.placement_group_arn,
-                fall_back_to_on_demand=self.fall_back_to_on_demand,
-                start_time=self.start_time,
-                end_time=self.end_time,
-                create_placement_group=self.create_placement_group,
-                node_groups=self.node_groups,
-            )
-        )
+        # every field but the instance type, which only the node groups' fit reads
+        checked = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "instance_type"}
+        problems.adopt(compute_rules.capacity_source(**checked))
         problems.raise_if_any()
 
     def problems_with(
@@ -271,13 +257,11 @@ class CapacitySource:
         return [
             finding.message()
             for finding in compute_rules.capacity_fit(
-                kind=self.kind,
-                reserved_count=self.instance_count,
-                reserved_zone=self.availability_zone,
-                reserved_instance_type=self.instance_type,
-                node_count=node_count,
-                availability_zone=availability_zone,
-                instance_type=instance_type,
+                self.kind,
+                compute_rules.Placement(
+                    self.instance_count, self.availability_zone, self.instance_type
+                ),
+                compute_rules.Placement(node_count, availability_zone, instance_type),
             )
         ]
 

@@ -62,11 +62,7 @@ class OnDemandCapacityReservation(Construct):
         spec = catalogued_spec(problems, instance_type)
         problems.adopt(
             compute_rules.capacity_reservation(
-                availability_zone=availability_zone,
-                instance_count=instance_count,
-                tenancy=tenancy,
-                end_date=end_date,
-                now=datetime.now(UTC),
+                availability_zone, instance_count, tenancy, end_date, now=datetime.now(UTC)
             )
         )
         end_text = compute_rules.reservation_end_text(end_date)

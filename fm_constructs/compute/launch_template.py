@@ -168,19 +168,17 @@ class GpuLaunchTemplate(Construct):
         problems.adopt(
             compute_rules.launch_template(
                 vpc_given=vpc is not None,
-                efa_security_group_given=efa_security_group is not None,
                 capacity_kind=capacity.kind,
+                efa_security_group_given=efa_security_group is not None,
                 training_plan_arn=capacity.training_plan_arn,
-                capacity_allows_placement_group=capacity.allows_placement_group,
-                capacity_placement_group_arn=capacity.placement_group_arn,
-                capacity_count=capacity.instance_count,
-                capacity_zone=capacity.availability_zone,
-                capacity_instance_type=capacity.instance_type,
                 placement_group_given=placement_group is not None,
+                capacity_allows_placement_group=capacity.allows_placement_group,
                 create_placement_group=create_placement_group,
-                instance_type=spec.name,
-                subnet_availability_zone=subnet_availability_zone,
-                node_count=node_count,
+                capacity_placement_group_arn=capacity.placement_group_arn,
+                reserved=compute_rules.Placement(
+                    capacity.instance_count, capacity.availability_zone, capacity.instance_type
+                ),
+                nodes=compute_rules.Placement(node_count, subnet_availability_zone, spec.name),
                 root_volume_size_gib=root_volume_size_gib,
                 nodeadm_cluster_name=None if nodeadm_cluster is None else nodeadm_cluster.name,
                 nodeadm_user_data=user_data_mode is UserDataMode.EKS_NODEADM,

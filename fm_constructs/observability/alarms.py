@@ -92,13 +92,15 @@ class FsxLustreAlarms(Construct):
         problems = Problems.of(self)
         problems.adopt(
             observability_rules.fsx_alarms(
+                ratios={
+                    "free_capacity_min_ratio": free_capacity_min_ratio,
+                    "throughput_utilization_max_ratio": throughput_utilization_max_ratio,
+                    "metadata_utilization_max_ratio": metadata_utilization_max_ratio,
+                },
                 file_system_id=file_system_id,
                 storage_capacity_gib=storage_capacity_gib,
                 per_unit_storage_throughput_mb_s_per_tib=per_unit_storage_throughput_mb_s_per_tib,
                 evaluation_periods=evaluation_periods,
-                free_capacity_min_ratio=free_capacity_min_ratio,
-                throughput_utilization_max_ratio=throughput_utilization_max_ratio,
-                metadata_utilization_max_ratio=metadata_utilization_max_ratio,
                 metadata_iops=metadata_iops,
             )
         )

@@ -126,11 +126,7 @@ class PrometheusWorkspace(_WorkspaceBase):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        problems.adopt(
-            observability_rules.prometheus_workspace(
-                alias=alias, retention_period_days=retention_period_days
-            )
-        )
+        problems.adopt(observability_rules.prometheus_workspace(alias, retention_period_days))
         problems.raise_if_any()
 
         self.key: kms.IKey = encryption_key or kms.Key(

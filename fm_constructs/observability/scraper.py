@@ -106,8 +106,8 @@ class ManagedScraper(Construct):
         problems = Problems.of(self)
         problems.adopt(
             observability_rules.managed_scraper(
-                cluster_arn=cluster_arn,
                 subnet_ids=[s.node.id for s in subnets],
+                cluster_arn=cluster_arn,
                 # read only when there are two (an imported subnet may not know its zone)
                 subnet_zones=[s.availability_zone for s in subnets] if len(subnets) >= 2 else [],
                 scrape_interval_seconds=scrape_interval.to_seconds(),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -61,14 +61,14 @@ def capacity_source(
     reservation_id: str | None = None,
     resource_group_arn: str | None = None,
     training_plan_arn: str | None = None,
+    managed_placement: bool = False,
     availability_zone: str | None = None,
     instance_count: int | None = None,
-    managed_placement: bool = False,
-    placement_group_arn: str | None = None,
     fall_back_to_on_demand: bool = False,
+    placement_group_arn: str | None = None,
     start_time: str | None = None,
-    end_time: str | None = None,
     create_placement_group: bool = False,
+    end_time: str | None = None,
     node_groups: Sequence[NodeGroupCapacity] = (),
 ) -> list[Finding]:
     """Every way a :class:`~fm_constructs.compute.CapacitySource`'s fields break its kind
@@ -82,22 +82,23 @@ def capacity_source(
     def adopt(found: list[Finding]) -> None:
         out.extend(replace(f, code=CAPACITY_SOURCE) for f in found)
 
+    def unset(last: tuple[str, str | None], allowed: str) -> None:
+        """Each of the reservation id, the resource group and ``last`` is unset."""
+        for key, value in (
+            ("reservation_id", reservation_id),
+            ("resource_group_arn", resource_group_arn),
+            last,
+        ):
+            if value is not None:
+                add(key, value, allowed)
+
     if kind is CapacityKind.ON_DEMAND:
-        for key, value in (
-            ("reservation_id", reservation_id),
-            ("resource_group_arn", resource_group_arn),
-            ("training_plan_arn", training_plan_arn),
-        ):
-            if value is not None:
-                add(key, value, "must be unset for on-demand")
+        unset(("training_plan_arn", training_plan_arn), "must be unset for on-demand")
     if kind is CapacityKind.ODCR and node_groups:
-        for key, value in (
-            ("reservation_id", reservation_id),
-            ("resource_group_arn", resource_group_arn),
+        unset(
             ("placement_group_arn", placement_group_arn),
-        ):
-            if value is not None:
-                add(key, value, "must be unset with node_groups: give each node group its own")
+            "must be unset with node_groups: give each node group its own",
+        )
         for index, group in enumerate(node_groups):
             if group.kind is not CapacityKind.ODCR or group.node_groups:
                 add(
@@ -186,18 +187,22 @@ def _strip_ml(instance_type: str | None) -> str:
     return str(instance_type).removeprefix("ml.")
 
 
-def capacity_fit(
-    *,
-    kind: CapacityKind,
-    reserved_count: int | None,
-    reserved_zone: str | None,
-    reserved_instance_type: str | None,
-    node_count: int | None = None,
-    availability_zone: str | None = None,
-    instance_type: str | None = None,
-) -> list[Finding]:
-    """Conflicts between a reservation (its size, zone and instance type) and a node group
-    that would use it (each phrased in full)."""
+@dataclass(frozen=True)
+class Placement:
+    """How many instances of which type in which zone: a reservation's, or a node group's
+    (None: not known or not checked)."""
+
+    count: int | None = None
+    zone: str | None = None
+    instance_type: str | None = None
+
+
+def capacity_fit(kind: CapacityKind, reserved: Placement, nodes: Placement) -> list[Finding]:
+    """Conflicts between a reservation of ``kind`` and a node group that would use it (each
+    phrased in full)."""
+    reserved_count, reserved_zone = reserved.count, reserved.zone
+    reserved_instance_type = reserved.instance_type
+    node_count, availability_zone, instance_type = nodes.count, nodes.zone, nodes.instance_type
     out: list[Finding] = []
     if (
         node_count is not None
@@ -241,19 +246,15 @@ def capacity_fit(
 def launch_template(
     *,
     vpc_given: bool,
-    efa_security_group_given: bool,
     capacity_kind: CapacityKind,
+    efa_security_group_given: bool,
     training_plan_arn: str | None,
-    capacity_allows_placement_group: bool,
-    capacity_placement_group_arn: str | None,
-    capacity_count: int | None,
-    capacity_zone: str | None,
-    capacity_instance_type: str | None,
     placement_group_given: bool,
+    capacity_allows_placement_group: bool,
     create_placement_group: bool | None,
-    instance_type: str,
-    subnet_availability_zone: str | None,
-    node_count: int | None,
+    capacity_placement_group_arn: str | None,
+    reserved: Placement,
+    nodes: Placement,
     root_volume_size_gib: int,
     nodeadm_cluster_name: str | None,
     nodeadm_user_data: bool,
@@ -262,7 +263,9 @@ def launch_template(
     """A :class:`~fm_constructs.compute.GpuLaunchTemplate`'s own arguments: one source of the
     EFA security group, no training plan, a placement group its capacity allows, the node
     count, the root volume's size, nodeadm settings only with nodeadm user data and the IMDS
-    hop limit, and the capacity's fit to the nodes (:func:`capacity_fit`)."""
+    hop limit, and the capacity's fit to the nodes (:func:`capacity_fit`: ``reserved`` is
+    the capacity's placement, ``nodes`` the count, subnet zone and instance type of the
+    nodes)."""
     code = LAUNCH_TEMPLATE
     out: list[Finding] = []
     if not efa_security_group_given and not vpc_given:
@@ -319,16 +322,8 @@ def launch_template(
                     f"fails with insufficient capacity; leave it unset",
                 )
             )
-    fit = capacity_fit(
-        kind=capacity_kind,
-        reserved_count=capacity_count,
-        reserved_zone=capacity_zone,
-        reserved_instance_type=capacity_instance_type,
-        node_count=node_count,
-        availability_zone=subnet_availability_zone,
-        instance_type=instance_type,
-    )
-    out.extend(replace(f, code=code) for f in fit)
+    out.extend(replace(f, code=code) for f in capacity_fit(capacity_kind, reserved, nodes))
+    node_count = nodes.count
     if node_count is not None and not is_unresolved(node_count) and node_count < 0:
         out.append(_error(code, "node_count", node_count, "must be 0 or more"))
     if not is_unresolved(root_volume_size_gib) and not (
@@ -396,11 +391,11 @@ def reservation_end_text(end_date: datetime | str | None) -> str | None:
 
 
 def capacity_reservation(
-    *,
     availability_zone: str,
     instance_count: int,
     tenancy: str,
     end_date: datetime | str | None,
+    *,
     now: datetime,
 ) -> list[Finding]:
     """An :class:`~fm_constructs.compute.OnDemandCapacityReservation`'s zone, count, tenancy

@@ -24,14 +24,13 @@ AUTOSCALER_DURATIONS = (
     "scale_down_unneeded_time",
     "max_node_provision_time",
 )
-_DURATION = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
-_ADDON_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
-#: An EKS cluster name.
-EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 
 
 def _error(code: str, key: str, value: object, allowed: str, fix: str = "") -> Finding:
     return Finding(code, Severity.ERROR, key, value, allowed, fix)
+
+
+_DURATION = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
 
 
 def autoscaler_settings(*, expander: str, durations: Mapping[str, str]) -> list[Finding]:
@@ -85,6 +84,9 @@ def autoscaler_enabled_once(settings: object, existing: object) -> list[Finding]
             f"({existing}); enable it once per cluster",
         )
     ]
+
+
+_ADDON_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
 
 
 def addon_versions(
@@ -160,6 +162,10 @@ def cluster_zones(zones: Sequence[str]) -> list[Finding]:
             "['us-east-1a', 'us-east-1b'])",
         )
     ]
+
+
+#: An EKS cluster name.
+EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 
 
 def imported_cluster_name(cluster_name: str) -> list[Finding]:

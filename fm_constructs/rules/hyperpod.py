@@ -33,7 +33,7 @@ from fm_constructs.domain.kinds import CapacityKind, Orchestrator
 from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
-from fm_constructs.rules.compute import capacity_fit
+from fm_constructs.rules.compute import Placement, capacity_fit
 from fm_constructs.rules.constructs import HYPERPOD_CLUSTER
 from fm_constructs.rules.tokens import is_unresolved
 from fm_constructs.rules.users import check_users
@@ -436,11 +436,7 @@ def hyperpod_cluster(
             )
         for name, kind, reserved_zone in group_reservation_zones:
             for fit in capacity_fit(
-                kind=kind,
-                reserved_count=None,
-                reserved_zone=reserved_zone,
-                reserved_instance_type=None,
-                availability_zone=subnet_zone,
+                kind, Placement(zone=reserved_zone), Placement(zone=subnet_zone)
             ):
                 out.append(_message(f"instance_groups[{name!r}].capacity: {fit.message()}"))
     if (

@@ -36,7 +36,7 @@ def _message(code: str, text: str) -> Finding:
     return Finding(code, Severity.ERROR, "", None, text)
 
 
-def prometheus_workspace(*, alias: str | None, retention_period_days: int) -> list[Finding]:
+def prometheus_workspace(alias: str | None, retention_period_days: int) -> list[Finding]:
     """An AMP workspace's alias (1 to 100 characters) and retention (whole days >= 1)."""
     out: list[Finding] = []
     if alias is not None and not is_unresolved(alias) and not 0 < len(alias) <= 100:
@@ -119,13 +119,12 @@ def fsx_alarms(
     storage_capacity_gib: int,
     per_unit_storage_throughput_mb_s_per_tib: int,
     evaluation_periods: int,
-    free_capacity_min_ratio: float,
-    throughput_utilization_max_ratio: float,
-    metadata_utilization_max_ratio: float,
+    ratios: Mapping[str, float],
     metadata_iops: int | None,
 ) -> list[Finding]:
     """FSx alarms: an FSx id, the whole numbers the thresholds are computed from at synth,
-    ratios strictly between 0 and 1, and a user-provisioned metadata IOPS value."""
+    ratios (by argument name) strictly between 0 and 1, and a user-provisioned metadata IOPS
+    value."""
     out: list[Finding] = []
     if not is_unresolved(file_system_id) and not file_system_id.startswith("fs-"):
         out.append(
@@ -151,9 +150,8 @@ def fsx_alarms(
                     "alarm threshold is computed at synth)",
                 )
             )
-    out.extend(_ratio("free_capacity_min_ratio", free_capacity_min_ratio))
-    out.extend(_ratio("throughput_utilization_max_ratio", throughput_utilization_max_ratio))
-    out.extend(_ratio("metadata_utilization_max_ratio", metadata_utilization_max_ratio))
+    for key, ratio in ratios.items():
+        out.extend(_ratio(key, ratio))
     if metadata_iops is not None and not is_valid_metadata_iops(metadata_iops):
         out.append(
             _error(

@@ -90,17 +90,18 @@ def is_ami(value: str) -> bool:
 
 
 def compute_node_group(
-    *,
     group_name: str,
-    min_count: int,
-    max_count: int,
+    counts: tuple[int, int],
     ami_id: str,
+    *,
     capacity_kind: CapacityKind,
     training_plan_arn: str | None,
     capacity_instance_count: int | None,
 ) -> list[Finding]:
     """A :class:`~fm_constructs.orchestration.pcs.PcsComputeNodeGroup`'s counts (0 or more,
-    min within max, max within a Capacity Block), name, AMI and capacity (no training plan)."""
+    min within max, max within a Capacity Block), name, AMI and capacity (no training plan).
+    ``counts`` is ``(min_count, max_count)``."""
+    min_count, max_count = counts
     out: list[Finding] = []
     for name, value in (("min_count", min_count), ("max_count", max_count)):
         if not is_unresolved(value) and value < 0:

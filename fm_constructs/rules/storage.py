@@ -406,7 +406,6 @@ def lustre_file_system(
 
 
 def imported_lustre(
-    *,
     file_system_id: str,
     dns_name: str,
     mount_name: str,
@@ -456,7 +455,7 @@ def _bucket(problems: list[Finding], key: str, value: object, allowed: str) -> N
 
 
 def data_bucket(
-    *, noncurrent_version_expiration_days: int, checkpoints_to_keep: int, checkpoint_prefix: str
+    noncurrent_version_expiration_days: int, checkpoints_to_keep: int, checkpoint_prefix: str
 ) -> list[Finding]:
     """A :class:`~fm_constructs.storage.DataBucket`'s lifecycle settings and checkpoint prefix."""
     problems: list[Finding] = []

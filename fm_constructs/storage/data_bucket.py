@@ -205,9 +205,7 @@ class DataBucket(_DataBucketBase):
         problems = Problems(context="DataBucket", code=codes.DATA_BUCKET)
         problems.adopt(
             storage_rules.data_bucket(
-                noncurrent_version_expiration_days=noncurrent_version_expiration_days,
-                checkpoints_to_keep=checkpoints_to_keep,
-                checkpoint_prefix=checkpoint_prefix,
+                noncurrent_version_expiration_days, checkpoints_to_keep, checkpoint_prefix
             )
         )
         problems.raise_if_any()

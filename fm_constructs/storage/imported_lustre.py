@@ -56,11 +56,7 @@ class ImportedLustreFileSystem(LustreClientAccess, Construct):
         paths = tuple(attributes.get("association_paths", ()))
         problems.adopt(
             storage_rules.imported_lustre(
-                file_system_id=file_system_id,
-                dns_name=dns_name,
-                mount_name=mount_name,
-                security_group_ids=security_group_ids,
-                association_paths=paths,
+                file_system_id, dns_name, mount_name, security_group_ids, paths
             )
         )
         problems.raise_if_any()

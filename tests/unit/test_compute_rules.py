@@ -15,14 +15,10 @@ _LT = {
     "training_plan_arn": None,
     "capacity_allows_placement_group": True,
     "capacity_placement_group_arn": None,
-    "capacity_count": None,
-    "capacity_zone": None,
-    "capacity_instance_type": None,
+    "reserved": compute.Placement(),
     "placement_group_given": False,
     "create_placement_group": None,
-    "instance_type": "p5.48xlarge",
-    "subnet_availability_zone": None,
-    "node_count": 2,
+    "nodes": compute.Placement(2, None, "p5.48xlarge"),
     "root_volume_size_gib": 500,
     "nodeadm_cluster_name": None,
     "nodeadm_user_data": True,
@@ -79,13 +75,9 @@ def test_a_token_is_not_checked() -> None:
 
 def test_capacity_fit_reports_count_zone_and_type() -> None:
     found = compute.capacity_fit(
-        kind=CapacityKind.CAPACITY_BLOCK,
-        reserved_count=2,
-        reserved_zone="us-east-1a",
-        reserved_instance_type="p5.48xlarge",
-        node_count=4,
-        availability_zone="us-east-1b",
-        instance_type="ml.p5.48xlarge",
+        CapacityKind.CAPACITY_BLOCK,
+        compute.Placement(2, "us-east-1a", "p5.48xlarge"),
+        compute.Placement(4, "us-east-1b", "ml.p5.48xlarge"),
     )
     assert [f.message().split(":")[0] for f in found] == ["node_count", "subnet_availability_zone"]
 
@@ -102,7 +94,7 @@ def test_launch_template_findings() -> None:
             "capacity_kind": CapacityKind.CAPACITY_BLOCK,
             "capacity_allows_placement_group": False,
             "create_placement_group": True,
-            "node_count": -1,
+            "nodes": compute.Placement(-1, None, "p5.48xlarge"),
             "root_volume_size_gib": 10,
             "nodeadm_cluster_name": "c",
             "nodeadm_user_data": False,

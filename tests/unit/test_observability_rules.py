@@ -19,9 +19,11 @@ _ALARMS: dict[str, object] = {
     "storage_capacity_gib": 4800,
     "per_unit_storage_throughput_mb_s_per_tib": 250,
     "evaluation_periods": 3,
-    "free_capacity_min_ratio": 0.1,
-    "throughput_utilization_max_ratio": 0.9,
-    "metadata_utilization_max_ratio": 0.9,
+    "ratios": {
+        "free_capacity_min_ratio": 0.1,
+        "throughput_utilization_max_ratio": 0.9,
+        "metadata_utilization_max_ratio": 0.9,
+    },
     "metadata_iops": None,
 }
 
@@ -88,7 +90,7 @@ def test_fsx_alarm_findings() -> None:
             **_ALARMS,
             "file_system_id": "vol-1",
             "evaluation_periods": 0,
-            "free_capacity_min_ratio": 1,
+            "ratios": {"free_capacity_min_ratio": 1, "metadata_utilization_max_ratio": 0.5},
             "metadata_iops": 7,
         }
     )

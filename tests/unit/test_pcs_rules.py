@@ -9,8 +9,7 @@ from fm_constructs.rules.constructs import PCS
 
 _GROUP: dict[str, object] = {
     "group_name": "gpu",
-    "min_count": 0,
-    "max_count": 4,
+    "counts": (0, 4),
     "ami_id": "ami-0123456789abcdef0",
     "capacity_kind": CapacityKind.CAPACITY_BLOCK,
     "training_plan_arn": None,
@@ -77,8 +76,7 @@ def test_compute_node_group_and_queue_findings() -> None:
         **{  # type: ignore[arg-type]
             **_GROUP,
             "group_name": "",
-            "min_count": 6,
-            "max_count": 5,
+            "counts": (6, 5),
             "ami_id": "ami-1",
         }
     )

@@ -93,10 +93,10 @@ class PcsCluster(Construct):
         problems = Problems.of(self)
         problems.adopt(
             pcs_rules.pcs_cluster(
+                slurm_settings=list(slurm_settings or {}),
                 node_count=node_count,
                 size=size,
                 cluster_name=cluster_name,
-                slurm_settings=list(slurm_settings or {}),
                 scale_down_idle_seconds=scale_down_idle_seconds,
             )
         )

@@ -101,10 +101,9 @@ class PcsComputeNodeGroup(Construct):
         problems = Problems.of(self)
         problems.adopt(
             pcs_rules.compute_node_group(
-                group_name=group_name,
-                min_count=min_count,
-                max_count=max_count,
-                ami_id=ami_id,
+                group_name,
+                (min_count, max_count),
+                ami_id,
                 capacity_kind=capacity.kind,
                 training_plan_arn=capacity.training_plan_arn,
                 capacity_instance_count=capacity.instance_count,
@@ -265,11 +264,11 @@ class PcsComputeNodeGroup(Construct):
         scope: Construct, construct_id: str, *, compute_node_group_id: str
     ) -> IPcsComputeNodeGroup:
         """A node group created elsewhere, by id (for a queue of this app)."""
-        return _ImportedNodeGroup(scope, construct_id, compute_node_group_id)
+        return _ImportedNodeGroup(scope, construct_id, group_id=compute_node_group_id)
 
 
 class _ImportedNodeGroup(Construct):
-    def __init__(self, scope: Construct, construct_id: str, group_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, group_id: str) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(
             context=f"PcsComputeNodeGroup.from_compute_node_group_attributes {self.node.path}",
