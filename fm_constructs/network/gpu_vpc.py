@@ -16,7 +16,6 @@ from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES, su
 from fm_constructs.policy import encrypted_log_group
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
-from fm_constructs.rules import vpc as vpc_rules
 from fm_constructs.rules.vpc import vpc_arguments
 
 #: Interface endpoints a private cluster's nodes use constantly: image pulls (ECR), node and
@@ -258,6 +257,6 @@ class GpuClusterVpc(Construct):
                 return subnet
         zones = [s.availability_zone for s in self.vpc.private_subnets]
         problems = Problems.of(self)
-        problems.adopt(vpc_rules.zone_of_vpc(availability_zone, zones))
+        problems.add("availability_zone", availability_zone, f"must be one of {zones}")
         problems.raise_if_any()
         raise AssertionError("unreachable")

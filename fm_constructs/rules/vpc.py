@@ -121,19 +121,3 @@ def vpc_arguments(
     if node_subnet_cidrs and node_subnet_zone not in zones:
         out.append(_argument("node_subnet_zone", node_subnet_zone, f"must be one of {zones}"))
     return out
-
-
-def zone_of_vpc(availability_zone: str, zones: Sequence[str]) -> list[Finding]:
-    """A zone asked of a VPC is one of its private subnets' ``zones`` (a zone that is a token
-    matches none)."""
-    if availability_zone in [zone for zone in zones if not is_unresolved(zone)]:
-        return []
-    return [
-        Finding(
-            codes.VPC,
-            Severity.ERROR,
-            "availability_zone",
-            availability_zone,
-            f"must be one of {zones}",
-        )
-    ]

@@ -1,10 +1,10 @@
-"""Rules of single block arguments (an inference service, a VPC's zones) called on plain
-arguments, without a construct or a synthesis."""
+"""The inference service's argument rules called on plain arguments, without a construct or a
+synthesis."""
 
 from __future__ import annotations
 
-from fm_constructs.rules import inference, vpc
-from fm_constructs.rules.constructs import INFERENCE_SERVICE, VPC
+from fm_constructs.rules import inference
+from fm_constructs.rules.constructs import INFERENCE_SERVICE
 
 
 def test_inference_service_rules() -> None:
@@ -29,13 +29,3 @@ def test_inference_service_rules() -> None:
         nodes_per_replica=2, multi_node=True, cluster_runs_it=False, cluster_path="S/C"
     )
     assert lws.message().startswith("cluster: must run LeaderWorkerSet for 2-node replicas")
-
-
-def test_a_zone_of_the_vpc() -> None:
-    assert vpc.zone_of_vpc("us-east-1a", ["us-east-1a", "us-east-1b"]) == []
-    (wrong,) = vpc.zone_of_vpc("us-east-1c", ["us-east-1a", "us-east-1b"])
-    assert wrong.code == VPC
-    assert wrong.message() == (
-        "availability_zone: must be one of ['us-east-1a', 'us-east-1b'], got 'us-east-1c'"
-    )
-    assert len(vpc.zone_of_vpc("${Token[Z.1]}", ["${Token[Z.1]}"])) == 1
