@@ -20,7 +20,7 @@ tokens are not checked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from aws_cdk import Fn, Token
 from aws_cdk import aws_ec2 as ec2
@@ -28,21 +28,16 @@ from aws_cdk import aws_ec2 as ec2
 from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN as AVAILABILITY_ZONE_PATTERN
 from fm_constructs.domain.capacity import CapacityConfig, ReservationConfig
 from fm_constructs.domain.kinds import CapacityKind
-from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.planning.capacity_block import CapacityBlockSchedule
 from fm_constructs.planning.capacity_block import capacity_block_schedule as block_schedule
-from fm_constructs.rules import capacity as capacity_rules
+from fm_constructs.rules import compute as compute_rules
 from fm_constructs.rules import constructs as codes
 
 
 def _known(value: object) -> bool:
     """A concrete value (not None, not a CDK token) that synth-time checks can inspect."""
     return value is not None and not Token.is_unresolved(value)
-
-
-def _strip_ml(instance_type: str | None) -> str:
-    return str(instance_type).removeprefix("ml.")
 
 
 @dataclass(frozen=True)
@@ -246,112 +241,10 @@ class CapacitySource:
 
     def __post_init__(self) -> None:
         problems = Problems(context="CapacitySource", code=codes.CAPACITY_SOURCE)
-        kind = self.kind
-        if kind is CapacityKind.ON_DEMAND:
-            for field in ("reservation_id", "resource_group_arn", "training_plan_arn"):
-                if getattr(self, field) is not None:
-                    problems.add(field, getattr(self, field), "must be unset for on-demand")
-        if kind is CapacityKind.ODCR and self.node_groups:
-            self._check_node_groups(problems)
-        elif kind is CapacityKind.ODCR and (
-            (self.reservation_id is None) == (self.resource_group_arn is None)
-        ):
-            problems.add_message(
-                "reservation_id / resource_group_arn: an ODCR needs exactly one of a "
-                f"reservation id (cr-...) or a resource group ARN, got "
-                f"reservation_id={self.reservation_id!r}, "
-                f"resource_group_arn={self.resource_group_arn!r}"
-            )
-        if kind is CapacityKind.CAPACITY_BLOCK:
-            if not self.reservation_id:
-                problems.add(
-                    "reservation_id",
-                    self.reservation_id,
-                    "a Capacity Block needs its reservation id (cr- followed by 17 hex "
-                    "digits, shown by describe-capacity-reservations after purchase)",
-                )
-            if self.resource_group_arn is not None:
-                problems.add(
-                    "resource_group_arn",
-                    self.resource_group_arn,
-                    "must be unset for a Capacity Block (target the block's cr- id)",
-                )
-        if kind is CapacityKind.TRAINING_PLAN:
-            self._check_training_plan_arn(problems)
-        elif self.training_plan_arn is not None:
-            problems.add(
-                "training_plan_arn", self.training_plan_arn, "only a training plan takes one"
-            )
-        if kind is CapacityKind.CAPACITY_BLOCK:
-            problems.adopt(capacity_rules.capacity_block_times(self.start_time, self.end_time))
-        elif self.start_time is not None or self.end_time is not None:
-            problems.add_message("start_time / end_time: only a Capacity Block has them")
-        if kind is not CapacityKind.ODCR:
-            for field, value, default in (
-                ("placement_group_arn", self.placement_group_arn, None),
-                ("fall_back_to_on_demand", self.fall_back_to_on_demand, False),
-                ("create_placement_group", self.create_placement_group, False),
-                ("node_groups", self.node_groups, ()),
-            ):
-                if value != default:
-                    problems.add(field, value, "only an ODCR takes one")
-        if self.create_placement_group and (self.placement_group_arn or self.managed_placement):
-            problems.add(
-                "create_placement_group",
-                True,
-                "cannot be True for a reservation with its own placement (placement_group_arn, "
-                "managed_placement): a second cluster placement group fails with insufficient "
-                "capacity",
-            )
-        if _known(self.placement_group_arn):
-            problems.adopt(
-                capacity_rules.identifier("placement_group_arn", str(self.placement_group_arn))
-            )
-        if _known(self.reservation_id):
-            problems.adopt(capacity_rules.identifier("reservation_id", str(self.reservation_id)))
-        if _known(self.resource_group_arn):
-            problems.adopt(
-                capacity_rules.identifier("resource_group_arn", str(self.resource_group_arn))
-            )
-        if _known(self.availability_zone) and not AVAILABILITY_ZONE_PATTERN.match(
-            str(self.availability_zone)
-        ):
-            problems.add(
-                "availability_zone",
-                self.availability_zone,
-                "must be an Availability Zone name such as us-east-1a (not a zone id)",
-            )
-        if _known(self.instance_count) and not is_whole_number(self.instance_count, 1):
-            problems.add(
-                "instance_count",
-                self.instance_count,
-                "must be a whole number of at least 1 (an int, not a string)",
-            )
+        # every field but the instance type, which only the node groups' fit reads
+        checked = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "instance_type"}
+        problems.adopt(compute_rules.capacity_source(**checked))
         problems.raise_if_any()
-
-    def _check_node_groups(self, problems: Problems) -> None:
-        for field in ("reservation_id", "resource_group_arn", "placement_group_arn"):
-            if getattr(self, field) is not None:
-                problems.add(
-                    field,
-                    getattr(self, field),
-                    "must be unset with node_groups: give each node group its own",
-                )
-        for index, group in enumerate(self.node_groups):
-            if group.kind is not CapacityKind.ODCR or group.node_groups:
-                problems.add(
-                    f"node_groups[{index}]",
-                    group.kind.value,
-                    "must be a single ODCR (CapacitySource.odcr(...))",
-                )
-
-    def _check_training_plan_arn(self, problems: Problems) -> None:
-        arn = self.training_plan_arn
-        if not arn:
-            problems.add("training_plan_arn", arn, "a training plan needs its ARN")
-            return
-        if _known(arn):
-            problems.adopt(capacity_rules.identifier("training_plan_arn", arn))
 
     def problems_with(
         self,
@@ -361,39 +254,16 @@ class CapacitySource:
         instance_type: str | None = None,
     ) -> list[str]:
         """Conflicts between this capacity and a node group that would use it."""
-        found: list[str] = []
-        if (
-            node_count is not None
-            and self.instance_count is not None
-            and _known(node_count)
-            and _known(self.instance_count)
-            and node_count > self.instance_count
-        ):
-            found.append(
-                f"node_count: {node_count} nodes exceed the {self.kind.value} reservation of "
-                f"{self.instance_count} instances; lower the node count or enlarge the "
-                f"reservation, got {node_count!r}"
+        return [
+            finding.message()
+            for finding in compute_rules.capacity_fit(
+                self.kind,
+                compute_rules.Placement(
+                    self.instance_count, self.availability_zone, self.instance_type
+                ),
+                compute_rules.Placement(node_count, availability_zone, instance_type),
             )
-        if (
-            _known(availability_zone)
-            and _known(self.availability_zone)
-            and availability_zone != self.availability_zone
-        ):
-            found.append(
-                f"subnet_availability_zone: the {self.kind.value} reservation is in "
-                f"{self.availability_zone}; nodes must launch in a subnet of that zone, got "
-                f"{availability_zone!r}"
-            )
-        if (
-            _known(instance_type)
-            and _known(self.instance_type)
-            and _strip_ml(instance_type) != _strip_ml(self.instance_type)
-        ):
-            found.append(
-                f"instance_type: the {self.kind.value} reservation is for "
-                f"{self.instance_type}, got {instance_type!r}"
-            )
-        return found
+        ]
 
     def check(
         self,

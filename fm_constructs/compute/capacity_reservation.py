@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 
-from aws_cdk import Annotations, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.catalog import catalogued_spec
-from fm_constructs.catalog.regions import AVAILABILITY_ZONE_PATTERN
 from fm_constructs.compute.capacity import CapacitySource
-from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
-from fm_constructs.planning.capacity_block import parse_utc
+from fm_constructs.rules import compute as compute_rules
 from fm_constructs.rules import constructs as codes
 
 #: CloudFormation ``InstanceCount`` range for AWS::EC2::CapacityReservation.
-MAX_INSTANCE_COUNT = 1000
+MAX_INSTANCE_COUNT = compute_rules.MAX_RESERVATION_INSTANCE_COUNT
 #: CloudFormation ``Tenancy`` values (botocore ``CapacityReservationTenancy``).
-TENANCIES = ("default", "dedicated")
-_ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+TENANCIES = compute_rules.TENANCIES
 
 
 class OnDemandCapacityReservation(Construct):
@@ -64,33 +60,12 @@ class OnDemandCapacityReservation(Construct):
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
         spec = catalogued_spec(problems, instance_type)
-        if not Token.is_unresolved(availability_zone) and not AVAILABILITY_ZONE_PATTERN.match(
-            availability_zone
-        ):
-            problems.add(
-                "availability_zone",
-                availability_zone,
-                "must be an Availability Zone name such as us-east-1a",
+        problems.adopt(
+            compute_rules.capacity_reservation(
+                availability_zone, instance_count, tenancy, end_date, now=datetime.now(UTC)
             )
-        if not Token.is_unresolved(instance_count) and not is_whole_number(
-            instance_count, 1, MAX_INSTANCE_COUNT
-        ):
-            problems.add(
-                "instance_count",
-                instance_count,
-                f"must be a whole number from 1 to {MAX_INSTANCE_COUNT} (an int, not a string)",
-            )
-        if tenancy not in TENANCIES:
-            problems.add(
-                "tenancy",
-                tenancy,
-                f"must be one of {', '.join(TENANCIES)} (the instances' tenancy must match, or "
-                "they do not use the reservation)",
-            )
-        end_text = _end_date_text(end_date, problems)
-        end_moment = parse_utc(end_text) if end_text and not Token.is_unresolved(end_text) else None
-        if end_moment is not None and end_moment <= datetime.now(UTC):
-            problems.add("end_date", end_text, "must be in the future")
+        )
+        end_text = compute_rules.reservation_end_text(end_date)
         problems.raise_if_any()
         assert spec is not None  # a catalog miss is among the problems raised above
         stack = Stack.of(self)
@@ -142,16 +117,3 @@ class OnDemandCapacityReservation(Construct):
             instance_type=self.instance_type,
             placement_group_arn=self.placement_group_arn,
         )
-
-
-def _end_date_text(end_date: datetime | str | None, problems: Problems) -> str | None:
-    if end_date is None:
-        return None
-    if isinstance(end_date, datetime):
-        if end_date.tzinfo is None:
-            problems.add("end_date", end_date, "must be timezone-aware (UTC)")
-            return None
-        return end_date.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if not Token.is_unresolved(end_date) and not _ISO_UTC.match(end_date):
-        problems.add("end_date", end_date, "must be ISO 8601 UTC, e.g. 2026-06-30T11:30:00Z")
-    return end_date

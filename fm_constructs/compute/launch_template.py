@@ -20,7 +20,6 @@ from aws_cdk import (
     Lazy,
     TagManager,
     TagType,
-    Token,
 )
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -42,7 +41,6 @@ from fm_constructs.domain.defaults import (
     ROOT_VOLUME_MIN_GIB,
     ROOT_VOLUME_SIZE_GIB,
 )
-from fm_constructs.domain.kinds import CapacityKind
 from fm_constructs.errors import Problems
 from fm_constructs.network.efa_security_group import EfaSecurityGroup
 from fm_constructs.planning.efa_layout import (
@@ -51,6 +49,7 @@ from fm_constructs.planning.efa_layout import (
     NetworkInterfaceSlot,
     efa_interface_layout,
 )
+from fm_constructs.rules import compute as compute_rules
 from fm_constructs.rules import constructs as codes
 
 #: Security groups per network interface before a quota increase.
@@ -166,38 +165,34 @@ class GpuLaunchTemplate(Construct):
         self.capacity = capacity
         self.efa_layout = efa_layout
 
-        self._validate(
-            problems,
-            spec=spec,
-            vpc=vpc,
-            efa_security_group=efa_security_group,
-            capacity=capacity,
-            placement_group=placement_group,
-            create_placement_group=create_placement_group,
-            subnet_availability_zone=subnet_availability_zone,
-            node_count=node_count,
-            root_volume_size_gib=root_volume_size_gib,
-            user_data_mode=user_data_mode,
-            nodeadm_cluster=nodeadm_cluster,
+        problems.adopt(
+            compute_rules.launch_template(
+                vpc_given=vpc is not None,
+                capacity_kind=capacity.kind,
+                efa_security_group_given=efa_security_group is not None,
+                training_plan_arn=capacity.training_plan_arn,
+                placement_group_given=placement_group is not None,
+                capacity_allows_placement_group=capacity.allows_placement_group,
+                create_placement_group=create_placement_group,
+                capacity_placement_group_arn=capacity.placement_group_arn,
+                reserved=compute_rules.Placement(
+                    capacity.instance_count, capacity.availability_zone, capacity.instance_type
+                ),
+                nodes=compute_rules.Placement(node_count, subnet_availability_zone, spec.name),
+                root_volume_size_gib=root_volume_size_gib,
+                nodeadm_cluster_name=None if nodeadm_cluster is None else nodeadm_cluster.name,
+                nodeadm_user_data=user_data_mode is UserDataMode.EKS_NODEADM,
+                imds_hop_limit=imds_hop_limit,
+            )
         )
-        if isinstance(imds_hop_limit, bool) or imds_hop_limit not in (1, 2):
-            problems.add(
-                "imds_hop_limit",
-                imds_hop_limit,
-                "must be 1 (pods cannot reach the node role; use EKS Pod Identity) or 2 (pods "
-                "may use the node role)",
-            )
         root_device = root_volume_device_name or root_device_name(self, machine_image)
-        if root_device is None:
-            problems.add(
-                "root_volume_device_name",
-                None,
-                "must be given with this machine_image: its root device is not known at synth "
-                "(an AMI id, or an SSM parameter whose path names no distribution). Give the "
-                f"image's RootDeviceName: '{UBUNTU_ROOT_DEVICE}' for Ubuntu and the Ubuntu Deep "
-                f"Learning AMIs, '{AMAZON_LINUX_ROOT_DEVICE}' for Amazon Linux (aws ec2 "
-                "describe-images --image-ids <ami> --query 'Images[0].RootDeviceName')",
+        problems.adopt(
+            compute_rules.root_device(
+                root_device,
+                ubuntu_device=UBUNTU_ROOT_DEVICE,
+                amazon_linux_device=AMAZON_LINUX_ROOT_DEVICE,
             )
+        )
         problems.raise_if_any()
         assert root_device is not None
         self.root_device_name: str = root_device
@@ -300,89 +295,8 @@ class GpuLaunchTemplate(Construct):
 
     # ---- building blocks ----------------------------------------------------------------------
 
-    def _validate(
-        self,
-        problems: Problems,
-        *,
-        spec: InstanceSpec,
-        vpc: ec2.IVpc | None,
-        efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None,
-        capacity: CapacitySource,
-        placement_group: ec2.IPlacementGroup | None,
-        create_placement_group: bool | None,
-        subnet_availability_zone: str | None,
-        node_count: int | None,
-        root_volume_size_gib: int,
-        user_data_mode: UserDataMode,
-        nodeadm_cluster: NodeadmCluster | None,
-    ) -> None:
-        if efa_security_group is None and vpc is None:
-            problems.add(
-                "vpc",
-                None,
-                "pass vpc (to create the EFA security group) or efa_security_group",
-            )
-        if efa_security_group is not None and vpc is not None:
-            problems.add_message(
-                "vpc / efa_security_group: pass one, not both: vpc creates a new EFA security "
-                "group, efa_security_group reuses an existing one"
-            )
-        if capacity.kind is CapacityKind.TRAINING_PLAN:
-            problems.add(
-                "capacity",
-                capacity.training_plan_arn,
-                "a SageMaker training plan is for HyperPod instance groups, not launch "
-                "templates; use CapacitySource.capacity_block() or .odcr()",
-            )
-        if placement_group is not None and create_placement_group is True:
-            problems.add_message(
-                "placement_group / create_placement_group: pass an existing placement_group "
-                "or ask for a new one, not both"
-            )
-        if not capacity.allows_placement_group:
-            reason = (
-                "a Capacity Block"
-                if capacity.kind is CapacityKind.CAPACITY_BLOCK
-                else "a reservation with its own placement"
-            )
-            if placement_group is not None and (
-                capacity.kind is CapacityKind.CAPACITY_BLOCK or capacity.placement_group_arn
-            ):
-                problems.add_message(
-                    f"placement_group: must be unset with {reason}: a cluster placement group "
-                    f"on top of the block fails with insufficient capacity; remove it"
-                )
-            if create_placement_group is True:
-                problems.add_message(
-                    f"create_placement_group: cannot be True with {reason}: the combination "
-                    f"fails with insufficient capacity; leave it unset"
-                )
-        problems.extend(
-            capacity.problems_with(
-                node_count=node_count,
-                availability_zone=subnet_availability_zone,
-                instance_type=spec.name,
-            )
-        )
-        if node_count is not None and not Token.is_unresolved(node_count) and node_count < 0:
-            problems.add("node_count", node_count, "must be 0 or more")
-        if not Token.is_unresolved(root_volume_size_gib) and not (
-            MIN_ROOT_VOLUME_GIB <= root_volume_size_gib <= MAX_GP3_VOLUME_GIB
-        ):
-            problems.add(
-                "root_volume_size_gib",
-                root_volume_size_gib,
-                f"must be {MIN_ROOT_VOLUME_GIB}-{MAX_GP3_VOLUME_GIB} GiB (gp3)",
-            )
-        if nodeadm_cluster is not None and user_data_mode is not UserDataMode.EKS_NODEADM:
-            problems.add(
-                "nodeadm_cluster",
-                nodeadm_cluster.name,
-                "is only used with user_data_mode=UserDataMode.EKS_NODEADM",
-            )
-
     def _create_efa_group(self, vpc: ec2.IVpc | None) -> ec2.ISecurityGroup:
-        assert vpc is not None  # guaranteed by _validate
+        assert vpc is not None  # guaranteed by compute_rules.launch_template
         return EfaSecurityGroup(self, "EfaSecurityGroup", vpc=vpc).security_group
 
     def _choose_placement_group(

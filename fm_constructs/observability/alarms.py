@@ -16,22 +16,22 @@ import hashlib
 import re
 
 import jsii
-from aws_cdk import Duration, Stack, Token
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
 from aws_cdk.interfaces.aws_events import IRuleRef
 from constructs import Construct
 
-from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.observability.notifications import (
     CLOUDWATCH_PRINCIPAL,
     EVENTS_PRINCIPAL,
     AlertTopic,
 )
-from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s, is_valid_metadata_iops
+from fm_constructs.planning.fsx_sizing import aggregate_throughput_mb_s
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import observability as observability_rules
 
 FSX_NAMESPACE = "AWS/FSx"
 #: EventBridge detail types SageMaker HyperPod emits (source ``aws.sagemaker``), as listed in the
@@ -48,11 +48,6 @@ HYPERPOD_CLUSTER_EVENT_DETAIL_TYPE = "SageMaker HyperPod Cluster Event"
 HYPERPOD_FAILED_CLUSTER_STATUSES = ("Failed", "RollingBack")
 HYPERPOD_FAILED_GROUP_STATUSES = ("Failed", "Degraded")
 _PERIOD = Duration.minutes(5)
-
-
-def _ratio_problem(problems: Problems, field: str, value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        problems.add(field, value, "must be a fraction between 0 and 1 (exclusive)")
 
 
 class FsxLustreAlarms(Construct):
@@ -95,32 +90,20 @@ class FsxLustreAlarms(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        if not Token.is_unresolved(file_system_id) and not file_system_id.startswith("fs-"):
-            problems.add("file_system_id", file_system_id, "must be an FSx file system id (fs-...)")
-        for field, number in (
-            ("storage_capacity_gib", storage_capacity_gib),
-            ("per_unit_storage_throughput_mb_s_per_tib", per_unit_storage_throughput_mb_s_per_tib),
-            ("evaluation_periods", evaluation_periods),
-        ):
-            if not is_whole_number(number, 1):
-                problems.add(
-                    field,
-                    number,
-                    "must be a positive whole number (not a token: the "
-                    "alarm threshold is computed at synth)",
-                )
-        _ratio_problem(problems, "free_capacity_min_ratio", free_capacity_min_ratio)
-        _ratio_problem(
-            problems, "throughput_utilization_max_ratio", throughput_utilization_max_ratio
-        )
-        _ratio_problem(problems, "metadata_utilization_max_ratio", metadata_utilization_max_ratio)
-        if metadata_iops is not None and not is_valid_metadata_iops(metadata_iops):
-            problems.add(
-                "metadata_iops",
-                metadata_iops,
-                "must be a valid user-provisioned Metadata IOPS value (1500, 3000, 6000, 12000, "
-                "then multiples of 12000 up to 192000), or None for AUTOMATIC mode",
+        problems.adopt(
+            observability_rules.fsx_alarms(
+                ratios={
+                    "free_capacity_min_ratio": free_capacity_min_ratio,
+                    "throughput_utilization_max_ratio": throughput_utilization_max_ratio,
+                    "metadata_utilization_max_ratio": metadata_utilization_max_ratio,
+                },
+                file_system_id=file_system_id,
+                storage_capacity_gib=storage_capacity_gib,
+                per_unit_storage_throughput_mb_s_per_tib=per_unit_storage_throughput_mb_s_per_tib,
+                evaluation_periods=evaluation_periods,
+                metadata_iops=metadata_iops,
             )
+        )
         problems.raise_if_any()
 
         dimensions = {"FileSystemId": file_system_id}

@@ -28,6 +28,7 @@ from fm_constructs.observability.prometheus import IPrometheusWorkspace
 from fm_constructs.policy.handler_asset import stage_handler_asset
 from fm_constructs.policy.handler_function import handler_function
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import observability as observability_rules
 
 HANDLER_DIR = Path(__file__).parent / "grafana_provisioner"
 PROVISIONER_RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -82,14 +83,15 @@ class GrafanaDashboards(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        if dashboard_files is not None and not dashboard_files:
-            problems.add("dashboard_files", [], "must name at least one dashboard")
         files = shipped_dashboard_files() if dashboard_files is None else as_paths(dashboard_files)
         names = [p.name for p in files]
-        if len(set(names)) != len(names):
-            problems.add("dashboard_files", names, "must have distinct file names")
-        if not folder_uid or len(folder_uid) > 40:
-            problems.add("folder_uid", folder_uid, "must be 1 to 40 characters (Grafana uid)")
+        problems.adopt(
+            observability_rules.grafana_dashboards(
+                files_given_empty=dashboard_files is not None and not dashboard_files,
+                file_names=names,
+                folder_uid=folder_uid,
+            )
+        )
         problems.raise_if_any()
         uids = dashboard_uids(files)
         digest = hashlib.sha256()

@@ -19,6 +19,7 @@ import yaml
 
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import observability as observability_rules
 
 PACKAGE_DIR = Path(__file__).parent
 RULES_DIR = PACKAGE_DIR / "rules"
@@ -109,15 +110,14 @@ def render_placeholders(text: str, values: Mapping[str, object], *, source: str)
 def rule_thresholds(overrides: Mapping[str, float] | None) -> dict[str, float]:
     """Defaults merged with ``overrides``; unknown names and non-positive values are errors."""
     problems = Problems(context="rule thresholds", code=codes.OBSERVABILITY_DATA)
-    merged = dict(DEFAULT_RULE_THRESHOLDS)
-    for name, value in (overrides or {}).items():
-        if name not in DEFAULT_RULE_THRESHOLDS:
-            problems.add(name, value, f"is not a rule threshold; use one of {sorted(merged)}")
-        elif isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            problems.add(name, value, "must be a positive number")
-        else:
-            merged[name] = value
+    problems.adopt(
+        observability_rules.rule_threshold_overrides(
+            overrides or {}, known=list(DEFAULT_RULE_THRESHOLDS)
+        )
+    )
     problems.raise_if_any()
+    merged = dict(DEFAULT_RULE_THRESHOLDS)
+    merged.update(overrides or {})
     return merged
 
 
@@ -210,25 +210,17 @@ def load_dashboard(path: Path) -> dict[str, Any]:
             [f"{path}: not valid JSON ({error})"], code=codes.OBSERVABILITY_DATA
         ) from error
     problems = Problems(context=path.name, code=codes.OBSERVABILITY_DATA)
-    if not isinstance(dashboard, dict):
-        problems.add_message(f"{path}: must be a JSON object (a Grafana dashboard model)")
-    else:
-        for field in ("uid", "title"):
-            if not isinstance(dashboard.get(field), str) or not dashboard[field]:
-                problems.add(field, dashboard.get(field), "must be a non-empty string")
+    problems.adopt(observability_rules.dashboard_model(str(path), dashboard))
     problems.raise_if_any()
     return dict(dashboard)
 
 
 def dashboard_uids(paths: Iterable[Path]) -> list[str]:
     """The uids of ``paths`` in order; duplicates are an error (Grafana would overwrite)."""
-    uids: list[str] = []
     problems = Problems(context="dashboards", code=codes.OBSERVABILITY_DATA)
-    for path in paths:
-        uid = str(load_dashboard(path)["uid"])
-        if uid in uids:
-            problems.add("uid", uid, f"must be unique across dashboards ({path.name} repeats it)")
-        uids.append(uid)
+    named = [(str(load_dashboard(path)["uid"]), path.name) for path in paths]
+    problems.adopt(observability_rules.distinct_dashboard_uids(named))
+    uids = [uid for uid, _ in named]
     problems.raise_if_any()
     return uids
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from aws_cdk import Annotations, ArnFormat, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_grafana as grafana
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -28,6 +28,7 @@ from fm_constructs.errors import Problems
 from fm_constructs.observability.prometheus import QUERY_ACTIONS, IPrometheusWorkspace
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import observability as observability_rules
 
 #: Grafana major.minor version of the workspace (one Amazon Managed Grafana offers that supports
 #: service accounts), pinned in pins.toml.
@@ -82,27 +83,15 @@ class GrafanaWorkspace(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        if not authentication:
-            problems.add("authentication", list(authentication), "must name at least one provider")
-        uses_saml = GrafanaAuthentication.SAML in authentication
-        if uses_saml and saml_configuration is None:
-            problems.add_message(
-                "saml_configuration: required when authentication includes SAML (IdP metadata "
-                "URL or XML, and assertion attributes)"
+        problems.adopt(
+            observability_rules.grafana_workspace(
+                authentication_count=len(authentication),
+                uses_saml=GrafanaAuthentication.SAML in authentication,
+                saml_configured=saml_configuration is not None,
+                prometheus_workspace_count=len(prometheus_workspaces),
+                name=name,
             )
-        if saml_configuration is not None and not uses_saml:
-            problems.add_message(
-                "saml_configuration: given but authentication does not include "
-                "GrafanaAuthentication.SAML; add it or drop the configuration"
-            )
-        if not prometheus_workspaces:
-            problems.add("prometheus_workspaces", [], "must list at least one workspace to query")
-        if (
-            name is not None
-            and not Token.is_unresolved(name)
-            and not (0 < len(name) <= 255 and all(c.isalnum() or c in "-._~" for c in name))
-        ):
-            problems.add("name", name, "must be 1-255 characters of letters, digits, - . _ ~")
+        )
         problems.raise_if_any()
 
         stack = Stack.of(self)

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from aws_cdk import Fn, RemovalPolicy, Stack, Token
+from aws_cdk import Fn, RemovalPolicy, Stack
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.policy import encrypted_log_group
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import observability as observability_rules
 
 #: Actions a Prometheus-compatible query client (Grafana, scripts) needs on a workspace.
 QUERY_ACTIONS = ("aps:QueryMetrics", "aps:GetSeries", "aps:GetLabels", "aps:GetMetricMetadata")
@@ -126,14 +126,7 @@ class PrometheusWorkspace(_WorkspaceBase):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        if alias is not None and not Token.is_unresolved(alias) and not 0 < len(alias) <= 100:
-            problems.add("alias", alias, "must be 1 to 100 characters")
-        if not Token.is_unresolved(retention_period_days) and not is_whole_number(
-            retention_period_days, 1
-        ):
-            problems.add(
-                "retention_period_days", retention_period_days, "must be a whole number >= 1"
-            )
+        problems.adopt(observability_rules.prometheus_workspace(alias, retention_period_days))
         problems.raise_if_any()
 
         self.key: kms.IKey = encryption_key or kms.Key(

@@ -30,6 +30,7 @@ from fm_constructs.observability.data import (
 from fm_constructs.observability.notifications import APS_PRINCIPAL, AlertTopic
 from fm_constructs.observability.prometheus import PrometheusWorkspace
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import observability as observability_rules
 
 _NAMESPACE_NAME = re.compile(r"^[0-9A-Za-z][-.0-9A-Z_a-z]*$")
 
@@ -120,20 +121,16 @@ class AlertRules(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        if not isinstance(workspace, PrometheusWorkspace):
-            problems.add(
-                "workspace",
-                type(workspace).__name__,
-                "must be a PrometheusWorkspace created in this app (the alert manager "
-                "definition is a property of AWS::APS::Workspace)",
+        problems.adopt(
+            observability_rules.alert_rules(
+                workspace_type=None
+                if isinstance(workspace, PrometheusWorkspace)
+                else type(workspace).__name__,
+                workspace_has_alert_manager=isinstance(workspace, PrometheusWorkspace)
+                and workspace.resource.alert_manager_definition is not None,
+                rule_files=rule_files,
             )
-        elif workspace.resource.alert_manager_definition is not None:
-            problems.add_message(
-                "workspace: already has an alert manager definition; use one AlertRules per "
-                "workspace"
-            )
-        if rule_files is not None and not rule_files:
-            problems.add("rule_files", list(rule_files), "must name at least one file")
+        )
         problems.raise_if_any()
 
         paths = shipped_rule_files() if rule_files is None else as_paths(rule_files)

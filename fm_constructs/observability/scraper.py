@@ -46,12 +46,13 @@ from fm_constructs.kubernetes.scraper_access import (
 from fm_constructs.observability.data import EKS_SCRAPE_TEMPLATE, render_scrape_configuration
 from fm_constructs.observability.prometheus import IPrometheusWorkspace, PrometheusWorkspace
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import observability as observability_rules
 
 SCRAPER_ROLE_NAME_PREFIX = "AWSServiceRoleForAmazonPrometheusScraper"
 #: Service principal of the managed collector (trust of the role configuration's source role).
 SCRAPER_SERVICE_PRINCIPAL = "scraper.aps.amazonaws.com"
 #: The managed collector refuses scrape intervals below 30 seconds.
-MIN_SCRAPE_INTERVAL_SECONDS = 30
+MIN_SCRAPE_INTERVAL_SECONDS = observability_rules.MIN_SCRAPE_INTERVAL_SECONDS
 DEFAULT_SCRAPE_INTERVAL = Duration.seconds(MIN_SCRAPE_INTERVAL_SECONDS)
 
 #: Ports the shipped scrape configuration reads on the nodes and pods.
@@ -103,35 +104,16 @@ class ManagedScraper(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        if not Token.is_unresolved(cluster_arn) and (
-            not cluster_arn.startswith("arn:")
-            or ":eks:" not in cluster_arn
-            or ":cluster/" not in cluster_arn
-        ):
-            problems.add(
-                "cluster_arn",
-                cluster_arn,
-                "must be an EKS cluster ARN (arn:aws:eks:<region>:<account>:cluster/<name>)",
+        problems.adopt(
+            observability_rules.managed_scraper(
+                subnet_ids=[s.node.id for s in subnets],
+                cluster_arn=cluster_arn,
+                # read only when there are two (an imported subnet may not know its zone)
+                subnet_zones=[s.availability_zone for s in subnets] if len(subnets) >= 2 else [],
+                scrape_interval_seconds=scrape_interval.to_seconds(),
             )
-        if len(subnets) < 2:
-            problems.add(
-                "subnets",
-                [s.node.id for s in subnets],
-                "must hold at least two subnets in two Availability Zones (the managed "
-                "collector puts an ENI in each)",
-            )
-        else:
-            zones = [s.availability_zone for s in subnets]
-            if not any(Token.is_unresolved(z) for z in zones) and len(set(zones)) < 2:
-                problems.add("subnets", zones, "must span at least two Availability Zones")
+        )
         interval_s = scrape_interval.to_seconds()
-        if interval_s < MIN_SCRAPE_INTERVAL_SECONDS or interval_s != int(interval_s):
-            problems.add(
-                "scrape_interval",
-                f"{interval_s}s",
-                f"must be a whole number of seconds >= {MIN_SCRAPE_INTERVAL_SECONDS} (managed "
-                "collector limit)",
-            )
         problems.raise_if_any()
 
         self.cluster_arn = cluster_arn

@@ -24,7 +24,6 @@ recommended policy of the autoscaler's AWS documentation
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from aws_cdk import Stack, Token
@@ -38,9 +37,11 @@ from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
 from fm_constructs.orchestration.pod_identity import chart_with_identity, pod_identity_role
 from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import eks as eks_rules
+from fm_constructs.rules.findings import Finding
 
 #: Expanders that need no extra configuration (``priority`` needs a priorities ConfigMap).
-EXPANDERS = ("least-waste", "most-pods", "least-nodes", "random")
+EXPANDERS = eks_rules.EXPANDERS
 #: Read-only calls of the autoscaler (no resource-level permissions exist for them).
 DESCRIBE_ACTIONS = (
     "autoscaling:DescribeAutoScalingGroups",
@@ -62,7 +63,6 @@ SCALING_ACTIONS = (
 ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"
 #: Id of the autoscaler in its cluster's add-on registry (and its construct id).
 ADDON_ID = "ClusterAutoscaler"
-_DURATION = re.compile(r"^(\d+h)?(\d+m)?(\d+s)?$")
 
 
 def scaling_conditions(cluster_name: str) -> dict[str, dict[str, str]]:
@@ -81,26 +81,18 @@ def scaling_conditions(cluster_name: str) -> dict[str, dict[str, str]]:
     return {"StringEquals": tags}
 
 
+def settings_findings(settings: ClusterAutoscalerSettings) -> list[Finding]:
+    """The rule's findings on ``settings`` (an unknown expander, a malformed duration)."""
+    return eks_rules.autoscaler_settings(
+        expander=settings.expander,
+        durations={field: getattr(settings, field) for field in eks_rules.AUTOSCALER_DURATIONS},
+    )
+
+
 def check_settings(settings: ClusterAutoscalerSettings, problems: Problems) -> None:
-    """Record a problem for an unknown expander or a malformed duration."""
-    if settings.expander not in EXPANDERS:
-        problems.add(
-            "settings.expander",
-            settings.expander,
-            f"must be one of {', '.join(EXPANDERS)}",
-        )
-    for field in (
-        "scale_down_delay_after_add",
-        "scale_down_unneeded_time",
-        "max_node_provision_time",
-    ):
-        value = getattr(settings, field)
-        if not value or not _DURATION.match(value):
-            problems.add(
-                f"settings.{field}",
-                value,
-                "must be a duration such as '10m', '1h30m' or '90s'",
-            )
+    """Record a problem for an unknown expander or a malformed duration (the findings of
+    :func:`settings_findings`, under ``problems``' code)."""
+    problems.adopt(settings_findings(settings))
 
 
 class ClusterAutoscaler(Construct):
@@ -129,15 +121,13 @@ class ClusterAutoscaler(Construct):
         super().__init__(scope, construct_id)
         chosen = settings or ClusterAutoscalerSettings()
         problems = Problems.of(self)
-        check_settings(chosen, problems)
-        image_tag = charts.CLUSTER_AUTOSCALER_IMAGE_TAGS.get(cluster.kubernetes_version)
-        if image_tag is None:
-            problems.add(
-                "cluster.kubernetes_version",
-                cluster.kubernetes_version,
-                "has no pinned Cluster Autoscaler image; use one of "
-                + ", ".join(charts.CLUSTER_AUTOSCALER_IMAGE_TAGS),
+        problems.adopt(settings_findings(chosen))
+        problems.adopt(
+            eks_rules.autoscaler_image(
+                cluster.kubernetes_version, charts.CLUSTER_AUTOSCALER_IMAGE_TAGS
             )
+        )
+        image_tag = charts.CLUSTER_AUTOSCALER_IMAGE_TAGS.get(cluster.kubernetes_version)
         problems.raise_if_any()
         assert image_tag is not None
         self.settings = chosen
@@ -190,15 +180,9 @@ class ClusterAutoscaler(Construct):
         size then follow Pending pods; groups with min == max are left alone."""
         existing = cluster.addon_registry.get(ADDON_ID)
         if isinstance(existing, cls):
-            if settings is not None and settings != existing.settings:
-                problems = Problems(context="ClusterAutoscaler.enable", code=codes.AUTOSCALER)
-                problems.add(
-                    "settings",
-                    settings,
-                    f"must equal the settings the autoscaler is already enabled with "
-                    f"({existing.settings}); enable it once per cluster",
-                )
-                problems.raise_if_any()
+            problems = Problems(context="ClusterAutoscaler.enable", code=codes.AUTOSCALER)
+            problems.adopt(eks_rules.autoscaler_enabled_once(settings, existing.settings))
+            problems.raise_if_any()
             return existing
         return cluster.addon_registry.install(
             ADDON_ID,

@@ -11,12 +11,10 @@ wherever a created one does (:class:`~fm_constructs.orchestration.cluster_interf
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
@@ -30,12 +28,11 @@ from fm_constructs.orchestration.addon_registry import AddonRegistry
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import eks as eks_rules
 
 if TYPE_CHECKING:
     from fm_constructs.orchestration.cluster_interface import IGpuCluster
     from fm_constructs.storage.lustre_interface import ILustreFileSystem
-
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -231,14 +228,7 @@ class GpuClusterFeatures:
         problems = Problems(
             context=f"{self.context_name}.add_lustre_volume", code=codes.EKS_CLUSTER
         )
-        for field, value in (("name", name), ("namespace", namespace)):
-            if not Token.is_unresolved(value) and not _K8S_NAME.match(value):
-                problems.add(
-                    field,
-                    value,
-                    "must be a Kubernetes DNS label (lowercase letters, digits and '-', at "
-                    "most 63 characters, starting and ending with a letter or digit)",
-                )
+        problems.adopt(eks_rules.lustre_volume_names(name=name, namespace=namespace))
         problems.raise_if_any()
         manifests: list[dict[str, Any]] = []
         if create_namespace and namespace not in ("default", "kube-system"):

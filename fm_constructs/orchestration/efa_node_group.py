@@ -37,13 +37,13 @@ from fm_constructs.orchestration.node_role import allow_session_manager, remove_
 from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.node_updates import (
-    EKS_MAX_PARALLEL_NODES,
     UpdatePolicy,
     UpdateStrategy,
     update_policy,
 )
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import node_groups as node_group_rules
 
 #: EKS AMI type per catalog family (AL2023, x86_64: every EFA accelerated type in the catalog).
 AMI_TYPES: dict[EksAmiFamily, eks.NodegroupAmiType] = {
@@ -60,7 +60,7 @@ PRESENT_LABELS: dict[EksAmiFamily, str] = {
 }
 WORKLOADS: dict[EksAmiFamily, str] = {"NVIDIA": "gpu", "NEURON": "neuron"}
 #: Labels the construct owns; user labels may not override them.
-RESERVED_LABEL_PREFIXES = ("fm-constructs/", "nvidia.com/", "aws.amazon.com/", "vpc.amazonaws.com/")
+RESERVED_LABEL_PREFIXES = node_group_rules.RESERVED_LABEL_PREFIXES
 
 
 def node_labels(
@@ -172,10 +172,7 @@ class EfaNodeGroup(Construct):
         capacity = capacity or CapacitySource.on_demand()
         problems = Problems.of(self)
         spec = catalogued_spec(problems, instance_type, efa=efa_layout is not None)
-        if node_count is None:
-            problems.add(
-                "node_count", None, "is required: the number of nodes the group starts with"
-            )
+        problems.adopt(node_group_rules.node_count_given(node_count))
         desired_size, min_size, max_size = node_count, min_node_count, max_node_count
         if desired_size is None:
             problems.raise_if_any()  # no size to check the rest against
@@ -194,15 +191,20 @@ class EfaNodeGroup(Construct):
             )
         min_nodes = desired_size if min_size is None else min_size
         max_nodes = desired_size if max_size is None else max_size
-        self._validate(
-            problems,
-            cluster=cluster,
-            eks_cluster=eks_cluster,
-            subnet=subnet,
-            capacity=capacity,
-            sizes=(min_nodes, desired_size, max_nodes),
-            labels=labels or {},
-            max_parallel_repairs=max_parallel_repairs,
+        problems.adopt(
+            node_group_rules.efa_node_group(
+                subnet_zone=_known_zone(subnet),
+                subnet_path=subnet.node.path,
+                subnet_is_public=subnet.node.path
+                in {s.node.path for s in _public_subnets(eks_cluster)},
+                gpu_zone=cluster.gpu_availability_zone if is_gpu_cluster(cluster) else None,
+                capacity_kind=capacity.kind,
+                reserved_zone=capacity.availability_zone,
+                training_plan_arn=capacity.training_plan_arn,
+                sizes=(min_nodes, desired_size, max_nodes),
+                labels=labels or {},
+                max_parallel_repairs=max_parallel_repairs,
+            )
         )
         updates = self._update_policy(
             problems,
@@ -361,84 +363,6 @@ class EfaNodeGroup(Construct):
 
     # ----------------------------------------------------------------------------- validation
 
-    @staticmethod
-    def _validate(
-        problems: Problems,
-        *,
-        cluster: IGpuCluster | eks.ICluster,
-        eks_cluster: eks.ICluster,
-        subnet: ec2.ISubnet,
-        capacity: CapacitySource,
-        sizes: tuple[int, int, int],
-        labels: Mapping[str, str],
-        max_parallel_repairs: int,
-    ) -> None:
-        zone = _known_zone(subnet)
-        gpu_zone = cluster.gpu_availability_zone if is_gpu_cluster(cluster) else None
-        if gpu_zone is not None and zone is not None and zone != gpu_zone:
-            problems.add(
-                "subnet",
-                f"{zone} ({subnet.node.path})",
-                f"must be in the cluster's GPU zone {gpu_zone} (where its capacity and FSx for "
-                f"Lustre live); pick the private subnet of {gpu_zone}",
-            )
-        reserved_zone = capacity.availability_zone
-        if (
-            zone is not None
-            and reserved_zone is not None
-            and not Token.is_unresolved(reserved_zone)
-            and zone != reserved_zone
-        ):
-            problems.add(
-                "subnet",
-                f"{zone} ({subnet.node.path})",
-                f"must be in the {capacity.kind.value} reservation's zone {reserved_zone}",
-            )
-        if subnet.node.path in {s.node.path for s in _public_subnets(eks_cluster)}:
-            problems.add(
-                "subnet",
-                subnet.node.path,
-                "must be a private subnet (EFA nodes get no public IP)",
-            )
-        if capacity.kind is CapacityKind.TRAINING_PLAN:
-            problems.add(
-                "capacity",
-                capacity.training_plan_arn,
-                "a SageMaker training plan feeds HyperPod instance groups, not EKS node "
-                "groups; use CapacitySource.capacity_block() or .odcr()",
-            )
-        min_nodes, desired, max_nodes = sizes
-        wrong = [
-            (name, n)
-            for name, n in zip(
-                ("min_node_count", "node_count", "max_node_count"), sizes, strict=True
-            )
-            if isinstance(n, bool) or not isinstance(n, int | float)
-        ]
-        for name, n in wrong:
-            problems.add(name, n, "must be a whole number (an int, not a string)")
-        if (
-            not wrong
-            and not any(Token.is_unresolved(n) for n in sizes)
-            and not (0 <= min_nodes <= desired <= max_nodes and max_nodes >= 1)
-        ):
-            problems.add(
-                "min_node_count/node_count/max_node_count",
-                sizes,
-                "must satisfy 0 <= min_node_count <= node_count <= max_node_count and "
-                "max_node_count >= 1",
-            )
-        for key in labels:
-            if key.startswith(RESERVED_LABEL_PREFIXES):
-                problems.add(
-                    f"labels[{key!r}]",
-                    labels[key],
-                    "is set by the node group; use keys outside "
-                    + ", ".join(RESERVED_LABEL_PREFIXES),
-                )
-        if max_parallel_repairs < 1:
-            problems.add("max_parallel_repairs", max_parallel_repairs, "must be 1 or more")
-
     def _update_policy(
         self,
         problems: Problems,
@@ -450,23 +374,7 @@ class EfaNodeGroup(Construct):
     ) -> UpdatePolicy:
         """The capacity's update policy with the options given on top of it."""
         default = update_policy(reserved=capacity.is_reserved)
-        if max_unavailable is not None and max_unavailable_percentage is not None:
-            problems.add(
-                "max_unavailable / max_unavailable_percentage",
-                (max_unavailable, max_unavailable_percentage),
-                "give one of them (EKS takes a node count or a percentage)",
-            )
-        if max_unavailable is not None and not 1 <= max_unavailable <= EKS_MAX_PARALLEL_NODES:
-            problems.add(
-                "max_unavailable",
-                max_unavailable,
-                f"must be 1 to {EKS_MAX_PARALLEL_NODES} (EKS replaces at most "
-                f"{EKS_MAX_PARALLEL_NODES} nodes at once)",
-            )
-        if max_unavailable_percentage is not None and not 1 <= max_unavailable_percentage <= 100:
-            problems.add(
-                "max_unavailable_percentage", max_unavailable_percentage, "must be 1 to 100"
-            )
+        problems.adopt(node_group_rules.rolling_update(max_unavailable, max_unavailable_percentage))
         strategy = UpdateStrategy(update_strategy) if update_strategy else default.strategy
         if (
             strategy is UpdateStrategy.DEFAULT

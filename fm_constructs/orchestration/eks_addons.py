@@ -10,10 +10,8 @@ HyperPod.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 
-from aws_cdk import Token
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
@@ -24,6 +22,8 @@ from fm_constructs.orchestration.node_role import CNI_POLICY
 from fm_constructs.orchestration.pod_identity import pod_identity_role, restrict_trust
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import eks as eks_rules
+from fm_constructs.rules.findings import Finding
 
 VPC_CNI = "vpc-cni"
 COREDNS = "coredns"
@@ -68,40 +68,17 @@ def node_monitoring_agent_configuration() -> dict[str, object]:
     }
 
 
-_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
-
-
 def check_addon_versions(addon_versions: Mapping[str, str], problems: Problems) -> None:
     """Record a problem for unknown add-on names, malformed versions, or a vpc-cni older than
-    :data:`MIN_VPC_CNI_VERSION`."""
-    for name, version in addon_versions.items():
-        if name not in MANAGED_ADDONS:
-            problems.add(
-                f"addon_versions[{name!r}]",
-                version,
-                f"names an add-on this cluster does not "
-                f"manage; use one of {', '.join(MANAGED_ADDONS)}",
-            )
-            continue
-        if Token.is_unresolved(version):
-            continue
-        match = _VERSION.match(version)
-        if match is None:
-            problems.add(
-                f"addon_versions[{name!r}]",
-                version,
-                "must be an EKS add-on version such as 'v1.20.4-eksbuild.1' (aws eks "
-                "describe-addon-versions lists them), or be left out for the EKS default",
-            )
-            continue
-        numbers = tuple(int(part) for part in match.groups())
-        if name == VPC_CNI and numbers < MIN_VPC_CNI_VERSION:
-            floor = ".".join(str(n) for n in MIN_VPC_CNI_VERSION)
-            problems.add(
-                f"addon_versions[{name!r}]",
-                version,
-                f"must be v{floor} or newer (efa-only interfaces, SageMaker HyperPod)",
-            )
+    :data:`MIN_VPC_CNI_VERSION` (the findings of :func:`addon_version_findings`)."""
+    problems.adopt(addon_version_findings(addon_versions))
+
+
+def addon_version_findings(addon_versions: Mapping[str, str]) -> list[Finding]:
+    """The rule's findings on pinned add-on versions of this cluster's managed add-ons."""
+    return eks_rules.addon_versions(
+        addon_versions, managed=MANAGED_ADDONS, vpc_cni=VPC_CNI, min_vpc_cni=MIN_VPC_CNI_VERSION
+    )
 
 
 class ClusterAddons(Construct):
@@ -148,7 +125,7 @@ class ClusterAddons(Construct):
             vpc_cni["env"] = dict(vpc_cni_environment)
         configurations[VPC_CNI] = json.dumps(vpc_cni, sort_keys=True)
         problems = Problems.of(self)
-        check_addon_versions(versions, problems)
+        problems.adopt(addon_version_findings(versions))
         problems.raise_if_any()
 
         self.addons: dict[str, eks.CfnAddon] = {}

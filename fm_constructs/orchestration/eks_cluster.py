@@ -43,6 +43,7 @@ from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSIO
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import eks as eks_rules
 from fm_constructs.rules import platform as platform_rules
 
 if TYPE_CHECKING:
@@ -339,8 +340,7 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         # platform.public_access_cidrs (tokens are skipped).
         problems.add_findings(platform_rules.admin_principals(admin_role_arns))
         problems.add_findings(platform_rules.public_access_cidrs(public_access_cidrs))
-        if not 1 <= system_node_count <= 10:
-            problems.add("system_node_count", system_node_count, "must be between 1 and 10")
+        problems.adopt(eks_rules.system_node_count(system_node_count))
 
     def _check_admin_accounts(self, problems: Problems, admin_role_arns: Sequence[str]) -> None:
         """The rule the loader runs with ``platform.account``, with the stack's account when
@@ -366,15 +366,7 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
             except RuntimeError:  # no such subnets: eks.Cluster reports the selection itself
                 return
             zones = list(selected.availability_zones)
-        if any(Token.is_unresolved(zone) for zone in zones) or len(set(zones)) >= 2:
-            return
-        problems.add(
-            "vpc",
-            sorted(set(zones)),
-            "must have cluster subnets in at least two availability zones (EKS needs two)",
-            fix="give the VPC two or more zones, such as GpuClusterVpc(availability_zones="
-            "['us-east-1a', 'us-east-1b'])",
-        )
+        problems.adopt(eks_rules.cluster_zones(zones))
 
     def _acknowledge_cluster_findings(self, *, public: bool) -> None:
         acknowledge(

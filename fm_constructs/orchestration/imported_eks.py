@@ -4,11 +4,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import NotRequired, TypedDict, Unpack
 
 import jsii
-from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_lambda as lambda_
@@ -21,11 +19,12 @@ from fm_constructs.orchestration.eks_versions import kubectl_layer as make_kubec
 from fm_constructs.orchestration.eks_versions import resolve_version
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import eks as eks_rules
 
 #: What the kubectl provider's role gets on an imported cluster (as on a created one).
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 #: EKS cluster names (EKS API: 1-100 characters, a letter or digit first).
-EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
+EKS_NAME = eks_rules.EKS_NAME
 
 
 class GpuEksClusterAttributes(TypedDict):
@@ -80,8 +79,7 @@ class ImportedGpuEksCluster(GpuClusterFeatures, Construct):
         super().__init__(scope, construct_id)
         cluster_name = attributes["cluster_name"]
         problems = Problems(context=f"{self.context_name} {self.node.path}", code=codes.EKS_CLUSTER)
-        if not Token.is_unresolved(cluster_name) and not EKS_NAME.match(cluster_name):
-            problems.add("cluster_name", cluster_name, "must be an EKS cluster name")
+        problems.adopt(eks_rules.imported_cluster_name(cluster_name))
         version = resolve_version(
             attributes.get("kubernetes_version", DEFAULT_KUBERNETES_VERSION), problems
         )

@@ -44,10 +44,9 @@ from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.kueue_quota import capacity_quota
 from fm_constructs.policy.nag_findings import acknowledge_generated_iam
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import eks_workload as eks_workload_rules
 from fm_constructs.storage import IDataBucket
 from fm_constructs.storage.lustre_interface import ILustreFileSystem
-
-_PREFIX = re.compile(r"^[A-Za-z0-9!_.*'()/-]+/$")
 
 
 @dataclass(frozen=True)
@@ -124,21 +123,6 @@ def pool_quota(pool: NodePool) -> dict[str, int | str]:
     return capacity_quota(pool.instance_type, pool.bounds[1])
 
 
-def _check_per_group(
-    problems: Problems, key: str, what: str, pool: NodePool, listed: Sequence[object] | None
-) -> None:
-    """``listed`` (when given) must hold one ``what`` per managed node group of ``pool``."""
-    high = pool.bounds[1]
-    if listed is None or Token.is_unresolved(high) or len(listed) == node_groups_for(high):
-        return
-    problems.add(
-        key,
-        len(listed),
-        f"must list one {what} per managed node group of the pool "
-        f"({node_groups_for(high)} for up to {high} nodes)",
-    )
-
-
 def _construct_id(pool: str) -> str:
     return (
         "GpuNodes" if pool == "gpu" else "".join(p.capitalize() for p in pool.split("-")) + "Nodes"
@@ -203,59 +187,30 @@ class EksWorkload(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        try:
-            namespace = names.workload_namespace(name)
-        except ValueError as error:
-            problems.add("name", name, str(error))
-        if hyperpod_nodes is not None and node_pools:
-            problems.add(
-                "hyperpod_nodes", hyperpod_nodes.instance_type, "give it or node_pools, not both"
-            )
-        elif hyperpod_nodes is None and not node_pools:
-            problems.add("node_pools", [], "must hold at least one node pool")
-        elif node_pools and subnet is None:
-            problems.add("subnet", None, "is needed for the node pools' node groups")
-        if len({p.name for p in node_pools}) != len(node_pools):
-            problems.add("node_pools", [p.name for p in node_pools], "names must be unique")
-        for key, prefixes in (("data_prefixes", data_prefixes), ("read_prefixes", read_prefixes)):
-            for index, prefix in enumerate(prefixes):
-                if not _PREFIX.match(prefix):
-                    problems.add(f"{key}[{index}]", prefix, "must be a key prefix ending in '/'")
-        if (data_prefixes or read_prefixes) and data_bucket is None:
-            problems.add(
-                "data_bucket", None, "is needed when data_prefixes or read_prefixes are given"
-            )
-        overlapping = [
-            r for r in read_prefixes for w in data_prefixes if r.startswith(w) or w.startswith(r)
-        ]
-        if overlapping:
-            problems.add(
-                "read_prefixes",
-                overlapping,
-                "must not overlap data_prefixes (a prefix is either read-only or written)",
-            )
         subnets_of = dict(node_group_subnets or {})
-        for pool in node_pools:
-            _check_per_group(
-                problems,
-                f"node_group_subnets[{pool.name!r}]",
-                "subnet",
-                pool,
-                subnets_of.get(pool.name),
+        problems.adopt(
+            eks_workload_rules.eks_workload(
+                name=name,
+                hyperpod_instance_type=None
+                if hyperpod_nodes is None
+                else hyperpod_nodes.instance_type,
+                pools=[
+                    eks_workload_rules.PoolGroups(
+                        pool.name,
+                        pool.bounds[1],
+                        len(pool.capacity.node_groups) if pool.capacity is not None else 0,
+                    )
+                    for pool in node_pools
+                ],
+                subnet_given=subnet is not None,
+                data_prefixes=data_prefixes,
+                read_prefixes=read_prefixes,
+                data_bucket_given=data_bucket is not None,
+                node_group_subnets={key: len(value) for key, value in subnets_of.items()},
             )
-        for name_ in subnets_of:
-            if name_ not in {p.name for p in node_pools}:
-                problems.add("node_group_subnets", name_, "must name a node pool")
-        for pool in node_pools:
-            reservations = pool.capacity.node_groups if pool.capacity is not None else ()
-            _check_per_group(
-                problems,
-                f"node_pools[{pool.name!r}].capacity.node_groups",
-                "reservation",
-                pool,
-                reservations or None,
-            )
+        )
         problems.raise_if_any()
+        namespace = names.workload_namespace(name)
         self.cluster = cluster
         self.name = name
         self.namespace = namespace

@@ -135,12 +135,7 @@ class InferenceService(Construct):
             layout = checks.plan_layout(model, gpu_nodes.instance_spec)
         except FmValidationError as error:
             problems.extend(error.problems)
-        if not inference_rules.DNS_LABEL.match(namespace) or namespace in ("kube-system", "keda"):
-            problems.add(
-                "namespace",
-                namespace,
-                "must be a Kubernetes DNS label other than kube-system and keda",
-            )
+        problems.adopt(inference_rules.service_namespace(namespace))
         if autoscaling is not None:
             problems.adopt(
                 inference_rules.autoscaling_policy(
@@ -150,13 +145,11 @@ class InferenceService(Construct):
                     model,
                 )
             )
-            if workspace is None:
-                problems.add(
-                    "workspace",
-                    None,
-                    "must be the Prometheus workspace the cluster is scraped into when "
-                    "autoscaling is set (KEDA queries the serving metrics there)",
-                )
+        problems.adopt(
+            inference_rules.autoscaling_workspace(
+                autoscaling=autoscaling is not None, workspace_given=workspace is not None
+            )
+        )
         problems.add_findings(
             inference_rules.public_endpoint_source_ranges(
                 load_balancer.value, load_balancer_source_ranges or ()
@@ -167,16 +160,14 @@ class InferenceService(Construct):
                 load_balancer.value, tls_certificate_arn, Stack.of(self).region
             )
         )
-        if (
-            layout is not None
-            and layout.multi_node
-            and charts.LEADER_WORKER_SET.release not in (cluster.charts)
-        ):
-            problems.add(
-                "cluster",
-                cluster.node.path,
-                f"must run LeaderWorkerSet for {layout.nodes_per_replica}-node replicas; "
-                "create it with operators=WorkloadOperators(leader_worker_set=True)",
+        if layout is not None:
+            problems.adopt(
+                inference_rules.leader_worker_set(
+                    nodes_per_replica=layout.nodes_per_replica,
+                    multi_node=layout.multi_node,
+                    cluster_runs_it=charts.LEADER_WORKER_SET.release in cluster.charts,
+                    cluster_path=cluster.node.path,
+                )
             )
         problems.raise_if_any()
         assert layout is not None

@@ -35,6 +35,7 @@ from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
 from fm_constructs.orchestration.slurm import efa_exporter_repository_arn
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping, IScrapedCluster
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import observability as observability_rules
 from fm_constructs.storage import LustreDeploymentType
 from fm_constructs.storage.imported_lustre import ILustreFileSystem
 
@@ -162,17 +163,11 @@ class MonitoringFacade:
                 context=f"{type(self).__name__}.monitor_lustre {scope.node.path}",
                 code=codes.FSX_ALARMS,
             )
-            for key, value in (
-                ("storage_capacity_gib", capacity),
-                ("throughput_mb_s_per_tib", throughput),
-            ):
-                if value is None:
-                    problems.add(
-                        key,
-                        value,
-                        "must be given for a file system that does not state it (an imported "
-                        "one): aws fsx describe-file-systems shows it",
-                    )
+            problems.adopt(
+                observability_rules.stated_lustre_size(
+                    storage_capacity_gib=capacity, throughput_mb_s_per_tib=throughput
+                )
+            )
             raise FmValidationError(problems.findings, context=problems.context)
         alarms = FsxLustreAlarms(
             scope,

@@ -29,9 +29,14 @@ from fm_constructs.domain.hyperpod import (
     SlurmNodeType,
     to_ml_name,
 )
-from fm_constructs.domain.kinds import CapacityKind
+from fm_constructs.domain.kinds import CapacityKind, Orchestrator
 from fm_constructs.domain.numbers import is_whole_number
+from fm_constructs.domain.users import ClusterUser
+from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
+from fm_constructs.rules.compute import Placement, capacity_fit
 from fm_constructs.rules.constructs import HYPERPOD_CLUSTER
+from fm_constructs.rules.tokens import is_unresolved
+from fm_constructs.rules.users import check_users
 
 _AMI_ID = re.compile(r"^ami-[0-9a-fA-F]{8,17}$")
 _LABEL_KEY = re.compile(
@@ -373,3 +378,119 @@ def group_layout(groups: Sequence[GroupArguments], *, slurm: bool) -> list[Findi
     for group in groups:
         found += instance_group(group, slurm=slurm)
     return found
+
+
+def hyperpod_cluster(
+    *,
+    orchestrator: Orchestrator,
+    eks_cluster_given: bool,
+    eks_kubernetes_version: str | None,
+    eks_gpu_zone: str | None,
+    subnet_zone: str | None,
+    group_reservation_zones: Sequence[tuple[str, CapacityKind, str]] = (),
+    cluster_name: str | None,
+    lustre_mount_point: str,
+    users: Sequence[ClusterUser] = (),
+    lustre_given: bool,
+) -> list[Finding]:
+    """A :class:`~fm_constructs.orchestration.hyperpod.HyperPodCluster`'s arguments beyond its
+    instance groups: the EKS cluster an EKS-orchestrated cluster needs (and a Slurm one does
+    not), the subnet's zone against the EKS GPU zone and each group's reservation
+    (``(group name, capacity kind, reservation zone)``), the cluster name, the mount point and
+    the users (their own rules keep their codes; Slurm and a file system for the homes).
+
+    Values unknown at synthesis (tokens) are passed as None: ``eks_kubernetes_version``,
+    ``eks_gpu_zone``, ``subnet_zone``.
+    """
+    out: list[Finding] = []
+    if orchestrator is Orchestrator.HYPERPOD_EKS and not eks_cluster_given:
+        out.append(
+            _error(
+                "eks_cluster",
+                None,
+                "an EKS-orchestrated cluster needs the GpuEksCluster it attaches to",
+            )
+        )
+    if eks_kubernetes_version is not None:
+        out.extend(
+            _message(problem)
+            for problem in hyperpod_eks_problems(
+                eks_kubernetes_version, key="eks_cluster.kubernetes_version"
+            )
+        )
+    if orchestrator is Orchestrator.HYPERPOD_SLURM and eks_cluster_given:
+        out.append(
+            _error(
+                "eks_cluster",
+                "<GpuEksCluster>",
+                "is only used with orchestrator=Orchestrator.HYPERPOD_EKS; remove it or switch "
+                "the orchestrator",
+            )
+        )
+    if subnet_zone is not None:
+        if eks_gpu_zone is not None and eks_gpu_zone != subnet_zone:
+            out.append(
+                _error(
+                    "subnet", subnet_zone, f"must be in the EKS cluster's GPU zone {eks_gpu_zone}"
+                )
+            )
+        for name, kind, reserved_zone in group_reservation_zones:
+            for fit in capacity_fit(
+                kind, Placement(zone=reserved_zone), Placement(zone=subnet_zone)
+            ):
+                out.append(_message(f"instance_groups[{name!r}].capacity: {fit.message()}"))
+    if (
+        cluster_name is not None
+        and not is_unresolved(cluster_name)
+        and (not GROUP_NAME_PATTERN.match(cluster_name) or len(cluster_name) > 63)
+    ):
+        out.append(
+            _error(
+                "cluster_name",
+                cluster_name,
+                "must be 1-63 letters, digits and hyphens, starting and ending with a "
+                "letter or digit",
+            )
+        )
+    if not lustre_mount_point.startswith("/"):
+        out.append(_error("lustre_mount_point", lustre_mount_point, "must be an absolute path"))
+    if users:
+        out.extend(check_users(users))
+        if orchestrator is not Orchestrator.HYPERPOD_SLURM:
+            out.append(
+                _error(
+                    "users",
+                    [u.name for u in users],
+                    "are created by the Slurm lifecycle scripts only; remove them for EKS",
+                )
+            )
+        elif not lustre_given:
+            out.append(
+                _error(
+                    "users",
+                    [u.name for u in users],
+                    "need lustre: their homes and SSH keys live on the shared file system",
+                )
+            )
+    return out
+
+
+def _message(text: str) -> Finding:
+    """A cluster finding phrased in full."""
+    return Finding(HYPERPOD_CLUSTER, Severity.ERROR, "", None, text)
+
+
+_IMPORTED_CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
+def imported_cluster_name(cluster_name: str) -> list[Finding]:
+    """An imported HyperPod cluster is named by a HyperPod cluster name."""
+    if is_unresolved(cluster_name) or _IMPORTED_CLUSTER_NAME.match(cluster_name):
+        return []
+    return [
+        _error(
+            "cluster_name",
+            cluster_name,
+            "must be a HyperPod cluster name (letters, digits and '-', at most 63)",
+        )
+    ]

@@ -25,7 +25,7 @@ from fm_constructs.planning.serving_layout import (
     spans_nodes,
 )
 from fm_constructs.rules import platform as platform_rules
-from fm_constructs.rules.constructs import MODEL_SERVER
+from fm_constructs.rules.constructs import INFERENCE_SERVICE, MODEL_SERVER
 from fm_constructs.rules.findings import Finding, Severity, define, errors
 from fm_constructs.rules.tokens import is_unresolved
 
@@ -643,3 +643,50 @@ def autoscaling_policy(
             "raise max_replicas or pass autoscaling=None",
         )
     return out
+
+
+def _service(key: str, value: object, allowed: str) -> Finding:
+    return Finding(INFERENCE_SERVICE, Severity.ERROR, key, value, allowed)
+
+
+def service_namespace(namespace: str) -> list[Finding]:
+    """An inference service's namespace is a DNS label of its own (not kube-system or keda)."""
+    if DNS_LABEL.match(namespace) and namespace not in ("kube-system", "keda"):
+        return []
+    return [
+        _service(
+            "namespace",
+            namespace,
+            "must be a Kubernetes DNS label other than kube-system and keda",
+        )
+    ]
+
+
+def autoscaling_workspace(*, autoscaling: bool, workspace_given: bool) -> list[Finding]:
+    """Autoscaling reads the serving metrics from the workspace the cluster is scraped into."""
+    if not autoscaling or workspace_given:
+        return []
+    return [
+        _service(
+            "workspace",
+            None,
+            "must be the Prometheus workspace the cluster is scraped into when "
+            "autoscaling is set (KEDA queries the serving metrics there)",
+        )
+    ]
+
+
+def leader_worker_set(
+    *, nodes_per_replica: int, multi_node: bool, cluster_runs_it: bool, cluster_path: str
+) -> list[Finding]:
+    """A replica spanning nodes runs as a LeaderWorkerSet: the cluster must run its operator."""
+    if not multi_node or cluster_runs_it:
+        return []
+    return [
+        _service(
+            "cluster",
+            cluster_path,
+            f"must run LeaderWorkerSet for {nodes_per_replica}-node replicas; "
+            "create it with operators=WorkloadOperators(leader_worker_set=True)",
+        )
+    ]

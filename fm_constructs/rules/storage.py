@@ -7,8 +7,10 @@ associations of a file system (the arithmetic and the values are
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.planning.data_repositories import (
     MAX_ASSOCIATIONS,
     MAX_CHUNK_SIZE_MIB,
@@ -21,6 +23,7 @@ from fm_constructs.planning.data_repositories import (
 )
 from fm_constructs.planning.fsx_sizing import (
     EFA_CAPACITY_STEP_GIB,
+    MAX_BACKUP_RETENTION_DAYS,
     LustreDeploymentType,
     is_valid_efa_capacity,
     is_valid_metadata_iops,
@@ -29,7 +32,7 @@ from fm_constructs.planning.fsx_sizing import (
     storage_capacity_rule,
     valid_per_unit_throughputs,
 )
-from fm_constructs.rules.constructs import LUSTRE
+from fm_constructs.rules.constructs import DATA_BUCKET, LUSTRE
 from fm_constructs.rules.findings import Finding, Severity, rule
 from fm_constructs.rules.tokens import is_unresolved
 
@@ -297,4 +300,212 @@ def data_repository_associations(
                     "exports from both race each other",
                 )
             )
+    return problems
+
+
+_DAILY_TIME = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+_WEEKLY_TIME = re.compile(r"^[1-7]:([01]\d|2[0-3]):([0-5]\d)$")
+
+
+def lustre_sizing_request(
+    *,
+    deployment_type: LustreDeploymentType,
+    storage_capacity_gib: int | None,
+    throughput_mb_s_per_tib: int | None,
+) -> list[Finding]:
+    """A :class:`~fm_constructs.storage.LustreFileSystem` given a sizing request: no explicit
+    capacity or throughput next to it, and PERSISTENT_2 (the type the sizing prices)."""
+    problems: list[Finding] = []
+    if storage_capacity_gib is not None or throughput_mb_s_per_tib is not None:
+        _lustre(
+            problems,
+            "",
+            None,
+            "sizing: give either sizing or storage_capacity_gib/throughput_mb_s_per_tib, "
+            f"not both; got sizing and storage_capacity_gib={storage_capacity_gib!r}, "
+            f"throughput_mb_s_per_tib={throughput_mb_s_per_tib!r}",
+        )
+    if deployment_type is not LustreDeploymentType.PERSISTENT_2:
+        _lustre(
+            problems,
+            "deployment_type",
+            deployment_type.value,
+            "must be PERSISTENT_2 when sizing is given (sizing prices PERSISTENT_2)",
+        )
+    return problems
+
+
+def lustre_file_system(
+    *,
+    deployment_type: LustreDeploymentType,
+    kms_key: str | None,
+    automatic_backup_retention_days: int | None,
+    associated: bool,
+    daily_backup_start_time_utc: str,
+    weekly_maintenance_start_time_utc: str,
+) -> list[Finding]:
+    """A :class:`~fm_constructs.storage.LustreFileSystem`'s encryption key, backups and
+    maintenance windows: no customer key and no backups on SCRATCH_2, no backups of a file
+    system linked to S3 (``associated``), times in FSx's forms. ``kms_key`` is the key's text
+    (None without one); ``automatic_backup_retention_days`` None is the default."""
+    problems: list[Finding] = []
+    persistent = deployment_type is not LustreDeploymentType.SCRATCH_2
+    if not persistent and kms_key is not None:
+        _lustre(
+            problems,
+            "kms_key",
+            kms_key,
+            "SCRATCH_2 file systems are encrypted with FSx-managed keys; remove kms_key or "
+            "use a PERSISTENT deployment type",
+        )
+    days = automatic_backup_retention_days
+    if days is not None and not is_unresolved(days):
+        if not is_whole_number(days, 0, MAX_BACKUP_RETENTION_DAYS):
+            _lustre(
+                problems,
+                "automatic_backup_retention_days",
+                days,
+                f"must be a whole number of days from 0 (no backups) to "
+                f"{MAX_BACKUP_RETENTION_DAYS}",
+            )
+        elif not persistent and days > 0:
+            _lustre(
+                problems,
+                "automatic_backup_retention_days",
+                days,
+                "SCRATCH_2 file systems have no automatic backups; set 0 or leave it unset",
+            )
+        elif associated and days > 0:
+            _lustre(
+                problems,
+                "automatic_backup_retention_days",
+                days,
+                "FSx does not back up file systems linked to S3 with data repository "
+                "associations (the S3 bucket is the durable copy); set 0 or leave it unset, "
+                "or pass associations=[] for a file system with backups and no S3 link",
+            )
+    if not is_unresolved(daily_backup_start_time_utc) and not _DAILY_TIME.match(
+        daily_backup_start_time_utc
+    ):
+        _lustre(
+            problems,
+            "daily_backup_start_time_utc",
+            daily_backup_start_time_utc,
+            "must be 'HH:MM' in UTC (00:00 to 23:59)",
+        )
+    if not is_unresolved(weekly_maintenance_start_time_utc) and not _WEEKLY_TIME.match(
+        weekly_maintenance_start_time_utc
+    ):
+        _lustre(
+            problems,
+            "weekly_maintenance_start_time_utc",
+            weekly_maintenance_start_time_utc,
+            "must be 'd:HH:MM' in UTC, d from 1 (Monday) to 7 (Sunday), e.g. '7:05:00'",
+        )
+    return problems
+
+
+def imported_lustre(
+    file_system_id: str,
+    dns_name: str,
+    mount_name: str,
+    security_group_ids: Sequence[str],
+    association_paths: Sequence[str] = (),
+) -> list[Finding]:
+    """The attributes of an imported file system: an FSx id, its DNS and mount names, its
+    security groups and absolute association directories."""
+    problems: list[Finding] = []
+    if not is_unresolved(file_system_id) and not file_system_id.startswith("fs-"):
+        _lustre(
+            problems, "file_system_id", file_system_id, "must be an FSx id such as 'fs-0123...'"
+        )
+    for key, value in (("dns_name", dns_name), ("mount_name", mount_name)):
+        if not is_unresolved(value) and not value:
+            _lustre(problems, key, value, "must not be empty (aws fsx describe-file-systems)")
+    if not security_group_ids:
+        _lustre(
+            problems,
+            "security_group_ids",
+            list(security_group_ids),
+            "must list the file system's security groups (clients are allowed in there)",
+        )
+    for index, path in enumerate(association_paths):
+        if not is_unresolved(path) and not path.startswith("/"):
+            _lustre(problems, f"association_paths[{index}]", path, "must be an absolute path")
+    return problems
+
+
+def mount_point(path: str) -> list[Finding]:
+    """A Lustre client mounts at an absolute path."""
+    if is_unresolved(path) or path.startswith("/"):
+        return []
+    return [
+        Finding(
+            LUSTRE, Severity.ERROR, "mount_point", path, "must be an absolute path such as '/fsx'"
+        )
+    ]
+
+
+#: S3 lifecycle ``NewerNoncurrentVersions`` upper bound.
+MAX_NEWER_NONCURRENT_VERSIONS = 100
+
+
+def _bucket(problems: list[Finding], key: str, value: object, allowed: str) -> None:
+    problems.append(Finding(DATA_BUCKET, Severity.ERROR, key, value, allowed))
+
+
+def data_bucket(
+    noncurrent_version_expiration_days: int, checkpoints_to_keep: int, checkpoint_prefix: str
+) -> list[Finding]:
+    """A :class:`~fm_constructs.storage.DataBucket`'s lifecycle settings and checkpoint prefix."""
+    problems: list[Finding] = []
+    if not is_unresolved(noncurrent_version_expiration_days) and not is_whole_number(
+        noncurrent_version_expiration_days, 1
+    ):
+        _bucket(
+            problems,
+            "noncurrent_version_expiration_days",
+            noncurrent_version_expiration_days,
+            "must be a whole number of days >= 1 (S3 lifecycle rules need a positive "
+            "NoncurrentDays)",
+        )
+    if not is_unresolved(checkpoints_to_keep) and not is_whole_number(
+        checkpoints_to_keep, 1, MAX_NEWER_NONCURRENT_VERSIONS
+    ):
+        _bucket(
+            problems,
+            "checkpoints_to_keep",
+            checkpoints_to_keep,
+            f"must be a whole number from 1 to {MAX_NEWER_NONCURRENT_VERSIONS} (S3 "
+            "NewerNoncurrentVersions)",
+        )
+    if not is_unresolved(checkpoint_prefix) and (
+        not checkpoint_prefix or checkpoint_prefix.startswith("/")
+    ):
+        _bucket(
+            problems,
+            "checkpoint_prefix",
+            checkpoint_prefix,
+            "must be a non-empty S3 key prefix without a leading '/', e.g. 'checkpoints/'",
+        )
+    return problems
+
+
+def imported_data_bucket(*, bucket_name: str, key_arn: str | None) -> list[Finding]:
+    """An imported data bucket's name (not an S3 URL) and KMS key ARN."""
+    problems: list[Finding] = []
+    if not is_unresolved(bucket_name) and (
+        not bucket_name or "/" in bucket_name or bucket_name.startswith("s3:")
+    ):
+        _bucket(
+            problems, "bucket_name", bucket_name, "must be a bucket name (no 's3://' and no '/')"
+        )
+    if (
+        key_arn is not None
+        and not is_unresolved(key_arn)
+        and not (key_arn.startswith("arn:") and ":key/" in key_arn)
+    ):
+        _bucket(
+            problems, "key_arn", key_arn, "must be a KMS key ARN 'arn:<partition>:kms:...:key/<id>'"
+        )
     return problems

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import storage as storage_rules
 from fm_constructs.storage.buckets import (
     KEY_USER_ACTIONS,
     access_log_bucket,
@@ -57,7 +57,7 @@ ACCESS_LOG_PREFIX = "data-bucket/"
 #: default of complete checkpoints kept on Lustre, plus the one being written).
 DEFAULT_CHECKPOINTS_TO_KEEP = 3
 #: S3 lifecycle NewerNoncurrentVersions upper bound.
-MAX_NEWER_NONCURRENT_VERSIONS = 100
+MAX_NEWER_NONCURRENT_VERSIONS = storage_rules.MAX_NEWER_NONCURRENT_VERSIONS
 
 #: Incomplete multipart uploads (interrupted checkpoint or dataset uploads) are aborted after:
 ABORT_INCOMPLETE_MULTIPART_UPLOAD_DAYS = 7
@@ -203,32 +203,11 @@ class DataBucket(_DataBucketBase):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(context="DataBucket", code=codes.DATA_BUCKET)
-        if not Token.is_unresolved(noncurrent_version_expiration_days) and not is_whole_number(
-            noncurrent_version_expiration_days, 1
-        ):
-            problems.add(
-                "noncurrent_version_expiration_days",
-                noncurrent_version_expiration_days,
-                "must be a whole number of days >= 1 (S3 lifecycle rules need a positive "
-                "NoncurrentDays)",
+        problems.adopt(
+            storage_rules.data_bucket(
+                noncurrent_version_expiration_days, checkpoints_to_keep, checkpoint_prefix
             )
-        if not Token.is_unresolved(checkpoints_to_keep) and not is_whole_number(
-            checkpoints_to_keep, 1, MAX_NEWER_NONCURRENT_VERSIONS
-        ):
-            problems.add(
-                "checkpoints_to_keep",
-                checkpoints_to_keep,
-                f"must be a whole number from 1 to {MAX_NEWER_NONCURRENT_VERSIONS} (S3 "
-                "NewerNoncurrentVersions)",
-            )
-        if not Token.is_unresolved(checkpoint_prefix) and (
-            not checkpoint_prefix or checkpoint_prefix.startswith("/")
-        ):
-            problems.add(
-                "checkpoint_prefix",
-                checkpoint_prefix,
-                "must be a non-empty S3 key prefix without a leading '/', e.g. 'checkpoints/'",
-            )
+        )
         problems.raise_if_any()
 
         self.checkpoint_prefix = checkpoint_prefix
@@ -409,20 +388,7 @@ class _ImportedDataBucket(_DataBucketBase):
         problems = Problems(
             context="DataBucket.from_data_bucket_attributes", code=codes.DATA_BUCKET
         )
-        if not Token.is_unresolved(bucket_name) and (
-            not bucket_name or "/" in bucket_name or bucket_name.startswith("s3:")
-        ):
-            problems.add(
-                "bucket_name", bucket_name, "must be a bucket name (no 's3://' and no '/')"
-            )
-        if (
-            key_arn is not None
-            and not Token.is_unresolved(key_arn)
-            and not (key_arn.startswith("arn:") and ":key/" in key_arn)
-        ):
-            problems.add(
-                "key_arn", key_arn, "must be a KMS key ARN 'arn:<partition>:kms:...:key/<id>'"
-            )
+        problems.adopt(storage_rules.imported_data_bucket(bucket_name=bucket_name, key_arn=key_arn))
         problems.raise_if_any()
         self.key = kms.Key.from_key_arn(self, "Key", key_arn) if key_arn else None
         self.bucket = s3.Bucket.from_bucket_attributes(

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from typing import NotRequired, TypedDict, Unpack
 
 import jsii
-from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import storage as storage_rules
 from fm_constructs.storage.lustre_client import LustreClientAccess
 from fm_constructs.storage.lustre_connections import LustreConnections
 from fm_constructs.storage.lustre_interface import ILustreFileSystem
@@ -53,21 +53,12 @@ class ImportedLustreFileSystem(LustreClientAccess, Construct):
             context=f"LustreFileSystem.from_lustre_file_system_attributes {self.node.path}",
             code=codes.LUSTRE,
         )
-        if not Token.is_unresolved(file_system_id) and not file_system_id.startswith("fs-"):
-            problems.add("file_system_id", file_system_id, "must be an FSx id such as 'fs-0123...'")
-        for key, value in (("dns_name", dns_name), ("mount_name", mount_name)):
-            if not Token.is_unresolved(value) and not value:
-                problems.add(key, value, "must not be empty (aws fsx describe-file-systems)")
-        if not security_group_ids:
-            problems.add(
-                "security_group_ids",
-                list(security_group_ids),
-                "must list the file system's security groups (clients are allowed in there)",
-            )
         paths = tuple(attributes.get("association_paths", ()))
-        for index, path in enumerate(paths):
-            if not Token.is_unresolved(path) and not path.startswith("/"):
-                problems.add(f"association_paths[{index}]", path, "must be an absolute path")
+        problems.adopt(
+            storage_rules.imported_lustre(
+                file_system_id, dns_name, mount_name, security_group_ids, paths
+            )
+        )
         problems.raise_if_any()
         self.file_system_id = file_system_id
         self.dns_name = dns_name

@@ -11,7 +11,6 @@ L1 takes every property typed, and the security group and ``connections`` are bu
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Unpack
@@ -25,12 +24,10 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fm_constructs import pins
-from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import Problems
 from fm_constructs.planning.fsx_sizing import (
     DEFAULT_PER_UNIT_THROUGHPUT,
     DEFAULT_STORAGE_CAPACITY_GIB,
-    MAX_BACKUP_RETENTION_DAYS,
     FsxSizingRequest,
     FsxSizingResult,
     LustreDeploymentType,
@@ -39,7 +36,12 @@ from fm_constructs.planning.fsx_sizing import (
 from fm_constructs.policy import logs_encryption_key
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules.findings import warnings
-from fm_constructs.rules.storage import data_repository_associations, lustre_settings
+from fm_constructs.rules.storage import (
+    data_repository_associations,
+    lustre_file_system,
+    lustre_settings,
+    lustre_sizing_request,
+)
 from fm_constructs.storage.associations import (
     DataRepositoryAssociation,
     create_associations,
@@ -67,8 +69,6 @@ FSX_LOG_GROUP_PREFIX = "/aws/fsx/"
 #: S3 is then the durable copy.
 DEFAULT_BACKUP_RETENTION_DAYS = 7
 #: FSx's DailyTime (HH:MM, 5 characters) and WeeklyTime (d:HH:MM, 7 characters).
-_DAILY_TIME = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
-_WEEKLY_TIME = re.compile(r"^[1-7]:([01]\d|2[0-3]):([0-5]\d)$")
 
 
 class LustreLogLevel(StrEnum):
@@ -156,18 +156,13 @@ class LustreFileSystem(LustreClientAccess, Construct):
 
         self.sizing_result: FsxSizingResult | None = None
         if sizing is not None:
-            if storage_capacity_gib is not None or throughput_mb_s_per_tib is not None:
-                problems.add_message(
-                    "sizing: give either sizing or storage_capacity_gib/throughput_mb_s_per_tib, "
-                    f"not both; got sizing and storage_capacity_gib={storage_capacity_gib!r}, "
-                    f"throughput_mb_s_per_tib={throughput_mb_s_per_tib!r}"
+            problems.adopt(
+                lustre_sizing_request(
+                    deployment_type=deployment_type,
+                    storage_capacity_gib=storage_capacity_gib,
+                    throughput_mb_s_per_tib=throughput_mb_s_per_tib,
                 )
-            if deployment_type is not LustreDeploymentType.PERSISTENT_2:
-                problems.add(
-                    "deployment_type",
-                    deployment_type.value,
-                    "must be PERSISTENT_2 when sizing is given (sizing prices PERSISTENT_2)",
-                )
+            )
             if efa_enabled and not sizing.efa_enabled:
                 sizing = dataclasses.replace(sizing, efa_enabled=True)
             problems.extend(f"sizing.{p}" for p in sizing.problems())
@@ -195,54 +190,19 @@ class LustreFileSystem(LustreClientAccess, Construct):
                 efa_enabled=efa_enabled,
             )
         )
-        if not persistent and kms_key is not None:
-            problems.add(
-                "kms_key",
-                str(kms_key),
-                "SCRATCH_2 file systems are encrypted with FSx-managed keys; remove kms_key or "
-                "use a PERSISTENT deployment type",
+        problems.adopt(
+            lustre_file_system(
+                deployment_type=deployment_type,
+                kms_key=None if kms_key is None else str(kms_key),
+                automatic_backup_retention_days=automatic_backup_retention_days,
+                associated=bool(chosen),
+                daily_backup_start_time_utc=daily_backup_start_time_utc,
+                weekly_maintenance_start_time_utc=weekly_maintenance_start_time_utc,
             )
+        )
         if automatic_backup_retention_days is None:
             automatic_backup_retention_days = (
                 DEFAULT_BACKUP_RETENTION_DAYS if persistent and not chosen else 0
-            )
-        elif not Token.is_unresolved(automatic_backup_retention_days):
-            if not is_whole_number(automatic_backup_retention_days, 0, MAX_BACKUP_RETENTION_DAYS):
-                problems.add(
-                    "automatic_backup_retention_days",
-                    automatic_backup_retention_days,
-                    f"must be a whole number of days from 0 (no backups) to "
-                    f"{MAX_BACKUP_RETENTION_DAYS}",
-                )
-            elif not persistent and automatic_backup_retention_days > 0:
-                problems.add(
-                    "automatic_backup_retention_days",
-                    automatic_backup_retention_days,
-                    "SCRATCH_2 file systems have no automatic backups; set 0 or leave it unset",
-                )
-            elif chosen and automatic_backup_retention_days > 0:
-                problems.add(
-                    "automatic_backup_retention_days",
-                    automatic_backup_retention_days,
-                    "FSx does not back up file systems linked to S3 with data repository "
-                    "associations (the S3 bucket is the durable copy); set 0 or leave it unset, "
-                    "or pass associations=[] for a file system with backups and no S3 link",
-                )
-        if not Token.is_unresolved(daily_backup_start_time_utc) and not _DAILY_TIME.match(
-            daily_backup_start_time_utc
-        ):
-            problems.add(
-                "daily_backup_start_time_utc",
-                daily_backup_start_time_utc,
-                "must be 'HH:MM' in UTC (00:00 to 23:59)",
-            )
-        if not Token.is_unresolved(weekly_maintenance_start_time_utc) and not _WEEKLY_TIME.match(
-            weekly_maintenance_start_time_utc
-        ):
-            problems.add(
-                "weekly_maintenance_start_time_utc",
-                weekly_maintenance_start_time_utc,
-                "must be 'd:HH:MM' in UTC, d from 1 (Monday) to 7 (Sunday), e.g. '7:05:00'",
             )
         found = data_repository_associations(chosen, bucket_name=data_bucket.bucket_name)
         problems.add_findings(found)

@@ -8,12 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Token, Tokenization
+from aws_cdk import Tokenization
 from aws_cdk import aws_ec2 as ec2
 
 from fm_constructs.errors import Problems
 from fm_constructs.kubernetes.lustre_volume import DEFAULT_MOUNT_OPTIONS, static_volume_manifests
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import storage as storage_rules
 
 #: The smallest FSx for Lustre file system (GiB): the claim size of an imported file system
 #: whose capacity was not given (the CSI driver does not enforce it).
@@ -23,10 +24,9 @@ MIN_STORAGE_CAPACITY_GIB = 1200
 def lustre_mount_command(dns_name: str, mount_name: str, mount_point: str = "/fsx") -> str:
     """``mount -t lustre`` for a file system (run as root; ``mkdir -p`` the mount point first).
     Values may be tokens, so the command can go into a CfnOutput or EC2 user data."""
-    if not Token.is_unresolved(mount_point) and not mount_point.startswith("/"):
-        problems = Problems(context="LustreFileSystem.mount_command", code=codes.LUSTRE)
-        problems.add("mount_point", mount_point, "must be an absolute path such as '/fsx'")
-        problems.raise_if_any()
+    problems = Problems(context="LustreFileSystem.mount_command", code=codes.LUSTRE)
+    problems.adopt(storage_rules.mount_point(mount_point))
+    problems.raise_if_any()
     return f"mount -t lustre -o relatime,flock {dns_name}@tcp:/{mount_name} {mount_point}"
 
 

@@ -10,7 +10,10 @@ import pytest
 
 from fm_constructs.domain.hyperpod import DeepHealthCheck, SlurmNodeType
 from fm_constructs.domain.kinds import CapacityKind, Orchestrator
+from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
+from fm_constructs.rules import hyperpod
+from fm_constructs.rules.constructs import HYPERPOD_CLUSTER
 from fm_constructs.rules.hyperpod import (
     GroupArguments,
     group_layout,
@@ -186,3 +189,77 @@ def test_the_construct_reports_the_rules_findings() -> None:
     assert check_layout([group], Orchestrator.HYPERPOD_EKS) == rules
     with pytest.raises(FmValidationError, match=r"instance_type: must be an instance type"):
         InstanceGroup(name="w", instance_type="m5.weird").spec  # noqa: B018
+
+
+_CLUSTER: dict[str, object] = {
+    "orchestrator": Orchestrator.HYPERPOD_SLURM,
+    "eks_cluster_given": False,
+    "eks_kubernetes_version": None,
+    "eks_gpu_zone": None,
+    "subnet_zone": "us-east-1a",
+    "group_reservation_zones": [("workers", CapacityKind.CAPACITY_BLOCK, "us-east-1a")],
+    "cluster_name": "training",
+    "lustre_mount_point": "/fsx",
+    "users": [],
+    "lustre_given": True,
+}
+
+
+def test_a_valid_hyperpod_cluster_has_no_findings() -> None:
+    assert hyperpod.hyperpod_cluster(**_CLUSTER) == []  # type: ignore[arg-type]
+
+
+def test_hyperpod_cluster_arguments() -> None:
+    found = hyperpod.hyperpod_cluster(
+        **{  # type: ignore[arg-type]
+            **_CLUSTER,
+            "orchestrator": Orchestrator.HYPERPOD_EKS,
+            "eks_gpu_zone": "us-east-1b",
+            "group_reservation_zones": [("workers", CapacityKind.ODCR, "us-east-1c")],
+            "cluster_name": "-bad-",
+            "lustre_mount_point": "fsx",
+            "users": [ClusterUser(name="alice", uid=2001)],
+        }
+    )
+    assert {f.code for f in found} == {HYPERPOD_CLUSTER}
+    assert [f.key or f.allowed.split(":")[0] for f in found] == [
+        "eks_cluster",
+        "subnet",
+        "instance_groups['workers'].capacity",
+        "cluster_name",
+        "lustre_mount_point",
+        "users",
+    ]
+    assert found[2].message() == (
+        "instance_groups['workers'].capacity: subnet_availability_zone: the odcr reservation is "
+        "in us-east-1c; nodes must launch in a subnet of that zone, got 'us-east-1a'"
+    )
+
+
+def test_hyperpod_cluster_eks_version_and_slurm_users_need_lustre() -> None:
+    (version,) = hyperpod.hyperpod_cluster(
+        **{  # type: ignore[arg-type]
+            **_CLUSTER,
+            "orchestrator": Orchestrator.HYPERPOD_EKS,
+            "eks_cluster_given": True,
+            "eks_kubernetes_version": "1.20",
+        }
+    )
+    assert version.message().startswith("eks_cluster.kubernetes_version: SageMaker HyperPod")
+    slurm_eks, users = hyperpod.hyperpod_cluster(
+        **{  # type: ignore[arg-type]
+            **_CLUSTER,
+            "eks_cluster_given": True,
+            "lustre_given": False,
+            "users": [ClusterUser(name="alice", uid=2001)],
+        }
+    )
+    assert (slurm_eks.key, slurm_eks.value) == ("eks_cluster", "<GpuEksCluster>")
+    assert "need lustre" in users.allowed
+
+
+def test_an_imported_cluster_name() -> None:
+    assert hyperpod.imported_cluster_name("training") == []
+    assert hyperpod.imported_cluster_name("${Token[N.1]}") == []
+    (bad,) = hyperpod.imported_cluster_name("-training")
+    assert (bad.code, bad.key) == (HYPERPOD_CLUSTER, "cluster_name")

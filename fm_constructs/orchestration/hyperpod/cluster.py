@@ -35,7 +35,6 @@ from fm_constructs.orchestration.hyperpod.eks import (
     hyperpod_node_labels,
 )
 from fm_constructs.orchestration.hyperpod.instance_groups import (
-    GROUP_NAME_PATTERN,
     InstanceGroup,
     PatchingStrategy,
     SlurmNodeType,
@@ -51,9 +50,8 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
 from fm_constructs.orchestration.remote_write import IRemoteWriteTarget
 from fm_constructs.orchestration.slurm import efa_exporter_repository_arn
-from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.rules import constructs as codes
-from fm_constructs.rules.users import check_users
+from fm_constructs.rules import hyperpod as hyperpod_rules
 from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 CLUSTER_NAME_MAX_LENGTH = 63
@@ -132,22 +130,31 @@ class HyperPodCluster(Construct):
         groups = list(instance_groups)
         problems = Problems.of(self)
         problems.extend(check_layout(groups, orchestrator))
-        self._check_orchestrator(problems, orchestrator, eks_cluster)
-        self._check_zones(problems, subnet, groups, eks_cluster)
-        if (
-            cluster_name is not None
-            and not Token.is_unresolved(cluster_name)
-            and (not GROUP_NAME_PATTERN.match(cluster_name) or len(cluster_name) > 63)
-        ):
-            problems.add(
-                "cluster_name",
-                cluster_name,
-                "must be 1-63 letters, digits and hyphens, starting and ending with a "
-                "letter or digit",
+        zone = None if Token.is_unresolved(subnet.availability_zone) else subnet.availability_zone
+        eks_version = None if eks_cluster is None else eks_cluster.kubernetes_version
+        eks_zone = None if eks_cluster is None else eks_cluster.gpu_availability_zone
+        problems.add_findings(
+            hyperpod_rules.hyperpod_cluster(
+                orchestrator=orchestrator,
+                eks_cluster_given=eks_cluster is not None,
+                eks_kubernetes_version=None
+                if eks_version is None or Token.is_unresolved(eks_version)
+                else eks_version,
+                eks_gpu_zone=None
+                if eks_zone is None or Token.is_unresolved(eks_zone)
+                else eks_zone,
+                subnet_zone=zone,
+                group_reservation_zones=[
+                    (group.name, group.capacity.kind, group.capacity.availability_zone)
+                    for group in groups
+                    if group.capacity is not None and group.capacity.availability_zone is not None
+                ],
+                cluster_name=cluster_name,
+                lustre_mount_point=lustre_mount_point,
+                users=users,
+                lustre_given=lustre is not None,
             )
-        if not lustre_mount_point.startswith("/"):
-            problems.add("lustre_mount_point", lustre_mount_point, "must be an absolute path")
-        self._check_users(problems, users, orchestrator, lustre)
+        )
         problems.raise_if_any()
 
         self.orchestrator = orchestrator
@@ -378,77 +385,3 @@ class HyperPodCluster(Construct):
                 cluster_arn=eks_cluster.cluster_arn
             )
         )
-
-    @staticmethod
-    def _check_users(
-        problems: Problems,
-        users: Sequence[ClusterUser],
-        orchestrator: Orchestrator,
-        lustre: ILustreFileSystem | None,
-    ) -> None:
-        """The profile's rules on users (:mod:`fm_constructs.rules.users`), plus what the
-        lifecycle scripts need: Slurm, and a file system for the homes."""
-        if not users:
-            return
-        problems.add_findings(check_users(users))
-        if orchestrator is not Orchestrator.HYPERPOD_SLURM:
-            problems.add(
-                "users",
-                [u.name for u in users],
-                "are created by the Slurm lifecycle scripts only; remove them for EKS",
-            )
-        elif lustre is None:
-            problems.add(
-                "users",
-                [u.name for u in users],
-                "need lustre: their homes and SSH keys live on the shared file system",
-            )
-
-    @staticmethod
-    def _check_orchestrator(
-        problems: Problems, orchestrator: Orchestrator, eks_cluster: IGpuCluster | None
-    ) -> None:
-        if orchestrator is Orchestrator.HYPERPOD_EKS and eks_cluster is None:
-            problems.add(
-                "eks_cluster",
-                None,
-                "an EKS-orchestrated cluster needs the GpuEksCluster it attaches to",
-            )
-        if eks_cluster is not None and not Token.is_unresolved(eks_cluster.kubernetes_version):
-            for problem in hyperpod_eks_problems(
-                eks_cluster.kubernetes_version, key="eks_cluster.kubernetes_version"
-            ):
-                problems.add_message(problem)
-        if orchestrator is Orchestrator.HYPERPOD_SLURM and eks_cluster is not None:
-            problems.add(
-                "eks_cluster",
-                "<GpuEksCluster>",
-                "is only used with orchestrator=Orchestrator.HYPERPOD_EKS; remove it or switch "
-                "the orchestrator",
-            )
-
-    @staticmethod
-    def _check_zones(
-        problems: Problems,
-        subnet: ec2.ISubnet,
-        groups: Sequence[InstanceGroup],
-        eks_cluster: IGpuCluster | None,
-    ) -> None:
-        zone = subnet.availability_zone
-        if Token.is_unresolved(zone):
-            return
-        if (
-            eks_cluster is not None
-            and eks_cluster.gpu_availability_zone is not None
-            and not Token.is_unresolved(eks_cluster.gpu_availability_zone)
-            and eks_cluster.gpu_availability_zone != zone
-        ):
-            problems.add(
-                "subnet",
-                zone,
-                f"must be in the EKS cluster's GPU zone {eks_cluster.gpu_availability_zone}",
-            )
-        for group in groups:
-            if group.capacity is not None and group.capacity.availability_zone is not None:
-                for problem in group.capacity.problems_with(availability_zone=zone):
-                    problems.add_message(f"instance_groups[{group.name!r}].capacity: {problem}")

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Stack, Token
+from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
@@ -63,6 +63,7 @@ from fm_constructs.orchestration.hyperpod.instance_groups import InstanceGroup
 from fm_constructs.orchestration.pod_identity import pod_identity_role
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import eks as eks_rules
 
 TRAINING_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-training-operator"
 TASK_GOVERNANCE_ADDON = "amazon-sagemaker-hyperpod-taskgovernance"
@@ -121,21 +122,14 @@ class HyperPodEksDependencies(Construct):
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
         region = Stack.of(self).region
-        if Token.is_unresolved(region) or region not in HMA_IMAGE_ACCOUNTS:
-            problems.add(
-                "region",
-                region,
-                "the HyperPod health monitoring agent image is published in "
-                f"{', '.join(sorted(HMA_IMAGE_ACCOUNTS))}; deploy the stack with an explicit "
-                "env region from that list",
+        problems.adopt(
+            eks_rules.hyperpod_eks(
+                region=region,
+                agent_regions=HMA_IMAGE_ACCOUNTS,
+                task_governance=task_governance,
+                cluster_has_kueue="kueue" in eks_cluster.charts,
             )
-        if task_governance and "kueue" in eks_cluster.charts:
-            problems.add(
-                "task_governance",
-                task_governance,
-                "the task governance add-on installs its own Kueue; turn the cluster's Kueue "
-                "chart off (GpuEksCluster(operators=WorkloadOperators(kueue=False)))",
-            )
+        )
         problems.raise_if_any()
         self.eks_cluster = eks_cluster
         self.training_operator = training_operator

@@ -3,20 +3,19 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import jsii
-from aws_cdk import Stack, Token
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.errors import Problems
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import hyperpod as hyperpod_rules
 
 #: HyperPod cluster names (SageMaker API model: ClusterName pattern, 1-63 characters).
-_CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 
 @runtime_checkable
@@ -50,12 +49,7 @@ class ImportedHyperPodCluster(Construct):
             context=f"HyperPodCluster.from_hyperpod_cluster_attributes {self.node.path}",
             code=codes.HYPERPOD_CLUSTER,
         )
-        if not Token.is_unresolved(cluster_name) and not _CLUSTER_NAME.match(cluster_name):
-            problems.add(
-                "cluster_name",
-                cluster_name,
-                "must be a HyperPod cluster name (letters, digits and '-', at most 63)",
-            )
+        problems.adopt(hyperpod_rules.imported_cluster_name(cluster_name))
         problems.raise_if_any()
         self.cluster_name = cluster_name
         self.cluster_arn = Stack.of(self).format_arn(

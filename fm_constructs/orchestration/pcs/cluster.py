@@ -22,18 +22,15 @@ from fm_constructs import pins
 from fm_constructs.errors import Problems
 from fm_constructs.planning.pcs_limits import (
     CLUSTER_NAME_MAX,
-    MAX_NODES,
     PcsClusterSize,
     cluster_size_for,
-    name_problem,
 )
 from fm_constructs.policy.compliance import acknowledge_compliance
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import pcs as pcs_rules
 
 #: The slurm.conf settings PCS takes at cluster level (API reference, SlurmCustomSetting).
-CLUSTER_SLURM_SETTINGS = frozenset(
-    {"Prolog", "Epilog", "SelectTypeParameters", "AccountingStorageEnforce"}
-)
+CLUSTER_SLURM_SETTINGS = pcs_rules.CLUSTER_SLURM_SETTINGS
 #: Seconds an idle dynamic node stays up before PCS scales it down.
 SCALE_DOWN_IDLE_SECONDS = 600
 
@@ -94,39 +91,18 @@ class PcsCluster(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
+        problems.adopt(
+            pcs_rules.pcs_cluster(
+                slurm_settings=list(slurm_settings or {}),
+                node_count=node_count,
+                size=size,
+                cluster_name=cluster_name,
+                scale_down_idle_seconds=scale_down_idle_seconds,
+            )
+        )
         chosen = size
         if not Token.is_unresolved(node_count):
-            fitting = cluster_size_for(node_count)
-            if node_count < 1:
-                problems.add("node_count", node_count, "must be 1 or more")
-            elif fitting is None:
-                problems.add(
-                    "node_count",
-                    node_count,
-                    f"must be at most {MAX_NODES[PcsClusterSize.LARGE]} (a LARGE PCS cluster)",
-                    fix="split the nodes over two clusters",
-                )
-            elif size is not None and MAX_NODES[size] < node_count:
-                problems.add(
-                    "size",
-                    size.value,
-                    f"a {size.value} cluster runs at most {MAX_NODES[size]} nodes, not "
-                    f"{node_count}",
-                    fix=f"use {fitting.value} or leave size unset",
-                )
-            chosen = size or fitting
-        if cluster_name is not None and not Token.is_unresolved(cluster_name):
-            why = name_problem(cluster_name, CLUSTER_NAME_MAX)
-            if why:
-                problems.add("cluster_name", cluster_name, why)
-        for setting in sorted(set(slurm_settings or {}) - CLUSTER_SLURM_SETTINGS):
-            problems.add(
-                "slurm_settings",
-                setting,
-                f"PCS takes only {', '.join(sorted(CLUSTER_SLURM_SETTINGS))} at cluster level",
-            )
-        if not Token.is_unresolved(scale_down_idle_seconds) and scale_down_idle_seconds < 1:
-            problems.add("scale_down_idle_seconds", scale_down_idle_seconds, "must be 1 or more")
+            chosen = size or cluster_size_for(node_count)
         problems.raise_if_any()
         self.size: PcsClusterSize = chosen or PcsClusterSize.MEDIUM
         #: The cluster's name (metrics carry it as label ``cluster``).
@@ -226,8 +202,9 @@ class _ImportedPcsCluster(Construct):
         problems = Problems(
             context=f"PcsCluster.from_cluster_attributes {self.node.path}", code=codes.PCS
         )
-        if not Token.is_unresolved(cluster_id) and not cluster_id:
-            problems.add("cluster_id", cluster_id, "must be the cluster's id (pcs_...)")
+        problems.adopt(
+            pcs_rules.imported_id("cluster_id", cluster_id, "must be the cluster's id (pcs_...)")
+        )
         problems.raise_if_any()
         self.cluster_id = cluster_id
         self.cluster_arn = cluster_arn

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from aws_cdk import Fn, Token
+from aws_cdk import Fn
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
@@ -43,9 +43,9 @@ from fm_constructs.orchestration.pcs.cluster import IPcsCluster
 from fm_constructs.orchestration.pcs.role import IPcsInstanceProfile
 from fm_constructs.orchestration.pcs.user_data import pcs_user_data
 from fm_constructs.planning.efa_layout import EfaLayout
-from fm_constructs.planning.pcs_limits import GROUP_NAME_MAX, LOGIN_INSTANCE_TYPE, name_problem
+from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE
 from fm_constructs.rules import constructs as codes
-from fm_constructs.rules.pcs_ami import AMI_ID
+from fm_constructs.rules import pcs as pcs_rules
 
 LOGIN_ROOT_VOLUME_GIB = 200
 
@@ -99,44 +99,16 @@ class PcsComputeNodeGroup(Construct):
         super().__init__(scope, construct_id)
         capacity = capacity or CapacitySource.on_demand()
         problems = Problems.of(self)
-        for name, value in (("min_count", min_count), ("max_count", max_count)):
-            if not Token.is_unresolved(value) and value < 0:
-                problems.add(name, value, "must be 0 or more")
-        if (
-            not Token.is_unresolved(min_count)
-            and not Token.is_unresolved(max_count)
-            and min_count > max_count
-        ):
-            problems.add("min_count", min_count, f"must not exceed max_count ({max_count})")
-        why = name_problem(group_name, GROUP_NAME_MAX)
-        if why:
-            problems.add("group_name", group_name, why)
-        if not Token.is_unresolved(ami_id) and not _is_ami(ami_id):
-            problems.add(
-                "ami_id",
+        problems.adopt(
+            pcs_rules.compute_node_group(
+                group_name,
+                (min_count, max_count),
                 ami_id,
-                "must be an AMI id (ami- and 8 or 17 hex digits) of an image with the PCS "
-                "agent and the cluster's Slurm version installed",
+                capacity_kind=capacity.kind,
+                training_plan_arn=capacity.training_plan_arn,
+                capacity_instance_count=capacity.instance_count,
             )
-        if capacity.kind is CapacityKind.TRAINING_PLAN:
-            problems.add(
-                "capacity",
-                capacity.training_plan_arn,
-                "SageMaker training plans are for HyperPod; PCS takes On-Demand, an ODCR or "
-                "a Capacity Block",
-            )
-        if (
-            capacity.kind is CapacityKind.CAPACITY_BLOCK
-            and capacity.instance_count is not None
-            and not Token.is_unresolved(max_count)
-            and max_count > capacity.instance_count
-        ):
-            problems.add(
-                "max_count",
-                max_count,
-                f"must not exceed the Capacity Block's {capacity.instance_count} instances "
-                "(PCS refuses a larger maximum)",
-            )
+        )
         problems.raise_if_any()
         self.instance_type = instance_type
         self.max_count = max_count
@@ -292,21 +264,18 @@ class PcsComputeNodeGroup(Construct):
         scope: Construct, construct_id: str, *, compute_node_group_id: str
     ) -> IPcsComputeNodeGroup:
         """A node group created elsewhere, by id (for a queue of this app)."""
-        return _ImportedNodeGroup(scope, construct_id, compute_node_group_id)
-
-
-def _is_ami(value: str) -> bool:
-    return AMI_ID.fullmatch(value) is not None
+        return _ImportedNodeGroup(scope, construct_id, group_id=compute_node_group_id)
 
 
 class _ImportedNodeGroup(Construct):
-    def __init__(self, scope: Construct, construct_id: str, group_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, group_id: str) -> None:
         super().__init__(scope, construct_id)
         problems = Problems(
             context=f"PcsComputeNodeGroup.from_compute_node_group_attributes {self.node.path}",
             code=codes.PCS,
         )
-        if not Token.is_unresolved(group_id) and not group_id:
-            problems.add("compute_node_group_id", group_id, "must be the node group's id")
+        problems.adopt(
+            pcs_rules.imported_id("compute_node_group_id", group_id, "must be the node group's id")
+        )
         problems.raise_if_any()
         self.compute_node_group_id = group_id

@@ -11,8 +11,8 @@ from constructs import Construct
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration.pcs.cluster import IPcsCluster
 from fm_constructs.orchestration.pcs.node_group import IPcsComputeNodeGroup
-from fm_constructs.planning.pcs_limits import GROUP_NAME_MAX, name_problem
 from fm_constructs.rules import constructs as codes
+from fm_constructs.rules import pcs as pcs_rules
 
 
 @runtime_checkable
@@ -44,11 +44,7 @@ class PcsQueue(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
-        if not node_groups:
-            problems.add("node_groups", [], "must name at least one compute node group")
-        why = name_problem(queue_name, GROUP_NAME_MAX)
-        if why:
-            problems.add("queue_name", queue_name, why)
+        problems.adopt(pcs_rules.queue(node_group_count=len(node_groups), queue_name=queue_name))
         problems.raise_if_any()
         self.queue_name = queue_name
         self.resource = pcs.CfnQueue(
