@@ -32,7 +32,7 @@ ALLOWED = {
     ("fm_constructs/orchestration/hyperpod/lifecycle.py", "1.0.0"): (
         "format version of the provisioning parameters file, not a dependency"
     ),
-    ("fm_constructs/orchestration/eks_addons.py", "v1.20.4-eksbuild.1"): (
+    ("fm_constructs/rules/eks.py", "v1.20.4-eksbuild.1"): (
         "an example of the add-on version format in an error message"
     ),
 }
