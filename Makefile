@@ -69,8 +69,9 @@ unit: setup
 # End-to-end checks that install or start whole programs (the consumer page followed literally
 # in a fresh copy, node scripts run whole in simulated nodes, Slurm and SSH daemons, the CDK CLI
 # in a subprocess): tests marked e2e. A CI stage of its own, run by .ci/run after `make test`, so
-# the everyday `make test` stays fast.
-e2e: setup
+# the everyday `make test` stays fast. The built docs site opened in headless Chromium
+# (docs-check) is one of them.
+e2e: setup docs-check
 	time pytest -n 2 --dist loadgroup -m e2e
 
 # checkov pins boto3 and packaging below the project's: it gets an environment of its own.
@@ -90,10 +91,11 @@ rehearsal: setup $(CHECKOV_VENV)/.installed
 # unit includes the consumer example built in process against its snapshot and cfn-linted
 # (tests/stacks/test_example.py; `make e2e` follows its page literally) and
 # tests/stacks/test_architecture_docs.py (committed diagrams against the synthesized profiles).
-# ruff and mypy run beside the docs build and its check (each mostly one process, so two at a
-# time keep both cores busy; each target's output printed whole), then the test suite.
+# ruff and mypy run beside the docs build (each mostly one process, so two at a time keep both
+# cores busy; each target's output printed whole), then the test suite. The docs site opened in
+# Chromium (docs-check) runs in `make e2e`.
 test: setup
-	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck docs-check
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck docs
 	$(MAKE) --no-print-directory unit
 
 # The documentation site, offline and warning-free (output in site/, gitignored).
