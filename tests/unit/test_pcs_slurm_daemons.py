@@ -59,6 +59,9 @@ DAEMONS = ("slurmctld", "slurmd", "srun", "munged", "gcc")
 VERSION = pins.pcs().slurm_version
 NODE = "fm-pcs-node"
 PORT = 16917
+#: slurmd's port, away from Slurm's default 6818: the daemons share the host's network with the
+#: HyperPod daemon test, which may run at the same time on another worker.
+SLURMD_PORT = PORT + 1
 
 #: A SPANK plugin with one srun option; in slurmstepd (remote context) it writes a marker.
 PROBE_C = r"""
@@ -96,6 +99,7 @@ def _controller_conf(state: Path) -> str:
             "ClusterName=fm-pcs",
             "SlurmctldHost=localhost(127.0.0.1)",
             f"SlurmctldPort={PORT}",
+            f"SlurmdPort={SLURMD_PORT}",
             "SlurmctldParameters=enable_configless",
             "SlurmUser=root",
             "AuthType=auth/munge",
