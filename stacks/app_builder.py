@@ -70,6 +70,7 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     deployed (its scale checked, the ``admin_role_arns`` context applied), a stack for each
     part they name, each filled in by the deployment pattern. Workload stacks never depend on
     each other: ``cdk deploy --all --concurrency 4`` runs them side by side."""
+    _refuse_pcs_ami_context(app)
     admins = app.node.try_get_context(ADMIN_ROLES_CONTEXT)
     options = options_for_deployment(profile, admin_roles=admins)
     p = options.platform
@@ -94,20 +95,6 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
     stacks = DeploymentStacks(
         platform, grafana, clusters, addons, monitoring, workloads, computes, options
     )
-    if app.node.try_get_context(PCS_AMI_CONTEXT):
-        raise FmValidationError(
-            [
-                Finding(
-                    PCS_AMI.code,
-                    Severity.ERROR,
-                    f"-c {PCS_AMI_CONTEXT}",
-                    app.node.try_get_context(PCS_AMI_CONTEXT),
-                    "is no longer read: the AMI of AWS PCS nodes is pinned in the profile "
-                    "([<workload>.pcs_ami] id and region)",
-                    f"drop -c {PCS_AMI_CONTEXT} and run `fmc pcs-ami --config <profile> --write`",
-                )
-            ]
-        )
     deployment = Deployment(options)
     parts = (platform, grafana, clusters, addons, monitoring, workloads, computes)
     deployment.build(*parts)
@@ -124,3 +111,24 @@ def build_stacks(app: cdk.App, profile: Profile) -> DeploymentStacks:
             reason = f"accepted in {p.source} (platform.accepted_warnings)"
             cdk.Annotations.of(stack).acknowledge_warning(warning, reason)
     return stacks
+
+
+def _refuse_pcs_ami_context(app: cdk.App) -> None:
+    """Stop a synthesis given the former ``-c pcs_ami_id`` before anything is planned or built:
+    the AMI of AWS PCS nodes is pinned in the profile now."""
+    value = app.node.try_get_context(PCS_AMI_CONTEXT)
+    if not value:
+        return
+    raise FmValidationError(
+        [
+            Finding(
+                PCS_AMI.code,
+                Severity.ERROR,
+                f"-c {PCS_AMI_CONTEXT}",
+                value,
+                "is no longer read: the AMI of AWS PCS nodes is pinned in the profile "
+                "([<workload>.pcs_ami] id and region)",
+                f"drop -c {PCS_AMI_CONTEXT} and run `fmc pcs-ami --config <profile> --write`",
+            )
+        ]
+    )
