@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.domain.kinds import LoadBalancer
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION,
@@ -555,9 +556,9 @@ def model_server_spec(spec: ModelServerSpec) -> list[Finding]:
         ("pipeline_parallel_size", spec.pipeline_parallel_size),
         ("replicas", spec.replicas),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_whole_number(value, 1):
             _add(out, name, value, "must be a whole number >= 1")
-    if isinstance(spec.max_replicas, bool) or not isinstance(spec.max_replicas, int):
+    if not is_whole_number(spec.max_replicas):
         _add(
             out,
             "max_replicas",
