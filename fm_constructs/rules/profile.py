@@ -16,7 +16,7 @@ from fm_constructs.catalog import InstanceSpec
 from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.domain.defaults import HYPERPOD_EBS_VOLUME_GIB, ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.kinds import HYPERPOD
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.aws_limits import (
     NODES_PER_MANAGED_NODE_GROUP,
     node_groups_for,
@@ -113,11 +113,6 @@ def _keys_set(code: str, prefix: str, values: Mapping[str, object], allowed: str
 def _text(code: str, message: str) -> Finding:
     """A finding phrased in full (rules spanning several keys)."""
     return Finding(code, Severity.ERROR, "", None, message)
-
-
-def _recode(code: str, findings: Problems) -> list[Finding]:
-    """Findings of a floor-1 check written against :class:`Problems`, under ``code``."""
-    return [Finding(code, f.severity, f.key, f.value, f.allowed, f.fix) for f in findings.findings]
 
 
 def check_profile(profile: Profile) -> list[Finding]:
