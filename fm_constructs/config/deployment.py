@@ -2,9 +2,10 @@
 
 :func:`options_for_deployment` takes a loaded profile and the deployment command's overrides
 (``cdk synth -c admin_role_arns=...``) and returns the complete
-:class:`~fm_constructs.config.options.DeploymentOptions`, as one pipeline: the profile planned
-once (subnets and AWS limit usages), the plan and the overrides checked, the overrides applied,
-then the profile mapped with the plan. ``stacks/`` hands the profile here once and builds from
+:class:`~fm_constructs.config.options.DeploymentOptions`, as one pipeline that runs one way:
+the profile planned once (subnets and AWS limit usages), the rules of
+:mod:`fm_constructs.rules.deployment` over the plan and the overrides, then the profile mapped
+with the plan, the overrides applied. ``stacks/`` hands the profile here once and builds from
 the options alone. Pure data: no aws_cdk import.
 """
 

@@ -11,11 +11,11 @@ no aws_cdk import.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.catalog.lookup import find_instance_type
 from fm_constructs.catalog.model import EksAmiFamily
 from fm_constructs.config.model import (
     SHARED_CLUSTER,
@@ -52,6 +52,7 @@ from fm_constructs.planning.fsx_sizing import FsxSizingRequest
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
 from fm_constructs.planning.kueue_quota import capacity_quota as capacity_quota
 from fm_constructs.planning.pod_networking import PodNetworking
+from fm_constructs.planning.subnet_demand import NodeGroupRequest
 
 _T = TypeVar("_T")
 
@@ -422,37 +423,32 @@ def efa_layout_of(workload: WorkloadConfig, instance_type: str | None = None) ->
     return workload.efa_layout if spec.efa_supported else None
 
 
-def _efa_nodes(instance_type: str, count: int) -> int:
-    spec = find_instance_type(instance_type)  # None for an unknown type (reported by FM301)
-    return count if spec is not None and spec.efa_supported else 0
-
-
-def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
+def hyperpod_slurm_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:
     """EFA-capable nodes of ``w``'s HyperPod Slurm cluster (its rollout group included), the
     nodes that mount an EFA-enabled file system over EFA (on AWS PCS too, which runs the same
-    node scripts); 0 for other orchestrators."""
+    node scripts); 0 for other orchestrators. Counted on ``node_groups``, the plan's node
+    groups at their largest (a group has an EFA layout when its type has EFA)."""
     if not w.enabled or not w.orchestrator.is_slurm:
         return 0
-    total = _efa_nodes(w.instance_type, w.instance_count)
-    rollout = w.rollout_group
-    if rollout is not None:
-        total += _efa_nodes(rollout.instance_type, rollout.instance_count)
-    return total
+    return sum(g.nodes for g in node_groups if g.workload == w.name and g.layout is not None)
 
 
-def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
+def fsx_efa_clients(
+    profile: Profile, w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]
+) -> int | None:
     """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
-    the workload that owns it and of a post-training workload reusing it. None when ``w``'s
-    file system has no EFA or ``w`` is not on HyperPod Slurm or AWS PCS."""
+    the workload that owns it and of a post-training workload reusing it, counted on the
+    plan's ``node_groups``. None when ``w``'s file system has no EFA or ``w`` is not on
+    HyperPod Slurm or AWS PCS."""
     owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
     if not owner.storage.enabled or not owner.storage.efa_enabled:
         return None
     if not w.orchestrator.is_slurm:
         return None
-    total = hyperpod_slurm_efa_nodes(owner)
+    total = hyperpod_slurm_efa_nodes(owner, node_groups)
     post = profile.post_training
     if owner is profile.pretraining and post.reuses_pretraining_storage:
-        total += hyperpod_slurm_efa_nodes(post)
+        total += hyperpod_slurm_efa_nodes(post, node_groups)
     return total
 
 
@@ -575,13 +571,14 @@ def _workload_stacks(
 def workload_options(
     profile: Profile,
     w: WorkloadConfig,
-    networking: PodNetworking = PodNetworking.NODE_SUBNET,
-    node_group_subnets: dict[str, tuple[int, ...]] | None = None,
+    plan: DeploymentPlan,
 ) -> WorkloadOptions:
-    """Options of one enabled workload of ``profile`` under ``networking``: its own keys
-    (instance type and count, EFA layout, root volume, launch template version...) as they are,
-    and what the deployment derives from them."""
+    """Options of one enabled workload of ``profile`` planned as ``plan`` (the pod networking
+    it chose, the node groups at their largest, the node subnets it moved them to): its own
+    keys (instance type and count, EFA layout, root volume, launch template version...) as
+    they are, and what the deployment derives from them."""
     platform = profile.platform
+    networking = plan.subnets.networking
     on_eks = w.orchestrator is Orchestrator.EKS
     vpc_cni = networking in (PodNetworking.CUSTOM_NETWORKING, PodNetworking.PREFIX_DELEGATION)
     pools = node_pools(w) if on_eks else ()
@@ -607,8 +604,8 @@ def workload_options(
         rollout=_rollout(w),
         file_system=file_system,
         file_system_of=_file_system_of(w),
-        file_system_efa_clients=fsx_efa_clients(profile, w),
-        node_group_subnets=_node_group_subnets(w, node_group_subnets or {}) if on_eks else (),
+        file_system_efa_clients=fsx_efa_clients(profile, w, plan.subnets.node_groups),
+        node_group_subnets=_node_group_subnets(w, plan.node_group_subnets) if on_eks else (),
         hyperpod=_hyperpod(platform, w),
         pcs_ami_id=_pcs_ami_id(w),
         inference=_inference(w, platform.observability),
@@ -712,13 +709,10 @@ def deployment_options(profile: Profile) -> DeploymentOptions:
 
 def planned_options(profile: Profile, plan: DeploymentPlan) -> DeploymentOptions:
     """:func:`deployment_options` of ``profile`` planned as ``plan``: the pod networking the
-    plan chose and the node subnets it moved node groups to."""
+    plan chose, the node subnets it moved node groups to and the EFA nodes of its node
+    groups."""
     networking = plan.subnets.networking
-    group_subnets = plan.node_group_subnets
-    workloads = {
-        w.name: workload_options(profile, w, networking, group_subnets)
-        for w in profile.enabled_workloads
-    }
+    workloads = {w.name: workload_options(profile, w, plan) for w in profile.enabled_workloads}
     members: dict[str, list[str]] = {}
     for options in workloads.values():
         if options.cluster is not None:
@@ -732,5 +726,5 @@ def planned_options(profile: Profile, plan: DeploymentPlan) -> DeploymentOptions
         workloads=workloads,
         pod_networking=networking,
         node_subnet_cidrs=node_cidrs,
-        node_group_subnets=group_subnets,
+        node_group_subnets=plan.node_group_subnets,
     )

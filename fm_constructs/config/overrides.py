@@ -9,15 +9,14 @@ from typing import Any
 
 from fm_constructs.config.model import Profile
 from fm_constructs.config.plan import deployment_plan
-from fm_constructs.config.rules import scale_problems
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.deployment_plan import DeploymentPlan
-from fm_constructs.rules import platform as platform_rules
-from fm_constructs.rules.findings import Finding
+from fm_constructs.rules.deployment import ADMIN_ROLES_CONTEXT as ADMIN_ROLES_CONTEXT
+from fm_constructs.rules.deployment import admin_role_problems as admin_role_problems
+from fm_constructs.rules.deployment import scale_problems
 
-#: Context value (``cdk synth -c admin_role_arns=arn:...,arn:...``) naming the IAM roles given
-#: cluster-admin access, in place of ``platform.admin_role_arns`` of the profile.
-ADMIN_ROLES_CONTEXT = "admin_role_arns"
+#: Where the roles of the ``admin_role_arns`` context value come from, in their errors.
+ADMIN_ROLES_SOURCE = f"cdk context -c {ADMIN_ROLES_CONTEXT}"
 
 
 def admin_role_arns(context_value: Any) -> tuple[str, ...] | None:
@@ -28,21 +27,6 @@ def admin_role_arns(context_value: Any) -> tuple[str, ...] | None:
     if isinstance(context_value, str):
         return tuple(a.strip() for a in context_value.split(",") if a.strip())
     return tuple(str(a) for a in context_value)
-
-
-def admin_role_problems(arns: tuple[str, ...], account: str | None) -> list[Finding]:
-    """The rules the loader runs on ``platform.admin_role_arns``, on the roles that replace
-    them (reported under the context key)."""
-    return [
-        *platform_rules.admin_principals(arns, key=ADMIN_ROLES_CONTEXT),
-        *platform_rules.admin_accounts(arns, account, key=ADMIN_ROLES_CONTEXT),
-    ]
-
-
-def _refuse_admin_roles(profile: Profile, arns: tuple[str, ...]) -> None:
-    findings = admin_role_problems(arns, profile.platform.account)
-    if findings:
-        raise FmValidationError(findings, context=f"cdk context -c {ADMIN_ROLES_CONTEXT}")
 
 
 def with_admin_role_arns(profile: Profile, arns: tuple[str, ...] | None) -> Profile:
@@ -59,7 +43,9 @@ def with_admin_roles(profile: Profile, context_value: Any) -> Profile:
     set, checked by the rules of ``platform.admin_role_arns``."""
     arns = admin_role_arns(context_value)
     if arns is not None:
-        _refuse_admin_roles(profile, arns)
+        problems = admin_role_problems(arns, profile.platform.account)
+        if problems:
+            raise FmValidationError(problems, context=ADMIN_ROLES_SOURCE)
     return with_admin_role_arns(profile, arns)
 
 
@@ -69,12 +55,16 @@ def check_deployment(
     """Raise :class:`~fm_constructs.errors.FmValidationError` unless the largest deployment
     of ``profile`` (planned as ``plan``) fits the network and AWS's fixed limits (the loader
     checked it; a profile built in code may not have been), then unless the overriding admin
-    roles ``admin_roles`` (None: none given) pass the rules of ``platform.admin_role_arns``."""
+    roles ``admin_roles`` (None: none given) pass the rules of ``platform.admin_role_arns``.
+    Both are rules of :mod:`fm_constructs.rules.deployment`, run here one after the other;
+    the profile's problems are reported first, under the profile."""
     problems = scale_problems(profile, plan)
+    account = profile.platform.account
+    overrides = admin_role_problems(admin_roles, account) if admin_roles is not None else []
     if problems:
         raise FmValidationError(problems, context=f"profile {profile.source}")
-    if admin_roles is not None:
-        _refuse_admin_roles(profile, admin_roles)
+    if overrides:
+        raise FmValidationError(overrides, context=ADMIN_ROLES_SOURCE)
 
 
 def deployment_profile(profile: Profile, *, admin_roles: Any = None) -> Profile:

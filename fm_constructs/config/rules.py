@@ -1,7 +1,8 @@
 """The profile's checks as the loader runs them: the cross-key rules of
 :mod:`fm_constructs.rules.profile` (re-exported here), and the deployment at its largest
 (:func:`check_scale`), which needs the profile mapped to its subnet demand and its AWS limit
-usages first, planned once (:mod:`fm_constructs.config.plan`).
+usages first, planned once (:mod:`fm_constructs.config.plan`), before the rules of
+:mod:`fm_constructs.rules.deployment` read the plan (:func:`scale_problems`, re-exported).
 """
 
 from __future__ import annotations
@@ -12,15 +13,13 @@ from fm_constructs.config.options import fsx_efa_clients as fsx_efa_clients
 from fm_constructs.config.options import hyperpod_slurm_efa_nodes as hyperpod_slurm_efa_nodes
 from fm_constructs.config.plan import deployment_plan
 from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
-from fm_constructs.planning.deployment_plan import DeploymentPlan
-from fm_constructs.rules import scale as scale_rules
+from fm_constructs.rules.deployment import scale_problems as scale_problems
 from fm_constructs.rules.findings import Finding
 from fm_constructs.rules.profile import EFA_CLIENT_ORCHESTRATORS as EFA_CLIENT_ORCHESTRATORS
 from fm_constructs.rules.profile import check_profile as check_profile
 from fm_constructs.rules.profile import efa_client_nodes as efa_client_nodes
 from fm_constructs.rules.profile import fsx_efa_connection_nodes as fsx_efa_connection_nodes
 from fm_constructs.rules.profile import reservation_node_groups as reservation_node_groups
-from fm_constructs.rules.subnets import planned_demand
 
 
 def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None) -> list[Finding]:
@@ -33,15 +32,6 @@ def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None)
     """
     demand = subnet_demand(profile, pods_per_node=pod_ips_per_node)
     return demand_problems(demand, profile.platform.vpc_cidr)
-
-
-def scale_problems(profile: Profile, plan: DeploymentPlan) -> list[Finding]:
-    """Why the largest deployment of ``profile``, planned as ``plan``, does not fit the
-    network and AWS's fixed limits (:mod:`fm_constructs.planning.deployment_plan`): the subnet
-    rules on the subnet plan, then the fixed limits on the usages."""
-    limits = scale_rules.fixed_limits(plan.usages)
-    demand = planned_demand(profile, plan.subnets)
-    return demand_problems(demand, profile.platform.vpc_cidr) + limits
 
 
 def check_scale(profile: Profile) -> list[Finding]:

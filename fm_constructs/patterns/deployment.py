@@ -22,14 +22,14 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
-from fm_constructs.config.model import Orchestrator
 from fm_constructs.config.options import (
-    ROLLOUT_POOL,
     CapacityOptions,
     ClusterOptions,
     DeploymentOptions,
     WorkloadOptions,
 )
+from fm_constructs.domain.kinds import Orchestrator
+from fm_constructs.domain.names import ROLLOUT_POOL
 from fm_constructs.network.gpu_vpc import GpuClusterVpc
 from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import InstanceGroup

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from fm_constructs.planning.aws_limits import LimitUsage
 from fm_constructs.planning.pod_networking import pod_cidr_problems
-from fm_constructs.rules.findings import Finding, Severity, info, rule
+from fm_constructs.rules.findings import Finding, Severity, info
 
 CUSTOM_NETWORKING_CARD_FULL = info(
     "FM602",
@@ -51,7 +51,7 @@ FIXED_LIMIT_EXCEEDED = info(
 )
 
 
-@rule(
+SECONDARY_BLOCK_REFUSED = info(
     "FM601",
     "A secondary VPC CIDR block (the pod CIDR, a node block) is not a /16 to /28 block that "
     "AWS accepts beside the primary (IPv4 CIDR block association restrictions: no block from "
@@ -60,9 +60,13 @@ FIXED_LIMIT_EXCEEDED = info(
     "Use a block from 100.64.0.0/10 such as '100.64.0.0/16', or one of the primary's own RFC "
     "1918 range that does not overlap platform.vpc_cidr.",
 )
+
+
 def pod_cidr(value: str, vpc_cidr: str, *, key: str = "pod_cidr") -> list[Finding]:
+    """What is wrong with ``value`` as a secondary block beside ``vpc_cidr`` (the subnet
+    rules report what a subnet plan found under the same code)."""
     return [
-        Finding("FM601", Severity.ERROR, key, value, problem)
+        Finding(SECONDARY_BLOCK_REFUSED, Severity.ERROR, key, value, problem)
         for problem in pod_cidr_problems(value, vpc_cidr)
     ]
 

@@ -50,8 +50,10 @@ def planned_demand(profile: Profile, plan: planning.SubnetDemand) -> SubnetDeman
 
 
 def custom_networking_problems(profile: Profile, demand: planning.SubnetDemand) -> list[Finding]:
-    """Why custom networking cannot work for ``profile`` (empty when it can): the pod CIDR's
-    own rule (:func:`fm_constructs.rules.scale.pod_cidr`), then what
+    """Why custom networking cannot work for ``profile`` (empty when it can): what the plan
+    found wrong with the pod CIDR (its
+    :attr:`~fm_constructs.planning.subnet_demand.SubnetDemand.pod_cidr_problems`, reported as
+    :func:`fm_constructs.rules.scale.pod_cidr` reports them), then what else
     :attr:`~fm_constructs.planning.subnet_demand.SubnetDemand.networking_blocked` found."""
     out: list[Finding] = []
     unsupported = set(demand.unsupported_workloads)
@@ -101,7 +103,16 @@ def custom_networking_problems(profile: Profile, demand: planning.SubnetDemand) 
                 )
             )
     platform = profile.platform
-    pod_cidr = scale_rules.pod_cidr(platform.pod_cidr, platform.vpc_cidr, key="platform.pod_cidr")
+    pod_cidr = [
+        Finding(
+            scale_rules.SECONDARY_BLOCK_REFUSED,
+            Severity.ERROR,
+            "platform.pod_cidr",
+            platform.pod_cidr,
+            problem,
+        )
+        for problem in demand.pod_cidr_problems
+    ]
     return pod_cidr + out
 
 

@@ -109,3 +109,17 @@ def test_limits_count_the_main_pool_only_for_placement_groups_and_capacity_block
     assert _usage(usages, lim.PLACEMENT_GROUPS_PER_REGION) is None
     assert _usage(usages, lim.CAPACITY_BLOCK_INSTANCES) is None
     assert _usage(usages, lim.FSX_LUSTRE_STORAGE_PER_ACCOUNT) is None
+
+
+def test_the_deployment_rules_are_one_module_of_the_rules() -> None:
+    """The scale check and the rules of the overriding admin roles are rules of
+    fm_constructs.rules.deployment; their old homes hand on the same functions."""
+    from fm_constructs.config import overrides, rules
+    from fm_constructs.rules import deployment
+
+    assert rules.scale_problems is deployment.scale_problems
+    assert overrides.admin_role_problems is deployment.admin_role_problems
+    assert overrides.ADMIN_ROLES_CONTEXT == deployment.ADMIN_ROLES_CONTEXT == "admin_role_arns"
+    profile = _profile("default")
+    (finding,) = deployment.admin_role_problems(("not-an-arn",), profile.platform.account)
+    assert finding.key == "admin_role_arns[0]" and finding.is_error

@@ -23,6 +23,7 @@ from fm_constructs.planning.pod_networking import (
     vpc_cni_environment,
 )
 from fm_constructs.planning.vpc_layout import node_cidr_blocks
+from fm_constructs.rules import scale as scale_rules
 from tests.kubernetes_schemas import SchemaError, validate_object, vpc_cni_crds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -326,3 +327,17 @@ def test_secondary_block_restrictions(block: str, vpc_cidr: str, fragment: str |
         assert any(fragment in p for p in problems), problems
     for chosen in node_cidr_blocks(vpc_cidr, 4):
         assert secondary_block_problems(chosen, vpc_cidr) == []
+
+
+def test_the_subnet_rules_report_the_pod_cidr_problems_the_plan_found() -> None:
+    """A bad pod CIDR under custom networking is reported once, from the plan's own
+    ``pod_cidr_problems``: the findings of the pod CIDR rule under ``platform.pod_cidr``."""
+    profile = load_profile(ROOT / "config" / "default.toml")
+    platform = dataclasses.replace(profile.platform, pod_cidr="10.0.128.0/17")
+    bad = dataclasses.replace(profile, platform=platform)
+    demand = subnet_demand(bad, networking=PodNetworking.CUSTOM_NETWORKING)
+    assert demand.pod_cidr_problems == tuple(pod_cidr_problems("10.0.128.0/17", "10.0.0.0/16"))
+    expected = scale_rules.pod_cidr("10.0.128.0/17", "10.0.0.0/16", key="platform.pod_cidr")
+    assert expected and {f.code for f in expected} == {"FM601"}
+    found = demand_problems(demand, platform.vpc_cidr)
+    assert found[: len(expected)] == expected

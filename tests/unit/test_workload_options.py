@@ -4,12 +4,15 @@ pools, Kueue quotas), and the pure Kueue renderers."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from fm_constructs import kubernetes as k8s
+from fm_constructs.catalog import get_instance_type
 from fm_constructs.config import load_profile, parse_profile
+from fm_constructs.config.model import WorkloadConfig
 from fm_constructs.config.options import (
     SHARED_CLUSTER,
     capacity_quota,
@@ -101,3 +104,52 @@ def test_resource_flavor_tolerates_the_pool_taints() -> None:
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]
     assert flavor["spec"]["nodeLabels"] == {"pool": "rollout"}
+
+
+def _efa_slurm_nodes(w: WorkloadConfig) -> int:
+    """EFA-capable nodes of ``w`` on HyperPod Slurm or AWS PCS, from the catalog (main group
+    and rollout group), to hold the options' count on the plan against."""
+    if not w.enabled or not w.orchestrator.is_slurm:
+        return 0
+    groups = [(w.instance_type, w.instance_count)]
+    if w.rollout_group is not None:
+        groups.append((w.rollout_group.instance_type, w.rollout_group.instance_count))
+    return sum(n for t, n in groups if get_instance_type(t).efa_supported)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "config").glob("*.toml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("reused", [False, True], ids=["own", "reused"])
+def test_file_system_efa_clients_are_the_efa_nodes_that_mount_it(path: Path, reused: bool) -> None:
+    """The Slurm nodes that mount an EFA-enabled file system over EFA, read from the plan's
+    node groups: the owner's EFA nodes and a reusing post-training workload's."""
+    profile = load_profile(path)
+    if reused and not profile.pretraining.enabled:
+        pytest.skip("nothing to reuse: pre-training is off in this profile")
+    if reused:
+        post = dataclasses.replace(
+            profile.post_training,
+            enabled=True,
+            instance_type=profile.post_training.instance_type or profile.pretraining.instance_type,
+            orchestrator=profile.pretraining.orchestrator,
+            pcs_ami=profile.pretraining.pcs_ami,
+            storage=dataclasses.replace(profile.post_training.storage, reuse_pretraining=True),
+        )
+        profile = dataclasses.replace(profile, post_training=post)
+    pre = dataclasses.replace(
+        profile.pretraining,
+        storage=dataclasses.replace(profile.pretraining.storage, efa_enabled=True),
+    )
+    profile = dataclasses.replace(profile, pretraining=pre)
+    options = deployment_options(profile)
+    for w in profile.enabled_workloads:
+        owner = profile.pretraining if w.reuses_pretraining_storage else w
+        expected = None
+        if owner.storage.enabled and owner.storage.efa_enabled and w.orchestrator.is_slurm:
+            expected = _efa_slurm_nodes(owner)
+            if owner is profile.pretraining and profile.post_training.reuses_pretraining_storage:
+                expected += _efa_slurm_nodes(profile.post_training)
+        assert options.workloads[w.name].file_system_efa_clients == expected, w.name
+    if reused and profile.pretraining.orchestrator.is_slurm:
+        assert options.workloads["pretraining"].file_system_efa_clients == _efa_slurm_nodes(
+            profile.pretraining
+        ) + _efa_slurm_nodes(profile.post_training)
