@@ -202,6 +202,13 @@ case "$name" in
     if [[ "$*" == *docker.io* ]]; then ln -sf stub "${FM_ROOT}/usr/bin/docker"; fi
     exit 0 ;;
   dpkg) echo amd64; exit 0 ;;
+  dnf)
+    # Amazon Linux's package manager: the Lustre client brings lnetctl and lctl.
+    [[ -e "${sim}/offline" ]] && { echo "Error: Failed to download metadata for repo" >&2; exit 1; }
+    if [[ "$*" == *lustre-client* ]]; then
+      ln -sf stub "${FM_ROOT}/usr/bin/lnetctl"; ln -sf stub "${FM_ROOT}/usr/bin/lctl"
+    fi
+    exit 0 ;;
   make)
     for a in "$@"; do [[ "$a" == DESTDIR=* ]] && dest="${a#DESTDIR=}"; done
     mkdir -p "${dest}/usr/local/lib/slurm"; touch "${dest}/usr/local/lib/slurm/spank_pyxis.so"

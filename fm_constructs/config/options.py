@@ -52,6 +52,7 @@ from fm_constructs.planning.fsx_sizing import FsxSizingRequest
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
 from fm_constructs.planning.kueue_quota import capacity_quota as capacity_quota
 from fm_constructs.planning.pod_networking import PodNetworking
+from fm_constructs.rules.profile import fsx_efa_connection_nodes
 
 _T = TypeVar("_T")
 
@@ -442,11 +443,14 @@ def hyperpod_slurm_efa_nodes(w: WorkloadConfig) -> int:
 
 def fsx_efa_clients(profile: Profile, w: WorkloadConfig) -> int | None:
     """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
-    the workload that owns it and of a post-training workload reusing it. None when ``w``'s
-    file system has no EFA or ``w`` is not on HyperPod Slurm or AWS PCS."""
+    the workload that owns it and of a post-training workload reusing it; for an EKS ``w``,
+    every node FM316 counts (EKS and HyperPod Slurm). None when ``w``'s file system has no EFA
+    or ``w`` is not on EKS, HyperPod Slurm or AWS PCS."""
     owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
     if not owner.storage.enabled or not owner.storage.efa_enabled:
         return None
+    if w.orchestrator is Orchestrator.EKS:
+        return fsx_efa_connection_nodes(profile, owner) or None
     if not w.orchestrator.is_slurm:
         return None
     total = hyperpod_slurm_efa_nodes(owner)
