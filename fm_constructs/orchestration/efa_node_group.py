@@ -374,9 +374,17 @@ class EfaNodeGroup(Construct):
         the FSx guide's interface count for their type, within one ``efa_clients``-th of the
         file system's EFA connections (``efa_clients``: every EFA node that mounts it; None
         for no cap). Returns that count; 0, and nothing changes, for a group without EFA
-        interfaces. A second call leaves the first count."""
+        interfaces or of a family FSx does not take as an EFA client (trn2: an info message
+        says so). A second call leaves the first count."""
         if self.lnet_efa_interfaces or self.efa_layout is None:
             return self.lnet_efa_interfaces
+        if self.instance_spec.family in lustre_efa_client.NOT_EFA_CLIENT_FAMILIES:
+            Annotations.of(self).add_info(
+                f"{self.instance_spec.name} nodes mount the EFA-enabled FSx for Lustre file "
+                f"system over TCP: FSx does not support EFA clients of the "
+                f"{self.instance_spec.family} family."
+            )
+            return 0
         interfaces = lnet_efa_interfaces(self.instance_spec, efa_clients)
         if not interfaces:
             return 0

@@ -29,6 +29,10 @@ from fm_constructs.orchestration.slurm.parameters import scripts_directory
 LNET_SCRIPT_PATH = "/usr/local/sbin/fm-lnet-efa"
 BOOT_SCRIPT_PATH = "/usr/local/sbin/fm-lnet-efa-boot"
 LNET_UNIT = "fm-lnet-efa.service"
+#: Instance families FSx does not support as EFA clients ("EFA is supported on Nitro v4 (or
+#: higher) EC2 instances that support EFA, excluding the trn2 instance family": FSx for Lustre
+#: guide, "Configuring EFA clients"): their nodes mount an EFA-enabled file system over TCP.
+NOT_EFA_CLIENT_FAMILIES = frozenset({"trn2"})
 
 
 def lnet_efa_script() -> str:

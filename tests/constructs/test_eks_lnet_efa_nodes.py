@@ -24,7 +24,11 @@ def _group(
     stack = cdk.Stack(app, name, env=TEST_ENV)
     vpc = imported_vpc(stack)
     cluster = eks.Cluster.from_cluster_attributes(
-        stack, "Cluster", cluster_name="gpu", vpc=vpc, cluster_security_group_id="sg-0c00000000000001"
+        stack,
+        "Cluster",
+        cluster_name="gpu",
+        vpc=vpc,
+        cluster_security_group_id="sg-0c00000000000001",
     )
     group = EfaNodeGroup(
         stack,
@@ -88,3 +92,15 @@ def test_a_group_without_efa_interfaces_is_left_as_it_is() -> None:
     assert group.use_lnet_over_efa(efa_clients=4) == 0
     assert group.launch_template.user_data == before
     assert "fm-lnet-efa" not in (_user_data(_template(stack)) if before else "")
+
+
+def test_trn2_nodes_stay_on_tcp_as_fsx_takes_no_efa_clients_of_that_family() -> None:
+    stack, group = _group("Trn2", "trn2.48xlarge")
+    before = group.launch_template.user_data
+    assert group.use_lnet_over_efa(efa_clients=2) == 0
+    assert group.launch_template.user_data == before
+    messages = [
+        str(m.entry.data)
+        for m in stack.node.root.synth().get_stack_by_name("Trn2").messages  # type: ignore[attr-defined]
+    ]
+    assert any("over TCP: FSx does not support EFA clients of the trn2" in m for m in messages)

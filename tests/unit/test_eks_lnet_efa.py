@@ -34,8 +34,8 @@ import email
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -98,9 +98,7 @@ class EksNode:
         if kefalnd:
             (self.sim / "kefalnd").touch()
         for index in range(efa_devices):
-            (self.root / "sys" / "class" / "infiniband" / f"rdmap{index:02d}s0").mkdir(
-                parents=True
-            )
+            (self.root / "sys" / "class" / "infiniband" / f"rdmap{index:02d}s0").mkdir(parents=True)
 
     def run(self, *command: str) -> Run:
         calls = self.sim / "calls.log"
@@ -165,7 +163,9 @@ def eks_user_data(instance_type: str, interfaces: int) -> str:
 
 
 def efa_adds(calls: list[str]) -> list[str]:
-    return [c.split("--if ")[1].split()[0] for c in calls if c.startswith("lnetctl net add --net efa")]
+    return [
+        c.split("--if ")[1].split()[0] for c in calls if c.startswith("lnetctl net add --net efa")
+    ]
 
 
 # ------------------------------------------------------------------------------ the document
@@ -179,7 +179,11 @@ def test_the_lnet_part_follows_the_nodeadm_config_in_one_mime_document() -> None
     # Appending a part is the document mime_multipart makes with both parts.
     base = render_user_data(UserDataMode.EKS_NODEADM, raid0=True, max_pods=110)
     assert base is not None
-    node_config = str(next(p for p in email.message_from_string(base).walk() if not p.is_multipart()).get_payload())
+    node_config = str(
+        next(
+            p for p in email.message_from_string(base).walk() if not p.is_multipart()
+        ).get_payload()
+    )
     script = lustre_efa_client.setup_script("p5.48xlarge", 8)
     assert user_data == mime_multipart(
         [("application/node.eks.aws", node_config), (SHELL_SCRIPT_PART, script)]
@@ -290,8 +294,7 @@ def test_the_scripts_are_shellcheck_clean() -> None:
     if shutil.which("shellcheck") is None:
         pytest.skip("shellcheck is not installed")
     scripts = [
-        str(Path(sys.modules["fm_constructs.compute.user_data"].__file__ or "").parent
-            / "scripts" / "lnet_efa_boot.sh"),
+        str(resources.files("fm_constructs.compute") / "scripts" / "lnet_efa_boot.sh"),
         str(scripts_directory() / "lnet_efa.sh"),
     ]
     result = subprocess.run(["shellcheck", *scripts], capture_output=True, text=True, check=False)
