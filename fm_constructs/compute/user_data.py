@@ -14,6 +14,11 @@ Two ways, chosen by :class:`UserDataMode`:
   (the path the AWS Deep Learning AMIs use) before the container runtime, kubelet or slurmd
   start.
 
+More boot steps go in as shell parts after the NodeConfig (:func:`append_shell_part`), each
+installing a script and a unit that runs it at every boot (:func:`boot_unit_setup`), ordered
+before kubelet when it must precede every pod (:data:`KUBELET_START_UNITS`; LNet over EFA for
+FSx for Lustre, :mod:`fm_constructs.orchestration.lustre_efa_client`).
+
 Strings may contain CDK tokens (a cluster endpoint, say); CloudFormation resolves them.
 """
 
@@ -94,11 +99,13 @@ def mime_multipart(parts: list[tuple[str, str]]) -> str:
     return "\n".join(out) + "\n"
 
 
+#: Content type of a user-data part cloud-init runs as a shell script.
 SHELL_SCRIPT_PART = 'text/x-shellscript; charset="us-ascii"'
 #: What starts kubelet on an AL2023 EKS node: nodeadm-run.service runs after cloud-final.service
-#: (where cloud-init runs the user data's shell parts) and starts kubelet.service
-#: (amazon-eks-ami, templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service).
-#: A boot step ordered before both has run before kubelet starts any pod, at every boot.
+#: (where cloud-init runs the user data's shell parts) and restarts kubelet.service
+#: (amazon-eks-ami: templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service,
+#: nodeadm/internal/kubelet/daemon.go). A boot step ordered before both has run before kubelet
+#: starts any pod, at every boot.
 KUBELET_START_UNITS = ("nodeadm-run.service", "kubelet.service")
 
 

@@ -53,7 +53,7 @@ from fm_constructs.compute.user_data import (
 from fm_constructs.orchestration import lustre_efa_client
 from fm_constructs.orchestration.pcs.user_data import USER_DATA_MAX_BYTES, lnet_efa_interfaces
 from fm_constructs.orchestration.slurm.parameters import scripts_directory
-from tests.hyperpod_node import STUB
+from tests.hyperpod_node import STUB, install_systemd_units
 
 #: The commands the node's PATH has first (lnetctl only once the Lustre client is in).
 COMMANDS = ("systemctl", "modprobe", "modinfo", "ip", "dnf", "lctl")
@@ -82,17 +82,7 @@ class EksNode:
         (bin_dir / "stub").chmod(0o755)
         for command in (*COMMANDS, *(("lnetctl",) if lustre_client else ())):
             (bin_dir / command).symlink_to("stub")
-        system = self.root / "usr" / "lib" / "systemd" / "system"
-        system.mkdir(parents=True)
-        host = Path("/usr/lib/systemd/system")  # the real systemd's own units and targets
-        if host.is_dir():
-            for unit in host.iterdir():
-                if unit.is_file() and not unit.is_symlink() and "@" not in unit.name:
-                    shutil.copy2(unit, system / unit.name)
-        for name in NODE_UNITS:
-            (system / name).write_text(
-                f"[Unit]\nDescription=stub {name}\n\n[Service]\nExecStart=/usr/bin/true\n"
-            )
+        install_systemd_units(self.root, NODE_UNITS)
         self.sim.mkdir()
         (self.sim / "route-ip").write_text("10.1.4.20")
         if kefalnd:
@@ -235,7 +225,8 @@ def test_lnet_is_on_efa_before_kubelet_at_every_boot(tmp_path: Path) -> None:
     # 32 EFA devices, discovery on, EFA preferred.
     boot = node.run_unit("fm-lnet-efa.service")
     assert boot.returncode == 0, boot.output
-    assert boot.calls[0] == "dnf install -y lustre-client"
+    # The client, never a new kernel with it.
+    assert boot.calls[0] == "dnf install -y --exclude=kernel* lustre-client"
     assert "modprobe kefalnd ipif_name=ens5" in boot.calls
     assert "lnetctl net add --net tcp --if ens5" in boot.calls
     assert efa_adds(boot.calls) == [f"rdmap{i:02d}s0" for i in range(0, 32, 4)]

@@ -8,8 +8,10 @@
 # "Configuring EFA clients"). LNet configured after a mount leaves that mount on TCP.
 #   1. lnetctl comes with the Lustre client, which the EKS-optimized AL2023 AMIs do not
 #      install (the FSx CSI driver carries its own in its image): installed with dnf when
-#      missing, as the EKS guide's launch-template user data does on AL2023. A failed install
-#      exits non-zero (the unit shows failed; kubelet is only ordered after it and starts).
+#      missing, as the EKS guide's launch-template user data does on AL2023, but never with a
+#      new kernel (the AMI's drivers are built for the kernel it runs): a client that would
+#      need one is not installed. A failed install exits non-zero (the unit shows failed;
+#      kubelet is only ordered after it and starts).
 #   2. No EFA device, or a Lustre client without the EFA LND (kefalnd): said, and Lustre stays
 #      on TCP (the node still mounts the file system).
 #   3. fm-lnet-efa, the script HyperPod and PCS nodes run (lnet_efa.sh), puts tcp on the
@@ -27,7 +29,7 @@ log() { echo "fm-lnet-efa-boot: $*"; }
 
 if ! command -v lnetctl > /dev/null; then
   log "installing the Lustre client (lnetctl)"
-  if ! dnf install -y lustre-client; then
+  if ! dnf install -y --exclude='kernel*' lustre-client; then
     log "could not install lustre-client; Lustre stays on TCP" >&2
     exit 1
   fi
