@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,6 +203,13 @@ case "$name" in
     if [[ "$*" == *docker.io* ]]; then ln -sf stub "${FM_ROOT}/usr/bin/docker"; fi
     exit 0 ;;
   dpkg) echo amd64; exit 0 ;;
+  dnf)
+    # Amazon Linux's package manager: the Lustre client brings lnetctl and lctl.
+    [[ -e "${sim}/offline" ]] && { echo "Error: Failed to download metadata for repo" >&2; exit 1; }
+    if [[ "$*" == *lustre-client* ]]; then
+      ln -sf stub "${FM_ROOT}/usr/bin/lnetctl"; ln -sf stub "${FM_ROOT}/usr/bin/lctl"
+    fi
+    exit 0 ;;
   make)
     for a in "$@"; do [[ "$a" == DESTDIR=* ]] && dest="${a#DESTDIR=}"; done
     mkdir -p "${dest}/usr/local/lib/slurm"; touch "${dest}/usr/local/lib/slurm/spank_pyxis.so"
@@ -281,6 +289,23 @@ STUB_UNITS = [
     "kubelet.service",
     "dlami-nvme.service",
 ]
+
+
+def install_systemd_units(root: Path, stubs: Sequence[str]) -> None:
+    """The host systemd's own units and targets under ``root``'s /usr/lib/systemd/system (what
+    ``systemd-analyze verify --root`` resolves dependencies against), and a stand-in for each
+    unit of ``stubs``."""
+    system = root / "usr" / "lib" / "systemd" / "system"
+    system.mkdir(parents=True)
+    host = Path("/usr/lib/systemd/system")
+    if host.is_dir():
+        for unit in host.iterdir():
+            if unit.is_file() and not unit.is_symlink() and "@" not in unit.name:
+                shutil.copy2(unit, system / unit.name)
+    for name in stubs:
+        (system / name).write_text(
+            f"[Unit]\nDescription=stub {name}\n\n[Service]\nExecStart=/usr/bin/true\n"
+        )
 
 
 def url_key(url: str) -> str:
@@ -424,17 +449,7 @@ class SimulatedNode:
     # ------------------------------------------------------------------------------ set-up
 
     def _systemd_units(self) -> None:
-        system = self.root / "usr" / "lib" / "systemd" / "system"
-        system.mkdir(parents=True)
-        host = Path("/usr/lib/systemd/system")
-        if host.is_dir():
-            for unit in host.iterdir():
-                if unit.is_file() and not unit.is_symlink() and "@" not in unit.name:
-                    shutil.copy2(unit, system / unit.name)
-        for name in STUB_UNITS:
-            (system / name).write_text(
-                f"[Unit]\nDescription=stub {name}\n\n[Service]\nExecStart=/usr/bin/true\n"
-            )
+        install_systemd_units(self.root, STUB_UNITS)
 
     def serve_releases(self, *, corrupt: bool = False) -> None:
         """Serve stand-ins for the pinned downloads from the curl stub, each pinned

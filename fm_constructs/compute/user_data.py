@@ -14,12 +14,18 @@ Two ways, chosen by :class:`UserDataMode`:
   (the path the AWS Deep Learning AMIs use) before the container runtime, kubelet or slurmd
   start.
 
+More boot steps go in as shell parts after the NodeConfig (:func:`append_shell_part`), each
+installing a script and a unit that runs it at every boot (:func:`boot_unit_setup`), ordered
+before kubelet when it must precede every pod (:data:`KUBELET_START_UNITS`; LNet over EFA for
+FSx for Lustre, :mod:`fm_constructs.orchestration.lustre_efa_client`).
+
 Strings may contain CDK tokens (a cluster endpoint, say); CloudFormation resolves them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from importlib import resources
@@ -93,6 +99,39 @@ def mime_multipart(parts: list[tuple[str, str]]) -> str:
     return "\n".join(out) + "\n"
 
 
+#: Content type of a user-data part cloud-init runs as a shell script.
+SHELL_SCRIPT_PART = 'text/x-shellscript; charset="us-ascii"'
+#: What starts kubelet on an AL2023 EKS node: nodeadm-run.service runs after cloud-final.service
+#: (where cloud-init runs the user data's shell parts) and restarts kubelet.service
+#: (amazon-eks-ami: templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service,
+#: nodeadm/internal/kubelet/daemon.go). A boot step ordered before both has run before kubelet
+#: starts any pod, at every boot.
+KUBELET_START_UNITS = ("nodeadm-run.service", "kubelet.service")
+
+
+def append_shell_part(user_data: str | None, script: str) -> str:
+    """``user_data`` (a MIME multipart document of :func:`mime_multipart`, or None) with
+    ``script`` as one more ``text/x-shellscript`` part at its end: cloud-init runs the shell
+    parts in order, after the ones already there."""
+    if not script.startswith("#!"):
+        script = "#!/bin/bash\n" + script
+    if user_data is None:
+        return mime_multipart([(SHELL_SCRIPT_PART, script)])
+    closing = f"--{MIME_BOUNDARY}--\n"
+    if not user_data.endswith(closing):
+        raise ValueError("user data is not a MIME multipart document of mime_multipart")
+    part = mime_multipart([(SHELL_SCRIPT_PART, script)])
+    first = part.index(f"--{MIME_BOUNDARY}\n")
+    return user_data[: -len(closing)] + part[first:]
+
+
+def lnet_efa_boot_script() -> str:
+    """The packaged ``lnet_efa_boot.sh``: on an EKS node, before kubelet, the Lustre client when
+    missing, then LNet over EFA through ``fm-lnet-efa`` (or Lustre stays on TCP, said so, on a
+    node without EFA devices or an EFA LND)."""
+    return (resources.files("fm_constructs.compute") / "scripts" / "lnet_efa_boot.sh").read_text()
+
+
 #: The boot-time script (packaged beside this module) and the unit that runs it.
 NVME_RAID0_SCRIPT_PATH = "/usr/local/sbin/fm-nvme-raid0"
 NVME_RAID0_UNIT = "fm-nvme-raid0.service"
@@ -135,29 +174,51 @@ def _heredoc(path: str, body: str, marker: str) -> str:
     return f"cat > \"${{FM_ROOT}}{path}\" <<'{marker}'\n{body.rstrip(chr(10))}\n{marker}"
 
 
+def boot_unit_setup(
+    *,
+    comment: Sequence[str],
+    scripts: Sequence[tuple[str, str, str]],
+    unit: tuple[str, str, str],
+    prelude: Sequence[str] = (),
+) -> str:
+    """Shell that installs a boot step and runs it now: ``scripts`` (path on the node, body,
+    here-document marker) written verbatim and made executable, ``unit`` (name, body, marker)
+    written to /etc/systemd/system, enabled for every later boot and started. ``comment``
+    lines open it (without their ``#``); ``prelude`` runs before the files are written.
+    Every path is under ``${FM_ROOT}`` (empty on a node), so tests run it under a directory."""
+    lines = [f"# {line}" for line in comment]
+    lines += ['FM_ROOT="${FM_ROOT:-}"', *prelude]
+    lines.append('mkdir -p "${FM_ROOT}/usr/local/sbin" "${FM_ROOT}/etc/systemd/system"')
+    for path, body, marker in scripts:
+        lines += [_heredoc(path, body, marker), f'chmod 0755 "${{FM_ROOT}}{path}"']
+    name, unit_body, marker = unit
+    lines += [
+        _heredoc(f"/etc/systemd/system/{name}", unit_body, marker),
+        "systemctl daemon-reload",
+        f"systemctl enable --now {name}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def raid0_setup_script(disks: int) -> str:
     """Shell that installs the RAID0 script and its unit, enables the unit for every later
     boot and starts it now. Nothing goes into ``/etc/fstab``: an entry by UUID would name an
     array a stop/start destroys. mdadm is installed when the type has several disks."""
-    lines = [
-        f"# Instance-store NVMe as one volume at {NVME_MOUNT_PATH}, rebuilt at every boot by",
-        f"# {NVME_RAID0_UNIT}.",
-        'FM_ROOT="${FM_ROOT:-}"',
-    ]
+    prelude = []
     if disks > 1:
-        lines.append(
+        prelude.append(
             "command -v mdadm > /dev/null || dnf install -y mdadm || yum install -y mdadm \\\n"
             "  || { apt-get update && apt-get install -y mdadm; }"
         )
-    lines += [
-        'mkdir -p "${FM_ROOT}/usr/local/sbin" "${FM_ROOT}/etc/systemd/system"',
-        _heredoc(NVME_RAID0_SCRIPT_PATH, nvme_raid0_script(), "FM_NVME_RAID0_SCRIPT"),
-        f'chmod 0755 "${{FM_ROOT}}{NVME_RAID0_SCRIPT_PATH}"',
-        _heredoc(f"/etc/systemd/system/{NVME_RAID0_UNIT}", nvme_raid0_unit(disks), "FM_NVME_UNIT"),
-        "systemctl daemon-reload",
-        f"systemctl enable --now {NVME_RAID0_UNIT}",
-    ]
-    return "\n".join(lines) + "\n"
+    return boot_unit_setup(
+        comment=[
+            f"Instance-store NVMe as one volume at {NVME_MOUNT_PATH}, rebuilt at every boot by",
+            f"{NVME_RAID0_UNIT}.",
+        ],
+        prelude=prelude,
+        scripts=[(NVME_RAID0_SCRIPT_PATH, nvme_raid0_script(), "FM_NVME_RAID0_SCRIPT")],
+        unit=(NVME_RAID0_UNIT, nvme_raid0_unit(disks), "FM_NVME_UNIT"),
+    )
 
 
 def shell_user_data(*, raid0: bool, extra_script: str | None, nvme_disks: int = 0) -> str | None:
@@ -197,5 +258,5 @@ def render_user_data(
         script = extra_script
         if not script.startswith("#!"):
             script = "#!/bin/bash\n" + script
-        parts.append(('text/x-shellscript; charset="us-ascii"', script))
+        parts.append((SHELL_SCRIPT_PART, script))
     return mime_multipart(parts) if parts else None

@@ -53,6 +53,7 @@ from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSIO
 from fm_constructs.planning.kueue_quota import capacity_quota as capacity_quota
 from fm_constructs.planning.pod_networking import PodNetworking
 from fm_constructs.planning.subnet_demand import NodeGroupRequest
+from fm_constructs.rules.profile import fsx_efa_connection_nodes
 
 _T = TypeVar("_T")
 
@@ -438,11 +439,14 @@ def fsx_efa_clients(
 ) -> int | None:
     """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
     the workload that owns it and of a post-training workload reusing it, counted on the
-    plan's ``node_groups``. None when ``w``'s file system has no EFA or ``w`` is not on
-    HyperPod Slurm or AWS PCS."""
+    plan's ``node_groups``; for an EKS ``w``, every node FM316 counts (EKS and HyperPod
+    Slurm). None when ``w``'s file system has no EFA or ``w`` is not on EKS, HyperPod Slurm
+    or AWS PCS."""
     owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
     if not owner.storage.enabled or not owner.storage.efa_enabled:
         return None
+    if w.orchestrator is Orchestrator.EKS:
+        return fsx_efa_connection_nodes(profile, owner) or None
     if not w.orchestrator.is_slurm:
         return None
     total = hyperpod_slurm_efa_nodes(owner, node_groups)

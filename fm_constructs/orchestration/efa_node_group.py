@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 import jsii
-from aws_cdk import Annotations, Token
+from aws_cdk import Annotations, Fn, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -26,14 +26,17 @@ from fm_constructs.compute.capacity_block_scaling import (
     add_capacity_block_scaling,
     capacity_block_phase,
 )
+from fm_constructs.compute.user_data import append_shell_part
 from fm_constructs.domain.defaults import ROOT_VOLUME_SIZE_GIB
 from fm_constructs.domain.names import NODE_POOL_LABEL
 from fm_constructs.errors import FmValidationError, Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration import eks_charts as charts
+from fm_constructs.orchestration import lustre_efa_client
 from fm_constructs.orchestration.cluster_features import DevicePlugins
 from fm_constructs.orchestration.cluster_interface import IGpuCluster, is_gpu_cluster
 from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
+from fm_constructs.orchestration.pcs.user_data import lnet_efa_interfaces
 from fm_constructs.planning.capacity_block import BlockPhase
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.node_updates import (
@@ -130,7 +133,9 @@ class EfaNodeGroup(Construct):
 
     With a :class:`GpuEksCluster`, the device plugin for the family and the EFA device plugin
     are switched on, and FSx for Lustre file systems mounted with
-    ``cluster.add_lustre_volume`` accept these nodes.
+    ``cluster.add_lustre_volume`` accept these nodes. For an EFA-enabled file system,
+    :meth:`use_lnet_over_efa` has the nodes configure LNet over their EFA interfaces at every
+    boot before kubelet starts (:mod:`~fm_constructs.orchestration.lustre_efa_client`).
     """
 
     #: The code of this construct's argument problems (docs/reference/errors.md).
@@ -219,6 +224,11 @@ class EfaNodeGroup(Construct):
         assert spec is not None
         self.instance_spec = spec
         self.capacity = capacity
+        self.efa_layout = efa_layout
+        #: The most nodes the group may run (what it may add to a file system's EFA clients).
+        self.max_node_count = max_nodes
+        #: EFA interfaces LNet uses on each node (0: Lustre over TCP only).
+        self.lnet_efa_interfaces = 0
         family = spec.eks_ami_family
 
         if isinstance(efa_security_group, EfaSecurityGroup):
@@ -355,6 +365,38 @@ class EfaNodeGroup(Construct):
     @property
     def nodegroup_name(self) -> str:
         return self.nodegroup.nodegroup_name
+
+    def use_lnet_over_efa(self, efa_clients: int | None = None) -> int:
+        """Have the nodes configure LNet over their EFA interfaces at every boot, before
+        kubelet starts (so before the FSx CSI driver mounts anything), for an EFA-enabled FSx
+        for Lustre file system: one more shell part in the launch template's user data
+        (:func:`~fm_constructs.orchestration.lustre_efa_client.setup_script`). The nodes use
+        the FSx guide's interface count for their type, within one ``efa_clients``-th of the
+        file system's EFA connections (``efa_clients``: every EFA node that mounts it; None
+        for no cap). Returns that count; 0, and nothing changes, for a group without EFA
+        interfaces or of a family FSx does not take as an EFA client (trn2: an info message
+        says so). A second call leaves the first count."""
+        if self.lnet_efa_interfaces or self.efa_layout is None:
+            return self.lnet_efa_interfaces
+        if self.instance_spec.family in lustre_efa_client.NOT_EFA_CLIENT_FAMILIES:
+            Annotations.of(self).add_info(
+                f"{self.instance_spec.name} nodes mount the EFA-enabled FSx for Lustre file "
+                f"system over TCP: FSx does not support EFA clients of the "
+                f"{self.instance_spec.family} family."
+            )
+            return 0
+        interfaces = lnet_efa_interfaces(self.instance_spec, efa_clients)
+        if not interfaces:
+            return 0
+        template = self.launch_template
+        template.user_data = append_shell_part(
+            template.user_data, lustre_efa_client.setup_script(self.instance_spec.name, interfaces)
+        )
+        template.resource.add_property_override(
+            "LaunchTemplateData.UserData", Fn.base64(template.user_data)
+        )
+        self.lnet_efa_interfaces = interfaces
+        return interfaces
 
     @property
     def role(self) -> iam.IRole:

@@ -152,7 +152,10 @@ class EksWorkload(Construct):
       workload's own outputs), only read those under ``read_prefixes`` (its inputs: datasets,
       another workload's checkpoints, served models), and list both, nothing else.
     - ``file_system``: mounted through the claim ``fsx-lustre`` in the workload namespace and
-      reachable from the workload's nodes only.
+      reachable from the workload's nodes only. An EFA-enabled one gets LNet over EFA on the
+      nodes before kubelet starts (:meth:`EfaNodeGroup.use_lnet_over_efa`), within one
+      ``file_system_efa_clients``-th of its EFA connections each (every EFA node mounting it;
+      the workload's own EFA nodes when not given).
     - ``session_manager``: Session Manager shells on the workload's GPU nodes (off: no
       Systems Manager permission on their role at all).
     - ``lend_quota``: whether the workload's idle capacity may be borrowed by the other queues
@@ -184,9 +187,11 @@ class EksWorkload(Construct):
         max_pods_per_node: int | None = None,
         node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None,
         hyperpod_nodes: HyperPodNodes | None = None,
+        file_system_efa_clients: int | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         problems = Problems.of(self)
+        self.file_system_efa_clients = file_system_efa_clients
         subnets_of = dict(node_group_subnets or {})
         problems.adopt(
             eks_workload_rules.eks_workload(
@@ -336,6 +341,11 @@ class EksWorkload(Construct):
             create_namespace=False,
         )
         self.volume.node.add_dependency(self.namespace_manifest)
+        if file_system.efa_enabled:  # LNet over EFA on the nodes, before kubelet starts
+            sizes = [g.max_node_count for g in self.all_node_groups if g.efa_layout is not None]
+            own = None if any(Token.is_unresolved(n) for n in sizes) else sum(sizes)
+            for group in self.all_node_groups:
+                group.use_lnet_over_efa(self.file_system_efa_clients or own or None)
         if self.efa_security_group is not None:  # HyperPod opens the ports from its nodes
             file_system.connections.allow_default_port_from(
                 ec2.Connections(security_groups=[self.efa_security_group.security_group])

@@ -408,6 +408,7 @@ class Deployment:
             "session_manager": w.session_manager,
             "max_pods_per_node": w.max_pods_per_node,
             "launch_template_version": w.launch_template_version,
+            "file_system_efa_clients": w.file_system_efa_clients,
             "node_group_subnets": {
                 pool: [subnets[i] for i in indexes] for pool, indexes in w.node_group_subnets
             },

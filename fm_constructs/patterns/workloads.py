@@ -73,7 +73,8 @@ class WorkloadKeywords(_Nodes, total=False):
     :class:`~fm_constructs.patterns.cluster_workload.NodePool` takes it, the main pool's
     ``capacity`` and ``launch_template_version``, the ``file_system`` mounted as
     ``fsx-lustre``, the nodes' ``efa_layout``, ``root_volume_size_gib``, ``session_manager``
-    and ``max_pods_per_node``, and ``node_group_subnets`` for pools that outgrow ``subnet``."""
+    and ``max_pods_per_node``, ``node_group_subnets`` for pools that outgrow ``subnet``, and
+    ``file_system_efa_clients`` (every EFA node mounting an EFA-enabled ``file_system``)."""
 
     capacity: CapacitySource | None
     file_system: ILustreFileSystem | None
@@ -83,6 +84,7 @@ class WorkloadKeywords(_Nodes, total=False):
     max_pods_per_node: int | None
     launch_template_version: int | None
     node_group_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None
+    file_system_efa_clients: int | None
 
 
 class TrainingKeywords(WorkloadKeywords, total=False):
