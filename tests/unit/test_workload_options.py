@@ -18,6 +18,7 @@ from fm_constructs.config.options import (
     capacity_quota,
     deployment_options,
 )
+from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.names import EFA_HUGEPAGES_2MI_MI
 from fm_constructs.errors import FmValidationError
 from fm_constructs.kubernetes.node_shape import HUGEPAGES_2MI
@@ -106,6 +107,18 @@ def test_resource_flavor_tolerates_the_pool_taints() -> None:
     assert flavor["spec"]["nodeLabels"] == {"pool": "rollout"}
 
 
+def _efa_catalog_nodes(w: WorkloadConfig) -> int:
+    """EFA-capable nodes of ``w`` that may use a file system's EFA connections (FM316: EKS at
+    its largest size, HyperPod Slurm), main group and rollout group, from the catalog."""
+    if not w.enabled or w.orchestrator not in (Orchestrator.EKS, Orchestrator.HYPERPOD_SLURM):
+        return 0
+    size = w.largest_size if w.orchestrator is Orchestrator.EKS else w.instance_count
+    groups = [(w.instance_type, size)]
+    if w.rollout_group is not None:
+        groups.append((w.rollout_group.instance_type, w.rollout_group.instance_count))
+    return sum(n for t, n in groups if get_instance_type(t).efa_supported)
+
+
 def _efa_slurm_nodes(w: WorkloadConfig) -> int:
     """EFA-capable nodes of ``w`` on HyperPod Slurm or AWS PCS, from the catalog (main group
     and rollout group), to hold the options' count on the plan against."""
@@ -144,10 +157,22 @@ def test_file_system_efa_clients_are_the_efa_nodes_that_mount_it(path: Path, reu
     for w in profile.enabled_workloads:
         owner = profile.pretraining if w.reuses_pretraining_storage else w
         expected = None
+        sharing = owner is profile.pretraining and profile.post_training.reuses_pretraining_storage
         if owner.storage.enabled and owner.storage.efa_enabled and w.orchestrator.is_slurm:
             expected = _efa_slurm_nodes(owner)
-            if owner is profile.pretraining and profile.post_training.reuses_pretraining_storage:
+            if sharing:
                 expected += _efa_slurm_nodes(profile.post_training)
+        elif (
+            owner.storage.enabled
+            and owner.storage.efa_enabled
+            and w.orchestrator is Orchestrator.EKS
+        ):
+            # An EKS node sizes its LNet interfaces on every node that may use the file
+            # system's EFA connections (FM316): EKS and Slurm nodes alike.
+            expected = _efa_catalog_nodes(owner) + (
+                _efa_catalog_nodes(profile.post_training) if sharing else 0
+            )
+            expected = expected or None
         assert options.workloads[w.name].file_system_efa_clients == expected, w.name
     if reused and profile.pretraining.orchestrator.is_slurm:
         assert options.workloads["pretraining"].file_system_efa_clients == _efa_slurm_nodes(
