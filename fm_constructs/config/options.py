@@ -53,7 +53,7 @@ from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSIO
 from fm_constructs.planning.kueue_quota import capacity_quota as capacity_quota
 from fm_constructs.planning.pod_networking import PodNetworking
 from fm_constructs.planning.subnet_demand import NodeGroupRequest
-from fm_constructs.rules.profile import fsx_efa_connection_nodes
+from fm_constructs.rules.profile import EFA_CLIENT_ORCHESTRATORS
 
 _T = TypeVar("_T")
 
@@ -424,36 +424,49 @@ def efa_layout_of(workload: WorkloadConfig, instance_type: str | None = None) ->
     return workload.efa_layout if spec.efa_supported else None
 
 
+def _plan_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:
+    """EFA-capable nodes of ``w`` (its rollout group included) on ``node_groups``, the plan's
+    node groups at their largest (a group has an EFA layout when its type has EFA)."""
+    return sum(g.nodes for g in node_groups if g.workload == w.name and g.layout is not None)
+
+
 def hyperpod_slurm_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:
     """EFA-capable nodes of ``w``'s HyperPod Slurm cluster (its rollout group included), the
     nodes that mount an EFA-enabled file system over EFA (on AWS PCS too, which runs the same
-    node scripts); 0 for other orchestrators. Counted on ``node_groups``, the plan's node
-    groups at their largest (a group has an EFA layout when its type has EFA)."""
+    node scripts); 0 for other orchestrators. Counted on the plan's ``node_groups``."""
     if not w.enabled or not w.orchestrator.is_slurm:
         return 0
-    return sum(g.nodes for g in node_groups if g.workload == w.name and g.layout is not None)
+    return _plan_efa_nodes(w, node_groups)
+
+
+def _connection_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:
+    """EFA-capable nodes of ``w`` that may use a file system's EFA connections, as FM316
+    counts them (HyperPod Slurm and EKS), on the plan's ``node_groups``."""
+    if not w.enabled or w.orchestrator not in EFA_CLIENT_ORCHESTRATORS:
+        return 0
+    return _plan_efa_nodes(w, node_groups)
 
 
 def fsx_efa_clients(
     profile: Profile, w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]
 ) -> int | None:
-    """The HyperPod Slurm nodes that mount ``w``'s EFA-enabled file system over EFA: those of
-    the workload that owns it and of a post-training workload reusing it, counted on the
-    plan's ``node_groups``; for an EKS ``w``, every node FM316 counts (EKS and HyperPod
-    Slurm). None when ``w``'s file system has no EFA or ``w`` is not on EKS, HyperPod Slurm
-    or AWS PCS."""
+    """The nodes that mount ``w``'s EFA-enabled file system over EFA, those of the workload
+    that owns it and of a post-training workload reusing it, counted on the plan's
+    ``node_groups``: for a Slurm ``w`` (HyperPod Slurm, AWS PCS) its Slurm nodes; for an EKS
+    ``w`` every node FM316 counts (EKS and HyperPod Slurm), among which the EKS nodes share
+    the file system's EFA connections. None when ``w``'s file system has no EFA or ``w`` is
+    on neither."""
     owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
     if not owner.storage.enabled or not owner.storage.efa_enabled:
         return None
+    post = profile.post_training
+    sharing = owner is profile.pretraining and post.reuses_pretraining_storage
+    members = (owner, post) if sharing else (owner,)
     if w.orchestrator is Orchestrator.EKS:
-        return fsx_efa_connection_nodes(profile, owner) or None
+        return sum(_connection_nodes(m, node_groups) for m in members) or None
     if not w.orchestrator.is_slurm:
         return None
-    total = hyperpod_slurm_efa_nodes(owner, node_groups)
-    post = profile.post_training
-    if owner is profile.pretraining and post.reuses_pretraining_storage:
-        total += hyperpod_slurm_efa_nodes(post, node_groups)
-    return total
+    return sum(hyperpod_slurm_efa_nodes(m, node_groups) for m in members)
 
 
 def _pcs_ami_id(w: WorkloadConfig) -> str | None:
