@@ -134,6 +134,20 @@ verify_download() {
   echo "${0##*/}: ${name}: sha256 matches the pinned ${pinned}"
 }
 
+fetch_pinned() {
+  # fetch_pinned <url> <file> <name>: download <url> to <file> (failing on HTTP errors, tried
+  # 5 times with a doubling delay) and keep it only when verify_download accepts it as the
+  # release file <name>; false, with <file> removed, when either fails. Every release file a
+  # node runs as root comes through here, so the download and the check stay together.
+  local url="$1" file="$2" name="$3"
+  if ! retry 5 5 curl -fsSL --connect-timeout 10 -o "$file" "$url"; then
+    log "could not download ${name}"
+    rm -f "$file"
+    return 1
+  fi
+  verify_download "$file" "$name"
+}
+
 install_unit() {
   # install_unit <name> <content>: write /etc/systemd/system/<name> when its content changed;
   # prints "changed" when it did, so callers reload systemd only then.
