@@ -107,6 +107,20 @@ param() {
   printf '%s\n' "${FM_PARAM_VALUES[$1]:-}"
 }
 
+after_fsx_step() {
+  # after_fsx_step <roles> <role> <group> <params>: the start of every after_fsx.d step, which
+  # on_create.sh runs as `bash <step> <role> <group> <params>`. Sets ROLE and PARAMS from
+  # those arguments (no step reads the group yet; group_param takes it) and loads the
+  # parameters, or ends the step (exit 0) on a node whose role is not among <roles>
+  # (space-separated, or "all").
+  local roles="$1"
+  ROLE="$2" PARAMS="$4"
+  if [[ "$roles" != all && " ${roles} " != *" ${ROLE} "* ]]; then
+    exit 0
+  fi
+  load_params
+}
+
 group_param() {
   # group_param <group> <key>: a key of that group's worker_groups entry (empty when absent).
   param "worker_groups.$1.$2"
