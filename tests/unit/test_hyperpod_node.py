@@ -434,7 +434,7 @@ def test_slow_dns_late_route_and_flaky_mount_are_waited_out(tmp_path: Path) -> N
     run = sim.run()
     assert run.returncode == 0, run.output
     assert "DNS settled" in run.output
-    assert "no route to the VPC yet (attempt 3)" in run.output
+    assert "attempt 3 of 7 failed: route_address; retrying in 20s" in run.output
     assert sum(c.startswith("mount -t lustre") for c in run.calls) == 3
     assert "group=workers role=worker" in run.output
 
@@ -445,6 +445,7 @@ def test_route_address_wins_over_the_first_interface(tmp_path: Path) -> None:
     sim.inject("route-failures", 99)  # no route at all: every local address is tried
     run = sim.run(env={"ADDRESS_ATTEMPTS": "2"})
     assert run.returncode == 0, run.output
+    assert "no route to the VPC; trying every local address" in run.output
     assert "group=workers role=worker" in run.output
 
 
