@@ -37,7 +37,7 @@ ROLE="$1"
 NVME_WAIT="${NVME_WAIT:-120}"
 ENROOT_VERSION="$(param enroot_version)"
 PYXIS_VERSION="$(param pyxis_version)"
-ARCH="$(dpkg --print-architecture)"
+ARCH="$(release_arch)"
 # Where Ubuntu's docker.io and Docker's own packages put the client (metrics.sh runs it there).
 DOCKER=/usr/bin/docker
 

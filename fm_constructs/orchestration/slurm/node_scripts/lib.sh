@@ -148,6 +148,12 @@ verify_download() {
   echo "${0##*/}: ${name}: sha256 matches the pinned ${pinned}"
 }
 
+release_arch() {
+  # The node's architecture as release files name it (amd64, arm64): the names pins.toml
+  # [binaries] pins a sha256 for.
+  uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/'
+}
+
 fetch_pinned() {
   # fetch_pinned <url> <file> <name>: download <url> to <file> (failing on HTTP errors, tried
   # 5 times with a doubling delay) and keep it only when verify_download accepts it as the

@@ -49,7 +49,7 @@ schedule() {
   echo "metrics: installation scheduled (fm-metrics-install.timer)"
 }
 
-ARCH="$(uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')"
+ARCH="$(release_arch)"
 FAILED=()
 
 run_service() {
