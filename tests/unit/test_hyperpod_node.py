@@ -242,6 +242,10 @@ def test_failed_downloads_leave_no_unit_and_do_not_fail_the_node(tmp_path: Path)
     run = sim.run_metrics_installer()
     assert run.returncode != 0  # the timer runs the installer again later
     assert "node_exporter is not installed yet" in run.output
+    # The shared checked download (lib.sh fetch_pinned): tried 5 times, then named.
+    archive = "node_exporter-1.9.1.linux-amd64.tar.gz"
+    assert sum(c.startswith("curl") and archive in c for c in run.calls) == 5
+    assert f"could not download {archive}" in run.output
     for name in ("node-exporter", "prometheus-agent", "dcgm-exporter", "efa-exporter"):
         assert not sim.exists(f"etc/systemd/system/fm-{name}.service"), name
     sim.heal("offline")
