@@ -24,7 +24,7 @@ from fm_constructs.orchestration.slurm import (
     metrics_parameters,
 )
 from fm_constructs.orchestration.slurm import scripts_directory as shared_scripts
-from fm_constructs.storage import LustreFileSystem
+from tests.constructs.test_monitoring_facade import IMPORTED_FS, _imported_fs
 
 REGION = "eu-west-1"
 REMOTE_WRITE = "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write"
@@ -103,18 +103,9 @@ def test_former_import_paths_still_work() -> None:
 def test_an_imported_file_system_gives_both_orchestrators_the_same_fsx_table() -> None:
     """HyperPod's cluster and the PCS workload both build ``fsx`` with fsx_parameters, so
     mount_fsx.sh gets the same keys on either (HyperPod adds the shared directories)."""
-    stack = Stack(App(), "S")
-    file_system = LustreFileSystem.from_lustre_file_system_attributes(
-        stack,
-        "Fsx",
-        file_system_id="fs-0123456789abcdef0",
-        dns_name="fs-0123456789abcdef0.fsx.eu-west-1.amazonaws.com",
-        mount_name="abcdefgh",
-        security_group_ids=["sg-0123456789abcdef0"],
-        efa_enabled=True,
-    )
+    file_system = _imported_fs(Stack(App(), "S"), efa_enabled=True)
     assert fsx_parameters(file_system, "/fsx") == {
-        "dns_name": "fs-0123456789abcdef0.fsx.eu-west-1.amazonaws.com",
+        "dns_name": f"{IMPORTED_FS}.fsx.us-east-1.amazonaws.com",
         "mount_name": "abcdefgh",
         "mount_point": "/fsx",
         "efa_enabled": True,
