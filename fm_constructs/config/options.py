@@ -385,10 +385,6 @@ class DeploymentOptions:
         """Prefix delegation in the node subnet (custom networking has its own)."""
         return self.pod_networking is PodNetworking.PREFIX_DELEGATION
 
-    def cluster_of(self, workload: str) -> ClusterOptions | None:
-        key = self.workloads[workload].cluster
-        return None if key is None else self.clusters[key]
-
 
 def _pool(
     workload: str, pool: str, instance_type: str, nodes: int, maximum: int, **extra: Any

@@ -22,6 +22,7 @@ from fm_constructs.orchestration.pcs import (
     PcsQueue,
 )
 from fm_constructs.orchestration.pcs.user_data import job_hook_settings, node_parameters
+from fm_constructs.orchestration.slurm import fsx_parameters
 from fm_constructs.patterns.observability import MonitoringFacade
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE
@@ -94,12 +95,7 @@ class PcsAcceleratedWorkload(Construct):
             # Lustre clients: TCP 988 and 1018-1023, all traffic with an EFA file system.
             file_system.connections.allow_default_port_from(self.efa_security_group)
             file_system.connections.allow_default_port_from(self.cluster)
-            fsx = {
-                "dns_name": file_system.dns_name,
-                "mount_name": file_system.mount_name,
-                "mount_point": MOUNT_POINT,
-                "efa_enabled": bool(getattr(file_system, "efa_enabled", False)),
-            }
+            fsx = fsx_parameters(file_system, MOUNT_POINT)
         login_spec_name = login_instance_type
         stack = Stack.of(self)
         parameters = node_parameters(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fm_constructs.domain.kinds import CapacityKind
+from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.planning.node_updates import EKS_MAX_PARALLEL_NODES
 from fm_constructs.rules.constructs import NODE_GROUP
 from fm_constructs.rules.findings import Finding, Severity
@@ -93,7 +94,7 @@ def efa_node_group(
     wrong = [
         (name, n)
         for name, n in zip(("min_node_count", "node_count", "max_node_count"), sizes, strict=True)
-        if isinstance(n, bool) or not isinstance(n, int | float)
+        if not is_unresolved(n) and not is_whole_number(n)
     ]
     for name, n in wrong:
         out.append(_error(name, n, "must be a whole number (an int, not a string)"))

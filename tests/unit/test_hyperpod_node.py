@@ -242,6 +242,10 @@ def test_failed_downloads_leave_no_unit_and_do_not_fail_the_node(tmp_path: Path)
     run = sim.run_metrics_installer()
     assert run.returncode != 0  # the timer runs the installer again later
     assert "node_exporter is not installed yet" in run.output
+    # The shared checked download (lib.sh fetch_pinned): tried 5 times, then named.
+    archive = "node_exporter-1.9.1.linux-amd64.tar.gz"
+    assert sum(c.startswith("curl") and archive in c for c in run.calls) == 5
+    assert f"could not download {archive}" in run.output
     for name in ("node-exporter", "prometheus-agent", "dcgm-exporter", "efa-exporter"):
         assert not sim.exists(f"etc/systemd/system/fm-{name}.service"), name
     sim.heal("offline")
@@ -434,7 +438,7 @@ def test_slow_dns_late_route_and_flaky_mount_are_waited_out(tmp_path: Path) -> N
     run = sim.run()
     assert run.returncode == 0, run.output
     assert "DNS settled" in run.output
-    assert "no route to the VPC yet (attempt 3)" in run.output
+    assert "attempt 3 of 7 failed: route_address; retrying in 20s" in run.output
     assert sum(c.startswith("mount -t lustre") for c in run.calls) == 3
     assert "group=workers role=worker" in run.output
 
@@ -445,6 +449,7 @@ def test_route_address_wins_over_the_first_interface(tmp_path: Path) -> None:
     sim.inject("route-failures", 99)  # no route at all: every local address is tried
     run = sim.run(env={"ADDRESS_ATTEMPTS": "2"})
     assert run.returncode == 0, run.output
+    assert "no route to the VPC; trying every local address" in run.output
     assert "group=workers role=worker" in run.output
 
 

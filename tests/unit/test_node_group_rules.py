@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from aws_cdk import Fn, Token
+
 from fm_constructs.domain.kinds import CapacityKind
 from fm_constructs.rules import node_groups
 from fm_constructs.rules.constructs import NODE_GROUP
@@ -59,6 +61,16 @@ def test_a_size_that_is_not_a_number_is_named_and_a_token_zone_is_skipped() -> N
     ]
     token_zone = {**_OK, "reserved_zone": "${Token[TOKEN.3]}", "subnet_zone": "us-east-1a"}
     assert node_groups.efa_node_group(**token_zone) == []  # type: ignore[arg-type]
+
+
+def test_a_fractional_size_is_refused_and_a_number_token_is_skipped() -> None:
+    """Node counts are whole numbers, as every other count rule has it (a float such as 2.5
+    is refused, not rounded by EKS at deploy time); a CDK number token is left to deploy."""
+    found = node_groups.efa_node_group(**{**_OK, "sizes": (0, 2.5, 4.0)})  # type: ignore[arg-type]
+    assert [(f.key, f.value) for f in found] == [("node_count", 2.5), ("max_node_count", 4.0)]
+    assert {f.allowed for f in found} == {"must be a whole number (an int, not a string)"}
+    token = Token.as_number(Fn.ref("MaxNodes"))
+    assert node_groups.efa_node_group(**{**_OK, "sizes": (0, 2, token)}) == []  # type: ignore[arg-type]
 
 
 def test_node_count_and_rolling_update() -> None:

@@ -5,6 +5,7 @@ the same values whichever orchestrator wrote the parameters."""
 from __future__ import annotations
 
 import pytest
+from aws_cdk import App, Stack
 
 from fm_constructs.catalog import get_instance_type
 from fm_constructs.orchestration.hyperpod import (
@@ -19,9 +20,11 @@ from fm_constructs.orchestration.slurm import (
     LNET_EFA_INTERFACES,
     container_parameters,
     default_lnet_efa_interfaces,
+    fsx_parameters,
     metrics_parameters,
 )
 from fm_constructs.orchestration.slurm import scripts_directory as shared_scripts
+from tests.constructs.test_monitoring_facade import IMPORTED_FS, _imported_fs
 
 REGION = "eu-west-1"
 REMOTE_WRITE = "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write"
@@ -95,3 +98,16 @@ def test_former_import_paths_still_work() -> None:
     from fm_constructs.orchestration.slurm.node_scripts import dcgm_counters as shared
 
     assert dcgm_counters is shared
+
+
+def test_an_imported_file_system_gives_both_orchestrators_the_same_fsx_table() -> None:
+    """HyperPod's cluster and the PCS workload both build ``fsx`` with fsx_parameters, so
+    mount_fsx.sh gets the same keys on either (HyperPod adds the shared directories)."""
+    file_system = _imported_fs(Stack(App(), "S"), efa_enabled=True)
+    assert fsx_parameters(file_system, "/fsx") == {
+        "dns_name": f"{IMPORTED_FS}.fsx.us-east-1.amazonaws.com",
+        "mount_name": "abcdefgh",
+        "mount_point": "/fsx",
+        "efa_enabled": True,
+    }
+    assert set(fsx_parameters(file_system, "/fsx")) == set(FSX)

@@ -49,7 +49,7 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
 )
 from fm_constructs.orchestration.hyperpod.role import HyperPodExecutionRole
 from fm_constructs.orchestration.remote_write import IRemoteWriteTarget
-from fm_constructs.orchestration.slurm import efa_exporter_repository_arn
+from fm_constructs.orchestration.slurm import efa_exporter_repository_arn, fsx_parameters
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import hyperpod as hyperpod_rules
 from fm_constructs.storage.lustre_interface import ILustreFileSystem
@@ -196,10 +196,7 @@ class HyperPodCluster(Construct):
         fsx = None
         if lustre is not None:
             fsx = {
-                "dns_name": lustre.dns_name,
-                "mount_name": lustre.mount_name,
-                "mount_point": lustre_mount_point,
-                "efa_enabled": bool(lustre.efa_enabled),
+                **fsx_parameters(lustre, lustre_mount_point),
                 # The root stays as it is: only the linked directories open to every user.
                 "shared_directories": [p for p in lustre.association_paths if p != "/"],
             }

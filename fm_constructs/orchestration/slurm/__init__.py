@@ -10,6 +10,7 @@ from fm_constructs.orchestration.slurm.parameters import (
     efa_exporter_account,
     efa_exporter_image,
     efa_exporter_repository_arn,
+    fsx_parameters,
     metrics_parameters,
     scripts_directory,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "efa_exporter_account",
     "efa_exporter_image",
     "efa_exporter_repository_arn",
+    "fsx_parameters",
     "metrics_parameters",
     "scripts_directory",
 ]

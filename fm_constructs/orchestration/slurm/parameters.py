@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Stack, Token
 
@@ -21,6 +21,9 @@ from fm_constructs.catalog import InstanceSpec
 from fm_constructs.domain import ports
 from fm_constructs.errors import FmValidationError
 from fm_constructs.rules import constructs as codes
+
+if TYPE_CHECKING:
+    from fm_constructs.storage.lustre_interface import ILustreFileSystem
 
 #: Exporter ports (node exporter, DCGM exporter, EFA exporter; the Slurm exporter's default
 #: port on the controller).
@@ -162,6 +165,18 @@ def metrics_parameters(region: str) -> dict[str, Any]:
         "slurm_exporter_version": pins.binary("slurm_exporter").version,
         "dcgm_exporter_image": pins.image("dcgm-exporter").reference,
         "download_sha256": pins.download_digests(),
+    }
+
+
+def fsx_parameters(file_system: ILustreFileSystem, mount_point: str) -> dict[str, Any]:
+    """What ``mount_fsx.sh`` mounts and how: the ``fsx`` table of the parameters
+    (``dns_name``, ``mount_name``, ``mount_point``, and ``efa_enabled``, which turns on LNet
+    over EFA). Values may be tokens."""
+    return {
+        "dns_name": file_system.dns_name,
+        "mount_name": file_system.mount_name,
+        "mount_point": mount_point,
+        "efa_enabled": bool(file_system.efa_enabled),
     }
 
 

@@ -19,7 +19,7 @@
 #   the controller is the service's, and its plugstack.conf includes the node's own
 #   /etc/aws/pcs/scheduler/slurm-<version>/plugstack.conf.d/*.conf (pcs_node.sh sets it).
 # Every download (the enroot packages, the pyxis source) is used only when its sha256 is the
-# digest the library pins for that file (verify_download in lib.sh); one without a pinned
+# digest the library pins for that file (fetch_pinned in lib.sh); one without a pinned
 # digest or with another is refused and logged, and the component counts as missing.
 # Downloads are retried. A component that still cannot be fetched or built does not fail the
 # node: it is named in /var/lib/fm-constructs/missing-components, node_components.sh drains
@@ -37,7 +37,7 @@ ROLE="$1"
 NVME_WAIT="${NVME_WAIT:-120}"
 ENROOT_VERSION="$(param enroot_version)"
 PYXIS_VERSION="$(param pyxis_version)"
-ARCH="$(dpkg --print-architecture)"
+ARCH="$(release_arch)"
 # Where Ubuntu's docker.io and Docker's own packages put the client (metrics.sh runs it there).
 DOCKER=/usr/bin/docker
 
@@ -89,11 +89,6 @@ PY
   echo "containers: Docker data on ${disk}/docker/data-root"
 }
 
-download() {
-  # download <url> <file>: fetch one file, failing on HTTP errors.
-  curl -fsSL --connect-timeout 10 -o "$2" "$1"
-}
-
 install_enroot() {
   # False when enroot cannot be installed (every step is checked: a caller's `if` turns off
   # set -e inside the function).
@@ -105,8 +100,7 @@ install_enroot() {
   work="$(mktemp -d)"
   local package
   for package in "enroot_${ENROOT_VERSION}-1_${ARCH}.deb" "enroot+caps_${ENROOT_VERSION}-1_${ARCH}.deb"; do
-    if ! retry 5 5 download "${base}/${package}" "${work}/${package}" \
-      || ! verify_download "${work}/${package}" "$package"; then
+    if ! fetch_pinned "${base}/${package}" "${work}/${package}" "$package"; then
       rm -rf "$work"
       return 1
     fi
@@ -188,8 +182,7 @@ install_pyxis() {
     local work url="https://github.com/NVIDIA/pyxis/archive/refs/tags/v${PYXIS_VERSION}.tar.gz"
     local archive="pyxis-${PYXIS_VERSION}.tar.gz"
     work="$(mktemp -d)"
-    if ! retry 5 5 download "$url" "${work}/${archive}" \
-      || ! verify_download "${work}/${archive}" "$archive" \
+    if ! fetch_pinned "$url" "${work}/${archive}" "$archive" \
       || ! tar -xzf "${work}/${archive}" -C "$work" \
       || ! build_pyxis "${work}/pyxis-${PYXIS_VERSION}" \
       || [[ ! -e "${FM_ROOT}${PYXIS_PLUGIN}" ]]; then

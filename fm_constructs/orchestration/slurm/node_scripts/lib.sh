@@ -107,6 +107,20 @@ param() {
   printf '%s\n' "${FM_PARAM_VALUES[$1]:-}"
 }
 
+after_fsx_step() {
+  # after_fsx_step <roles> <role> <group> <params>: the start of every after_fsx.d step, which
+  # on_create.sh runs as `bash <step> <role> <group> <params>`. Sets ROLE and PARAMS from
+  # those arguments (no step reads the group yet; group_param takes it) and loads the
+  # parameters, or ends the step (exit 0) on a node whose role is not among <roles>
+  # (space-separated, or "all").
+  local roles="$1"
+  ROLE="$2" PARAMS="$4"
+  if [[ "$roles" != all && " ${roles} " != *" ${ROLE} "* ]]; then
+    exit 0
+  fi
+  load_params
+}
+
 group_param() {
   # group_param <group> <key>: a key of that group's worker_groups entry (empty when absent).
   param "worker_groups.$1.$2"
@@ -132,6 +146,26 @@ verify_download() {
     return 1
   fi
   echo "${0##*/}: ${name}: sha256 matches the pinned ${pinned}"
+}
+
+release_arch() {
+  # The node's architecture as release files name it (amd64, arm64): the names pins.toml
+  # [binaries] pins a sha256 for.
+  uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/'
+}
+
+fetch_pinned() {
+  # fetch_pinned <url> <file> <name>: download <url> to <file> (failing on HTTP errors, tried
+  # 5 times with a doubling delay) and keep it only when verify_download accepts it as the
+  # release file <name>; false, with <file> removed, when either fails. Every release file a
+  # node runs as root comes through here, so the download and the check stay together.
+  local url="$1" file="$2" name="$3"
+  if ! retry 5 5 curl -fsSL --connect-timeout 10 -o "$file" "$url"; then
+    log "could not download ${name}"
+    rm -f "$file"
+    return 1
+  fi
+  verify_download "$file" "$name"
 }
 
 install_unit() {

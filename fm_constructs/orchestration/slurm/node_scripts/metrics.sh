@@ -49,7 +49,7 @@ schedule() {
   echo "metrics: installation scheduled (fm-metrics-install.timer)"
 }
 
-ARCH="$(uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/')"
+ARCH="$(release_arch)"
 FAILED=()
 
 run_service() {
@@ -86,14 +86,10 @@ WantedBy=multi-user.target")"
   fi
 }
 
-download() {
-  curl -fsSL --connect-timeout 10 --retry 3 -o "$2" "$1"
-}
-
 RELEASE_DIR=""
 fetch_archive() {
   # fetch_archive <url-base> <archive> <dir> <binary>: download <url-base>/<archive>, refuse it
-  # unless its sha256 is the one the library pins for it (verify_download: a release's own
+  # unless its sha256 is the one the library pins for it (fetch_pinned: a release's own
   # sums file comes from the same place as the archive, so it is not trusted), unpack it so
   # that /opt/fm-metrics/<dir>/<binary> is the binary, and set RELEASE_DIR (path on the
   # node); false on any failure. Archives whose members are not under <dir>/ (no top-level
@@ -104,12 +100,7 @@ fetch_archive() {
     return 0
   fi
   work="$(mktemp -d)"
-  if ! download "${base}/${archive}" "${work}/${archive}"; then
-    log "could not download ${archive}"
-    rm -rf "$work"
-    return 1
-  fi
-  if ! verify_download "${work}/${archive}" "$archive"; then
+  if ! fetch_pinned "${base}/${archive}" "${work}/${archive}" "$archive"; then
     rm -rf "$work"
     return 1
   fi

@@ -73,24 +73,19 @@ wait_for_dns() {
 
 route_address() {
   # The source address of the route the node uses for VPC traffic, as HyperPod's own node
-  # detection does it (no packet is sent).
-  ip -4 route get 10.254.254.254 | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}'
+  # detection does it (no packet is sent); false while there is no such route.
+  local address
+  address="$(ip -4 route get 10.254.254.254 2> /dev/null \
+    | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}')" || true
+  [[ -n "$address" ]] && echo "$address"
 }
 
 node_addresses() {
   # This node's candidate addresses, the route lookup's first (retried while the network comes
   # up), then every other local IPv4 address (nodes carry extra interfaces).
-  local address="" attempt=1 delay=5
-  while ((attempt <= ADDRESS_ATTEMPTS)); do
-    address="$(route_address 2> /dev/null || true)"
-    [[ -n "$address" ]] && break
-    echo "on_create: no route to the VPC yet (attempt ${attempt}); retrying in ${delay}s" >&2
-    sleep "$delay"
-    attempt=$((attempt + 1))
-    delay=$((delay * 2 > 60 ? 60 : delay * 2))
-  done
   {
-    [[ -n "$address" ]] && echo "$address"
+    retry "$ADDRESS_ATTEMPTS" 5 route_address \
+      || log "no route to the VPC; trying every local address"
     hostname -I | tr ' ' '\n'
   } | awk 'NF && !seen[$0]++'
 }

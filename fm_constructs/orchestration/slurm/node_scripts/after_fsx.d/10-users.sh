@@ -19,11 +19,10 @@
 # otherwise belong to the wrong person. Idempotent.
 set -euo pipefail
 
-PARAMS="$3"
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=../lib.sh
 source "${SCRIPT_DIR}/lib.sh"
-load_params
+after_fsx_step all "$@"
 DEFAULT_USER="${FM_DEFAULT_USER:-ubuntu}"
 MOUNT_POINT="$(param fsx.mount_point)"
 MOUNT_POINT="${MOUNT_POINT:-/fsx}"

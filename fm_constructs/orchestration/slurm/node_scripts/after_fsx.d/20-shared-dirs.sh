@@ -9,17 +9,11 @@
 # Called as `bash 20-shared-dirs.sh <role> <group> <params>`.
 set -euo pipefail
 
-ROLE="$1"
-PARAMS="$3"
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source-path=SCRIPTDIR/..
 # shellcheck source=lib.sh
 source "${SCRIPT_DIR}/lib.sh"
-export PARAMS
-
-if [[ "$ROLE" != "controller" ]]; then
-  exit 0
-fi
+after_fsx_step controller "$@"
 MOUNT_POINT="$(param fsx.mount_point)"
 IFS=',' read -ra DIRECTORIES <<< "$(param fsx.shared_directories)"
 STATE="${FM_ROOT}/var/lib/fm-constructs/shared-dirs-opened"

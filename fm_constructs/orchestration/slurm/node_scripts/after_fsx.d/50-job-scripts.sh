@@ -4,15 +4,9 @@
 # Called as `bash 50-job-scripts.sh <role> <group> <params>`.
 set -euo pipefail
 
-ROLE="$1"
-PARAMS="$3"
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source-path=SCRIPTDIR/..
 # shellcheck source=lib.sh
 source "${SCRIPT_DIR}/lib.sh"
-export PARAMS
-
-if [[ "$ROLE" != "controller" ]]; then
-  exit 0
-fi
+after_fsx_step controller "$@"
 bash "${SCRIPT_DIR}/jobs/install_jobs.sh" "$(param fsx.mount_point)"
