@@ -313,6 +313,11 @@ class EksWorkload(Construct):
         return (self.local_queue_name,) if self.queues is not None else ()
 
     @property
+    def all_node_groups(self) -> list[EfaNodeGroup]:
+        """Every managed node group of every pool (large pools have several)."""
+        return [group for parts in self.node_group_parts.values() for group in parts]
+
+    @property
     def main_nodes(self) -> EfaNodeGroup:
         """The first node pool (``gpu``)."""
         return next(iter(self.node_groups.values()))
