@@ -436,8 +436,8 @@ def hyperpod_slurm_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupR
 
 
 def _connection_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:
-    """EFA-capable nodes of ``w`` that may use a file system's EFA connections, as FM316
-    counts them (HyperPod Slurm and EKS), on the plan's ``node_groups``."""
+    """EFA-capable nodes of ``w`` that configure LNet over EFA, as FM316 counts them
+    (HyperPod Slurm, AWS PCS, EKS), on the plan's ``node_groups``."""
     if not w.enabled or w.orchestrator not in EFA_CLIENT_ORCHESTRATORS:
         return 0
     return _plan_efa_nodes(w, node_groups)
@@ -446,23 +446,21 @@ def _connection_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]
 def fsx_efa_clients(
     profile: Profile, w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]
 ) -> int | None:
-    """The nodes that mount ``w``'s EFA-enabled file system over EFA, those of the workload
-    that owns it and of a post-training workload reusing it, counted on the plan's
-    ``node_groups``: for a Slurm ``w`` (HyperPod Slurm, AWS PCS) its Slurm nodes; for an EKS
-    ``w`` every node FM316 counts (EKS and HyperPod Slurm), among which the EKS nodes share
-    the file system's EFA connections. None when ``w``'s file system has no EFA or ``w`` is
-    on neither."""
+    """The nodes that share ``w``'s EFA-enabled file system's EFA connections: every node
+    FM316 counts (HyperPod Slurm, AWS PCS, EKS) of the workload that owns it and of a
+    post-training workload reusing it, counted on the plan's ``node_groups``; each node sizes
+    its LNet interfaces on it. None when ``w``'s file system has no EFA or ``w`` configures no
+    LNet over EFA (HyperPod on EKS)."""
     owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
     if not owner.storage.enabled or not owner.storage.efa_enabled:
+        return None
+    if w.orchestrator not in EFA_CLIENT_ORCHESTRATORS:
         return None
     post = profile.post_training
     sharing = owner is profile.pretraining and post.reuses_pretraining_storage
     members = (owner, post) if sharing else (owner,)
-    if w.orchestrator is Orchestrator.EKS:
-        return sum(_connection_nodes(m, node_groups) for m in members) or None
-    if not w.orchestrator.is_slurm:
-        return None
-    return sum(hyperpod_slurm_efa_nodes(m, node_groups) for m in members)
+    total = sum(_connection_nodes(m, node_groups) for m in members)
+    return total if w.orchestrator.is_slurm else total or None
 
 
 def _pcs_ami_id(w: WorkloadConfig) -> str | None:

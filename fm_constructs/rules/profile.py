@@ -452,16 +452,17 @@ def _efa_count(instance_type: str, count: int) -> int:
     return count if spec is not None and spec.efa_supported else 0
 
 
-#: Orchestrators whose EFA nodes count against an EFA-enabled file system's connections.
-EFA_CLIENT_ORCHESTRATORS = (Orchestrator.HYPERPOD_SLURM, Orchestrator.EKS)
+#: Orchestrators whose EFA nodes configure LNet over EFA, so count against an EFA-enabled file
+#: system's connections: the Slurm node scripts (HyperPod Slurm, AWS PCS) and EKS node groups.
+EFA_CLIENT_ORCHESTRATORS = (Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS, Orchestrator.EKS)
 
 
 def efa_client_nodes(w: WorkloadConfig) -> int:
     """EFA-capable nodes of ``w`` (its largest size and its rollout group) that may mount an
-    EFA-enabled file system over EFA: HyperPod Slurm clusters and EKS node groups."""
+    EFA-enabled file system over EFA: HyperPod Slurm and AWS PCS clusters, EKS node groups."""
     if not w.enabled or w.orchestrator not in EFA_CLIENT_ORCHESTRATORS:
         return 0
-    size = w.instance_count if w.orchestrator is Orchestrator.HYPERPOD_SLURM else w.largest_size
+    size = w.instance_count if w.orchestrator.is_slurm else w.largest_size
     total = _efa_count(w.instance_type, size)
     rollout = w.rollout_group
     if rollout is not None:
@@ -471,7 +472,8 @@ def efa_client_nodes(w: WorkloadConfig) -> int:
 
 def fsx_efa_connection_nodes(profile: Profile, w: WorkloadConfig) -> int:
     """The nodes that may use EFA connections of ``w``'s own EFA-enabled file system (FM316):
-    those of ``w`` and of a post-training workload reusing it, on HyperPod Slurm or EKS; 0
+    those of ``w`` and of a post-training workload reusing it, on HyperPod Slurm, AWS PCS or
+    EKS; 0
     when ``w``'s file system has no EFA or ``w`` reuses another's."""
     if w.reuses_pretraining_storage or not w.storage.enabled or not w.storage.efa_enabled:
         return 0

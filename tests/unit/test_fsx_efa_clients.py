@@ -1,5 +1,6 @@
 """FM316 (the EFA connections of an EFA-enabled FSx for Lustre file system) counts EKS node
-groups as it counts HyperPod Slurm clusters: every EFA node mounting it takes a connection."""
+groups as it counts HyperPod Slurm and AWS PCS clusters: every EFA node mounting it takes a
+connection."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def _profile(orchestrator: Orchestrator, nodes: int, **pretraining: Any) -> Any:
     return dataclasses.replace(profile, pretraining=workload)
 
 
-@pytest.mark.parametrize("orchestrator", [Orchestrator.EKS, Orchestrator.HYPERPOD_SLURM])
+@pytest.mark.parametrize(
+    "orchestrator", [Orchestrator.EKS, Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS]
+)
 def test_the_limit_is_checked_for_eks_as_for_hyperpod(orchestrator: Orchestrator) -> None:
     at_limit = _profile(orchestrator, EFA_CONNECTIONS)
     over = _profile(orchestrator, EFA_CONNECTIONS + 1)

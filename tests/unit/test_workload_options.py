@@ -108,11 +108,13 @@ def test_resource_flavor_tolerates_the_pool_taints() -> None:
 
 
 def _efa_catalog_nodes(w: WorkloadConfig) -> int:
-    """EFA-capable nodes of ``w`` that may use a file system's EFA connections (FM316: EKS at
-    its largest size, HyperPod Slurm), main group and rollout group, from the catalog."""
-    if not w.enabled or w.orchestrator not in (Orchestrator.EKS, Orchestrator.HYPERPOD_SLURM):
+    """EFA-capable nodes of ``w`` that configure LNet over EFA (FM316: HyperPod Slurm and AWS
+    PCS at their node count, EKS at its largest size), main group and rollout group, from the
+    catalog."""
+    clients = (Orchestrator.EKS, Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS)
+    if not w.enabled or w.orchestrator not in clients:
         return 0
-    size = w.largest_size if w.orchestrator is Orchestrator.EKS else w.instance_count
+    size = w.instance_count if w.orchestrator.is_slurm else w.largest_size
     groups = [(w.instance_type, size)]
     if w.rollout_group is not None:
         groups.append((w.rollout_group.instance_type, w.rollout_group.instance_count))
@@ -158,21 +160,16 @@ def test_file_system_efa_clients_are_the_efa_nodes_that_mount_it(path: Path, reu
         owner = profile.pretraining if w.reuses_pretraining_storage else w
         expected = None
         sharing = owner is profile.pretraining and profile.post_training.reuses_pretraining_storage
-        if owner.storage.enabled and owner.storage.efa_enabled and w.orchestrator.is_slurm:
-            expected = _efa_slurm_nodes(owner)
+        if owner.storage.enabled and owner.storage.efa_enabled:
+            # Every node that configures LNet over EFA shares the file system's EFA
+            # connections (FM316), whichever orchestrator runs it.
+            shared = _efa_catalog_nodes(owner)
             if sharing:
-                expected += _efa_slurm_nodes(profile.post_training)
-        elif (
-            owner.storage.enabled
-            and owner.storage.efa_enabled
-            and w.orchestrator is Orchestrator.EKS
-        ):
-            # An EKS node sizes its LNet interfaces on every node that may use the file
-            # system's EFA connections (FM316): EKS and Slurm nodes alike.
-            expected = _efa_catalog_nodes(owner) + (
-                _efa_catalog_nodes(profile.post_training) if sharing else 0
-            )
-            expected = expected or None
+                shared += _efa_catalog_nodes(profile.post_training)
+            if w.orchestrator.is_slurm:
+                expected = shared
+            elif w.orchestrator is Orchestrator.EKS:
+                expected = shared or None
         assert options.workloads[w.name].file_system_efa_clients == expected, w.name
     if reused and profile.pretraining.orchestrator.is_slurm:
         assert options.workloads["pretraining"].file_system_efa_clients == _efa_slurm_nodes(
