@@ -178,38 +178,25 @@ class EfaNodeGroup(Construct):
         problems = Problems.of(self)
         spec = catalogued_spec(problems, instance_type, efa=efa_layout is not None)
         problems.adopt(node_group_rules.node_count_given(node_count))
-        desired_size, min_size, max_size = node_count, min_node_count, max_node_count
-        if desired_size is None:
+        if node_count is None:
             problems.raise_if_any()  # no size to check the rest against
-        assert desired_size is not None
+        assert node_count is not None
         eks_cluster = cluster.icluster if is_gpu_cluster(cluster) else cast(eks.ICluster, cluster)
-        capacity_block = capacity.kind is CapacityKind.CAPACITY_BLOCK
-        if min_size is None and capacity_block:
-            # EKS scales a Capacity Block node group to zero before the block ends and needs
-            # desired size 0 to update it: a minimum above zero would fight both.
-            min_size = 0
-            Annotations.of(self).add_info(
-                "Capacity Block node group: minimum size 0, so EKS can scale it to zero before "
-                "the block ends. Before changing its launch template or AMI, set its desired "
-                "size to 0 (the EKS guide asks it of Capacity Block node groups; updates "
-                "terminate old nodes first, the block has no spare instance)."
-            )
-        min_nodes = desired_size if min_size is None else min_size
-        max_nodes = desired_size if max_size is None else max_size
-        problems.adopt(
-            node_group_rules.efa_node_group(
-                subnet_zone=_known_zone(subnet),
-                subnet_path=subnet.node.path,
-                subnet_is_public=subnet.node.path
-                in {s.node.path for s in _public_subnets(eks_cluster)},
-                gpu_zone=cluster.gpu_availability_zone if is_gpu_cluster(cluster) else None,
-                capacity_kind=capacity.kind,
-                reserved_zone=capacity.availability_zone,
-                training_plan_arn=capacity.training_plan_arn,
-                sizes=(min_nodes, desired_size, max_nodes),
-                labels=labels or {},
-                max_parallel_repairs=max_parallel_repairs,
-            )
+
+        # -- sizes, checks and update policy, before anything is created -----------------------
+        min_nodes, max_nodes = self._size_bounds(
+            capacity, node_count, min_node_count, max_node_count
+        )
+        sizes = (min_nodes, node_count, max_nodes)
+        self._check_group(
+            problems,
+            cluster,
+            eks_cluster,
+            subnet=subnet,
+            capacity=capacity,
+            sizes=sizes,
+            labels=labels or {},
+            max_parallel_repairs=max_parallel_repairs,
         )
         updates = self._update_policy(
             problems,
@@ -229,24 +216,15 @@ class EfaNodeGroup(Construct):
         self.max_node_count = max_nodes
         #: EFA interfaces LNet uses on each node (0: Lustre over TCP only).
         self.lnet_efa_interfaces = 0
-        family = spec.eks_ami_family
 
-        if isinstance(efa_security_group, EfaSecurityGroup):
-            efa_group: ec2.ISecurityGroup = efa_security_group.security_group
-        elif efa_security_group is not None:
-            efa_group = efa_security_group
-        else:
-            efa_group = EfaSecurityGroup(
-                self, "EfaSecurityGroup", vpc=eks_cluster.vpc
-            ).security_group
-        self.efa_security_group = efa_group
+        # -- security groups and launch template -----------------------------------------------
+        self.efa_security_group = self._efa_group(efa_security_group, eks_cluster)
         self.cluster_security_group = _cluster_security_group(eks_cluster)
-
         self.launch_template = GpuLaunchTemplate(
             self,
             "LaunchTemplate",
             instance_type=spec.name,
-            efa_security_group=efa_group,
+            efa_security_group=self.efa_security_group,
             efa_layout=efa_layout,
             security_groups=[self.cluster_security_group],
             capacity=capacity,
@@ -260,98 +238,42 @@ class EfaNodeGroup(Construct):
             tags={"fm-constructs/node-group": construct_id},
         )
 
+        # -- the node group, its settings beyond the L2 and its role ---------------------------
         self.labels = node_labels(spec, labels, node_pool=node_pool)
         self.node_pool = node_pool
-        self.taint_key = TAINT_KEYS[family]
+        self.taint_key = TAINT_KEYS[spec.eks_ami_family]
         #: Every taint of the group (key, value), effect NoSchedule.
         self.taints: tuple[tuple[str, str], ...] = (
             (self.taint_key, "true"),
             *((key, value) for key, value in (taints or {}).items()),
         )
-        self.nodegroup = eks.Nodegroup(
-            self,
-            "Resource",
-            cluster=eks_cluster,
+        self.nodegroup = self._create_nodegroup(
+            eks_cluster,
+            subnet,
+            sizes=sizes,
             nodegroup_name=nodegroup_name,
-            # No instance_types: the type lives in the launch template (see module docstring).
-            ami_type=AMI_TYPES[family],
-            capacity_type=getattr(eks.CapacityType, capacity.eks_capacity_type()),
-            launch_template_spec=eks.LaunchTemplateSpec(
-                id=self.launch_template.launch_template_id,
-                version=(
-                    self.launch_template.latest_version_number
-                    if launch_template_version is None
-                    else str(launch_template_version)
-                ),
-            ),
-            subnets=ec2.SubnetSelection(subnets=[subnet]),
-            min_size=min_nodes,
-            # A Capacity Block node group starts empty: created before the block is active
-            # it would launch into a reservation that has no instances yet (EKS guide). Once
-            # the block has started it starts at its size (a scale-up schedule in the past
-            # would never run).
-            desired_size=(
-                desired_size
-                if not capacity_block or capacity_block_phase(self, capacity) is BlockPhase.RUNNING
-                else min_nodes
-            ),
-            max_size=max_nodes,
-            labels=self.labels,
-            taints=[
-                eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=self.taint_key, value="true"),
-                *(
-                    eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=key, value=value)
-                    for key, value in (taints or {}).items()
-                ),
-            ],
-            enable_node_auto_repair=auto_repair,
-            max_unavailable=updates.max_unavailable,
-            max_unavailable_percentage=updates.max_unavailable_percentage,
+            launch_template_version=launch_template_version,
+            auto_repair=auto_repair,
             force_update=force_update,
         )
         resource = self.nodegroup.node.default_child
         assert isinstance(resource, eks.CfnNodegroup)
         self.resource = resource
-        if update_strategy is not None or updates.strategy is UpdateStrategy.MINIMAL:
-            resource.add_property_override("UpdateConfig.UpdateStrategy", updates.strategy.value)
-        if auto_repair:
-            resource.add_property_override(
-                "NodeRepairConfig.MaxParallelNodesRepairedCount", max_parallel_repairs
-            )
-        for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly"):
-            acknowledge(
-                self.nodegroup,
-                f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]",
-                "EKS managed node roles need the AWS-managed worker and ECR read-only "
-                "policies documented for node IAM roles.",
-            )
-        # The CNI's permissions are on its own Pod Identity role (ClusterAddons).
-        remove_cni_policy(self.nodegroup.role)
-        if session_manager:
-            # A shell on a broken GPU node (Session Manager: no SSH keys, no open port).
-            allow_session_manager(self.nodegroup.role)
-            acknowledge(
-                self.nodegroup,
-                "AwsSolutions-IAM5[Resource::*]",
-                "The SSM Agent's Session Manager actions take no resource (Session Manager "
-                "user guide, custom instance profile).",
-            )
-        if capacity_block:
-            scaled = ScaledNodeGroup(
-                cluster_name=eks_cluster.cluster_name,
-                nodegroup_name=self.nodegroup.nodegroup_name,
-                nodegroup_arn=self.nodegroup.nodegroup_arn,
-                node_count=desired_size,
-                min_size=min_nodes,
-                max_size=max_nodes,
-            )
-            add_capacity_block_scaling(self, capacity, scaled)
+        self._override_update_and_repair(
+            explicit_strategy=update_strategy is not None,
+            auto_repair=auto_repair,
+            max_parallel_repairs=max_parallel_repairs,
+        )
+        self._restrict_node_role(session_manager=session_manager)
+        if capacity.kind is CapacityKind.CAPACITY_BLOCK:
+            self._scale_with_block(eks_cluster, sizes=sizes)
 
+        # -- what the cluster learns about the group -------------------------------------------
         self._connections = ec2.Connections(
-            security_groups=[efa_group, self.cluster_security_group]
+            security_groups=[self.efa_security_group, self.cluster_security_group]
         )
         if is_gpu_cluster(cluster):
-            DevicePlugins.for_family(family).enable(cluster)
+            DevicePlugins.for_family(spec.eks_ami_family).enable(cluster)
             cluster.add_node_peer(self)
 
     # ----------------------------------------------------------------------------- attributes
@@ -402,6 +324,181 @@ class EfaNodeGroup(Construct):
     def role(self) -> iam.IRole:
         """The node IAM role (grant it access to data buckets, ECR repositories, ...)."""
         return self.nodegroup.role
+
+    # ----------------------------------------------------------------------------- building
+
+    def _size_bounds(
+        self,
+        capacity: CapacitySource,
+        node_count: int,
+        min_node_count: int | None,
+        max_node_count: int | None,
+    ) -> tuple[int, int]:
+        """The group's minimum and maximum sizes (both ``node_count`` unless given). A
+        Capacity Block group's minimum defaults to 0: EKS scales it to zero before the block
+        ends and needs desired size 0 to update it, so a minimum above zero would fight both
+        (an info message says so)."""
+        if min_node_count is None and capacity.kind is CapacityKind.CAPACITY_BLOCK:
+            min_node_count = 0
+            Annotations.of(self).add_info(
+                "Capacity Block node group: minimum size 0, so EKS can scale it to zero before "
+                "the block ends. Before changing its launch template or AMI, set its desired "
+                "size to 0 (the EKS guide asks it of Capacity Block node groups; updates "
+                "terminate old nodes first, the block has no spare instance)."
+            )
+        min_nodes = node_count if min_node_count is None else min_node_count
+        max_nodes = node_count if max_node_count is None else max_node_count
+        return min_nodes, max_nodes
+
+    @staticmethod
+    def _check_group(
+        problems: Problems,
+        cluster: IGpuCluster | eks.ICluster,
+        eks_cluster: eks.ICluster,
+        *,
+        subnet: ec2.ISubnet,
+        capacity: CapacitySource,
+        sizes: tuple[int, int, int],
+        labels: Mapping[str, str],
+        max_parallel_repairs: int,
+    ) -> None:
+        """The node-group rule on the subnet (private, in the GPU and reservation zones), the
+        capacity, the (min, desired, max) sizes, the labels and the repair count."""
+        problems.adopt(
+            node_group_rules.efa_node_group(
+                subnet_zone=_known_zone(subnet),
+                subnet_path=subnet.node.path,
+                subnet_is_public=subnet.node.path
+                in {s.node.path for s in _public_subnets(eks_cluster)},
+                gpu_zone=cluster.gpu_availability_zone if is_gpu_cluster(cluster) else None,
+                capacity_kind=capacity.kind,
+                reserved_zone=capacity.availability_zone,
+                training_plan_arn=capacity.training_plan_arn,
+                sizes=sizes,
+                labels=labels,
+                max_parallel_repairs=max_parallel_repairs,
+            )
+        )
+
+    def _efa_group(
+        self,
+        efa_security_group: EfaSecurityGroup | ec2.ISecurityGroup | None,
+        eks_cluster: eks.ICluster,
+    ) -> ec2.ISecurityGroup:
+        """The nodes' EFA group as a plain security group: the one given, or a created
+        :class:`EfaSecurityGroup` (``EfaSecurityGroup``) in the cluster's VPC."""
+        if isinstance(efa_security_group, EfaSecurityGroup):
+            return efa_security_group.security_group
+        if efa_security_group is not None:
+            return efa_security_group
+        return EfaSecurityGroup(self, "EfaSecurityGroup", vpc=eks_cluster.vpc).security_group
+
+    def _create_nodegroup(
+        self,
+        eks_cluster: eks.ICluster,
+        subnet: ec2.ISubnet,
+        *,
+        sizes: tuple[int, int, int],
+        nodegroup_name: str | None,
+        launch_template_version: int | None,
+        auto_repair: bool,
+        force_update: bool,
+    ) -> eks.Nodegroup:
+        """The managed node group (``Resource``) on the launch template, with the family's AMI
+        type, the capacity type, the (min, desired, max) sizes, the labels and taints, auto
+        repair and the update policy's unavailable nodes. No ``instance_types``: the type
+        lives in the launch template (see the module docstring). The launch template's
+        newest version unless ``launch_template_version`` pins one."""
+        min_nodes, desired_size, max_nodes = sizes
+        capacity = self.capacity
+        capacity_block = capacity.kind is CapacityKind.CAPACITY_BLOCK
+        return eks.Nodegroup(
+            self,
+            "Resource",
+            cluster=eks_cluster,
+            nodegroup_name=nodegroup_name,
+            ami_type=AMI_TYPES[self.instance_spec.eks_ami_family],
+            capacity_type=getattr(eks.CapacityType, capacity.eks_capacity_type()),
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=self.launch_template.launch_template_id,
+                version=(
+                    self.launch_template.latest_version_number
+                    if launch_template_version is None
+                    else str(launch_template_version)
+                ),
+            ),
+            subnets=ec2.SubnetSelection(subnets=[subnet]),
+            min_size=min_nodes,
+            # A Capacity Block node group starts empty: created before the block is active
+            # it would launch into a reservation that has no instances yet (EKS guide). Once
+            # the block has started it starts at its size (a scale-up schedule in the past
+            # would never run).
+            desired_size=(
+                desired_size
+                if not capacity_block or capacity_block_phase(self, capacity) is BlockPhase.RUNNING
+                else min_nodes
+            ),
+            max_size=max_nodes,
+            labels=self.labels,
+            taints=[
+                eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=key, value=value)
+                for key, value in self.taints
+            ],
+            enable_node_auto_repair=auto_repair,
+            max_unavailable=self.update_policy.max_unavailable,
+            max_unavailable_percentage=self.update_policy.max_unavailable_percentage,
+            force_update=force_update,
+        )
+
+    def _override_update_and_repair(
+        self, *, explicit_strategy: bool, auto_repair: bool, max_parallel_repairs: int
+    ) -> None:
+        """What the L2 has no property for: the update strategy (when given, or MINIMAL) and
+        how many nodes auto repair replaces at once."""
+        strategy = self.update_policy.strategy
+        if explicit_strategy or strategy is UpdateStrategy.MINIMAL:
+            self.resource.add_property_override("UpdateConfig.UpdateStrategy", strategy.value)
+        if auto_repair:
+            self.resource.add_property_override(
+                "NodeRepairConfig.MaxParallelNodesRepairedCount", max_parallel_repairs
+            )
+
+    def _restrict_node_role(self, *, session_manager: bool) -> None:
+        """The node role keeps the worker and ECR read-only policies only (acknowledged): the
+        CNI's permissions are on its own Pod Identity role (ClusterAddons). With
+        ``session_manager``, a shell on a broken GPU node (Session Manager: no SSH keys, no
+        open port)."""
+        for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly"):
+            acknowledge(
+                self.nodegroup,
+                f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]",
+                "EKS managed node roles need the AWS-managed worker and ECR read-only "
+                "policies documented for node IAM roles.",
+            )
+        remove_cni_policy(self.nodegroup.role)
+        if session_manager:
+            allow_session_manager(self.nodegroup.role)
+            acknowledge(
+                self.nodegroup,
+                "AwsSolutions-IAM5[Resource::*]",
+                "The SSM Agent's Session Manager actions take no resource (Session Manager "
+                "user guide, custom instance profile).",
+            )
+
+    def _scale_with_block(self, eks_cluster: eks.ICluster, *, sizes: tuple[int, int, int]) -> None:
+        """A Capacity Block group's scaling with the block: up when it starts, to zero before
+        it ends (:func:`~fm_constructs.compute.capacity_block_scaling.
+        add_capacity_block_scaling`)."""
+        min_nodes, desired_size, max_nodes = sizes
+        scaled = ScaledNodeGroup(
+            cluster_name=eks_cluster.cluster_name,
+            nodegroup_name=self.nodegroup.nodegroup_name,
+            nodegroup_arn=self.nodegroup.nodegroup_arn,
+            node_count=desired_size,
+            min_size=min_nodes,
+            max_size=max_nodes,
+        )
+        add_capacity_block_scaling(self, self.capacity, scaled)
 
     # ----------------------------------------------------------------------------- validation
 

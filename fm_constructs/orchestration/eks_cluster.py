@@ -39,7 +39,11 @@ from fm_constructs.orchestration.imported_eks import (
     cluster_admin_entry,
 )
 from fm_constructs.orchestration.node_role import allow_session_manager, remove_cni_policy
-from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION, ENDING_SOON
+from fm_constructs.planning.kubernetes_versions import (
+    DEFAULT_KUBERNETES_VERSION,
+    ENDING_SOON,
+    SupportedVersion,
+)
 from fm_constructs.planning.pod_networking import PodNetworking, vpc_cni_environment
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
@@ -130,6 +134,8 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         #: Where everything that runs on the control plane is created (see ``addons_scope``).
         self.addons_scope: Construct = addons_scope or self
         home = self.addons_scope
+
+        # -- checks, and the kubectl layer of the version ---------------------------------------
         version = resolve_version(kubernetes_version, problems)
         self._check_inputs(problems, admin_role_arns, public_access_cidrs, system_node_count)
         self._check_admin_accounts(problems, admin_role_arns)
@@ -139,131 +145,33 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
             layer = make_kubectl_layer(self, "KubectlLayer", version, problems)
         problems.raise_if_any()
         assert version is not None and layer is not None
-        if version.version in ENDING_SOON:
-            Annotations.of(self).add_warning_v2(
-                "fm:eks-version-ending",
-                f"Kubernetes {version.version} leaves EKS standard support on "
-                f"{version.end_of_standard_support}; extended support costs more per cluster "
-                f"hour. Prefer {DEFAULT_KUBERNETES_VERSION} or newer.",
-            )
-
+        self._warn_if_support_ends_soon(version)
         self.kubernetes_version = version.version
         self.gpu_availability_zone = gpu_availability_zone
-        self.secrets_key: kms.IKey = secrets_key or kms.Key(
-            self,
-            "SecretsKey",
-            description="EKS secrets envelope encryption",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        endpoint = (
-            eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_access_cidrs)
-            if public_access_cidrs
-            else eks.EndpointAccess.PRIVATE
-        )
-        self.cluster = eks.Cluster(
-            self,
-            "Resource",
-            version=eks_version(version),
+
+        # -- control plane and who may use it ---------------------------------------------------
+        self.secrets_key: kms.IKey = secrets_key or self._create_secrets_key()
+        self.cluster = self._create_control_plane(
+            vpc,
+            vpc_subnets,
+            version=version,
+            kubectl_layer=layer,
             cluster_name=cluster_name,
-            vpc=vpc,
-            vpc_subnets=[
-                vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-            ],
-            endpoint_access=endpoint,
-            cluster_logging=list(ALL_LOG_TYPES),
-            secrets_encryption_key=self.secrets_key,
-            bootstrap_cluster_creator_admin_permissions=False,
-            default_capacity=0,
-            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
-            kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=layer),
+            public_access_cidrs=public_access_cidrs,
         )
         # aws-cdk-lib's Python typing does not list Cluster as an ICluster (jsii protocol gap).
         self.icluster: eks.ICluster = cast(eks.ICluster, self.cluster)
         self._acknowledge_cluster_findings(public=bool(public_access_cidrs))
+        self.admin_access_entries: list[eks.AccessEntry] = self._admin_entries(admin_role_arns)
+        self.submitter_access_entries: list[eks.AccessEntry] = self._submitter_entries(
+            submitter_namespaces or {}
+        )
 
-        self.admin_access_entries: list[eks.AccessEntry] = []
-        if not admin_role_arns:
-            Annotations.of(self).add_warning_v2(
-                "fm:no-cluster-admins",
-                "No admin_role_arns: no person or pipeline can use the Kubernetes API of this "
-                "cluster (the deploying identity gets no implicit access). List the IAM roles "
-                "of your operators (platform.admin_role_arns in a profile, or cdk deploy -c "
-                "admin_role_arns=arn:aws:iam::<account>:role/<name>); access entries can be "
-                "added later without replacing the cluster.",
-            )
-        for index, arn in enumerate(admin_role_arns):
-            self.admin_access_entries.append(
-                cluster_admin_entry(self, _admin_entry_id(arn, index), self.icluster, arn)
-            )
-
-        self.submitter_access_entries: list[eks.AccessEntry] = []
-        for index, (arn, namespaces) in enumerate(sorted((submitter_namespaces or {}).items())):
-            self.submitter_access_entries.append(
-                eks.AccessEntry(
-                    self,
-                    _admin_entry_id(arn, index).replace("Admin", "Submitter", 1),
-                    cluster=self.icluster,
-                    principal=arn,
-                    access_policies=[
-                        eks.AccessPolicy.from_access_policy_name(
-                            SUBMITTER_POLICY,
-                            access_scope_type=eks.AccessScopeType.NAMESPACE,
-                            namespaces=sorted(set(namespaces)),
-                        )
-                    ],
-                )
-            )
-
+        # -- what runs on it: system nodes, managed add-ons, charts and operators ---------------
         self.system_launch_template = system_launch_template(home, "SystemLaunchTemplate")
-        # "SystemNodeGroup", not the earlier "SystemNodes": EKS updates a node group to a launch
-        # template only if it was created with one (botocore eks UpdateNodegroupVersion), so
-        # a deployed group without one is replaced by a new group under a new id.
-        self.system_nodes = eks.Nodegroup(
-            home,
-            "SystemNodeGroup",
-            cluster=self.icluster,
-            launch_template_spec=eks.LaunchTemplateSpec(
-                id=self.system_launch_template.ref,
-                version=self.system_launch_template.attr_latest_version_number,
-            ),
-            instance_types=[ec2.InstanceType(system_instance_type)],
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
-            capacity_type=eks.CapacityType.ON_DEMAND,
-            min_size=system_node_count,
-            desired_size=system_node_count,
-            max_size=max(system_node_count * 2, 2),
-            subnets=vpc_subnets
-            or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-            labels={charts.WORKLOAD_LABEL: "system"},
-            enable_node_auto_repair=True,
-            max_unavailable=1,
+        self.system_nodes = self._create_system_nodes(
+            vpc_subnets, instance_type=system_instance_type, node_count=system_node_count
         )
-        acknowledge(
-            self.system_nodes,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-            "AmazonEKSWorkerNodePolicy]",
-            "EKS managed node groups require AmazonEKSWorkerNodePolicy on the node role.",
-        )
-        acknowledge(
-            self.system_nodes,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
-            "AmazonEC2ContainerRegistryReadOnly]",
-            "Nodes pull add-on and system images from ECR with the AWS-managed read-only "
-            "policy EKS documents for node roles.",
-        )
-        # The CNI's permissions are on its own Pod Identity role (ClusterAddons); a shell on a
-        # broken system node through Session Manager (no SSH keys, no open port), without
-        # Systems Manager's parameter reads.
-        remove_cni_policy(self.system_nodes.role)
-        allow_session_manager(self.system_nodes.role)
-        acknowledge(
-            self.system_nodes,
-            "AwsSolutions-IAM5[Resource::*]",
-            "The SSM Agent's Session Manager actions take no resource (Session Manager user "
-            "guide, custom instance profile).",
-        )
-
         self.addons = ClusterAddons(
             home,
             "Addons",
@@ -271,14 +179,9 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
             system_nodes=self.system_nodes,
             addon_versions=addon_versions,
             vpc_cni_environment=vpc_cni_environment(
-                PodNetworking.CUSTOM_NETWORKING
-                if eni_config_subnets
-                else PodNetworking.PREFIX_DELEGATION
-                if prefix_delegation
-                else PodNetworking.NODE_SUBNET
+                _pod_networking(eni_config_subnets, prefix_delegation=prefix_delegation)
             ),
         )
-
         self.addon_registry = AddonRegistry(home)
         self.fsx_csi_driver: IConstruct | None = self.addons.fsx_csi_driver
         self.kubectl_provider_parent: IConstruct = self.cluster
@@ -382,6 +285,138 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
                 "public_access_cidrs; private access stays on for nodes.",
             )
 
+    def _warn_if_support_ends_soon(self, version: SupportedVersion) -> None:
+        """A warning when the version leaves EKS standard support soon: extended support
+        costs more per cluster hour."""
+        if version.version in ENDING_SOON:
+            Annotations.of(self).add_warning_v2(
+                "fm:eks-version-ending",
+                f"Kubernetes {version.version} leaves EKS standard support on "
+                f"{version.end_of_standard_support}; extended support costs more per cluster "
+                f"hour. Prefer {DEFAULT_KUBERNETES_VERSION} or newer.",
+            )
+
+    def _create_secrets_key(self) -> kms.Key:
+        """The KMS key of the Secrets' envelope encryption (``SecretsKey``): rotated,
+        retained on delete."""
+        return kms.Key(
+            self,
+            "SecretsKey",
+            description="EKS secrets envelope encryption",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    def _create_control_plane(
+        self,
+        vpc: ec2.IVpc,
+        vpc_subnets: ec2.SubnetSelection | None,
+        *,
+        version: SupportedVersion,
+        kubectl_layer: lambda_.ILayerVersion,
+        cluster_name: str | None,
+        public_access_cidrs: Sequence[str],
+    ) -> eks.Cluster:
+        """The control plane (``Resource``) in the private subnets: endpoint private unless
+        ``public_access_cidrs`` opens it to them, every log type, Secrets encrypted with
+        ``secrets_key``, no implicit admin for the deploying identity and no default
+        capacity (the system node group is added here, GPU nodes by EfaNodeGroup)."""
+        endpoint = (
+            eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*public_access_cidrs)
+            if public_access_cidrs
+            else eks.EndpointAccess.PRIVATE
+        )
+        return eks.Cluster(
+            self,
+            "Resource",
+            version=eks_version(version),
+            cluster_name=cluster_name,
+            vpc=vpc,
+            vpc_subnets=[
+                vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+            ],
+            endpoint_access=endpoint,
+            cluster_logging=list(ALL_LOG_TYPES),
+            secrets_encryption_key=self.secrets_key,
+            bootstrap_cluster_creator_admin_permissions=False,
+            default_capacity=0,
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=kubectl_layer),
+        )
+
+    def _admin_entries(self, admin_role_arns: Sequence[str]) -> list[eks.AccessEntry]:
+        """One cluster-admin access entry per role; a warning when there is none, since the
+        deploying identity gets no implicit access."""
+        if not admin_role_arns:
+            Annotations.of(self).add_warning_v2(
+                "fm:no-cluster-admins",
+                "No admin_role_arns: no person or pipeline can use the Kubernetes API of this "
+                "cluster (the deploying identity gets no implicit access). List the IAM roles "
+                "of your operators (platform.admin_role_arns in a profile, or cdk deploy -c "
+                "admin_role_arns=arn:aws:iam::<account>:role/<name>); access entries can be "
+                "added later without replacing the cluster.",
+            )
+        return [
+            cluster_admin_entry(self, _admin_entry_id(arn, index), self.icluster, arn)
+            for index, arn in enumerate(admin_role_arns)
+        ]
+
+    def _submitter_entries(
+        self, submitter_namespaces: Mapping[str, Sequence[str]]
+    ) -> list[eks.AccessEntry]:
+        """One access entry per job-submitter role (in ARN order), with
+        :data:`SUBMITTER_POLICY` scoped to its namespaces only."""
+        return [
+            eks.AccessEntry(
+                self,
+                _admin_entry_id(arn, index).replace("Admin", "Submitter", 1),
+                cluster=self.icluster,
+                principal=arn,
+                access_policies=[
+                    eks.AccessPolicy.from_access_policy_name(
+                        SUBMITTER_POLICY,
+                        access_scope_type=eks.AccessScopeType.NAMESPACE,
+                        namespaces=sorted(set(namespaces)),
+                    )
+                ],
+            )
+            for index, (arn, namespaces) in enumerate(sorted(submitter_namespaces.items()))
+        ]
+
+    def _create_system_nodes(
+        self, vpc_subnets: ec2.SubnetSelection | None, *, instance_type: str, node_count: int
+    ) -> eks.Nodegroup:
+        """The CPU node group of the cluster services (``SystemNodeGroup`` under
+        ``addons_scope``) on ``system_launch_template``, in the private subnets, with auto
+        repair; its role keeps the worker and ECR read-only policies and gets Session Manager
+        (:func:`_restrict_system_node_role`).
+
+        "SystemNodeGroup", not the earlier "SystemNodes": EKS updates a node group to a launch
+        template only if it was created with one (botocore eks UpdateNodegroupVersion), so a
+        deployed group without one is replaced by a new group under a new id."""
+        nodes = eks.Nodegroup(
+            self.addons_scope,
+            "SystemNodeGroup",
+            cluster=self.icluster,
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=self.system_launch_template.ref,
+                version=self.system_launch_template.attr_latest_version_number,
+            ),
+            instance_types=[ec2.InstanceType(instance_type)],
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            capacity_type=eks.CapacityType.ON_DEMAND,
+            min_size=node_count,
+            desired_size=node_count,
+            max_size=max(node_count * 2, 2),
+            subnets=vpc_subnets
+            or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            labels={charts.WORKLOAD_LABEL: "system"},
+            enable_node_auto_repair=True,
+            max_unavailable=1,
+        )
+        _restrict_system_node_role(nodes)
+        return nodes
+
 
 #: Root volume of a system node: the size EKS gives a node group without a launch template,
 #: on AL2023's root device, encrypted.
@@ -414,3 +449,42 @@ def _admin_entry_id(arn: str, index: int) -> str:
     if Token.is_unresolved(arn):
         return f"Admin{index}"
     return "Admin-" + arn.split(":role/", 1)[1].replace("/", "-")
+
+
+def _pod_networking(
+    eni_config_subnets: Mapping[str, str] | None, *, prefix_delegation: bool
+) -> PodNetworking:
+    """How pods get their addresses: custom networking with ENIConfig subnets, else prefix
+    delegation when asked, else one address of the node's subnet per pod."""
+    if eni_config_subnets:
+        return PodNetworking.CUSTOM_NETWORKING
+    if prefix_delegation:
+        return PodNetworking.PREFIX_DELEGATION
+    return PodNetworking.NODE_SUBNET
+
+
+def _restrict_system_node_role(nodes: eks.Nodegroup) -> None:
+    """The system node role keeps the AWS-managed worker and ECR read-only policies
+    (acknowledged); the CNI's permissions are on its own Pod Identity role (ClusterAddons);
+    Session Manager gives a shell on a broken system node (no SSH keys, no open port),
+    without Systems Manager's parameter reads."""
+    acknowledge(
+        nodes,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSWorkerNodePolicy]",
+        "EKS managed node groups require AmazonEKSWorkerNodePolicy on the node role.",
+    )
+    acknowledge(
+        nodes,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+        "AmazonEC2ContainerRegistryReadOnly]",
+        "Nodes pull add-on and system images from ECR with the AWS-managed read-only "
+        "policy EKS documents for node roles.",
+    )
+    remove_cni_policy(nodes.role)
+    allow_session_manager(nodes.role)
+    acknowledge(
+        nodes,
+        "AwsSolutions-IAM5[Resource::*]",
+        "The SSM Agent's Session Manager actions take no resource (Session Manager user "
+        "guide, custom instance profile).",
+    )

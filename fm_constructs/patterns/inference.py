@@ -129,52 +129,20 @@ class InferenceService(Construct):
         tls_certificate_arn: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        problems = Problems.of(self)
-        layout: ServingLayout | None = None
-        try:
-            layout = checks.plan_layout(model, gpu_nodes.instance_spec)
-        except FmValidationError as error:
-            problems.extend(error.problems)
-        problems.adopt(inference_rules.service_namespace(namespace))
-        if autoscaling is not None:
-            problems.adopt(
-                inference_rules.autoscaling_policy(
-                    autoscaling.target,
-                    autoscaling.polling_interval_s,
-                    autoscaling.scale_down_stabilization_s,
-                    model,
-                )
-            )
-        problems.adopt(
-            inference_rules.autoscaling_workspace(
-                autoscaling=autoscaling is not None, workspace_given=workspace is not None
-            )
+        autoscaled = autoscaling is not None and workspace is not None
+        self.layout = self._plan_and_check(
+            cluster,
+            gpu_nodes,
+            model,
+            namespace=namespace,
+            load_balancer=load_balancer,
+            autoscaling=autoscaling,
+            workspace_given=workspace is not None,
+            load_balancer_source_ranges=load_balancer_source_ranges,
+            tls_certificate_arn=tls_certificate_arn,
         )
-        problems.add_findings(
-            inference_rules.public_endpoint_source_ranges(
-                load_balancer.value, load_balancer_source_ranges or ()
-            )
-        )
-        problems.add_findings(
-            inference_rules.endpoint_tls(
-                load_balancer.value, tls_certificate_arn, Stack.of(self).region
-            )
-        )
-        if layout is not None:
-            problems.adopt(
-                inference_rules.leader_worker_set(
-                    nodes_per_replica=layout.nodes_per_replica,
-                    multi_node=layout.multi_node,
-                    cluster_runs_it=charts.LEADER_WORKER_SET.release in cluster.charts,
-                    cluster_path=cluster.node.path,
-                )
-            )
-        problems.raise_if_any()
-        assert layout is not None
-        self.layout = layout
         self.model = model
         self.namespace = namespace
-        stack = Stack.of(self)
 
         # -- identity: read the model prefix, nothing else ------------------------------------
         self.role = pod_identity_role(
@@ -198,33 +166,13 @@ class InferenceService(Construct):
         self.api_key = self._api_key(model)
 
         # -- workload and endpoint ------------------------------------------------------------
-        self.render_context = render.RenderContext(
-            namespace=namespace,
-            service_account=self.service_account_name,
-            bucket_name=data_bucket.bucket_name,
-            region=stack.region,
-            # On a shared cluster the node pool label keeps the servers on their own nodes.
-            node_labels={
-                key: gpu_nodes.labels[key]
-                for key in (charts.WORKLOAD_LABEL, NODE_POOL_LABEL)
-                if key in gpu_nodes.labels
-            },
-            taint_key=gpu_nodes.taint_key,
-            api_key_secret_arn=self.api_key.secret_arn,
-        )
+        self.render_context = self._render_context(gpu_nodes, data_bucket)
         workload = render.server_workload_manifest(
-            model,
-            layout,
-            self.render_context,
-            autoscaled=autoscaling is not None and workspace is not None,
+            model, self.layout, self.render_context, autoscaled=autoscaled
         )
         scheme = None if load_balancer is LoadBalancer.NONE else load_balancer.value
         if load_balancer_source_ranges is None:
-            load_balancer_source_ranges = (
-                vpc_cidrs(cluster, _NO_SOURCE_RANGES_WARNING)
-                if load_balancer is LoadBalancer.INTERNAL
-                else []
-            )
+            load_balancer_source_ranges = _default_source_ranges(cluster, load_balancer)
         # A workload that owns its namespace passes its manifest; else one per cluster.
         self.namespace_manifest = namespace_manifest or _namespace(cluster, namespace)
         self.manifests: list[dict[str, Any]] = [
@@ -234,58 +182,23 @@ class InferenceService(Construct):
                 model,
                 self.render_context,
                 load_balancer=scheme,
-                multi_node=layout.multi_node,
+                multi_node=self.layout.multi_node,
                 source_ranges=load_balancer_source_ranges,
                 tls_certificate_arn=tls_certificate_arn,
             ),
         ]
-        self.server = eks.KubernetesManifest(
-            self, "Server", cluster=cluster.icluster, manifest=self.manifests
-        )
-        self.server.node.add_dependency(self.namespace_manifest)
-        # Pods get credentials only if the association exists when they are created.
-        self.server.node.add_dependency(self.pod_identity)
-        self.server.node.add_dependency(self.role)
-        if layout.multi_node:
-            self.server.node.add_dependency(cluster.charts[charts.LEADER_WORKER_SET.release])
-        # The load balancer is the controller's: it must be running when the Service is
-        # created, and still running when the Service is deleted (its finalizer removes the
-        # load balancer and security groups, so destroying the stack leaves none behind).
+        self.server = self._create_server(cluster)
         self.load_balancer_controller: AwsLoadBalancerController | None = None
         if scheme is not None:
-            self.load_balancer_controller = AwsLoadBalancerController.enable(cluster, cluster.vpc)
-            self.server.node.add_dependency(self.load_balancer_controller.chart)
+            self.load_balancer_controller = self._serve_through_load_balancer(cluster)
 
         # -- autoscaling on serving metrics ---------------------------------------------------
         self.autoscaler: KedaAutoscaler | None = None
         self.scaling: eks.KubernetesManifest | None = None
         if autoscaling is not None and workspace is not None:
-            self.autoscaler = KedaAutoscaler.enable(cluster)
-            self.autoscaler.allow_queries(workspace)
-            server_address = (
-                f"https://aps-workspaces.{stack.region}.{stack.url_suffix}/workspaces/"
-                f"{workspace.workspace_id}"
-            )
-            self.scaling = eks.KubernetesManifest(
-                self,
-                "Scaling",
-                cluster=cluster.icluster,
-                manifest=[
-                    render.trigger_authentication_manifest(namespace, TRIGGER_AUTHENTICATION),
-                    render.scaled_object_manifest(
-                        model,
-                        autoscaling,
-                        self.render_context,
-                        multi_node=layout.multi_node,
-                        server_address=server_address,
-                        authentication=TRIGGER_AUTHENTICATION,
-                    ),
-                ],
-            )
-            self.scaling.node.add_dependency(self.autoscaler.chart)
-            self.scaling.node.add_dependency(self.server)
+            self._scale_on_serving_metrics(cluster, autoscaling, workspace)
 
-        self._warn(gpu_nodes, load_balancer, layout)
+        self._warn(gpu_nodes, load_balancer, self.layout)
 
     # ----------------------------------------------------------------------------- attributes
 
@@ -295,6 +208,148 @@ class InferenceService(Construct):
         return self.model.kubernetes_name
 
     # ----------------------------------------------------------------------------- internals
+
+    def _plan_and_check(
+        self,
+        cluster: IGpuCluster,
+        gpu_nodes: EfaNodeGroup,
+        model: ModelServerSpec,
+        *,
+        namespace: str,
+        load_balancer: LoadBalancer,
+        autoscaling: AutoscalingPolicy | None,
+        workspace_given: bool,
+        load_balancer_source_ranges: Sequence[str] | None,
+        tls_certificate_arn: str | None,
+    ) -> ServingLayout:
+        """The serving layout of ``model`` on the node group's instance type, after the
+        inference rules on the namespace, the autoscaling policy and its workspace, the
+        endpoint's source ranges and TLS, and the LeaderWorkerSet a multi-node layout needs;
+        every problem is raised at once."""
+        problems = Problems.of(self)
+        layout: ServingLayout | None = None
+        try:
+            layout = checks.plan_layout(model, gpu_nodes.instance_spec)
+        except FmValidationError as error:
+            problems.extend(error.problems)
+        problems.adopt(inference_rules.service_namespace(namespace))
+        if autoscaling is not None:
+            problems.adopt(
+                inference_rules.autoscaling_policy(
+                    autoscaling.target,
+                    autoscaling.polling_interval_s,
+                    autoscaling.scale_down_stabilization_s,
+                    model,
+                )
+            )
+        problems.adopt(
+            inference_rules.autoscaling_workspace(
+                autoscaling=autoscaling is not None, workspace_given=workspace_given
+            )
+        )
+        problems.add_findings(
+            inference_rules.public_endpoint_source_ranges(
+                load_balancer.value, load_balancer_source_ranges or ()
+            )
+        )
+        problems.add_findings(
+            inference_rules.endpoint_tls(
+                load_balancer.value, tls_certificate_arn, Stack.of(self).region
+            )
+        )
+        if layout is not None:
+            problems.adopt(
+                inference_rules.leader_worker_set(
+                    nodes_per_replica=layout.nodes_per_replica,
+                    multi_node=layout.multi_node,
+                    cluster_runs_it=charts.LEADER_WORKER_SET.release in cluster.charts,
+                    cluster_path=cluster.node.path,
+                )
+            )
+        problems.raise_if_any()
+        assert layout is not None
+        return layout
+
+    def _render_context(
+        self, gpu_nodes: EfaNodeGroup, data_bucket: IDataBucket
+    ) -> render.RenderContext:
+        """What every manifest of the server is rendered with: namespace, service account,
+        bucket, region, the API key's secret, and the node group's taint and the labels that
+        select it (on a shared cluster the node pool label keeps the servers on their own
+        nodes)."""
+        return render.RenderContext(
+            namespace=self.namespace,
+            service_account=self.service_account_name,
+            bucket_name=data_bucket.bucket_name,
+            region=Stack.of(self).region,
+            node_labels={
+                key: gpu_nodes.labels[key]
+                for key in (charts.WORKLOAD_LABEL, NODE_POOL_LABEL)
+                if key in gpu_nodes.labels
+            },
+            taint_key=gpu_nodes.taint_key,
+            api_key_secret_arn=self.api_key.secret_arn,
+        )
+
+    def _create_server(self, cluster: IGpuCluster) -> eks.KubernetesManifest:
+        """The server's manifests (``Server``), applied after its namespace, after its Pod
+        Identity association and role (pods get credentials only if the association exists
+        when they are created) and, for a multi-node layout, after the LeaderWorkerSet
+        chart."""
+        server = eks.KubernetesManifest(
+            self, "Server", cluster=cluster.icluster, manifest=self.manifests
+        )
+        server.node.add_dependency(self.namespace_manifest)
+        server.node.add_dependency(self.pod_identity)
+        server.node.add_dependency(self.role)
+        if self.layout.multi_node:
+            server.node.add_dependency(cluster.charts[charts.LEADER_WORKER_SET.release])
+        return server
+
+    def _serve_through_load_balancer(self, cluster: IGpuCluster) -> AwsLoadBalancerController:
+        """The cluster's AWS Load Balancer Controller (installed with the first server that
+        asks for one). The load balancer is the controller's: it must be running when the
+        Service is created, and still running when the Service is deleted (its finalizer
+        removes the load balancer and security groups, so destroying the stack leaves none
+        behind)."""
+        controller = AwsLoadBalancerController.enable(cluster, cluster.vpc)
+        self.server.node.add_dependency(controller.chart)
+        return controller
+
+    def _scale_on_serving_metrics(
+        self,
+        cluster: IGpuCluster,
+        autoscaling: AutoscalingPolicy,
+        workspace: IPrometheusWorkspace,
+    ) -> None:
+        """KEDA on the cluster, allowed to query ``workspace``, and the server's
+        TriggerAuthentication and ScaledObject (``Scaling``, applied after KEDA and the
+        server): ``autoscaler`` and ``scaling``."""
+        stack = Stack.of(self)
+        self.autoscaler = KedaAutoscaler.enable(cluster)
+        self.autoscaler.allow_queries(workspace)
+        server_address = (
+            f"https://aps-workspaces.{stack.region}.{stack.url_suffix}/workspaces/"
+            f"{workspace.workspace_id}"
+        )
+        self.scaling = eks.KubernetesManifest(
+            self,
+            "Scaling",
+            cluster=cluster.icluster,
+            manifest=[
+                render.trigger_authentication_manifest(self.namespace, TRIGGER_AUTHENTICATION),
+                render.scaled_object_manifest(
+                    self.model,
+                    autoscaling,
+                    self.render_context,
+                    multi_node=self.layout.multi_node,
+                    server_address=server_address,
+                    authentication=TRIGGER_AUTHENTICATION,
+                ),
+            ],
+        )
+        self.scaling.node.add_dependency(self.autoscaler.chart)
+        self.scaling.node.add_dependency(self.server)
 
     def _api_key(self, model: ModelServerSpec) -> secretsmanager.Secret:
         """A random key only this endpoint's pods may read (their init container copies it
@@ -383,3 +438,12 @@ class InferenceService(Construct):
                 f"nodes but the node group holds at most {max_nodes}; replicas beyond that stay "
                 "Pending. Raise the node group's max size.",
             )
+
+
+def _default_source_ranges(cluster: IGpuCluster, load_balancer: LoadBalancer) -> list[str]:
+    """The addresses an endpoint admits when none are given: the VPC's CIDR for an internal
+    load balancer (a warning on the cluster when an imported VPC does not know it), none
+    otherwise (an internet-facing one must be given them)."""
+    if load_balancer is LoadBalancer.INTERNAL:
+        return vpc_cidrs(cluster, _NO_SOURCE_RANGES_WARNING)
+    return []

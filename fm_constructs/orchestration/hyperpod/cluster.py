@@ -19,10 +19,11 @@ from aws_cdk import Names, RemovalPolicy, Stack, Tags, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 if TYPE_CHECKING:
+    from aws_cdk import aws_sagemaker as sagemaker
+
     from fm_constructs.orchestration.hyperpod.imported import IHyperPodCluster
 
 from fm_constructs.domain.kinds import Orchestrator
@@ -128,40 +129,23 @@ class HyperPodCluster(Construct):
         super().__init__(scope, construct_id)
         orchestrator = hyperpod_orchestrator(orchestrator)
         groups = list(instance_groups)
-        problems = Problems.of(self)
-        problems.extend(check_layout(groups, orchestrator))
-        zone = None if Token.is_unresolved(subnet.availability_zone) else subnet.availability_zone
-        eks_version = None if eks_cluster is None else eks_cluster.kubernetes_version
-        eks_zone = None if eks_cluster is None else eks_cluster.gpu_availability_zone
-        problems.add_findings(
-            hyperpod_rules.hyperpod_cluster(
-                orchestrator=orchestrator,
-                eks_cluster_given=eks_cluster is not None,
-                eks_kubernetes_version=None
-                if eks_version is None or Token.is_unresolved(eks_version)
-                else eks_version,
-                eks_gpu_zone=None
-                if eks_zone is None or Token.is_unresolved(eks_zone)
-                else eks_zone,
-                subnet_zone=zone,
-                group_reservation_zones=[
-                    (group.name, group.capacity.kind, group.capacity.availability_zone)
-                    for group in groups
-                    if group.capacity is not None and group.capacity.availability_zone is not None
-                ],
-                cluster_name=cluster_name,
-                lustre_mount_point=lustre_mount_point,
-                users=users,
-                lustre_given=lustre is not None,
-            )
+        self._check_arguments(
+            groups,
+            orchestrator,
+            subnet=subnet,
+            eks_cluster=eks_cluster,
+            cluster_name=cluster_name,
+            lustre=lustre,
+            lustre_mount_point=lustre_mount_point,
+            users=users,
         )
-        problems.raise_if_any()
-
         self.orchestrator = orchestrator
         self.instance_groups: tuple[InstanceGroup, ...] = tuple(groups)
         self.cluster_name: str = cluster_name or Names.unique_resource_name(
             self, max_length=CLUSTER_NAME_MAX_LENGTH, separator="-", allowed_special_characters="-"
         )
+
+        # -- the nodes' network: EFA group, EKS cluster group, file system --------------------
         peer = efa_security_group or EfaSecurityGroup(
             self,
             "SecurityGroup",
@@ -172,58 +156,33 @@ class HyperPodCluster(Construct):
         self.efa_security_group: ec2.ISecurityGroup = (
             peer.security_group if isinstance(peer, EfaSecurityGroup) else peer
         )
-        groups_for_nodes: list[ec2.ISecurityGroup] = [self.efa_security_group]
-        if eks_cluster is not None:
-            # HyperPod nodes join the cluster like managed nodes: the cluster security group
-            # lets them reach the API server, CoreDNS and the system nodes (and back).
-            groups_for_nodes.append(eks_cluster.cluster_security_group)
-        self._connections = ec2.Connections(security_groups=groups_for_nodes)
+        node_security_groups = self._node_security_groups(eks_cluster)
+        self._connections = ec2.Connections(security_groups=node_security_groups)
         if lustre is not None:
             lustre.connections.allow_default_port_from(peer)
         if eks_cluster is not None:
             eks_cluster.add_node_peer(peer)
 
-        stack = Stack.of(self)
+        # -- what the nodes run with: execution role, lifecycle scripts, remote write ---------
         self.execution_role = HyperPodExecutionRole(
             self,
             "ExecutionRole",
             vpc=vpc,
             subnet=subnet,
-            security_groups=groups_for_nodes,
+            security_groups=node_security_groups,
             eks_cluster_arn=eks_cluster.cluster_arn if eks_cluster is not None else None,
         )
-        role = self.execution_role.role
-        fsx = None
-        if lustre is not None:
-            fsx = {
-                **fsx_parameters(lustre, lustre_mount_point),
-                # The root stays as it is: only the linked directories open to every user.
-                "shared_directories": [p for p in lustre.association_paths if p != "/"],
-            }
-        parameters = provisioning_parameters(
-            orchestrator=orchestrator,
-            cluster_name=self.cluster_name,
-            region=stack.region,
-            instance_groups=groups,
-            fsx=fsx,
-            prometheus_remote_write_url=prometheus.remote_write_url if prometheus else None,
+        self.lifecycle = self._create_lifecycle(
+            groups,
+            lustre=lustre,
+            lustre_mount_point=lustre_mount_point,
+            prometheus=prometheus,
             users=users,
-            efa_clients=lustre_efa_clients,
+            lustre_efa_clients=lustre_efa_clients,
+            bucket=lifecycle_bucket,
         )
-        self.lifecycle = LifecycleScripts(
-            self, "Lifecycle", parameters=parameters, bucket=lifecycle_bucket
-        )
-        self.lifecycle.grant_read(role)
         if prometheus is not None:
-            prometheus.grant_remote_write(role)
-            if orchestrator is Orchestrator.HYPERPOD_SLURM and any(
-                worker_group_parameters(g)["efa"]
-                for g in groups
-                if g.slurm_node_type is SlurmNodeType.WORKER
-            ):
-                # EFA workers pull the EFA exporter image from the HyperPod ECR registry.
-                self.execution_role.allow_image_pull(efa_exporter_repository_arn(stack))
-
+            self._allow_remote_write(prometheus, groups)
         self.eks_dependencies: HyperPodEksDependencies | None = None
         if eks_cluster is not None:
             self.eks_dependencies = HyperPodEksDependencies(
@@ -235,35 +194,10 @@ class HyperPodCluster(Construct):
                 task_governance=task_governance,
             )
 
-        self.cluster = sagemaker.CfnCluster(
-            self,
-            "Resource",
-            cluster_name=self.cluster_name,
-            orchestrator=self._orchestrator_property(eks_cluster),
-            instance_groups=[self._group_property(g, role) for g in groups],
-            node_recovery=NodeRecovery(node_recovery).value,
-            # Continuous provisioning is documented for EKS-orchestrated clusters only
-            # (botocore CreateClusterRequest.NodeProvisioningMode); Slurm clusters on the
-            # provisioning-parameters path take the default, as AWS's own samples do.
-            node_provisioning_mode="Continuous" if eks_cluster is not None else None,
-            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                security_group_ids=[g.security_group_id for g in groups_for_nodes],
-                subnets=[subnet.subnet_id],
-            ),
+        # -- the cluster, created once everything its nodes use exists ------------------------
+        self.cluster = self._create_cluster(
+            subnet, node_security_groups, eks_cluster, node_recovery, removal_policy
         )
-        self.cluster.apply_removal_policy(removal_policy)
-        # Nodes read their scripts and use their permissions as soon as they boot.
-        self.cluster.node.add_dependency(self.lifecycle.deployment, role)
-        self.cluster.node.add_dependency(self.execution_role.policy)
-        for child in role.node.children:
-            self.cluster.node.add_dependency(child)
-        if self.eks_dependencies is not None:
-            self.cluster.node.add_dependency(*self.eks_dependencies.prerequisites)
-            # The training operator add-on is installed from the EKS console only on clusters
-            # tagged SageMaker=true; tag it so either path works.
-            Tags.of(self.cluster).add("SageMaker", "true")
-            self.eks_dependencies.add_post_cluster_addons(self.cluster)
-
         self.cluster_arn: str = self.cluster.attr_cluster_arn
 
     @staticmethod
@@ -297,9 +231,157 @@ class HyperPodCluster(Construct):
 
     # ----------------------------------------------------------------------------- internals
 
+    def _check_arguments(
+        self,
+        groups: Sequence[InstanceGroup],
+        orchestrator: Orchestrator,
+        *,
+        subnet: ec2.ISubnet,
+        eks_cluster: IGpuCluster | None,
+        cluster_name: str | None,
+        lustre: ILustreFileSystem | None,
+        lustre_mount_point: str,
+        users: Sequence[ClusterUser],
+    ) -> None:
+        """The instance-group layout of the orchestrator and the HyperPod cluster rule (EKS
+        cluster and version, zones of the subnet, the reservations and the EKS GPU zone, name,
+        mount point, users); tokens are not checked. Every problem is raised at once."""
+        problems = Problems.of(self)
+        problems.extend(check_layout(groups, orchestrator))
+        zone = None if Token.is_unresolved(subnet.availability_zone) else subnet.availability_zone
+        eks_version = None if eks_cluster is None else eks_cluster.kubernetes_version
+        eks_zone = None if eks_cluster is None else eks_cluster.gpu_availability_zone
+        problems.add_findings(
+            hyperpod_rules.hyperpod_cluster(
+                orchestrator=orchestrator,
+                eks_cluster_given=eks_cluster is not None,
+                eks_kubernetes_version=None
+                if eks_version is None or Token.is_unresolved(eks_version)
+                else eks_version,
+                eks_gpu_zone=None
+                if eks_zone is None or Token.is_unresolved(eks_zone)
+                else eks_zone,
+                subnet_zone=zone,
+                group_reservation_zones=[
+                    (group.name, group.capacity.kind, group.capacity.availability_zone)
+                    for group in groups
+                    if group.capacity is not None and group.capacity.availability_zone is not None
+                ],
+                cluster_name=cluster_name,
+                lustre_mount_point=lustre_mount_point,
+                users=users,
+                lustre_given=lustre is not None,
+            )
+        )
+        problems.raise_if_any()
+
+    def _node_security_groups(self, eks_cluster: IGpuCluster | None) -> list[ec2.ISecurityGroup]:
+        """The groups on the nodes: the EFA group and, on EKS, the cluster security group
+        (HyperPod nodes join the cluster like managed nodes: it lets them reach the API
+        server, CoreDNS and the system nodes, and back)."""
+        groups: list[ec2.ISecurityGroup] = [self.efa_security_group]
+        if eks_cluster is not None:
+            groups.append(eks_cluster.cluster_security_group)
+        return groups
+
+    def _create_lifecycle(
+        self,
+        groups: Sequence[InstanceGroup],
+        *,
+        lustre: ILustreFileSystem | None,
+        lustre_mount_point: str,
+        prometheus: IRemoteWriteTarget | None,
+        users: Sequence[ClusterUser],
+        lustre_efa_clients: int | None,
+        bucket: s3.IBucket | None,
+    ) -> LifecycleScripts:
+        """The lifecycle scripts and provisioning parameters in S3 (``Lifecycle``), readable
+        by the execution role: the file system to mount (only its linked directories open to
+        every user, the root stays as it is), the remote-write URL, the users and the EFA
+        clients sharing the file system."""
+        fsx = None
+        if lustre is not None:
+            fsx = {
+                **fsx_parameters(lustre, lustre_mount_point),
+                "shared_directories": [p for p in lustre.association_paths if p != "/"],
+            }
+        parameters = provisioning_parameters(
+            orchestrator=self.orchestrator,
+            cluster_name=self.cluster_name,
+            region=Stack.of(self).region,
+            instance_groups=groups,
+            fsx=fsx,
+            prometheus_remote_write_url=prometheus.remote_write_url if prometheus else None,
+            users=users,
+            efa_clients=lustre_efa_clients,
+        )
+        lifecycle = LifecycleScripts(self, "Lifecycle", parameters=parameters, bucket=bucket)
+        lifecycle.grant_read(self.execution_role.role)
+        return lifecycle
+
+    def _allow_remote_write(
+        self, prometheus: IRemoteWriteTarget, groups: Sequence[InstanceGroup]
+    ) -> None:
+        """Let the nodes' Prometheus agents remote-write; on Slurm with EFA workers, let the
+        workers pull the EFA exporter image from the HyperPod ECR registry."""
+        prometheus.grant_remote_write(self.execution_role.role)
+        if self.orchestrator is Orchestrator.HYPERPOD_SLURM and any(
+            worker_group_parameters(g)["efa"]
+            for g in groups
+            if g.slurm_node_type is SlurmNodeType.WORKER
+        ):
+            self.execution_role.allow_image_pull(efa_exporter_repository_arn(Stack.of(self)))
+
+    def _create_cluster(
+        self,
+        subnet: ec2.ISubnet,
+        node_security_groups: Sequence[ec2.ISecurityGroup],
+        eks_cluster: IGpuCluster | None,
+        node_recovery: NodeRecovery,
+        removal_policy: RemovalPolicy,
+    ) -> sagemaker.CfnCluster:
+        """The ``CfnCluster`` (``Resource``) of the instance groups in ``subnet``, with node
+        recovery and, on EKS, continuous provisioning (documented for EKS-orchestrated
+        clusters only: botocore CreateClusterRequest.NodeProvisioningMode; Slurm clusters on
+        the provisioning-parameters path take the default, as AWS's own samples do). It waits
+        for the lifecycle scripts and the execution role and its policies (nodes read their
+        scripts and use their permissions as soon as they boot) and, on EKS, for what HyperPod
+        needs on the cluster; it is tagged ``SageMaker=true`` there (the training operator
+        add-on is installed from the EKS console only on clusters so tagged) and the add-ons
+        that need the cluster follow it."""
+        # Imported where used: a profile without HyperPod does not load the module (~40 ms).
+        from aws_cdk import aws_sagemaker as sagemaker
+
+        role = self.execution_role.role
+        cluster = sagemaker.CfnCluster(
+            self,
+            "Resource",
+            cluster_name=self.cluster_name,
+            orchestrator=self._orchestrator_property(eks_cluster),
+            instance_groups=[self._group_property(g, role) for g in self.instance_groups],
+            node_recovery=NodeRecovery(node_recovery).value,
+            node_provisioning_mode="Continuous" if eks_cluster is not None else None,
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=[g.security_group_id for g in node_security_groups],
+                subnets=[subnet.subnet_id],
+            ),
+        )
+        cluster.apply_removal_policy(removal_policy)
+        cluster.node.add_dependency(self.lifecycle.deployment, role)
+        cluster.node.add_dependency(self.execution_role.policy)
+        for child in role.node.children:
+            cluster.node.add_dependency(child)
+        if self.eks_dependencies is not None:
+            cluster.node.add_dependency(*self.eks_dependencies.prerequisites)
+            Tags.of(cluster).add("SageMaker", "true")
+            self.eks_dependencies.add_post_cluster_addons(cluster)
+        return cluster
+
     def _group_property(
         self, group: InstanceGroup, role: iam.IRole
     ) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+        from aws_cdk import aws_sagemaker as sagemaker
+
         storage = None
         if group.ebs_volume_size_gib is not None:
             storage = [
@@ -377,6 +459,8 @@ class HyperPodCluster(Construct):
         partitions to a second mechanism)."""
         if eks_cluster is None:
             return None
+        from aws_cdk import aws_sagemaker as sagemaker
+
         return sagemaker.CfnCluster.OrchestratorProperty(
             eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
                 cluster_arn=eks_cluster.cluster_arn
