@@ -155,7 +155,7 @@ class EksWorkload(Construct):
       reachable from the workload's nodes only. An EFA-enabled one gets LNet over EFA on the
       nodes before kubelet starts (:meth:`EfaNodeGroup.use_lnet_over_efa`), within one
       ``file_system_efa_clients``-th of its EFA connections each (every EFA node mounting it;
-      the workload's own EFA nodes when not given).
+      never fewer than the workload's own EFA nodes, which count alone when it is not given).
     - ``session_manager``: Session Manager shells on the workload's GPU nodes (off: no
       Systems Manager permission on their role at all).
     - ``lend_quota``: whether the workload's idle capacity may be borrowed by the other queues
@@ -344,8 +344,10 @@ class EksWorkload(Construct):
         if file_system.efa_enabled:  # LNet over EFA on the nodes, before kubelet starts
             sizes = [g.max_node_count for g in self.all_node_groups if g.efa_layout is not None]
             own = None if any(Token.is_unresolved(n) for n in sizes) else sum(sizes)
+            # Never fewer clients than the workload's own EFA nodes (as HyperPod counts).
+            clients = max(self.file_system_efa_clients or 0, own or 0)
             for group in self.all_node_groups:
-                group.use_lnet_over_efa(self.file_system_efa_clients or own or None)
+                group.use_lnet_over_efa(clients or None)
         if self.efa_security_group is not None:  # HyperPod opens the ports from its nodes
             file_system.connections.allow_default_port_from(
                 ec2.Connections(security_groups=[self.efa_security_group.security_group])

@@ -94,7 +94,8 @@ def efa_node_group(
     wrong = [
         (name, n)
         for name, n in zip(("min_node_count", "node_count", "max_node_count"), sizes, strict=True)
-        if not is_unresolved(n) and not is_whole_number(n)
+        # A number token is left to deploy time; a string, token or not, is never a count.
+        if isinstance(n, str) or (not is_unresolved(n) and not is_whole_number(n))
     ]
     for name, n in wrong:
         out.append(_error(name, n, "must be a whole number (an int, not a string)"))

@@ -73,6 +73,16 @@ def test_a_fractional_size_is_refused_and_a_number_token_is_skipped() -> None:
     assert node_groups.efa_node_group(**{**_OK, "sizes": (0, 2, token)}) == []  # type: ignore[arg-type]
 
 
+def test_a_string_token_size_is_refused_like_any_string() -> None:
+    """A string token is no count either: refused here, not left to the node group's own
+    type check (a TypeError from the CDK, not a finding)."""
+    token = Token.as_string(Fn.ref("Nodes"))
+    found = node_groups.efa_node_group(**{**_OK, "sizes": (0, token, 4)})  # type: ignore[arg-type]
+    assert [(f.key, f.allowed) for f in found] == [
+        ("node_count", "must be a whole number (an int, not a string)")
+    ]
+
+
 def test_node_count_and_rolling_update() -> None:
     (missing,) = node_groups.node_count_given(None)
     assert missing.message() == (
