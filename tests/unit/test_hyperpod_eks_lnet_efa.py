@@ -98,6 +98,32 @@ def test_parameters_give_each_eks_group_its_lnet_interfaces_within_the_connectio
     assert all("lnet_efa_interfaces" not in g for g in plain["worker_groups"])
 
 
+def test_trn2_groups_stay_on_tcp_as_eks_node_groups_do(tmp_path: Path) -> None:
+    """FSx supports EFA clients "excluding the trn2 instance family" (FSx for Lustre guide,
+    "Configuring EFA clients")."""
+    params = provisioning_parameters(
+        orchestrator=Orchestrator.EKS,
+        cluster_name="fm-eks",
+        region="us-east-1",
+        instance_groups=[
+            InstanceGroup(name="trn", instance_type="trn2.48xlarge", instance_count=2)
+        ],
+        fsx=FSX,
+    )
+    assert params["worker_groups"][0]["lnet_efa_interfaces"] == 0
+    config = {
+        "InstanceGroups": [
+            {"Name": "trn", "Instances": [{"InstanceName": "i-5", "CustomerIpAddress": NODE_IP}]}
+        ]
+    }
+    sim = eks_node(tmp_path, params=params, resource_config=config, efa_devices=16)
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "Lustre stays on TCP" in run.output
+    assert not any(c.startswith(("lnetctl", "modprobe")) for c in run.calls)
+    assert not sim.exists(LNET_UNIT)
+
+
 def test_only_hyperpod_eks_nodes_of_an_efa_file_system_get_the_boot_script() -> None:
     assert lifecycle_files(eks_params()) == {LNET_EFA_BOOT: lnet_efa_boot_script()}
     assert lifecycle_files(eks_params(efa_enabled=False)) == {}

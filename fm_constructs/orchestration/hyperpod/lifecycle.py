@@ -29,6 +29,7 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
     SlurmNodeType,
 )
+from fm_constructs.orchestration.lustre_efa_client import NOT_EFA_CLIENT_FAMILIES
 from fm_constructs.orchestration.slurm import parameters as slurm_parameters
 from fm_constructs.orchestration.slurm.parameters import (
     container_parameters,
@@ -215,8 +216,9 @@ def provisioning_parameters(
     ``mount_point``, ``efa_enabled``, ``shared_directories``: the data repository
     directories every user may write) or null; for an EFA file system each worker group also
     gets ``lnet_efa_interfaces`` (:func:`lnet_efa_interfaces`, capped by
-    :func:`efa_interface_cap` over ``efa_clients``), which Slurm nodes (``mount_fsx.sh``) and
-    EKS nodes (``lnet_efa_eks.sh``) give LNet; ``prometheus``
+    :func:`efa_interface_cap` over ``efa_clients``; 0 for an EKS group of a family FSx takes
+    no EFA client of), which Slurm nodes (``mount_fsx.sh``) and EKS nodes
+    (``lnet_efa_eks.sh``) give LNet; ``prometheus``
     (``remote_write_url``) or null,
     ``users`` (see :meth:`ClusterUser.parameters`; created on every Slurm node, homes under
     ``<mount_point>/home``),
@@ -238,7 +240,12 @@ def provisioning_parameters(
     if fsx is not None and fsx.get("efa_enabled"):
         cap = efa_interface_cap(instance_groups, efa_clients)
         for entry, group in zip(worker_groups, workers, strict=True):
-            entry["lnet_efa_interfaces"] = lnet_efa_interfaces(group, cap)
+            count = lnet_efa_interfaces(group, cap)
+            if not slurm and group.spec is not None:
+                # EKS nodes of a family FSx takes no EFA client of (trn2) stay on TCP, as EKS
+                # node groups do: lnet_efa_eks.sh configures no LNet for 0.
+                count = 0 if group.spec.family in NOT_EFA_CLIENT_FAMILIES else count
+            entry["lnet_efa_interfaces"] = count
     return {
         "version": PARAMETERS_VERSION,
         "workload_manager": "slurm" if slurm else "eks",
