@@ -41,20 +41,19 @@ FSX = {
     "efa_enabled": True,
     "shared_directories": [],
 }
-RESOURCE_CONFIG: dict[str, Any] = {
-    "InstanceGroups": [
-        {
-            "Name": "workers",
-            "InstanceType": "ml.p5.48xlarge",
-            "Instances": [{"InstanceName": "i-3", "CustomerIpAddress": NODE_IP}],
-        },
-        {
-            "Name": "small",
-            "InstanceType": "ml.p4d.24xlarge",
-            "Instances": [{"InstanceName": "i-4", "CustomerIpAddress": "10.1.4.21"}],
-        },
-    ]
-}
+
+
+def resource_config(*groups: tuple[str, str]) -> dict[str, Any]:
+    """HyperPod's resource configuration with one instance per (group, address)."""
+    return {
+        "InstanceGroups": [
+            {"Name": name, "Instances": [{"InstanceName": f"i-{n}", "CustomerIpAddress": ip}]}
+            for n, (name, ip) in enumerate(groups)
+        ]
+    }
+
+
+RESOURCE_CONFIG = resource_config(("workers", NODE_IP), ("small", "10.1.4.21"))
 LNET_UNIT = "etc/systemd/system/fm-lnet-efa.service"
 
 
@@ -111,11 +110,7 @@ def test_trn2_groups_stay_on_tcp_as_eks_node_groups_do(tmp_path: Path) -> None:
         fsx=FSX,
     )
     assert params["worker_groups"][0]["lnet_efa_interfaces"] == 0
-    config = {
-        "InstanceGroups": [
-            {"Name": "trn", "Instances": [{"InstanceName": "i-5", "CustomerIpAddress": NODE_IP}]}
-        ]
-    }
+    config = resource_config(("trn", NODE_IP))
     sim = eks_node(tmp_path, params=params, resource_config=config, efa_devices=16)
     run = sim.run()
     assert run.returncode == 0, run.output

@@ -32,15 +32,14 @@ def test_the_lifecycle_prefix_carries_the_lnet_boot_script_and_the_counts() -> N
     stack = cdk.Stack(app, "HyperPodEksEfa", env=TEST_ENV)
     vpc = imported_vpc(stack, ZONE)
     subnet = vpc.private_subnets[0]
-    fs = LustreFileSystem(
-        stack,
-        "Fsx",
-        vpc=vpc,
-        subnet=subnet,
-        data_bucket=DataBucket(stack, "Data"),
-        storage_capacity_gib=19200,
-        efa_enabled=True,
-    )
+    # The smallest EFA-enabled file system at 1000 MB/s/TiB.
+    efa: dict[str, Any] = {
+        "efa_enabled": True,
+        "storage_capacity_gib": 4800,
+        "throughput_mb_s_per_tib": 1000,
+    }
+    data = DataBucket(stack, "Data")
+    fs = LustreFileSystem(stack, "Fsx", vpc=vpc, subnet=subnet, data_bucket=data, **efa)
     eks_cluster = GpuEksCluster(
         stack,
         "Eks",
