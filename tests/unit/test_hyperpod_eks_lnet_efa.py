@@ -186,12 +186,19 @@ def test_a_running_kubelet_waits_for_lnet_and_earlier_mounts_are_named(tmp_path:
     assert "Lustre already mounted at /var/lib/kubelet/pods/p/volumes/fsx" in run.output
 
 
-def test_an_ami_without_the_lustre_client_gets_it_from_dnf(tmp_path: Path) -> None:
+def test_an_ami_without_the_lustre_client_gets_it_from_dnf_before_kubelet_is_held(
+    tmp_path: Path,
+) -> None:
     sim = eks_node(tmp_path, lustre_client=False)
+    (sim.sim / "active").mkdir()
+    (sim.sim / "active" / "kubelet").touch()
     run = sim.run()
     assert run.returncode == 0, run.output
     install = run.calls.index("dnf install -y --exclude=kernel* lustre-client")
-    assert install < run.calls.index("lnetctl lnet configure")
+    held = max(i for i, c in enumerate(run.calls) if c == "systemctl stop kubelet")
+    # The install (minutes, maybe) runs with kubelet up; kubelet is held for LNet alone.
+    assert install < held < run.calls.index("lnetctl lnet configure")
+    assert run.calls.count("dnf install -y --exclude=kernel* lustre-client") == 1
     assert len(efa_interfaces(run.calls)) == 8
 
 
@@ -204,7 +211,10 @@ def test_a_failed_client_install_leaves_lustre_on_tcp_and_the_node_created(tmp_p
     assert run.returncode == 0, run.output
     assert "Lustre stays on TCP" in run.output
     assert not any(c.startswith("lnetctl") for c in run.calls)
-    # Kubelet runs again, and the unit tries again at the next boot.
+    # Kubelet is not held for a client that is not there (node_storage.sh stops it before,
+    # for its bind mounts), and the unit tries again at the next boot.
+    install = run.calls.index("dnf install -y --exclude=kernel* lustre-client")
+    assert "systemctl stop kubelet" not in run.calls[install:]
     assert "kubelet" in sim.active and "fm-lnet-efa.service" in sim.enabled
 
 

@@ -16,10 +16,11 @@
 #      when the resource configuration does not name this node, and then the smallest count of
 #      the worker groups is taken (every group's count is within the node's share).
 #   3. HyperPod's documentation does not say whether kubelet is already running when OnCreate
-#      runs, so the order is made explicit here: a running kubelet is stopped while LNet is
-#      configured and started again afterwards (its pods keep running; no new volume mounts in
-#      between), and a Lustre file system already mounted is named: it stays on TCP until the
-#      node reboots, when fm-lnet-efa.service runs before kubelet.
+#      runs, so the order is made explicit here: the Lustre client is installed first, then a
+#      running kubelet is stopped while LNet is configured (seconds) and started again
+#      afterwards (its pods keep running; no new volume mounts in between), and a Lustre file
+#      system already mounted is named: it stays on TCP until the node reboots, when
+#      fm-lnet-efa.service runs before kubelet.
 # A node that cannot use EFA for Lustre (no EFA device, no EFA LND, no client to install) says
 # so and keeps Lustre on TCP; this never fails the node's creation. Idempotent: units are
 # rewritten only when they change, and fm-lnet-efa leaves an efa network as it is.
@@ -83,6 +84,12 @@ systemctl enable "$LNET_UNIT"
 mounted="$(awk '$3 == "lustre" {print $2}' "${FM_ROOT}/proc/mounts" 2> /dev/null || true)"
 if [[ -n "$mounted" ]]; then
   log "Lustre already mounted at ${mounted//$'\n'/ }: those mounts stay on TCP until the next boot"
+fi
+# The Lustre client first, while kubelet runs (it may take minutes, or fail: then Lustre stays
+# on TCP and kubelet is never held).
+if ! bash "${FM_ROOT}${BOOT_SCRIPT}" --client-only; then
+  log "no Lustre client with lnetctl; Lustre stays on TCP, ${LNET_UNIT} tries again at the next boot"
+  exit 0
 fi
 KUBELET_WAS_ACTIVE=""
 if systemctl is-active --quiet kubelet; then
