@@ -226,15 +226,22 @@ def test_a_node_without_efa_devices_stays_on_tcp(tmp_path: Path) -> None:
     assert not any(c.startswith(("lnetctl", "modprobe")) for c in run.calls)
 
 
+@pytest.mark.parametrize(
+    "config",
+    [None, resource_config(("workers", "10.1.9.9"))],
+    ids=["no-resource-config", "not-listed"],
+)
 def test_a_node_the_resource_config_does_not_name_takes_the_smallest_count(
-    tmp_path: Path,
+    tmp_path: Path, config: dict[str, Any] | None
 ) -> None:
-    sim = eks_node(tmp_path, resource_config=None)
+    sim = eks_node(tmp_path, resource_config=config)
     run = sim.run()
     assert run.returncode == 0, run.output
     assert "instance group is unknown" in run.output
     assert "ExecStart=/usr/local/sbin/fm-lnet-efa-boot unknown 2" in sim.file(LNET_UNIT)
     assert efa_interfaces(run.calls) == ["rdmap00s0", "rdmap31s0"]
+    # Without the file there is nothing to look the node's addresses up in.
+    assert any(c.startswith("ip -4 route get") for c in run.calls) == (config is not None)
 
 
 def test_a_second_run_leaves_the_unit_as_it_is(tmp_path: Path) -> None:

@@ -100,9 +100,12 @@ if [[ "$WORKLOAD_MANAGER" == "eks" ]]; then
   if [[ "$(param fsx.efa_enabled)" == "true" ]]; then
     # This node's instance group, as the Slurm nodes find theirs (empty when the resource
     # configuration is missing or does not list this node: lnet_efa_eks.sh says so).
-    address_args
-    GROUP="$(python3 "${SCRIPT_DIR}/slurm_config.py" group --params "$PARAMS" \
-      --resource-config "$RESOURCE_CONFIG" "${ADDRESS_ARGS[@]}")" || GROUP=""
+    GROUP=""
+    if [[ -f "$RESOURCE_CONFIG" ]]; then
+      address_args
+      GROUP="$(python3 "${SCRIPT_DIR}/slurm_config.py" group --params "$PARAMS" \
+        --resource-config "$RESOURCE_CONFIG" "${ADDRESS_ARGS[@]}")" || GROUP=""
+    fi
     echo "on_create: group=${GROUP:-(unknown)}"
     bash "${SCRIPT_DIR}/lnet_efa_eks.sh" "$GROUP" "$PARAMS"
   fi
