@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fm_constructs.orchestration.hyperpod import scripts_directory
+from fm_constructs.orchestration.hyperpod.lifecycle import lifecycle_files
 
 STUB = r"""#!/bin/bash
 # Stubbed system command of the simulated HyperPod node (no forks of its own where bash can do
@@ -278,6 +279,7 @@ COMMANDS = [
     "ssh-keygen",
     "dpkg-query",
     "apt-mark",
+    "dnf",
 ]
 STUB_UNITS = [
     "docker.service",
@@ -370,6 +372,7 @@ class SimulatedNode:
         shared_fsx: Path | None = None,
         real_make: bool = False,
         shipped_pins: bool = False,
+        lustre_client: bool = True,
     ) -> None:
         self.root = tmp_path / "root"
         self.scripts = tmp_path / "lifecycle"
@@ -382,6 +385,9 @@ class SimulatedNode:
         self.pinned: dict[str, str] = {}
         self.shipped_pins = shipped_pins
         shutil.copytree(scripts_directory(), self.scripts, ignore=shutil.ignore_patterns("__*"))
+        # What the lifecycle prefix holds besides the node scripts, as LifecycleScripts deploys it.
+        for name, text in lifecycle_files(params).items():
+            (self.scripts / name).write_text(text)
         bin_dir = self.root / "usr" / "bin"
         bin_dir.mkdir(parents=True)
         (bin_dir / "stub").write_text(STUB)
@@ -389,6 +395,8 @@ class SimulatedNode:
         for command in COMMANDS:
             if command == "make" and real_make:
                 continue  # the host's make (and gcc) build what the scripts download
+            if command in ("lnetctl", "lctl") and not lustre_client:
+                continue  # an AMI without the Lustre client (dnf installs it)
             (bin_dir / command).symlink_to("stub")
         # The scripts' python3 is the interpreter itself, as /usr/bin/python3 is on a node: no
         # version-manager shim (pyenv's costs about 0.3 s a call) and no site-packages.

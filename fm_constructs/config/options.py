@@ -437,7 +437,7 @@ def hyperpod_slurm_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupR
 
 def _connection_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:
     """EFA-capable nodes of ``w`` that configure LNet over EFA, as FM316 counts them
-    (HyperPod Slurm, AWS PCS, EKS), on the plan's ``node_groups``."""
+    (HyperPod Slurm, AWS PCS, EKS, HyperPod EKS), on the plan's ``node_groups``."""
     if not w.enabled or w.orchestrator not in EFA_CLIENT_ORCHESTRATORS:
         return 0
     return _plan_efa_nodes(w, node_groups)
@@ -447,10 +447,10 @@ def fsx_efa_clients(
     profile: Profile, w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]
 ) -> int | None:
     """The nodes that share ``w``'s EFA-enabled file system's EFA connections: every node
-    FM316 counts (HyperPod Slurm, AWS PCS, EKS) of the workload that owns it and of a
-    post-training workload reusing it, counted on the plan's ``node_groups``; each node sizes
-    its LNet interfaces on it. None when ``w``'s file system has no EFA or ``w`` configures no
-    LNet over EFA (HyperPod on EKS)."""
+    FM316 counts (HyperPod Slurm, AWS PCS, EKS, HyperPod EKS) of the workload that owns it and
+    of a post-training workload reusing it, counted on the plan's ``node_groups``; each node
+    sizes its LNet interfaces on it. None when ``w``'s file system has no EFA (or, on EKS and
+    HyperPod EKS, no EFA node mounts it)."""
     owner: WorkloadConfig = profile.pretraining if w.reuses_pretraining_storage else w
     if not owner.storage.enabled or not owner.storage.efa_enabled:
         return None

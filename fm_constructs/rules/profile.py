@@ -453,13 +453,20 @@ def _efa_count(instance_type: str, count: int) -> int:
 
 
 #: Orchestrators whose EFA nodes configure LNet over EFA, so count against an EFA-enabled file
-#: system's connections: the Slurm node scripts (HyperPod Slurm, AWS PCS) and EKS node groups.
-EFA_CLIENT_ORCHESTRATORS = (Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS, Orchestrator.EKS)
+#: system's connections: the Slurm node scripts (HyperPod Slurm, AWS PCS), EKS node groups and
+#: HyperPod EKS nodes (the lifecycle scripts' OnCreate).
+EFA_CLIENT_ORCHESTRATORS = (
+    Orchestrator.HYPERPOD_SLURM,
+    Orchestrator.PCS,
+    Orchestrator.EKS,
+    Orchestrator.HYPERPOD_EKS,
+)
 
 
 def efa_client_nodes(w: WorkloadConfig) -> int:
     """EFA-capable nodes of ``w`` (its largest size and its rollout group) that may mount an
-    EFA-enabled file system over EFA: HyperPod Slurm and AWS PCS clusters, EKS node groups."""
+    EFA-enabled file system over EFA: HyperPod Slurm and AWS PCS clusters, EKS node groups,
+    HyperPod EKS clusters."""
     if not w.enabled or w.orchestrator not in EFA_CLIENT_ORCHESTRATORS:
         return 0
     size = w.instance_count if w.orchestrator.is_slurm else w.largest_size
@@ -472,9 +479,8 @@ def efa_client_nodes(w: WorkloadConfig) -> int:
 
 def fsx_efa_connection_nodes(profile: Profile, w: WorkloadConfig) -> int:
     """The nodes that may use EFA connections of ``w``'s own EFA-enabled file system (FM316):
-    those of ``w`` and of a post-training workload reusing it, on HyperPod Slurm, AWS PCS or
-    EKS; 0
-    when ``w``'s file system has no EFA or ``w`` reuses another's."""
+    those of ``w`` and of a post-training workload reusing it, on HyperPod Slurm, AWS PCS, EKS
+    or HyperPod EKS; 0 when ``w``'s file system has no EFA or ``w`` reuses another's."""
     if w.reuses_pretraining_storage or not w.storage.enabled or not w.storage.efa_enabled:
         return 0
     total = efa_client_nodes(w)

@@ -133,8 +133,8 @@ def fsx_efa_connections(
             Severity.WARNING,
             key,
             efa_nodes if value is None else value,
-            f"more nodes (HyperPod Slurm, AWS PCS and EKS) would mount the EFA-enabled file system "
-            f"over EFA (at least one connection each) than its {EFA_CONNECTIONS} EFA "
+            f"more nodes (HyperPod Slurm or EKS, AWS PCS, EKS) would mount the EFA-enabled file "
+            f"system over EFA (at least one connection each) than its {EFA_CONNECTIONS} EFA "
             f"connections across all clients",
             "split the nodes over two file systems, or set storage.efa_enabled = false",
         )

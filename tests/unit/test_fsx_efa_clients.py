@@ -1,6 +1,6 @@
 """FM316 (the EFA connections of an EFA-enabled FSx for Lustre file system) counts EKS node
-groups as it counts HyperPod Slurm and AWS PCS clusters: every EFA node mounting it takes a
-connection."""
+groups and HyperPod EKS clusters as it counts HyperPod Slurm and AWS PCS clusters: every EFA
+node mounting it takes a connection."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def _profile(orchestrator: Orchestrator, nodes: int, **pretraining: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    "orchestrator", [Orchestrator.EKS, Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS]
+    "orchestrator",
+    [Orchestrator.EKS, Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS, Orchestrator.HYPERPOD_EKS],
 )
 def test_the_limit_is_checked_for_eks_as_for_hyperpod(orchestrator: Orchestrator) -> None:
     at_limit = _profile(orchestrator, EFA_CONNECTIONS)

@@ -109,9 +109,14 @@ def test_resource_flavor_tolerates_the_pool_taints() -> None:
 
 def _efa_catalog_nodes(w: WorkloadConfig) -> int:
     """EFA-capable nodes of ``w`` that configure LNet over EFA (FM316: HyperPod Slurm and AWS
-    PCS at their node count, EKS at its largest size), main group and rollout group, from the
-    catalog."""
-    clients = (Orchestrator.EKS, Orchestrator.HYPERPOD_SLURM, Orchestrator.PCS)
+    PCS at their node count, EKS and HyperPod EKS at their largest size), main group and
+    rollout group, from the catalog."""
+    clients = (
+        Orchestrator.EKS,
+        Orchestrator.HYPERPOD_SLURM,
+        Orchestrator.PCS,
+        Orchestrator.HYPERPOD_EKS,
+    )
     if not w.enabled or w.orchestrator not in clients:
         return 0
     size = w.instance_count if w.orchestrator.is_slurm else w.largest_size
@@ -154,7 +159,12 @@ def test_file_system_efa_clients_are_the_efa_nodes_that_mount_it(path: Path, reu
         profile.pretraining,
         storage=dataclasses.replace(profile.pretraining.storage, efa_enabled=True),
     )
-    profile = dataclasses.replace(profile, pretraining=pre)
+    # A post-training workload's own file system has EFA too (HyperPod EKS nodes count).
+    post = dataclasses.replace(
+        profile.post_training,
+        storage=dataclasses.replace(profile.post_training.storage, efa_enabled=True),
+    )
+    profile = dataclasses.replace(profile, pretraining=pre, post_training=post)
     options = deployment_options(profile)
     for w in profile.enabled_workloads:
         owner = profile.pretraining if w.reuses_pretraining_storage else w
@@ -168,8 +178,11 @@ def test_file_system_efa_clients_are_the_efa_nodes_that_mount_it(path: Path, reu
                 shared += _efa_catalog_nodes(profile.post_training)
             if w.orchestrator.is_slurm:
                 expected = shared
-            elif w.orchestrator is Orchestrator.EKS:
+            elif w.orchestrator in (Orchestrator.EKS, Orchestrator.HYPERPOD_EKS):
                 expected = shared or None
+            if w.orchestrator is Orchestrator.HYPERPOD_EKS:
+                # HyperPod EKS nodes configure LNet over EFA in OnCreate: counted, as on EKS.
+                assert shared > 0, w.name
         assert options.workloads[w.name].file_system_efa_clients == expected, w.name
     if reused and profile.pretraining.orchestrator.is_slurm:
         assert options.workloads["pretraining"].file_system_efa_clients == _efa_slurm_nodes(

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # LNet over EFA on an EKS node, before kubelet: lnet_efa_boot.sh <instance-type> <interfaces>
+#                                              lnet_efa_boot.sh --client-only
 #
 # fm-lnet-efa.service runs this at every boot, ordered before nodeadm-run.service and
 # kubelet.service: LNet is on EFA before kubelet starts a pod, so before the FSx for Lustre
@@ -17,10 +18,17 @@
 #   3. fm-lnet-efa, the script HyperPod and PCS nodes run (lnet_efa.sh), puts tcp on the
 #      primary interface and efa on <interfaces> EFA devices, turns discovery on and prefers
 #      EFA. It leaves an efa network that is already there as it is.
+# --client-only: step 1 alone (a HyperPod EKS node installs the client before it holds kubelet
+# for steps 2 and 3).
 # FM_ROOT prefixes every file path (empty on a node).
 set -euo pipefail
 
 FM_ROOT="${FM_ROOT:-}"
+CLIENT_ONLY=""
+if [[ "${1:-}" == --client-only ]]; then
+  CLIENT_ONLY=1
+  shift
+fi
 INSTANCE_TYPE="${1:-unknown}"
 INTERFACES="${2:-0}"
 LNET_SCRIPT="${FM_LNET_SCRIPT:-/usr/local/sbin/fm-lnet-efa}"
@@ -34,6 +42,7 @@ if ! command -v lnetctl > /dev/null; then
     exit 1
   fi
 fi
+[[ -z "$CLIENT_ONLY" ]] || exit 0
 devices=("${FM_ROOT}"/sys/class/infiniband/*)
 if [[ ! -e "${devices[0]}" ]]; then
   log "no EFA device on this node; Lustre stays on TCP"

@@ -5,8 +5,9 @@ HyperPod copies every object under ``LifeCycleConfig.SourceS3Uri`` onto each nod
 single zip). :class:`LifecycleScripts` therefore deploys the package's ``lifecycle_scripts``
 directory with a ``BucketDeployment`` under one prefix of a bucket, together with
 ``provisioning_parameters.json`` (rendered here, with deploy-time values such as the FSx DNS
-name), and grants read of exactly that prefix: the bucket is not named ``sagemaker-*``, so the
-AWS managed instance policy alone would not let nodes read it.
+name) and, for HyperPod EKS nodes of an EFA-enabled file system, the EKS node groups' LNet boot
+script (:func:`lifecycle_files`), and grants read of exactly that prefix: the bucket is not
+named ``sagemaker-*``, so the AWS managed instance policy alone would not let nodes read it.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
+from fm_constructs.compute.user_data import lnet_efa_boot_script
 from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
     SlurmNodeType,
 )
+from fm_constructs.orchestration.lustre_efa_client import NOT_EFA_CLIENT_FAMILIES
 from fm_constructs.orchestration.slurm import parameters as slurm_parameters
 from fm_constructs.orchestration.slurm.parameters import (
     container_parameters,
@@ -55,6 +58,10 @@ efa_exporter_account = slurm_parameters.efa_exporter_account
 efa_exporter_image = slurm_parameters.efa_exporter_image
 
 ON_CREATE = "on_create.sh"
+#: The EKS node groups' LNet-over-EFA boot script (compute/scripts, read from its package, not
+#: copied), deployed beside the node scripts for HyperPod EKS nodes of an EFA-enabled file
+#: system: ``lnet_efa_eks.sh`` installs it as ``fm-lnet-efa-boot``.
+LNET_EFA_BOOT = "lnet_efa_boot.sh"
 PARAMETERS_FILE = "provisioning_parameters.json"
 PARAMETERS_VERSION = "1.0.0"
 DEFAULT_MOUNT_POINT = "/fsx"
@@ -209,7 +216,9 @@ def provisioning_parameters(
     ``mount_point``, ``efa_enabled``, ``shared_directories``: the data repository
     directories every user may write) or null; for an EFA file system each worker group also
     gets ``lnet_efa_interfaces`` (:func:`lnet_efa_interfaces`, capped by
-    :func:`efa_interface_cap` over ``efa_clients``); ``prometheus``
+    :func:`efa_interface_cap` over ``efa_clients``; 0 for an EKS group of a family FSx takes
+    no EFA client of), which Slurm nodes (``mount_fsx.sh``) and EKS nodes
+    (``lnet_efa_eks.sh``) give LNet; ``prometheus``
     (``remote_write_url``) or null,
     ``users`` (see :meth:`ClusterUser.parameters`; created on every Slurm node, homes under
     ``<mount_point>/home``),
@@ -231,7 +240,12 @@ def provisioning_parameters(
     if fsx is not None and fsx.get("efa_enabled"):
         cap = efa_interface_cap(instance_groups, efa_clients)
         for entry, group in zip(worker_groups, workers, strict=True):
-            entry["lnet_efa_interfaces"] = lnet_efa_interfaces(group, cap)
+            count = lnet_efa_interfaces(group, cap)
+            if not slurm and group.spec is not None:
+                # EKS nodes of a family FSx takes no EFA client of (trn2) stay on TCP, as EKS
+                # node groups do: lnet_efa_eks.sh configures no LNet for 0.
+                count = 0 if group.spec.family in NOT_EFA_CLIENT_FAMILIES else count
+            entry["lnet_efa_interfaces"] = count
     return {
         "version": PARAMETERS_VERSION,
         "workload_manager": "slurm" if slurm else "eks",
@@ -250,6 +264,17 @@ def provisioning_parameters(
         **metrics_parameters(region),
         **container_parameters(),
     }
+
+
+def lifecycle_files(parameters: dict[str, Any]) -> dict[str, str]:
+    """The files deployed under the lifecycle prefix besides the node scripts and the
+    parameters (name -> content): :data:`LNET_EFA_BOOT` on HyperPod EKS nodes of an
+    EFA-enabled file system (``workload_manager`` eks, ``fsx.efa_enabled`` true), nothing
+    otherwise, so other clusters' scripts are unchanged."""
+    fsx = parameters.get("fsx") or {}
+    if parameters.get("workload_manager") == "eks" and fsx.get("efa_enabled") is True:
+        return {LNET_EFA_BOOT: lnet_efa_boot_script()}
+    return {}
 
 
 class LifecycleScripts(Construct):
@@ -313,6 +338,10 @@ class LifecycleScripts(Construct):
             sources=[
                 s3deploy.Source.asset(str(scripts_directory()), exclude=["__pycache__", "*.pyc"]),
                 s3deploy.Source.json_data(PARAMETERS_FILE, parameters),
+                *(
+                    s3deploy.Source.data(name, text)
+                    for name, text in lifecycle_files(parameters).items()
+                ),
             ],
             prune=True,
             retain_on_delete=False,

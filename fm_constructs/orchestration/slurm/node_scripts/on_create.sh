@@ -23,7 +23,9 @@
 #      retries the component until it is in place, then resumes the node (node_components.sh);
 #   9. metrics, off the critical path: a timer installs the exporters and retries until they
 #      are in place (metrics.sh), so an exporter that cannot be fetched never fails the node.
-# EKS nodes: containerd and kubelet state on the large local volume (node_storage.sh); the
+# EKS nodes: containerd and kubelet state on the large local volume (node_storage.sh); with an
+# EFA-enabled file system, the node's instance group found as a Slurm node finds it (step 2)
+# and LNet over EFA configured before kubelet mounts the file system (lnet_efa_eks.sh); the
 # cluster's add-ons do the rest.
 set -euo pipefail
 
@@ -42,12 +44,6 @@ exec > >(tee -a "${LOG_DIR}/on_create.log") 2>&1
 WORKLOAD_MANAGER="$(param workload_manager)"
 echo "on_create: workload manager ${WORKLOAD_MANAGER}, resource configuration ${RESOURCE_CONFIG}"
 bash "${SCRIPT_DIR}/hotfix.sh"
-
-if [[ "$WORKLOAD_MANAGER" == "eks" ]]; then
-  bash "${SCRIPT_DIR}/node_storage.sh"
-  echo "on_create: done"
-  exit 0
-fi
 
 wait_for_dns() {
   # Resolve a name the node needs (the file system, else the regional S3 endpoint) three times
@@ -90,11 +86,35 @@ node_addresses() {
   } | awk 'NF && !seen[$0]++'
 }
 
+address_args() {
+  # ADDRESS_ARGS: --local-ip <address> for each of this node's candidate addresses.
+  ADDRESS_ARGS=()
+  local address
+  while read -r address; do
+    ADDRESS_ARGS+=(--local-ip "$address")
+  done < <(node_addresses)
+}
+
+if [[ "$WORKLOAD_MANAGER" == "eks" ]]; then
+  bash "${SCRIPT_DIR}/node_storage.sh"
+  if [[ "$(param fsx.efa_enabled)" == "true" ]]; then
+    # This node's instance group, as the Slurm nodes find theirs (empty when the resource
+    # configuration is missing or does not list this node: lnet_efa_eks.sh says so).
+    GROUP=""
+    if [[ -f "$RESOURCE_CONFIG" ]]; then
+      address_args
+      GROUP="$(python3 "${SCRIPT_DIR}/slurm_config.py" group --params "$PARAMS" \
+        --resource-config "$RESOURCE_CONFIG" "${ADDRESS_ARGS[@]}")" || GROUP=""
+    fi
+    echo "on_create: group=${GROUP:-(unknown)}"
+    bash "${SCRIPT_DIR}/lnet_efa_eks.sh" "$GROUP" "$PARAMS"
+  fi
+  echo "on_create: done"
+  exit 0
+fi
+
 wait_for_dns
-ADDRESS_ARGS=()
-while read -r address; do
-  ADDRESS_ARGS+=(--local-ip "$address")
-done < <(node_addresses)
+address_args
 NODE="$(python3 "${SCRIPT_DIR}/slurm_config.py" node --params "$PARAMS" \
   --resource-config "$RESOURCE_CONFIG" "${ADDRESS_ARGS[@]}")"
 GROUP="${NODE% *}"
