@@ -41,6 +41,13 @@ class NvmeStorage:
         return self.count * self.size_gb
 
 
+#: Instance families FSx for Lustre does not take as EFA clients ("EFA is supported on Nitro v4
+#: (or higher) EC2 instances that support EFA, excluding the trn2 instance family": FSx for
+#: Lustre guide, "Configuring EFA clients"): their nodes mount an EFA-enabled file system over
+#: TCP and take none of its EFA connections.
+NOT_LUSTRE_EFA_CLIENT_FAMILIES = frozenset({"trn2"})
+
+
 @dataclass(frozen=True)
 class InstanceSpec:
     """Everything the library needs to know about one accelerated instance type.
@@ -78,6 +85,12 @@ class InstanceSpec:
     @property
     def efa_supported(self) -> bool:
         return self.max_efa_interfaces > 0
+
+    @property
+    def lustre_efa_client(self) -> bool:
+        """A node of this type can mount an EFA-enabled FSx for Lustre file system over EFA
+        (LNet over its EFA interfaces): it has EFA and FSx takes its family as an EFA client."""
+        return self.efa_supported and self.family not in NOT_LUSTRE_EFA_CLIENT_FAMILIES
 
     @property
     def efa_only_supported(self) -> bool:

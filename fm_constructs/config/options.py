@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.catalog.model import EksAmiFamily
+from fm_constructs.catalog.model import NOT_LUSTRE_EFA_CLIENT_FAMILIES, EksAmiFamily
 from fm_constructs.config.model import (
     SHARED_CLUSTER,
     CapacityConfig,
@@ -422,8 +422,15 @@ def efa_layout_of(workload: WorkloadConfig, instance_type: str | None = None) ->
 
 def _plan_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:
     """EFA-capable nodes of ``w`` (its rollout group included) on ``node_groups``, the plan's
-    node groups at their largest (a group has an EFA layout when its type has EFA)."""
-    return sum(g.nodes for g in node_groups if g.workload == w.name and g.layout is not None)
+    node groups at their largest (a group has an EFA layout when its type has EFA), leaving out
+    the families FSx takes no EFA client of (trn2), whose nodes mount over TCP."""
+    return sum(
+        g.nodes
+        for g in node_groups
+        if g.workload == w.name
+        and g.layout is not None
+        and g.instance_type.split(".", 1)[0] not in NOT_LUSTRE_EFA_CLIENT_FAMILIES
+    )
 
 
 def hyperpod_slurm_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:

@@ -300,7 +300,7 @@ class EfaNodeGroup(Construct):
         says so). A second call leaves the first count."""
         if self.lnet_efa_interfaces or self.efa_layout is None:
             return self.lnet_efa_interfaces
-        if self.instance_spec.family in lustre_efa_client.NOT_EFA_CLIENT_FAMILIES:
+        if not self.instance_spec.lustre_efa_client:
             Annotations.of(self).add_info(
                 f"{self.instance_spec.name} nodes mount the EFA-enabled FSx for Lustre file "
                 f"system over TCP: FSx does not support EFA clients of the "

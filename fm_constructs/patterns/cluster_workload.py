@@ -342,7 +342,11 @@ class EksWorkload(Construct):
         )
         self.volume.node.add_dependency(self.namespace_manifest)
         if file_system.efa_enabled:  # LNet over EFA on the nodes, before kubelet starts
-            sizes = [g.max_node_count for g in self.all_node_groups if g.efa_layout is not None]
+            sizes = [
+                g.max_node_count
+                for g in self.all_node_groups
+                if g.efa_layout is not None and g.instance_spec.lustre_efa_client
+            ]
             own = None if any(Token.is_unresolved(n) for n in sizes) else sum(sizes)
             # Never fewer clients than the workload's own EFA nodes (as HyperPod counts).
             clients = max(self.file_system_efa_clients or 0, own or 0)

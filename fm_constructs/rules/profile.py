@@ -449,7 +449,7 @@ def _check_instance_type(w: WorkloadConfig) -> list[Finding]:
 
 def _efa_count(instance_type: str, count: int) -> int:
     spec = find_instance_type(instance_type)  # None for an unknown type (reported by FM301)
-    return count if spec is not None and spec.efa_supported else 0
+    return count if spec is not None and spec.lustre_efa_client else 0
 
 
 #: Orchestrators whose EFA nodes configure LNet over EFA, so count against an EFA-enabled file

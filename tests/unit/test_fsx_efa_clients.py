@@ -54,3 +54,12 @@ def test_no_efa_on_the_file_system_no_count() -> None:
         ),
     )
     assert fsx_efa_connection_nodes(plain, plain.pretraining) == 0
+
+
+def test_trn2_nodes_take_no_efa_connection() -> None:
+    """FSx takes no EFA client of the trn2 family ("Configuring EFA clients"): its nodes mount
+    over TCP, so 2,000 of them leave the file system's EFA connections untouched, and the
+    other workloads' nodes size their LNet interfaces without them."""
+    profile = _profile(Orchestrator.EKS, 2000, instance_type="trn2.48xlarge")
+    assert fsx_efa_connection_nodes(profile, profile.pretraining) == 0
+    assert "FM316" not in {f.code for f in check_profile(profile)}

@@ -591,6 +591,36 @@ def test_missing_efa_lnd_mounts_over_tcp(tmp_path: Path) -> None:
     assert "fm-lnet-efa" not in entry
 
 
+def test_a_trn2_worker_mounts_an_efa_file_system_over_tcp(tmp_path: Path) -> None:
+    """FSx takes no EFA client of the trn2 family (FSx for Lustre guide, "Configuring EFA
+    clients"): the provisioning parameters give its group 0 interfaces and the node mounts over
+    TCP, though it has EFA devices and the EFA LND."""
+    params = provisioning_parameters(
+        orchestrator=Orchestrator.SLURM,
+        cluster_name="fm-test",
+        region="us-east-1",
+        instance_groups=slurm_instance_groups(worker_instance_type="trn2.48xlarge", worker_count=1),
+        fsx={
+            "dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+            "mount_name": "abcdefgh",
+            "mount_point": "/fsx",
+            "efa_enabled": True,
+            "shared_directories": [],
+        },
+    )
+    assert [g["lnet_efa_interfaces"] for g in params["worker_groups"]] == [0]
+    config = json.loads(json.dumps(RESOURCE_CONFIG))
+    config["InstanceGroups"][2]["InstanceType"] = "ml.trn2.48xlarge"
+    sim = SimulatedNode(
+        tmp_path, params=params, resource_config=config, address=WORKER_IP, efa_devices=16
+    )
+    run = sim.run()
+    assert run.returncode == 0, run.output
+    assert "is no EFA client of FSx for Lustre; Lustre stays on TCP" in run.output
+    assert not any(c.startswith("lnetctl net add --net efa") for c in run.calls)
+    assert "(LNet over tcp)" in run.output
+
+
 def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
     sim = node(tmp_path, "worker")
     (sim.root / "etc").mkdir(parents=True, exist_ok=True)

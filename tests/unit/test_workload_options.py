@@ -123,7 +123,7 @@ def _efa_catalog_nodes(w: WorkloadConfig) -> int:
     groups = [(w.instance_type, size)]
     if w.rollout_group is not None:
         groups.append((w.rollout_group.instance_type, w.rollout_group.instance_count))
-    return sum(n for t, n in groups if get_instance_type(t).efa_supported)
+    return sum(n for t, n in groups if get_instance_type(t).lustre_efa_client)
 
 
 def _efa_slurm_nodes(w: WorkloadConfig) -> int:
@@ -134,7 +134,7 @@ def _efa_slurm_nodes(w: WorkloadConfig) -> int:
     groups = [(w.instance_type, w.instance_count)]
     if w.rollout_group is not None:
         groups.append((w.rollout_group.instance_type, w.rollout_group.instance_count))
-    return sum(n for t, n in groups if get_instance_type(t).efa_supported)
+    return sum(n for t, n in groups if get_instance_type(t).lustre_efa_client)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "config").glob("*.toml")), ids=lambda p: p.stem)

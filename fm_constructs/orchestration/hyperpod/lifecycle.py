@@ -29,7 +29,6 @@ from fm_constructs.orchestration.hyperpod.instance_groups import (
     InstanceGroup,
     SlurmNodeType,
 )
-from fm_constructs.orchestration.lustre_efa_client import NOT_EFA_CLIENT_FAMILIES
 from fm_constructs.orchestration.slurm import parameters as slurm_parameters
 from fm_constructs.orchestration.slurm.parameters import (
     container_parameters,
@@ -173,7 +172,7 @@ def efa_interface_cap(
     counts = [
         group.instance_count
         for group in instance_groups
-        if group.spec is not None and group.spec.efa_supported
+        if group.spec is not None and group.spec.lustre_efa_client
     ]
     if any(Token.is_unresolved(count) for count in counts):
         if efa_clients is None:
@@ -240,12 +239,9 @@ def provisioning_parameters(
     if fsx is not None and fsx.get("efa_enabled"):
         cap = efa_interface_cap(instance_groups, efa_clients)
         for entry, group in zip(worker_groups, workers, strict=True):
-            count = lnet_efa_interfaces(group, cap)
-            if not slurm and group.spec is not None:
-                # EKS nodes of a family FSx takes no EFA client of (trn2) stay on TCP, as EKS
-                # node groups do: lnet_efa_eks.sh configures no LNet for 0.
-                count = 0 if group.spec.family in NOT_EFA_CLIENT_FAMILIES else count
-            entry["lnet_efa_interfaces"] = count
+            # 0 for a group of a family FSx takes no EFA client of (trn2): its nodes mount
+            # over TCP (mount_fsx.sh, lnet_efa_eks.sh), as EKS node groups do.
+            entry["lnet_efa_interfaces"] = lnet_efa_interfaces(group, cap)
     return {
         "version": PARAMETERS_VERSION,
         "workload_manager": "slurm" if slurm else "eks",

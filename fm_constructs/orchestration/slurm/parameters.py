@@ -146,8 +146,9 @@ def efa_exporter_repository_arn(stack: Stack) -> str:
 def default_lnet_efa_interfaces(spec: InstanceSpec) -> int:
     """EFA interfaces LNet uses on a node of type ``spec`` before any cap: the FSx guide's
     figure for the type (:data:`LNET_EFA_INTERFACES`), else 2 with several network cards, else
-    1; 0 for a type without EFA."""
-    if not spec.efa_supported:
+    1; 0 for a type without EFA or of a family FSx takes no EFA client of (trn2), whose nodes
+    then mount over TCP."""
+    if not spec.lustre_efa_client:
         return 0
     return LNET_EFA_INTERFACES.get(spec.name, 2 if len(spec.network_cards) > 1 else 1)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mount FSx for Lustre:
 #   mount_fsx.sh <dns-name> <mount-name> <mount-point> <efa-enabled> [<instance-type>
-#                [<efa-interfaces>]]
+#                [<efa-interfaces>]]  (0: no LNet over EFA, the type is no FSx EFA client)
 #
 # - With an EFA-enabled file system and an EFA node, LNet is configured as the FSx for Lustre
 #   guide's EFA client procedure does (configure-efa-clients.html): the EFA LND bound to the
@@ -29,7 +29,7 @@ MOUNT_NAME="$2"
 MOUNT_POINT="${3:-/fsx}"
 EFA_ENABLED="${4:-false}"
 INSTANCE_TYPE="${5:-}"
-EFA_INTERFACES="${6:-0}"
+EFA_INTERFACES="${6:-}"
 MOUNT_ATTEMPTS="${MOUNT_ATTEMPTS:-5}"
 LNET_SCRIPT=/usr/local/sbin/fm-lnet-efa
 LNET_UNIT=fm-lnet-efa.service
@@ -46,6 +46,11 @@ efa_devices() {
 
 install_lnet_efa() {
   # Install and run fm-lnet-efa; false when this node cannot use LNet over EFA.
+  if [[ "$EFA_INTERFACES" == "0" ]]; then
+    # 0 from the provisioning parameters: FSx takes no EFA client of this type (trn2).
+    echo "mount_fsx: ${INSTANCE_TYPE:-this node} is no EFA client of FSx for Lustre; Lustre stays on TCP"
+    return 1
+  fi
   if [[ -z "$(efa_devices)" ]]; then
     echo "mount_fsx: no EFA device on this node; Lustre stays on TCP"
     return 1
@@ -66,13 +71,13 @@ Wants=remote-fs-pre.target
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=${LNET_SCRIPT} ${INSTANCE_TYPE:-unknown} ${EFA_INTERFACES}
+ExecStart=${LNET_SCRIPT} ${INSTANCE_TYPE:-unknown} ${EFA_INTERFACES:-0}
 
 [Install]
 WantedBy=remote-fs.target")"
   [[ -z "$changed" ]] || systemctl daemon-reload
   systemctl enable "$LNET_UNIT"
-  bash "${FM_ROOT}${LNET_SCRIPT}" "${INSTANCE_TYPE:-unknown}" "$EFA_INTERFACES"
+  bash "${FM_ROOT}${LNET_SCRIPT}" "${INSTANCE_TYPE:-unknown}" "${EFA_INTERFACES:-0}"
 }
 
 mount_unit() {
