@@ -18,7 +18,9 @@ FM_ROOT="${FM_ROOT:-}"
 INSTANCE_TYPE="${1:-unknown}"
 WANTED="${2:-0}"
 
-if lnetctl net show --net efa 2> /dev/null | grep -q '@efa'; then
+# grep reads all of lnetctl's output (no -q): an early exit would fail the pipeline with
+# SIGPIPE under pipefail and read as "no efa network".
+if lnetctl net show --net efa 2> /dev/null | grep '@efa' > /dev/null; then
   echo "fm-lnet-efa: LNet already has an efa network"
   exit 0
 fi
