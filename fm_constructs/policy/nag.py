@@ -6,6 +6,8 @@ scope, with a reason, through :func:`acknowledge`.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import jsii
 from aws_cdk import Acknowledgment, App, Aspects, IAspect, Stage, Validations
 from cdk_nag import AwsSolutionsChecks
@@ -60,8 +62,14 @@ def _aspect_scope(root: IConstruct) -> list[IConstruct]:
     stages = [c for c in everything[1:] if isinstance(c, Stage)]
     if not stages:
         return everything
-    inside = {c.__jsii_ref__.ref for stage in stages for c in stage.node.find_all()}
-    return [c for c in everything if c.__jsii_ref__.ref not in inside]
+    inside = {_object_id(c) for stage in stages for c in stage.node.find_all()}
+    return [c for c in everything if _object_id(c) not in inside]
+
+
+def _object_id(construct: IConstruct) -> str:
+    """The id of ``construct`` in the CDK's JavaScript (two Python proxies of one JavaScript
+    object are different Python objects)."""
+    return str(cast(Any, construct).__jsii_ref__.ref)
 
 
 def add_guard_aspect(app: App, aspect: IAspect) -> None:
