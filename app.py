@@ -11,6 +11,7 @@ stderr, which profile it builds: its deployment name, region, account and GPU no
 
 from __future__ import annotations
 
+import gc
 import sys
 from pathlib import Path
 
@@ -74,6 +75,11 @@ def main() -> int:
     print(profile_banner(config_path, profile), file=sys.stderr)
     enable_nag(app)
     app.synth()
+    # Everything is written. The objects left (aws-cdk-lib's classes and proxies, some 170,000)
+    # are moved out of the garbage collector's reach: the interpreter's collections at exit
+    # would walk them all, about 0.4 s of every synthesis, for memory the operating system
+    # takes back anyway. Exit handlers (stopping jsii's node process) still run.
+    gc.freeze()
     return 0
 
 
