@@ -19,19 +19,22 @@ from stacks.runtime import prefer_venv_node
 
 prefer_venv_node()
 
-# Importing aws-cdk-lib and this library creates some 170,000 objects that live as long as the
-# process (classes, functions, type hints) and no garbage: collections during the imports would
-# only walk them (about 0.1 s), and so would every full collection after them. They are moved
-# to the garbage collector's permanent generation once imported; later collections walk only
-# what the synthesis creates.
-gc.disable()
+# Run as the CDK app, not imported by a test: importing aws-cdk-lib and this library creates
+# some 170,000 objects that live as long as the process (classes, functions, type hints) and no
+# garbage: collections during the imports would only walk them (about 0.1 s), and so would
+# every full collection after them. They are moved to the garbage collector's permanent
+# generation once imported; later collections walk only what the synthesis creates.
+_RUN_AS_APP = __name__ == "__main__"
+if _RUN_AS_APP:
+    gc.disable()
 from fm_constructs.config import Profile, load_profile  # noqa: E402
 from fm_constructs.errors import FmValidationError  # noqa: E402
 from fm_constructs.policy import enable_nag  # noqa: E402
 from stacks.app_builder import build_stacks, create_app  # noqa: E402
 
-gc.freeze()
-gc.enable()
+if _RUN_AS_APP:
+    gc.freeze()
+    gc.enable()
 
 SHIPPED_PROFILES = Path(__file__).resolve().parent / "config"
 
@@ -84,13 +87,14 @@ def main() -> int:
     print(profile_banner(config_path, profile), file=sys.stderr)
     enable_nag(app)
     app.synth()
+    return 0
+
+
+if __name__ == "__main__":
+    status = main()
     # Everything is written. The objects the synthesis left are moved out of the garbage
     # collector's reach too: the interpreter's collections at exit would walk them all (about
     # 0.4 s of every synthesis before the imports' objects were frozen), for memory the
     # operating system takes back anyway. Exit handlers (stopping jsii's node process) run.
     gc.freeze()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(status)
