@@ -74,19 +74,31 @@ class Problems:
         self, context: str | None = None, *, field_prefix: str = "", code: str = GENERIC_CODE
     ) -> None:
         self._items: list[Finding] = []
-        self.context = context
+        self._context = context
+        #: The construct whose path :attr:`context` names, read only when asked (see :meth:`of`).
+        self._construct: Any = None
         self.field_prefix = field_prefix
         #: The code of problems added without one of their own.
         self.code = code
+
+    @property
+    def context(self) -> str | None:
+        """Where the problems are: the profile file, or a construct's class and path."""
+        if self._context is None and self._construct is not None:
+            self._context = f"{type(self._construct).__name__} {self._construct.node.path}"
+        return self._context
 
     @classmethod
     def of(cls, construct: Any) -> Problems:
         """Problems of a construct's arguments, reported under its class and construct path
         (``GpuLaunchTemplate Stack/Workload/LaunchTemplate``), so a user finds which one,
         with the code the construct's class declares as ``problem_code`` (a subclass inherits
-        it; a class that declares none reports :data:`GENERIC_CODE`)."""
-        code = getattr(type(construct), "problem_code", GENERIC_CODE)
-        return cls(context=f"{type(construct).__name__} {construct.node.path}", code=code)
+        it; a class that declares none reports :data:`GENERIC_CODE`). The path is read when
+        a problem is reported: reading it is two calls into the CDK's JavaScript, and most
+        constructs have no problem to report."""
+        problems = cls(code=getattr(type(construct), "problem_code", GENERIC_CODE))
+        problems._construct = construct
+        return problems
 
     def add(
         self,

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import Annotations, Stack
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
 from fm_constructs.planning.capacity_block import (
@@ -64,6 +63,10 @@ class CapacityBlockScaling(Construct):
         schedule: CapacityBlockSchedule,
         scale_up: bool = True,
     ) -> None:
+        # Imported where used: a profile without a Capacity Block does not load the module
+        # (~70 ms of every synthesis).
+        from aws_cdk import aws_scheduler as scheduler
+
         super().__init__(scope, construct_id)
         node_count = node_group.node_count
         self.schedule = schedule

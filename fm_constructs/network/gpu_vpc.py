@@ -74,6 +74,7 @@ class GpuClusterVpc(Construct):
         node_subnet_zone: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._private_subnet_by_zone: dict[str, ec2.ISubnet] = {}
         region = Stack.of(self).region
         zones = list(availability_zones)
         node_subnet_cidrs = list(node_subnet_cidrs)
@@ -249,11 +250,17 @@ class GpuClusterVpc(Construct):
         return out
 
     def private_subnet(self, availability_zone: str) -> ec2.ISubnet:
-        """The private subnet in ``availability_zone`` (where GPU nodes and FSx go)."""
+        """The private subnet in ``availability_zone`` (where GPU nodes and FSx go). The VPC's
+        private subnets are fixed when it is created, so each zone's is looked up once (each
+        subnet's zone is a read from the CDK's JavaScript, and the GPU zone's subnet is asked
+        for by every part that places something there)."""
+        known = self._private_subnet_by_zone
+        if availability_zone in known:
+            return known[availability_zone]
         for subnet in self.vpc.private_subnets:
-            if not Token.is_unresolved(subnet.availability_zone) and (
-                subnet.availability_zone == availability_zone
-            ):
+            zone = subnet.availability_zone
+            if not Token.is_unresolved(zone) and zone == availability_zone:
+                known[availability_zone] = subnet
                 return subnet
         zones = [s.availability_zone for s in self.vpc.private_subnets]
         problems = Problems.of(self)

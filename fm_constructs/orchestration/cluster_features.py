@@ -291,8 +291,10 @@ class GpuClusterFeatures:
     def _acknowledge_kubectl_provider(self) -> None:
         """aws-cdk-lib creates the kubectl provider (a child of the cluster) on the first
         chart or manifest; acknowledge its findings once it exists."""
+        if self._kubectl_acknowledged:
+            return
         provider = self.kubectl_provider_parent.node.try_find_child("KubectlProvider")
-        if provider is None or self._kubectl_acknowledged:
+        if provider is None:
             return
         self._kubectl_acknowledged = True
         acknowledge_generated_iam(

@@ -59,8 +59,9 @@ def acknowledge_compliance(scope: IConstruct, rule: str, reason: str) -> None:
     ``scope`` and its children, recording why it is acceptable."""
     if not reason.strip():
         raise ValueError(f"acknowledging {rule} needs a reason")
-    for pack in COMPLIANCE_PACKS:
-        Validations.of(scope).acknowledge(Acknowledgment(id=f"{pack}-{rule}", reason=reason))
+    Validations.of(scope).acknowledge(
+        *(Acknowledgment(id=f"{pack}-{rule}", reason=reason) for pack in COMPLIANCE_PACKS)
+    )
 
 
 @jsii.implements(IAspect)

@@ -13,7 +13,7 @@ the template test over every profile then fails until its owner sets
 
 from __future__ import annotations
 
-from typing import TypeGuard, cast
+from typing import Any, TypeGuard, cast
 
 import jsii
 from aws_cdk import CfnResource, IAspect
@@ -41,6 +41,9 @@ CUSTOM_RESOURCE_HANDLER_PATHS = (
 #: read once per class: the aspects ask it of every resource of an app.
 _L1_RESOURCE_TYPES: dict[type, str] = {}
 _TYPE_NAME = "CFN_RESOURCE_TYPE_NAME"
+#: CloudFormation type of each plain CfnResource, by its JavaScript object id: fixed when the
+#: resource is created, and asked by each guard aspect.
+_PLAIN_RESOURCE_TYPES: dict[str, str] = {}
 
 
 def cfn_resource_type(node: IConstruct) -> str | None:
@@ -49,9 +52,10 @@ def cfn_resource_type(node: IConstruct) -> str | None:
     The guard aspects ask this of every construct, and each property read is a round trip to
     the CDK's JavaScript. An L1 class (``CfnFunction``) fixes its type in its constructor
     (``CFN_RESOURCE_TYPE_NAME``), so that is read once per class; a plain ``CfnResource``
-    (CDK's ``CustomResourceProvider`` handlers) is asked each time. The class is found in the
-    method resolution order rather than by ``isinstance``: CfnResource has a subclass per
-    resource type, and the abstract-class check walks them all for each new class it meets."""
+    (CDK's ``CustomResourceProvider`` handlers) is asked once per resource. The class is found
+    in the method resolution order rather than by ``isinstance``: CfnResource has a subclass
+    per resource type, and the abstract-class check walks them all for each new class it
+    meets."""
     cls = type(node)
     if CfnResource not in cls.__mro__:
         return None
@@ -65,7 +69,11 @@ def cfn_resource_type(node: IConstruct) -> str | None:
             resource_type = str(getattr(klass, _TYPE_NAME))
             _L1_RESOURCE_TYPES[cls] = resource_type
             return resource_type
-    return cast(CfnResource, node).cfn_resource_type
+    ref = str(cast(Any, node).__jsii_ref__.ref)
+    plain = _PLAIN_RESOURCE_TYPES.get(ref)
+    if plain is None:
+        plain = _PLAIN_RESOURCE_TYPES[ref] = cast(CfnResource, node).cfn_resource_type
+    return plain
 
 
 def is_lambda_function(node: IConstruct) -> TypeGuard[CfnResource]:

@@ -6,10 +6,12 @@ scope, with a reason, through :func:`acknowledge`.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import jsii
-from aws_cdk import Acknowledgment, App, Aspects, IAspect, Validations
+from aws_cdk import Acknowledgment, App, Aspects, IAspect, Stage, Validations
 from cdk_nag import AwsSolutionsChecks
-from constructs import IConstruct
+from constructs import Construct, IConstruct
 
 from fm_constructs.policy.checkov import CheckovHandlerAcknowledgements
 from fm_constructs.policy.lambda_concurrency import LambdaConcurrencyReasons
@@ -21,35 +23,64 @@ def enable_nag(app: App) -> None:
     the guard aspects (:class:`LambdaConcurrencyReasons`, :class:`EncryptLogGroups`,
     :class:`CheckovHandlerAcknowledgements`)."""
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    Aspects.of(app).add(
-        GuardAspects(
-            LambdaConcurrencyReasons(), EncryptLogGroups(), CheckovHandlerAcknowledgements()
-        )
+    guards = GuardAspects(
+        app, LambdaConcurrencyReasons(), EncryptLogGroups(), CheckovHandlerAcknowledgements()
     )
+    Aspects.of(Construct(app, GUARDS_ID)).add(guards)
+
+
+#: Construct id, at the root of the app, of the one construct the guard aspects are applied to.
+GUARDS_ID = "FmGuardAspects"
 
 
 @jsii.implements(IAspect)
 class GuardAspects:
-    """Several aspects applied in one visit of each construct, in the order given (the same
-    order and effect as adding them one by one): each visit is a call from the CDK's JavaScript
-    into Python, so one aspect instead of three saves two calls per construct of the app."""
+    """Several aspects applied to every construct of ``root``, one construct after the other
+    in the order of the tree, each construct to all aspects in the order given (the same order
+    and effect as adding them to ``root`` one by one).
 
-    def __init__(self, *aspects: IAspect) -> None:
+    The CDK would call an aspect of ``root`` once per construct, from its JavaScript into
+    Python; this one is applied to a single construct without children (:data:`GUARDS_ID`),
+    so the CDK calls it once, when it invokes the aspects at synthesis, and it visits the
+    constructs of ``root`` itself from one list (``find_all``). Like aspects, it does not
+    cross into a nested Stage, which synthesizes with aspects of its own."""
+
+    def __init__(self, root: IConstruct, *aspects: IAspect) -> None:
+        self._root = root
         self._aspects = list(aspects)
 
     def visit(self, node: IConstruct) -> None:
-        for aspect in self._aspects:
-            aspect.visit(node)
+        for construct in _aspect_scope(self._root):
+            for aspect in self._aspects:
+                aspect.visit(construct)
+
+
+def _aspect_scope(root: IConstruct) -> list[IConstruct]:
+    """The constructs of ``root`` (itself included, in pre-order) that an aspect added to
+    ``root`` visits: all but those inside a nested Stage."""
+    everything = root.node.find_all()
+    stages = [c for c in everything[1:] if isinstance(c, Stage)]
+    if not stages:
+        return everything
+    inside = {_object_id(c) for stage in stages for c in stage.node.find_all()}
+    return [c for c in everything if _object_id(c) not in inside]
+
+
+def _object_id(construct: IConstruct) -> str:
+    """The id of ``construct`` in the CDK's JavaScript (two Python proxies of one JavaScript
+    object are different Python objects)."""
+    return str(cast(Any, construct).__jsii_ref__.ref)
 
 
 def add_guard_aspect(app: App, aspect: IAspect) -> None:
-    """Add ``aspect`` to ``app``: into its :class:`GuardAspects` when that is the app's last
-    aspect (each construct then visited by both in one call, in the same order as two aspects
-    added one after the other), else as an aspect of its own."""
-    applied = Aspects.of(app).all
-    last = applied[-1] if applied else None
-    if isinstance(last, GuardAspects):
-        last._aspects.append(aspect)
+    """Add ``aspect`` to ``app``: into its :class:`GuardAspects` when :func:`enable_nag`
+    added them (each construct then visited by both in one walk, in the same order as two
+    aspects added one after the other), else as an aspect of its own."""
+    holder = app.node.try_find_child(GUARDS_ID)
+    applied = Aspects.of(holder).all if holder is not None else []
+    guards = applied[-1] if applied else None
+    if isinstance(guards, GuardAspects):
+        guards._aspects.append(aspect)
     else:
         Aspects.of(app).add(aspect)
 

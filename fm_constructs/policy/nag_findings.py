@@ -76,7 +76,7 @@ class _GeneratedIamAcknowledgement:
             if isinstance(child, iam.CfnRole):
                 stack = Stack.of(child)
                 for arn in _as_list(stack.resolve(child.managed_policy_arns)):
-                    flat = flatten_reference(stack.resolve(arn))
+                    flat = flatten_reference(arn)
                     if ":iam::aws:" in flat:
                         reason = self._managed_reason
                         acknowledge(child, f"AwsSolutions-IAM4[Policy::{flat}]", reason)

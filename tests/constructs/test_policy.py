@@ -141,3 +141,42 @@ def test_custom_resource_handlers_carry_the_checks_that_apply_to_them() -> None:
     assert set(provider) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"}
     assert set(ours) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_173"}
     assert all(len(reason) > 40 for reason in (*provider.values(), *ours.values()))
+
+
+def test_guard_aspects_visit_what_an_aspect_of_the_app_visits_in_the_same_order() -> None:
+    # The guards walk the app themselves, from one construct the CDK calls once: each
+    # construct once, in the tree's order, none inside a nested Stage (which synthesizes with
+    # aspects of its own), exactly as an aspect added to the app is called.
+    import jsii
+    from constructs import Construct, IConstruct
+
+    from fm_constructs.policy import enable_nag
+    from fm_constructs.policy.nag import add_guard_aspect
+
+    @jsii.implements(cdk.IAspect)
+    class Record:
+        def __init__(self) -> None:
+            self.paths: list[str] = []
+
+        def visit(self, node: IConstruct) -> None:
+            self.paths.append(node.node.path)
+
+    def app_with(record: Record, *, guarded: bool) -> cdk.App:
+        app = cdk.App(outdir=tempfile.mkdtemp())
+        enable_nag(app)
+        for name in ("A", "B"):
+            stack = cdk.Stack(app, name)
+            Construct(Construct(stack, "Outer"), "Inner")
+        cdk.Stack(cdk.Stage(app, "Nested"), "C")
+        if guarded:
+            add_guard_aspect(app, record)
+        else:
+            cdk.Aspects.of(app).add(record)
+        return app
+
+    guarded, plain = Record(), Record()
+    app_with(guarded, guarded=True).synth()
+    app_with(plain, guarded=False).synth()
+    assert "B/Outer/Inner" in plain.paths
+    assert not any(path.startswith("Nested") for path in plain.paths)
+    assert guarded.paths == plain.paths

@@ -47,3 +47,17 @@ def test_bad_profile_fails_with_every_problem_and_no_traceback(tmp_path: Path) -
         "pretraining.capacity.reservation_id: a Capacity Block needs",
     ):
         assert key in result.stderr
+
+
+def test_importing_app_leaves_the_garbage_collector_as_it_was() -> None:
+    # app.py switches the collector off for its imports and freezes what they created only
+    # when it is the program (the CDK app); a test that imports it keeps its collector.
+    import gc
+    import importlib
+
+    import app
+
+    frozen = gc.get_freeze_count()
+    importlib.reload(app)
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
