@@ -43,7 +43,10 @@ class GuardAspects:
     Python; this one is applied to a single construct without children (:data:`GUARDS_ID`),
     so the CDK calls it once, when it invokes the aspects at synthesis, and it visits the
     constructs of ``root`` itself from one list (``find_all``). Like aspects, it does not
-    cross into a nested Stage, which synthesizes with aspects of its own."""
+    cross into a nested Stage, which synthesizes with aspects of its own. Unlike them, it sees
+    the tree as it stands when its construct, the app's last child, is visited: a construct
+    that an aspect of the project adds after that is not visited (the library's own aspects
+    add none)."""
 
     def __init__(self, root: IConstruct, *aspects: IAspect) -> None:
         self._root = root
