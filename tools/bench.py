@@ -6,8 +6,10 @@
 - the estimated wall time of `cdk deploy --all --concurrency 4` of the default profile
   (fm_constructs.planning.deploy_time, the method of docs/operations/shared-cluster.md).
 
-Each synth runs REPEATS times into a throw-away output directory and the median is reported, so
-the ratios are comparable across machines. The exit status is 0 whatever the verdicts: this
+Each synth runs REPEATS times into a throw-away output directory, in rounds that run every case
+once in turn (so a change of the machine's load weighs on all cases alike), and the median is
+reported with the spread, so the ratios are comparable across machines; a wide spread says the
+machine was busy. The exit status is 0 whatever the verdicts: this
 reports, the tests gate.
 """
 
@@ -41,27 +43,36 @@ DEPLOY_PROFILE = "config/default.toml"
 DEPLOY_MINUTES = 30.0
 
 
-def synth_seconds(extra_args: list[str]) -> float:
-    """Median wall time of `cdk synth` with ``extra_args`` over REPEATS runs."""
-    times = []
+def synth_once(extra_args: list[str]) -> float:
+    """Wall time of one `cdk synth` with ``extra_args``, into a throw-away output directory."""
+    outdir = tempfile.mkdtemp(prefix="fm-bench-")
+    try:
+        start = time.perf_counter()
+        result = subprocess.run(
+            ["cdk", "synth", "--quiet", "--output", outdir, *extra_args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed = time.perf_counter() - start
+        if result.returncode != 0:
+            sys.stderr.write(result.stderr)
+            raise SystemExit(f"cdk synth {' '.join(extra_args)} failed")
+        return elapsed
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+
+
+def synth_rounds(cases: dict[str, list[str]]) -> dict[str, list[float]]:
+    """REPEATS rounds, each synthesizing every case once in turn, so that a change in the
+    machine's load during the run weighs on every case alike instead of on the cases that
+    happened to run then."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(REPEATS):
-        outdir = tempfile.mkdtemp(prefix="fm-bench-")
-        try:
-            start = time.perf_counter()
-            result = subprocess.run(
-                ["cdk", "synth", "--quiet", "--output", outdir, *extra_args],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            times.append(time.perf_counter() - start)
-            if result.returncode != 0:
-                sys.stderr.write(result.stderr)
-                raise SystemExit(f"cdk synth {' '.join(extra_args)} failed")
-        finally:
-            shutil.rmtree(outdir, ignore_errors=True)
-    return statistics.median(times)
+        for name, extra_args in cases.items():
+            times[name].append(synth_once(extra_args))
+    return times
 
 
 def verdict(value: float, goal: float) -> str:
@@ -70,23 +81,24 @@ def verdict(value: float, goal: float) -> str:
 
 def main() -> int:
     python = str(Path(sys.executable))
-    baseline = synth_seconds(["--app", f"{python} tools/empty_app.py"])
-    rows = [("empty one-stack app", baseline)]
+    groups_app = ["--app", f"{python} tools/node_groups_app.py"]
+    one_group = "consumer app, 1 EFA node group"
+    many_groups = f"consumer app, {1 + EXTRA_NODE_GROUPS} EFA node groups"
+    cases = {"empty one-stack app": ["--app", f"{python} tools/empty_app.py"]}
     for profile in sorted((ROOT / "config").glob("*.toml")):
         rel = profile.relative_to(ROOT)
-        rows.append((str(rel), synth_seconds(["-c", f"config={rel}"])))
-    groups_app = ["--app", f"{python} tools/node_groups_app.py"]
-    one_group = synth_seconds([*groups_app, "-c", "node_groups=1"])
-    many_groups = synth_seconds([*groups_app, "-c", f"node_groups={1 + EXTRA_NODE_GROUPS}"])
-    rows += [
-        ("consumer app, 1 EFA node group", one_group),
-        (f"consumer app, {1 + EXTRA_NODE_GROUPS} EFA node groups", many_groups),
-    ]
+        cases[str(rel)] = ["-c", f"config={rel}"]
+    cases[one_group] = [*groups_app, "-c", "node_groups=1"]
+    cases[many_groups] = [*groups_app, "-c", f"node_groups={1 + EXTRA_NODE_GROUPS}"]
+    runs = synth_rounds(cases)
+    rows = [(name, statistics.median(seconds)) for name, seconds in runs.items()]
+    baseline = rows[0][1]
     width = max(len(name) for name, _ in rows)
-    print(f"cdk synth wall time, median of {REPEATS} runs")
-    print(f"{'case':<{width}}  {'seconds':>8}  {'x empty':>8}")
+    print(f"cdk synth wall time, median of {REPEATS} rounds (each round runs every case once)")
+    print(f"{'case':<{width}}  {'seconds':>8}  {'x empty':>8}  {'min-max':>11}")
     for name, seconds in rows:
-        print(f"{name:<{width}}  {seconds:>8.2f}  {seconds / baseline:>8.2f}")
+        spread = f"{min(runs[name]):.2f}-{max(runs[name]):.2f}"
+        print(f"{name:<{width}}  {seconds:>8.2f}  {seconds / baseline:>8.2f}  {spread:>11}")
     print()
     times = dict(rows)
     default = times["config/default.toml"]
@@ -100,7 +112,7 @@ def main() -> int:
             f"{SCALE_PROFILE}: {scale / default:.2f}x the default profile, "
             f"{verdict(scale / default, SCALE_RATIO)} the goal of <= {SCALE_RATIO:.1f}x"
         )
-    extra = (many_groups - one_group) / one_group
+    extra = (times[many_groups] - times[one_group]) / times[one_group]
     print(
         f"{EXTRA_NODE_GROUPS} extra EFA node groups: {extra:.2f}x the one-group app, "
         f"{verdict(extra, NODE_GROUPS_RATIO)} the goal of <= {NODE_GROUPS_RATIO:.1f}x"
