@@ -48,6 +48,12 @@ class NvmeStorage:
 NOT_LUSTRE_EFA_CLIENT_FAMILIES = frozenset({"trn2"})
 
 
+def lustre_efa_client_family(instance_type: str) -> bool:
+    """FSx takes the family of ``instance_type`` (``p5`` of ``p5.48xlarge``) as an EFA client:
+    whether its nodes with EFA may mount an EFA-enabled file system over EFA."""
+    return instance_type.split(".", 1)[0] not in NOT_LUSTRE_EFA_CLIENT_FAMILIES
+
+
 @dataclass(frozen=True)
 class InstanceSpec:
     """Everything the library needs to know about one accelerated instance type.
@@ -90,7 +96,7 @@ class InstanceSpec:
     def lustre_efa_client(self) -> bool:
         """A node of this type can mount an EFA-enabled FSx for Lustre file system over EFA
         (LNet over its EFA interfaces): it has EFA and FSx takes its family as an EFA client."""
-        return self.efa_supported and self.family not in NOT_LUSTRE_EFA_CLIENT_FAMILIES
+        return self.efa_supported and lustre_efa_client_family(self.name)
 
     @property
     def efa_only_supported(self) -> bool:

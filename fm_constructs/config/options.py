@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.catalog.model import NOT_LUSTRE_EFA_CLIENT_FAMILIES, EksAmiFamily
+from fm_constructs.catalog.model import EksAmiFamily, lustre_efa_client_family
 from fm_constructs.config.model import (
     SHARED_CLUSTER,
     CapacityConfig,
@@ -429,17 +429,8 @@ def _plan_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) 
         for g in node_groups
         if g.workload == w.name
         and g.layout is not None
-        and g.instance_type.split(".", 1)[0] not in NOT_LUSTRE_EFA_CLIENT_FAMILIES
+        and lustre_efa_client_family(g.instance_type)
     )
-
-
-def hyperpod_slurm_efa_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:
-    """EFA-capable nodes of ``w``'s HyperPod Slurm cluster (its rollout group included), the
-    nodes that mount an EFA-enabled file system over EFA (on AWS PCS too, which runs the same
-    node scripts); 0 for other orchestrators. Counted on the plan's ``node_groups``."""
-    if not w.enabled or not w.orchestrator.is_slurm:
-        return 0
-    return _plan_efa_nodes(w, node_groups)
 
 
 def _connection_nodes(w: WorkloadConfig, node_groups: Sequence[NodeGroupRequest]) -> int:

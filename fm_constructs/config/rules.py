@@ -10,7 +10,6 @@ from __future__ import annotations
 from fm_constructs.config.model import Profile
 from fm_constructs.config.options import efa_layout_of as efa_layout_of
 from fm_constructs.config.options import fsx_efa_clients as fsx_efa_clients
-from fm_constructs.config.options import hyperpod_slurm_efa_nodes as hyperpod_slurm_efa_nodes
 from fm_constructs.config.plan import deployment_plan
 from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
 from fm_constructs.rules.deployment import scale_problems as scale_problems

@@ -18,7 +18,6 @@ PCS nodes use).
 
 from __future__ import annotations
 
-from fm_constructs.catalog.model import NOT_LUSTRE_EFA_CLIENT_FAMILIES
 from fm_constructs.compute.user_data import (
     KUBELET_START_UNITS,
     boot_unit_setup,
@@ -30,8 +29,6 @@ from fm_constructs.orchestration.slurm.parameters import scripts_directory
 LNET_SCRIPT_PATH = "/usr/local/sbin/fm-lnet-efa"
 BOOT_SCRIPT_PATH = "/usr/local/sbin/fm-lnet-efa-boot"
 LNET_UNIT = "fm-lnet-efa.service"
-#: Instance families FSx does not support as EFA clients (defined with the instance catalog).
-NOT_EFA_CLIENT_FAMILIES = NOT_LUSTRE_EFA_CLIENT_FAMILIES
 
 
 def lnet_efa_script() -> str:
