@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -293,6 +293,18 @@ STUB_UNITS = [
 ]
 
 
+def install_stub_commands(root: Path, stub: str, commands: Iterable[str]) -> Path:
+    """``root``'s /usr/bin holding the executable ``stub`` script and each of ``commands`` as a
+    link to it (a simulated node's PATH puts it first); returns that directory."""
+    bin_dir = root / "usr" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "stub").write_text(stub)
+    (bin_dir / "stub").chmod(0o755)
+    for command in commands:
+        (bin_dir / command).symlink_to("stub")
+    return bin_dir
+
+
 def install_systemd_units(root: Path, stubs: Sequence[str]) -> None:
     """The host systemd's own units and targets under ``root``'s /usr/lib/systemd/system (what
     ``systemd-analyze verify --root`` resolves dependencies against), and a stand-in for each
@@ -388,16 +400,12 @@ class SimulatedNode:
         # What the lifecycle prefix holds besides the node scripts, as LifecycleScripts deploys it.
         for name, text in lifecycle_files(params).items():
             (self.scripts / name).write_text(text)
-        bin_dir = self.root / "usr" / "bin"
-        bin_dir.mkdir(parents=True)
-        (bin_dir / "stub").write_text(STUB)
-        (bin_dir / "stub").chmod(0o755)
-        for command in COMMANDS:
-            if command == "make" and real_make:
-                continue  # the host's make (and gcc) build what the scripts download
-            if command in ("lnetctl", "lctl") and not lustre_client:
-                continue  # an AMI without the Lustre client (dnf installs it)
-            (bin_dir / command).symlink_to("stub")
+        # The host's make (and gcc) build what the scripts download when real_make; without
+        # the Lustre client (an AMI dnf installs it on) there is no lnetctl or lctl.
+        skipped = {"make"} if real_make else set()
+        if not lustre_client:
+            skipped |= {"lnetctl", "lctl"}
+        bin_dir = install_stub_commands(self.root, STUB, [c for c in COMMANDS if c not in skipped])
         # The scripts' python3 is the interpreter itself, as /usr/bin/python3 is on a node: no
         # version-manager shim (pyenv's costs about 0.3 s a call) and no site-packages.
         (bin_dir / "python3").symlink_to(os.path.realpath(sys.executable))

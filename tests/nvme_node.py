@@ -27,6 +27,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.hyperpod_node import install_stub_commands
+
 STUB = r"""#!/usr/bin/env bash
 # Stubbed system command of the simulated NVMe node.
 name="$(basename "$0")"
@@ -167,12 +169,7 @@ class NvmeNode:
     def __init__(self, tmp_path: Path, *, disks: int, mdadm: bool = True) -> None:
         self.root = tmp_path / "root"
         self.sim = self.root / "sim"
-        bin_dir = self.root / "usr" / "bin"
-        bin_dir.mkdir(parents=True)
-        (bin_dir / "stub").write_text(STUB)
-        (bin_dir / "stub").chmod(0o755)
-        for command in (*COMMANDS, *(("mdadm",) if mdadm else ())):
-            (bin_dir / command).symlink_to("stub")
+        install_stub_commands(self.root, STUB, (*COMMANDS, *(("mdadm",) if mdadm else ())))
         (self.sim / "disks").mkdir(parents=True)
         (self.sim / "mounts").write_text("")
         self.disks = tuple(f"/dev/nvme{index}n1" for index in range(1, disks + 1))

@@ -201,20 +201,16 @@ def test_a_goal_without_an_fsx_price_costs_the_nodes_and_says_so(
 ) -> None:
     """pretraining-capacity-block (us-east-2) has no FSx figure: the goal's cost is the nodes'
     (16 x p5.48xlarge for the estimated wall-clock hours), and the line says what it leaves out."""
-    assert (
-        main(
-            [
-                "plan",
-                "--config",
-                "config/pretraining-capacity-block.toml",
-                "--params",
-                "8B",
-                "--tokens",
-                "1T",
-            ]
-        )
-        == 0
-    )
+    goal_plan = [
+        "plan",
+        "--config",
+        "config/pretraining-capacity-block.toml",
+        "--params",
+        "8B",
+        "--tokens",
+        "1T",
+    ]
+    assert main(goal_plan) == 0
     out = capsys.readouterr().out
     cost = next(line for line in out.splitlines() if line.startswith("  cost "))
     plan = build_plan(load_profile(ROOT / "config" / "pretraining-capacity-block.toml"), PRICES)
@@ -233,21 +229,7 @@ def test_a_goal_without_an_fsx_price_costs_the_nodes_and_says_so(
     assert "its file system has no price" in cost
     goal = next(w for w in plan.workloads if w.name == "pretraining").goal
     assert goal is None  # no goal without --params/--tokens: the JSON below carries it
-    assert (
-        main(
-            [
-                "plan",
-                "--config",
-                "config/pretraining-capacity-block.toml",
-                "--params",
-                "8B",
-                "--tokens",
-                "1T",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert main([*goal_plan, "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     estimate = document["workloads"][0]["training_goal"]
     assert estimate["usd"] is None  # the total needs the missing FSx price

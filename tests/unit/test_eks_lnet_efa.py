@@ -53,7 +53,7 @@ from fm_constructs.compute.user_data import (
 from fm_constructs.orchestration import lustre_efa_client
 from fm_constructs.orchestration.pcs.user_data import USER_DATA_MAX_BYTES, lnet_efa_interfaces
 from fm_constructs.orchestration.slurm.parameters import scripts_directory
-from tests.hyperpod_node import STUB, install_systemd_units
+from tests.hyperpod_node import STUB, install_stub_commands, install_systemd_units
 
 #: The commands the node's PATH has first (lnetctl only once the Lustre client is in).
 COMMANDS = ("systemctl", "modprobe", "modinfo", "ip", "dnf", "lctl")
@@ -76,12 +76,9 @@ class EksNode:
     ) -> None:
         self.root = tmp_path / "root"
         self.sim = self.root / "sim"
-        bin_dir = self.root / "usr" / "bin"
-        bin_dir.mkdir(parents=True)
-        (bin_dir / "stub").write_text(STUB)
-        (bin_dir / "stub").chmod(0o755)
-        for command in (*COMMANDS, *(("lnetctl",) if lustre_client else ())):
-            (bin_dir / command).symlink_to("stub")
+        install_stub_commands(
+            self.root, STUB, (*COMMANDS, *(("lnetctl",) if lustre_client else ()))
+        )
         install_systemd_units(self.root, NODE_UNITS)
         self.sim.mkdir()
         (self.sim / "route-ip").write_text("10.1.4.20")

@@ -64,12 +64,14 @@ USERS = (
 )
 
 
-def slurm_params() -> dict[str, Any]:
+def slurm_params(worker_instance_type: str = "p5.48xlarge") -> dict[str, Any]:
     return provisioning_parameters(
         orchestrator=Orchestrator.SLURM,
         cluster_name="fm-test",
         region="us-east-1",
-        instance_groups=slurm_instance_groups(worker_instance_type="p5.48xlarge", worker_count=1),
+        instance_groups=slurm_instance_groups(
+            worker_instance_type=worker_instance_type, worker_count=1
+        ),
         fsx={
             "dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
             "mount_name": "abcdefgh",
@@ -595,19 +597,7 @@ def test_a_trn2_worker_mounts_an_efa_file_system_over_tcp(tmp_path: Path) -> Non
     """FSx takes no EFA client of the trn2 family (FSx for Lustre guide, "Configuring EFA
     clients"): the provisioning parameters give its group 0 interfaces and the node mounts over
     TCP, though it has EFA devices and the EFA LND."""
-    params = provisioning_parameters(
-        orchestrator=Orchestrator.SLURM,
-        cluster_name="fm-test",
-        region="us-east-1",
-        instance_groups=slurm_instance_groups(worker_instance_type="trn2.48xlarge", worker_count=1),
-        fsx={
-            "dns_name": "fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
-            "mount_name": "abcdefgh",
-            "mount_point": "/fsx",
-            "efa_enabled": True,
-            "shared_directories": [],
-        },
-    )
+    params = slurm_params(worker_instance_type="trn2.48xlarge")
     assert [g["lnet_efa_interfaces"] for g in params["worker_groups"]] == [0]
     config = json.loads(json.dumps(RESOURCE_CONFIG))
     config["InstanceGroups"][2]["InstanceType"] = "ml.trn2.48xlarge"
