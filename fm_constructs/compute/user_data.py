@@ -16,8 +16,8 @@ Two ways, chosen by :class:`UserDataMode`:
 
 More boot steps go in as shell parts after the NodeConfig (:func:`append_shell_part`), each
 installing a script and a unit that runs it at every boot (:func:`boot_unit_setup`), ordered
-before kubelet when it must precede every pod (:data:`KUBELET_START_UNITS`; LNet over EFA for
-FSx for Lustre, :mod:`fm_constructs.orchestration.lustre_efa_client`).
+before kubelet (nodeadm-run.service and kubelet.service) when it must precede every pod (LNet
+over EFA for FSx for Lustre, :mod:`fm_constructs.orchestration.lustre_efa_client`).
 
 Strings may contain CDK tokens (a cluster endpoint, say); CloudFormation resolves them.
 """
@@ -101,12 +101,6 @@ def mime_multipart(parts: list[tuple[str, str]]) -> str:
 
 #: Content type of a user-data part cloud-init runs as a shell script.
 SHELL_SCRIPT_PART = 'text/x-shellscript; charset="us-ascii"'
-#: What starts kubelet on an AL2023 EKS node: nodeadm-run.service runs after cloud-final.service
-#: (where cloud-init runs the user data's shell parts) and restarts kubelet.service
-#: (amazon-eks-ami: templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service,
-#: nodeadm/internal/kubelet/daemon.go). A boot step ordered before both has run before kubelet
-#: starts any pod, at every boot.
-KUBELET_START_UNITS = ("nodeadm-run.service", "kubelet.service")
 
 
 def append_shell_part(user_data: str | None, script: str) -> str:

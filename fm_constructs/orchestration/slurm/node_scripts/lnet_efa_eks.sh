@@ -64,20 +64,10 @@ fi
 
 install -D -m 0755 "${SCRIPT_DIR}/lnet_efa.sh" "${FM_ROOT}${LNET_SCRIPT}"
 install -D -m 0755 "${SCRIPT_DIR}/lnet_efa_boot.sh" "${FM_ROOT}${BOOT_SCRIPT}"
-changed="$(install_unit "$LNET_UNIT" "[Unit]
-Description=fm-constructs: LNet over EFA for FSx for Lustre, before kubelet
-Wants=network-online.target
-After=network-online.target
-Before=nodeadm-run.service kubelet.service
-
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=${BOOT_SCRIPT} ${INSTANCE_TYPE} ${INTERFACES}
-TimeoutStartSec=15min
-
-[Install]
-WantedBy=multi-user.target")"
+# The unit EKS node groups get too (fm_constructs.orchestration.lustre_efa_client.lnet_unit).
+unit="$(sed -e "s|@BOOT_SCRIPT@|${BOOT_SCRIPT}|" -e "s|@INSTANCE_TYPE@|${INSTANCE_TYPE}|" \
+  -e "s|@INTERFACES@|${INTERFACES}|" "${SCRIPT_DIR}/fm-lnet-efa-kubelet.service.in")"
+changed="$(install_unit "$LNET_UNIT" "$unit")"
 [[ -z "$changed" ]] || systemctl daemon-reload
 systemctl enable "$LNET_UNIT"
 
