@@ -13,11 +13,13 @@ the template test over every profile then fails until its owner sets
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard, cast
+from typing import TypeGuard, cast
 
 import jsii
 from aws_cdk import CfnResource, IAspect
 from constructs import IConstruct
+
+from fm_constructs.policy.construct_ids import object_id
 
 METADATA_KEY = "fm:reserved-concurrency"
 CUSTOM_RESOURCE_HANDLER_REASON = (
@@ -69,7 +71,7 @@ def cfn_resource_type(node: IConstruct) -> str | None:
             resource_type = str(getattr(klass, _TYPE_NAME))
             _L1_RESOURCE_TYPES[cls] = resource_type
             return resource_type
-    ref = str(cast(Any, node).__jsii_ref__.ref)
+    ref = object_id(node)
     plain = _PLAIN_RESOURCE_TYPES.get(ref)
     if plain is None:
         plain = _PLAIN_RESOURCE_TYPES[ref] = cast(CfnResource, node).cfn_resource_type

@@ -6,14 +6,13 @@ scope, with a reason, through :func:`acknowledge`.
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 import jsii
 from aws_cdk import Acknowledgment, App, Aspects, IAspect, Stage, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct, IConstruct
 
 from fm_constructs.policy.checkov import CheckovHandlerAcknowledgements
+from fm_constructs.policy.construct_ids import object_id
 from fm_constructs.policy.lambda_concurrency import LambdaConcurrencyReasons
 from fm_constructs.policy.log_encryption import EncryptLogGroups
 
@@ -65,14 +64,8 @@ def _aspect_scope(root: IConstruct) -> list[IConstruct]:
     stages = [c for c in everything[1:] if isinstance(c, Stage)]
     if not stages:
         return everything
-    inside = {_object_id(c) for stage in stages for c in stage.node.find_all()}
-    return [c for c in everything if _object_id(c) not in inside]
-
-
-def _object_id(construct: IConstruct) -> str:
-    """The id of ``construct`` in the CDK's JavaScript (two Python proxies of one JavaScript
-    object are different Python objects)."""
-    return str(cast(Any, construct).__jsii_ref__.ref)
+    inside = {object_id(c) for stage in stages for c in stage.node.find_all()}
+    return [c for c in everything if object_id(c) not in inside]
 
 
 def add_guard_aspect(app: App, aspect: IAspect) -> None:
