@@ -13,13 +13,17 @@ from typing import Any
 import aws_cdk as cdk
 import yaml
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Template
 from cfnlint import version as cfn_lint_version
 from cfnlint.config import ConfigMixIn, ManualArgs
 from cfnlint.decode.decode import decode_str
 from cfnlint.runner import Runner
 
+from fm_constructs.orchestration import GpuEksCluster
+from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.policy import enable_nag
+from fm_constructs.storage import ILustreFileSystem, LustreFileSystem
 
 TEST_ENV = cdk.Environment(account="111122223333", region="us-east-1")
 
@@ -94,6 +98,61 @@ def _cfn_lint_passed(text: str, region: str) -> Path | None:
         digest.update(part.encode())
         digest.update(b"\0")
     return CFN_LINT_CACHE / digest.hexdigest()
+
+
+#: The FSx for Lustre file system and the security groups the imported resources name.
+IMPORTED_FS_ID = "fs-0123456789abcdef0"
+IMPORTED_FS_GROUP = "sg-0f5f5f5f5f5f5f5f5"
+IMPORTED_CLUSTER_GROUP = "sg-0c1c1c1c1c1c1c1c1"
+
+
+#: The cluster security group of :func:`plain_eks_cluster`.
+PLAIN_CLUSTER_GROUP = "sg-0c000000000000001"
+
+
+def plain_eks_cluster(stack: cdk.Stack, vpc: ec2.IVpc) -> eks.ICluster:
+    """The EKS cluster ``gpu`` as the CDK itself imports one (an ``eks.ICluster``, not an
+    ``IGpuCluster``): what a node group takes from an app that did not build the cluster."""
+    return eks.Cluster.from_cluster_attributes(
+        stack,
+        "Cluster",
+        cluster_name="gpu",
+        vpc=vpc,
+        cluster_security_group_id=PLAIN_CLUSTER_GROUP,
+    )
+
+
+def imported_eks_cluster(
+    stack: cdk.Stack, vpc: ec2.IVpc, kubernetes_version: str = "1.35"
+) -> IGpuCluster:
+    """The EKS cluster ``team-gpu`` created outside the app, in ``vpc`` (its GPU zone the
+    VPC's first, us-east-1a), as ``from_gpu_eks_cluster_attributes`` imports it."""
+    return GpuEksCluster.from_gpu_eks_cluster_attributes(
+        stack,
+        "Cluster",
+        cluster_name="team-gpu",
+        vpc=vpc,
+        cluster_security_group_id=IMPORTED_CLUSTER_GROUP,
+        gpu_availability_zone="us-east-1a",
+        kubernetes_version=kubernetes_version,
+    )
+
+
+def imported_file_system(
+    stack: cdk.Stack, *, storage_capacity_gib: int = 2400, **attributes: Any
+) -> ILustreFileSystem:
+    """The FSx for Lustre file system :data:`IMPORTED_FS_ID` created outside the app, as
+    ``from_lustre_file_system_attributes`` imports it (``attributes``: its other keywords)."""
+    return LustreFileSystem.from_lustre_file_system_attributes(
+        stack,
+        "Fsx",
+        file_system_id=IMPORTED_FS_ID,
+        dns_name=f"{IMPORTED_FS_ID}.fsx.us-east-1.amazonaws.com",
+        mount_name="abcdefgh",
+        security_group_ids=[IMPORTED_FS_GROUP],
+        storage_capacity_gib=storage_capacity_gib,
+        **attributes,
+    )
 
 
 def imported_vpc(stack: cdk.Stack, zone: str = "us-east-1a") -> ec2.IVpc:

@@ -10,38 +10,19 @@ from __future__ import annotations
 import aws_cdk as cdk
 import pytest
 
-from fm_constructs.orchestration import GpuEksCluster
 from fm_constructs.patterns import PretrainingWorkload
 from fm_constructs.planning.fsx_sizing import EFA_CONNECTIONS
-from fm_constructs.storage import DataBucket, LustreFileSystem
-from tests.support import TEST_ENV, imported_vpc
+from fm_constructs.storage import DataBucket
+from tests.support import TEST_ENV, imported_eks_cluster, imported_file_system, imported_vpc
 
-FS_ID = "fs-0123456789abcdef0"
 NODES = 200  # p5.48xlarge: the FSx guide's 8 interfaces each would need 1,600 connections
 
 
 def _workload(file_system_efa_clients: int | None) -> PretrainingWorkload:
     stack = cdk.Stack(cdk.App(), "Lnet", env=TEST_ENV)
     vpc = imported_vpc(stack)
-    cluster = GpuEksCluster.from_gpu_eks_cluster_attributes(
-        stack,
-        "Cluster",
-        cluster_name="team-gpu",
-        vpc=vpc,
-        cluster_security_group_id="sg-0c1c1c1c1c1c1c1c1",
-        gpu_availability_zone="us-east-1a",
-        kubernetes_version="1.35",
-    )
-    file_system = LustreFileSystem.from_lustre_file_system_attributes(
-        stack,
-        "Fsx",
-        file_system_id=FS_ID,
-        dns_name=f"{FS_ID}.fsx.us-east-1.amazonaws.com",
-        mount_name="abcdefgh",
-        security_group_ids=["sg-0f5f5f5f5f5f5f5f5"],
-        storage_capacity_gib=4800,
-        efa_enabled=True,
-    )
+    cluster = imported_eks_cluster(stack, vpc)
+    file_system = imported_file_system(stack, storage_capacity_gib=4800, efa_enabled=True)
     return PretrainingWorkload(
         stack,
         "Pretraining",

@@ -10,11 +10,10 @@ import email
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks
 
 from fm_constructs.orchestration import EfaNodeGroup, lustre_efa_client
 from fm_constructs.planning.efa_layout import EfaLayout
-from tests.support import TEST_ENV, cfn_lint, imported_vpc
+from tests.support import TEST_ENV, cfn_lint, imported_vpc, plain_eks_cluster
 
 
 def _group(
@@ -23,13 +22,7 @@ def _group(
     app = cdk.App()
     stack = cdk.Stack(app, name, env=TEST_ENV)
     vpc = imported_vpc(stack)
-    cluster = eks.Cluster.from_cluster_attributes(
-        stack,
-        "Cluster",
-        cluster_name="gpu",
-        vpc=vpc,
-        cluster_security_group_id="sg-0c00000000000001",
-    )
+    cluster = plain_eks_cluster(stack, vpc)
     group = EfaNodeGroup(
         stack,
         "Nodes",

@@ -25,7 +25,7 @@ from fm_constructs.orchestration.cluster_interface import IGpuCluster, is_gpu_cl
 from fm_constructs.planning.capacity_block import SYNTH_TIME_CONTEXT
 from fm_constructs.policy import enable_nag
 from tests.iam_policies import Templates, identity_allows, role_statements
-from tests.support import TEST_ENV, cfn_lint, imported_vpc
+from tests.support import PLAIN_CLUSTER_GROUP, TEST_ENV, cfn_lint, imported_vpc, plain_eks_cluster
 
 CR = "cr-0123456789abcdef0"
 #: stack name -> (instance type, expected AMI type)
@@ -49,13 +49,7 @@ def _zone(name: str) -> str:
 
 def _cluster(stack: cdk.Stack, zone: str) -> tuple[eks.ICluster, ec2.IVpc]:
     vpc = imported_vpc(stack, zone)
-    cluster = eks.Cluster.from_cluster_attributes(
-        stack,
-        "Cluster",
-        cluster_name="gpu",
-        vpc=vpc,
-        cluster_security_group_id="sg-0c000000000000001",
-    )
+    cluster = plain_eks_cluster(stack, vpc)
     return cluster, vpc
 
 
@@ -166,7 +160,7 @@ def test_every_efa_interface_in_launch_template(synth: Synth, name: str) -> None
     assert len(efa) == spec.max_efa_interfaces
     # The cluster security group rides on the primary interface next to the EFA group.
     primary = next(i for i in interfaces if i["NetworkCardIndex"] == 0 and i["DeviceIndex"] == 0)
-    assert "sg-0c000000000000001" in primary["Groups"]
+    assert PLAIN_CLUSTER_GROUP in primary["Groups"]
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
@@ -370,7 +364,7 @@ def test_given_efa_group_and_repair_off(synth: Synth) -> None:
         json.dumps(cdk.Stack.of(node_group).resolve(g.security_group_id))
         for g in node_group.connections.security_groups
     }
-    assert '"sg-0c000000000000001"' in ids and len(ids) == 2
+    assert f'"{PLAIN_CLUSTER_GROUP}"' in ids and len(ids) == 2
 
 
 def test_the_launch_template_version_follows_the_newest_unless_pinned(synth: Synth) -> None:

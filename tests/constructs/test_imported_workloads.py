@@ -12,7 +12,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 
-from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
+from fm_constructs.orchestration import WorkloadOperators
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.hyperpod import Orchestrator
 from fm_constructs.patterns import (
@@ -22,13 +22,20 @@ from fm_constructs.patterns import (
     PostTrainingWorkload,
     PretrainingWorkload,
 )
-from fm_constructs.storage import DataBucket, ILustreFileSystem, LustreFileSystem
+from fm_constructs.storage import DataBucket, ILustreFileSystem
 from tests.kubernetes_schemas import assert_valid
-from tests.support import cfn_lint, imported_vpc, synth_stack
+from tests.support import (
+    IMPORTED_FS_GROUP,
+    IMPORTED_FS_ID,
+    cfn_lint,
+    imported_eks_cluster,
+    imported_file_system,
+    imported_vpc,
+    synth_stack,
+)
 
-FS_ID = "fs-0123456789abcdef0"
-FS_GROUP = "sg-0f5f5f5f5f5f5f5f5"
-CLUSTER_GROUP = "sg-0c1c1c1c1c1c1c1c1"
+FS_ID = IMPORTED_FS_ID
+FS_GROUP = IMPORTED_FS_GROUP
 #: The accelerated nodes of every workload here.
 NODES: dict[str, Any] = {"instance_type": "p5.48xlarge", "node_count": 2}
 
@@ -37,25 +44,8 @@ def _imports(
     stack: cdk.Stack, kubernetes_version: str = "1.35"
 ) -> tuple[Any, IGpuCluster, ILustreFileSystem]:
     vpc = imported_vpc(stack)
-    cluster = GpuEksCluster.from_gpu_eks_cluster_attributes(
-        stack,
-        "Cluster",
-        cluster_name="team-gpu",
-        vpc=vpc,
-        cluster_security_group_id=CLUSTER_GROUP,
-        gpu_availability_zone="us-east-1a",
-        kubernetes_version=kubernetes_version,
-    )
-    file_system = LustreFileSystem.from_lustre_file_system_attributes(
-        stack,
-        "Fsx",
-        file_system_id=FS_ID,
-        dns_name=f"{FS_ID}.fsx.us-east-1.amazonaws.com",
-        mount_name="abcdefgh",
-        security_group_ids=[FS_GROUP],
-        storage_capacity_gib=2400,
-        association_paths=["/datasets", "/checkpoints"],
-    )
+    cluster = imported_eks_cluster(stack, vpc, kubernetes_version)
+    file_system = imported_file_system(stack, association_paths=["/datasets", "/checkpoints"])
     return vpc, cluster, file_system
 
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Annotations, Match
 
 from fm_constructs.catalog import get_instance_type
@@ -23,7 +22,7 @@ from fm_constructs.orchestration.hyperpod import HyperPodCluster, InstanceGroup
 from fm_constructs.patterns import HyperPodAcceleratedWorkload
 from fm_constructs.planning.fsx_sizing import DEFAULT_STORAGE_CAPACITY_GIB
 from fm_constructs.storage import DataBucket, LustreFileSystem
-from tests.support import TEST_ENV, imported_vpc
+from tests.support import TEST_ENV, imported_vpc, plain_eks_cluster
 
 
 def _stack(env: cdk.Environment | None = TEST_ENV) -> cdk.Stack:
@@ -50,13 +49,7 @@ def _node_group(**kwargs: Any) -> Callable[[], object]:
     def build() -> object:
         stack = _stack()
         vpc = imported_vpc(stack)
-        cluster = eks.Cluster.from_cluster_attributes(
-            stack,
-            "Cluster",
-            cluster_name="gpu",
-            vpc=vpc,
-            cluster_security_group_id="sg-0c000000000000001",
-        )
+        cluster = plain_eks_cluster(stack, vpc)
         arguments = {"instance_type": "p5.48xlarge", "node_count": 2, **kwargs}
         return EfaNodeGroup(
             stack, "Nodes", cluster=cluster, subnet=vpc.private_subnets[0], **arguments
