@@ -89,12 +89,6 @@ def settings_findings(settings: ClusterAutoscalerSettings) -> list[Finding]:
     )
 
 
-def check_settings(settings: ClusterAutoscalerSettings, problems: Problems) -> None:
-    """Record a problem for an unknown expander or a malformed duration (the findings of
-    :func:`settings_findings`, under ``problems``' code)."""
-    problems.adopt(settings_findings(settings))
-
-
 class ClusterAutoscaler(Construct):
     """The Cluster Autoscaler chart on the system nodes of ``cluster``, with its IAM role.
 

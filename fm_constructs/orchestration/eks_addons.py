@@ -68,14 +68,9 @@ def node_monitoring_agent_configuration() -> dict[str, object]:
     }
 
 
-def check_addon_versions(addon_versions: Mapping[str, str], problems: Problems) -> None:
-    """Record a problem for unknown add-on names, malformed versions, or a vpc-cni older than
-    :data:`MIN_VPC_CNI_VERSION` (the findings of :func:`addon_version_findings`)."""
-    problems.adopt(addon_version_findings(addon_versions))
-
-
 def addon_version_findings(addon_versions: Mapping[str, str]) -> list[Finding]:
-    """The rule's findings on pinned add-on versions of this cluster's managed add-ons."""
+    """The rule's findings on pinned add-on versions of this cluster's managed add-ons: unknown
+    add-on names, malformed versions, a vpc-cni older than :data:`MIN_VPC_CNI_VERSION`."""
     return eks_rules.addon_versions(
         addon_versions, managed=MANAGED_ADDONS, vpc_cni=VPC_CNI, min_vpc_cni=MIN_VPC_CNI_VERSION
     )

@@ -17,15 +17,15 @@ from aws_cdk.assertions import Annotations, Match, Template
 from constructs import Construct
 
 from fm_constructs.compute import CapacitySource
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.errors import FmValidationError
 from fm_constructs.orchestration import SUPPORTED_VERSIONS, EfaNodeGroup, GpuEksCluster
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration.cluster_autoscaler import (
     DESCRIBE_ACTIONS,
     SCALING_ACTIONS,
     ClusterAutoscaler,
-    check_settings,
     scaling_conditions,
+    settings_findings,
 )
 from fm_constructs.orchestration.cluster_autoscaler import ClusterAutoscaler as _Autoscaler
 from fm_constructs.orchestration.eks_charts import ClusterAutoscalerSettings
@@ -298,9 +298,7 @@ def test_image_tag_follows_every_supported_kubernetes_minor() -> None:
     ],
 )
 def test_settings_rules(settings: ClusterAutoscalerSettings, fields: list[str]) -> None:
-    problems = Problems()
-    check_settings(settings, problems)
-    assert [line.split(":")[0] for line in problems] == fields
+    assert [f.key for f in settings_findings(settings)] == fields
 
 
 @pytest.mark.parametrize(

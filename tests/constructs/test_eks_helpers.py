@@ -10,7 +10,7 @@ from fm_constructs.catalog import get_instance_type
 from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration import node_labels
-from fm_constructs.orchestration.eks_addons import MIN_VPC_CNI_VERSION, check_addon_versions
+from fm_constructs.orchestration.eks_addons import MIN_VPC_CNI_VERSION, addon_version_findings
 from fm_constructs.orchestration.eks_versions import eks_version, kubectl_layer, resolve_version
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
@@ -60,9 +60,7 @@ def test_missing_layer_package_named() -> None:
     ],
 )
 def test_addon_version_rules(versions: dict[str, str], count: int) -> None:
-    problems = Problems()
-    check_addon_versions(versions, problems)
-    assert len(problems) == count
+    assert len(addon_version_findings(versions)) == count
     assert MIN_VPC_CNI_VERSION == (1, 18, 5)
 
 
