@@ -98,9 +98,19 @@ test: setup
 	$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck docs
 	$(MAKE) --no-print-directory unit
 
-# The documentation site, offline and warning-free (output in site/, gitignored).
-docs: setup
+# The documentation site, offline and warning-free (output in site/, gitignored). Built again
+# only when a file it can read has changed since the last build: its pages, mkdocs.yml, its
+# hooks and roles (tools/), the modules its reference pages document (mkdocstrings), the files
+# its pages include (pymdownx.snippets: examples/, and any source folder) or the installed
+# packages; otherwise the last build, warning-free on the same files, stands.
+DOCS_INPUTS := mkdocs.yml pyproject.toml $(shell find docs $(PY_SOURCES) config -type f \
+	-not -path '*/__pycache__/*')
+site/.built: $(VENV)/.installed node_modules/.installed $(DOCS_INPUTS)
 	mkdocs build --strict --quiet
+	touch $@
+
+docs: setup site/.built
+	@:
 
 # The built site opened from disk, offline: links lead to pages, no literal Sphinx roles or lost
 # placeholders, nothing loaded from outside the site, and (in headless Chromium with the
