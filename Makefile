@@ -102,9 +102,11 @@ test: setup
 # only when a file it can read has changed since the last build: its pages, mkdocs.yml, its
 # hooks and roles (tools/), the modules its reference pages document (mkdocstrings), the files
 # its pages include (pymdownx.snippets: examples/, and any source folder) or the installed
-# packages; otherwise the last build, warning-free on the same files, stands.
-DOCS_INPUTS := mkdocs.yml pyproject.toml $(shell find docs $(PY_SOURCES) config -type f \
-	-not -path '*/__pycache__/*')
+# packages; otherwise the last build, warning-free on the same files, stands. The folders are
+# inputs too: one is newer when a file in it was added, renamed or deleted (a page that links
+# to a deleted one must fail the build again).
+DOCS_INPUTS := mkdocs.yml pyproject.toml $(shell find docs/ $(PY_SOURCES) config \
+	-not -path '*/__pycache__*')
 site/.built: $(VENV)/.installed node_modules/.installed $(DOCS_INPUTS)
 	mkdocs build --strict --quiet
 	touch $@
