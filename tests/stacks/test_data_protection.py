@@ -7,7 +7,6 @@ every Lambda function has reserved concurrency or a written reason."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
 from tests.stacks.profiles import ROOT, profile_params, synthesize
+from tests.template_walk import imported_names, referenced_ids
 
 RETAINED = {"Retain", "RetainExceptOnCreate"}
 #: Resources that cannot be deleted while something still uses them (the stack's deletion then
@@ -46,32 +46,6 @@ def _primary_name_properties(resource_type: str) -> list[str]:
     ]
 
 
-def _refs(node: Any) -> Iterator[str]:
-    """Logical ids ``node`` references through Ref, Fn::GetAtt and ${...} in Fn::Sub."""
-    if isinstance(node, dict):
-        if "Ref" in node and isinstance(node["Ref"], str):
-            yield node["Ref"]
-        if "Fn::GetAtt" in node:
-            target = node["Fn::GetAtt"]
-            yield target[0] if isinstance(target, list) else str(target).split(".")[0]
-        for value in node.values():
-            yield from _refs(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _refs(value)
-
-
-def _imports(node: Any) -> Iterator[Any]:
-    if isinstance(node, dict):
-        if "Fn::ImportValue" in node:
-            yield node["Fn::ImportValue"]
-        for value in node.values():
-            yield from _imports(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _imports(value)
-
-
 @pytest.mark.parametrize("profile", profile_params())
 def test_no_retained_resource_has_a_fixed_physical_name(profile: str) -> None:
     # A retained resource with a fixed name survives a rollback or `cdk destroy`, and the next
@@ -86,7 +60,7 @@ def test_no_retained_resource_has_a_fixed_physical_name(profile: str) -> None:
             names = _primary_name_properties(resource["Type"])
             props = resource.get("Properties", {})
             # A name built from another resource's generated name (a Ref) differs per creation.
-            given = [n for n in names if n in props and not any(_refs(props[n]))]
+            given = [n for n in names if n in props and not any(referenced_ids(props[n]))]
             if given:
                 offenders.append(f"{stack}/{logical_id} ({resource['Type']}): {given}")
     assert offenders == []
@@ -138,7 +112,7 @@ def test_retained_resources_can_outlive_their_stack(profile: str) -> None:
                 *_primary_name_properties(resource["Type"]),
             }
             props = {k: v for k, v in resource.get("Properties", {}).items() if k not in ignored}
-            used = {r for r in _refs(props) if r in resources}
+            used = {r for r in referenced_ids(props) if r in resources}
             deleted = sorted(
                 f"{r} ({resources[r]['Type']})"
                 for r in used
@@ -146,7 +120,7 @@ def test_retained_resources_can_outlive_their_stack(profile: str) -> None:
                 and resources[r]["Type"] in BLOCKING_TYPES
             )
             assert deleted == [], f"{stack}/{logical_id} keeps using {deleted}"
-            if any(True for _ in _imports(props)):
+            if any(True for _ in imported_names(props)):
                 assert f"`{resource['Type']}`" in doc.split("## Tear down", 1)[-1], (
                     f"{stack}/{logical_id} uses another stack's resources: document when to "
                     f"delete it in {TEARDOWN_DOC.relative_to(ROOT)}"
@@ -159,7 +133,7 @@ def _exports(templates: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]
     for stack, template in templates.items():
         for output in template.get("Outputs", {}).values():
             name = output.get("Export", {}).get("Name")
-            targets = list(_refs(output.get("Value")))
+            targets = list(referenced_ids(output.get("Value")))
             if isinstance(name, str) and len(targets) == 1:
                 exports[name] = (stack, targets[0])
     return exports
@@ -177,7 +151,7 @@ def _still_needed(templates: dict[str, dict[str, Any]]) -> list[tuple[str, str, 
                 continue
             ignored = {"KeyPolicy", "PolicyDocument", "Tags"}
             props = {k: v for k, v in resource.get("Properties", {}).items() if k not in ignored}
-            for name in _imports(props):
+            for name in imported_names(props):
                 other, used = exports[name] if isinstance(name, str) else (None, None)
                 assert other is not None, f"{stack}/{logical_id} imports {name!r}"
                 needs.append((f"{stack}/{logical_id}", resource["Type"], other, str(used)))
@@ -206,7 +180,7 @@ def test_teardown_order_of_retained_resources(profile: str) -> None:
         guards = [r for r in resources.values() if r["Type"] == GUARD_TYPE]
         assert len(guards) == 1, f"{other} keeps {used} for {retained} and has no teardown guard"
         (guard,) = guards
-        assert used in set(_refs(guard["Properties"])), (
+        assert used in set(referenced_ids(guard["Properties"])), (
             f"{other}'s teardown guard must refer to {used} ({target['Type']}), which "
             f"{retained} keeps using, so CloudFormation deletes the guard before it"
         )
@@ -222,7 +196,7 @@ def test_every_vpc_has_a_teardown_guard_that_is_deleted_first(profile: str) -> N
             continue
         subnets = {i for i, r in resources.items() if r["Type"] == "AWS::EC2::Subnet"}
         (guard,) = [r for r in resources.values() if r["Type"] == GUARD_TYPE]
-        assert vpcs | subnets <= set(_refs(guard["Properties"])), stack
+        assert vpcs | subnets <= set(referenced_ids(guard["Properties"])), stack
 
 
 @pytest.mark.parametrize("profile", profile_params())
@@ -311,13 +285,15 @@ def _simulate_destroy(
                 for k, v in resource.get("Properties", {}).items()
                 if k not in {"KeyPolicy", "PolicyDocument", "Tags"}
             }
-            used = {(stack, r) for r in _refs(kept)}
-            used |= {exports[name] for name in _imports(kept) if name in exports}
+            used = {(stack, r) for r in referenced_ids(kept)}
+            used |= {exports[name] for name in imported_names(kept) if name in exports}
             uses[(stack, logical_id)] = used
     for stack in order:
         resources = templates[stack]["Resources"]
         pending = {i for i in resources if (stack, i) in alive}
-        depends = {i: set(_refs(r)) | set(r.get("DependsOn", [])) for i, r in resources.items()}
+        depends = {
+            i: set(referenced_ids(r)) | set(r.get("DependsOn", [])) for i, r in resources.items()
+        }
         while pending:
             ready = [i for i in pending if not any(i in depends[o] for o in pending if o != i)]
             assert ready, f"{stack}: dependency cycle"
@@ -328,7 +304,7 @@ def _simulate_destroy(
             if resource.get("DeletionPolicy") in RETAINED:
                 continue
             if resource["Type"] == GUARD_TYPE:
-                guarded = set(_refs(resource["Properties"]))
+                guarded = set(referenced_ids(resource["Properties"]))
                 left = sorted(
                     f"{s}/{i}"
                     for s, i in alive

@@ -4,26 +4,15 @@ the platform only, nodes reach FSx, metrics flow to the shared Prometheus worksp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from fm_constructs.config import Orchestrator
 from tests.stacks.profiles import profile_params, synthesize
+from tests.template_walk import imported_names
 
 LUSTRE_PORTS = {(988, 988), (1018, 1023)}
-
-
-def _imports(node: Any) -> Iterator[str]:
-    if isinstance(node, dict):
-        if "Fn::ImportValue" in node:
-            yield node["Fn::ImportValue"]
-        for value in node.values():
-            yield from _imports(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _imports(value)
 
 
 def _resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -45,7 +34,7 @@ def test_every_import_has_an_export_of_a_stack_it_depends_on(profile: str) -> No
     for name, template in result.templates.items():
         upstream = {d.stack_name for d in stacks[name].dependencies}
         exports = set().union(*(_exports(result.templates[u]) for u in upstream))
-        for imported in _imports(template):
+        for imported in imported_names(template):
             assert imported in exports, f"{name} imports {imported}, which {upstream} do not export"
 
 
