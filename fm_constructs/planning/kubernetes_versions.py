@@ -60,20 +60,3 @@ def supported_versions_text() -> str:
 #: list than EKS's; see :data:`HYPERPOD_EKS_SOURCE`).
 HYPERPOD_EKS_VERSIONS: tuple[str, ...] = pins.kubernetes().hyperpod_eks
 HYPERPOD_EKS_SOURCE = pins.kubernetes().hyperpod_eks_source
-
-
-def hyperpod_eks_problems(version: str, *, key: str = "kubernetes_version") -> list[str]:
-    """Why HyperPod cannot attach to an EKS cluster of ``version`` (empty when it can)."""
-    if version in HYPERPOD_EKS_VERSIONS:
-        return []
-    usable = [v for v in HYPERPOD_EKS_VERSIONS if v in SUPPORTED_VERSIONS]
-    fix = (
-        f"set it to {usable[-1]!r}, the newest version both HyperPod and this library support"
-        if usable
-        else "no version is supported by both HyperPod and this library yet"
-    )
-    return [
-        f"{key}: SageMaker HyperPod supports EKS clusters of Kubernetes "
-        f"{', '.join(HYPERPOD_EKS_VERSIONS)} only ({HYPERPOD_EKS_SOURCE.split(' ')[0]}), "
-        f"got {version!r}; {fix}"
-    ]

@@ -32,7 +32,11 @@ from fm_constructs.domain.hyperpod import (
 from fm_constructs.domain.kinds import CapacityKind, Orchestrator
 from fm_constructs.domain.numbers import is_whole_number
 from fm_constructs.domain.users import ClusterUser
-from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
+from fm_constructs.planning.kubernetes_versions import (
+    HYPERPOD_EKS_SOURCE,
+    HYPERPOD_EKS_VERSIONS,
+    SUPPORTED_VERSIONS,
+)
 from fm_constructs.rules.compute import Placement, capacity_fit
 from fm_constructs.rules.constructs import HYPERPOD_CLUSTER
 from fm_constructs.rules.tokens import is_unresolved
@@ -413,9 +417,8 @@ def hyperpod_cluster(
         )
     if eks_kubernetes_version is not None:
         out.extend(
-            _message(problem)
-            for problem in hyperpod_eks_problems(
-                eks_kubernetes_version, key="eks_cluster.kubernetes_version"
+            eks_version_for_hyperpod(
+                eks_kubernetes_version, key="eks_cluster.kubernetes_version", code=HYPERPOD_CLUSTER
             )
         )
     if orchestrator is Orchestrator.HYPERPOD_SLURM and eks_cluster_given:
@@ -473,6 +476,26 @@ def hyperpod_cluster(
                 )
             )
     return out
+
+
+def eks_version_for_hyperpod(version: str, *, key: str, code: str) -> list[Finding]:
+    """HyperPod attaches only to EKS clusters of its own, narrower list of Kubernetes versions
+    (:data:`~fm_constructs.planning.kubernetes_versions.HYPERPOD_EKS_SOURCE`); the fix names
+    the newest version both HyperPod and the library support. ``code``: the caller's (the
+    profile's FM206, a construct's own)."""
+    if is_unresolved(version) or version in HYPERPOD_EKS_VERSIONS:
+        return []
+    usable = [v for v in HYPERPOD_EKS_VERSIONS if v in SUPPORTED_VERSIONS]
+    fix = (
+        f"set it to {usable[-1]!r}, the newest version both HyperPod and this library support"
+        if usable
+        else "no version is supported by both HyperPod and this library yet"
+    )
+    allowed = (
+        f"SageMaker HyperPod supports EKS clusters of Kubernetes "
+        f"{', '.join(HYPERPOD_EKS_VERSIONS)} only ({HYPERPOD_EKS_SOURCE.split(' ')[0]})"
+    )
+    return [Finding(code, Severity.ERROR, key, version, allowed, fix)]
 
 
 def _message(text: str) -> Finding:

@@ -22,7 +22,6 @@ from fm_constructs.planning.aws_limits import (
     node_groups_for,
     split_sizes,
 )
-from fm_constructs.planning.kubernetes_versions import hyperpod_eks_problems
 from fm_constructs.planning.pcs_limits import MAX_NODES, PcsClusterSize
 from fm_constructs.profile.model import (
     PROFILE_DEPLOYMENT_TYPE,
@@ -43,6 +42,7 @@ from fm_constructs.rules import platform as platform_rules
 from fm_constructs.rules import users as user_rules
 from fm_constructs.rules import workloads as workload_rules
 from fm_constructs.rules.findings import Finding, Severity, info
+from fm_constructs.rules.hyperpod import eks_version_for_hyperpod
 from fm_constructs.rules.pcs_ami import pcs_ami
 from fm_constructs.rules.storage import STORAGE, lustre_settings
 
@@ -154,11 +154,11 @@ def _check_hyperpod_kubernetes_version(profile: Profile) -> list[Finding]:
     ]
     if not users:
         return []
-    version = profile.platform.kubernetes_version
-    return [
-        Finding(HYPERPOD_VERSION, Severity.ERROR, "", version, message)
-        for message in hyperpod_eks_problems(version, key="platform.kubernetes_version")
-    ]
+    return eks_version_for_hyperpod(
+        profile.platform.kubernetes_version,
+        key="platform.kubernetes_version",
+        code=HYPERPOD_VERSION,
+    )
 
 
 def _check_users(w: TrainingWorkloadConfig) -> list[Finding]:
