@@ -39,7 +39,6 @@ from enum import StrEnum
 
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
-from fm_constructs.planning.vpc_layout import secondary_block_problems
 
 
 class PodNetworking(StrEnum):
@@ -219,10 +218,3 @@ class PodSubnetLayout:
     @property
     def addresses(self) -> int:
         return int(ipaddress.IPv4Network(self.pod_cidr).num_addresses)
-
-
-def pod_cidr_problems(pod_cidr: str, vpc_cidr: str) -> list[str]:
-    """What is wrong with ``pod_cidr`` as the secondary block of a VPC whose primary block is
-    ``vpc_cidr`` (empty when it is fine): the one rule of every secondary block,
-    :func:`~fm_constructs.planning.vpc_layout.secondary_block_problems`."""
-    return secondary_block_problems(pod_cidr, vpc_cidr)

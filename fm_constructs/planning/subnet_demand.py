@@ -39,12 +39,16 @@ from fm_constructs.planning.pod_networking import (
     PodNetworking,
     PodSubnetAddressing,
     node_subnet_prefix_addressing,
-    pod_cidr_problems,
     pod_enis_with_custom_networking,
     pod_subnet_addresses_per_node,
     prefix_blocks,
 )
-from fm_constructs.planning.vpc_layout import NODE_BLOCK_PREFIX, node_cidr_blocks, subnet_prefixes
+from fm_constructs.planning.vpc_layout import (
+    NODE_BLOCK_PREFIX,
+    node_cidr_blocks,
+    secondary_block_problems,
+    subnet_prefixes,
+)
 
 #: EKS control-plane ENIs in the cluster's subnets: up to 4, and 4 new ones beside them during
 #: a version upgrade (EKS User Guide, "VPC and subnet requirements"; awsdocs/amazon-eks-user-
@@ -549,7 +553,7 @@ def _demand(
     unsupported: tuple[str, ...] = ()
     if networking is PodNetworking.CUSTOM_NETWORKING and request.uses_vpc_cni:
         resolved = PodNetworking.CUSTOM_NETWORKING
-        cidr_problems = tuple(pod_cidr_problems(request.pod_cidr, request.vpc_cidr))
+        cidr_problems = tuple(secondary_block_problems(request.pod_cidr, request.vpc_cidr))
         # A pod_cidr that is not a valid block holds nothing (its problem is reported).
         pod_prefix = ipaddress.IPv4Network(request.pod_cidr).prefixlen if not cidr_problems else 32
         members = tuple(g for g in groups if g.pod_addressing is not None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fm_constructs.planning.aws_limits import LimitUsage
-from fm_constructs.planning.pod_networking import pod_cidr_problems
+from fm_constructs.planning.vpc_layout import secondary_block_problems
 from fm_constructs.rules.findings import Finding, Severity, info
 
 CUSTOM_NETWORKING_CARD_FULL = info(
@@ -67,7 +67,7 @@ def pod_cidr(value: str, vpc_cidr: str, *, key: str = "pod_cidr") -> list[Findin
     rules report what a subnet plan found under the same code)."""
     return [
         Finding(SECONDARY_BLOCK_REFUSED, Severity.ERROR, key, value, problem)
-        for problem in pod_cidr_problems(value, vpc_cidr)
+        for problem in secondary_block_problems(value, vpc_cidr)
     ]
 
 

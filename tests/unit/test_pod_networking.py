@@ -17,12 +17,11 @@ from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSIO
 from fm_constructs.planning.pod_networking import (
     PodNetworking,
     node_subnet_prefix_addressing,
-    pod_cidr_problems,
     pod_enis_with_custom_networking,
     pod_subnet_addresses_per_node,
     vpc_cni_environment,
 )
-from fm_constructs.planning.vpc_layout import node_cidr_blocks
+from fm_constructs.planning.vpc_layout import node_cidr_blocks, secondary_block_problems
 from fm_constructs.rules import scale as scale_rules
 from tests.kubernetes_schemas import SchemaError, validate_object, vpc_cni_crds
 
@@ -104,8 +103,8 @@ def test_eni_config_schema_rejects_unknown_fields_and_a_missing_subnet() -> None
         ("8.8.0.0/16", "secondary ranges"),
     ],
 )
-def test_pod_cidr_problems(pod_cidr: str, fragment: str | None) -> None:
-    problems = pod_cidr_problems(pod_cidr, "10.0.0.0/16")
+def test_pod_cidr_restrictions(pod_cidr: str, fragment: str | None) -> None:
+    problems = secondary_block_problems(pod_cidr, "10.0.0.0/16")
     if fragment is None:
         assert problems == []
     else:
@@ -317,10 +316,7 @@ def test_prefix_delegation_gives_every_admitted_pod_an_address() -> None:
 def test_secondary_block_restrictions(block: str, vpc_cidr: str, fragment: str | None) -> None:
     """One rule for the pod CIDR and the node blocks; node_cidr_blocks never picks a block
     the rule refuses."""
-    from fm_constructs.planning.vpc_layout import node_cidr_blocks, secondary_block_problems
-
     problems = secondary_block_problems(block, vpc_cidr)
-    assert pod_cidr_problems(block, vpc_cidr) == problems
     if fragment is None:
         assert problems == []
     else:
@@ -336,7 +332,8 @@ def test_the_subnet_rules_report_the_pod_cidr_problems_the_plan_found() -> None:
     platform = dataclasses.replace(profile.platform, pod_cidr="10.0.128.0/17")
     bad = dataclasses.replace(profile, platform=platform)
     demand = subnet_demand(bad, networking=PodNetworking.CUSTOM_NETWORKING)
-    assert demand.pod_cidr_problems == tuple(pod_cidr_problems("10.0.128.0/17", "10.0.0.0/16"))
+    refused = secondary_block_problems("10.0.128.0/17", "10.0.0.0/16")
+    assert demand.pod_cidr_problems == tuple(refused)
     expected = scale_rules.pod_cidr("10.0.128.0/17", "10.0.0.0/16", key="platform.pod_cidr")
     assert expected and {f.code for f in expected} == {"FM601"}
     found = demand_problems(demand, platform.vpc_cidr)
