@@ -22,13 +22,12 @@ The VPC CNI's arithmetic (amazon-vpc-cni-k8s; the EKS AMI's eni-max-pods.txt for
 
 from __future__ import annotations
 
-import ipaddress
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fm_constructs.catalog import InstanceSpec
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.efa_layout import EfaLayout, efa_interface_layout
 
 #: The code of an IP budget's problems (its meaning is registered with the construct codes,
@@ -202,36 +201,6 @@ class IpBudget(SubnetFit):
         return self.subnet_addresses - self.reserved - self.other_addresses
 
 
-def _subnet_prefix(subnet_cidr: str | int) -> int:
-    if isinstance(subnet_cidr, int):
-        prefix = subnet_cidr
-    else:
-        text = subnet_cidr.strip()
-        try:
-            prefix = (
-                int(text.removeprefix("/"))
-                if text.startswith("/")
-                else ipaddress.ip_network(text, strict=False).prefixlen
-            )
-        except ValueError as error:
-            raise FmValidationError(
-                [
-                    f"subnet_cidr: must be an IPv4 CIDR such as '10.0.0.0/20', a '/20' "
-                    f"suffix or a prefix length, got {subnet_cidr!r} ({error})"
-                ],
-                code=IP_BUDGET_CODE,
-            ) from None
-    if not MIN_SUBNET_PREFIX <= prefix <= MAX_SUBNET_PREFIX:
-        raise FmValidationError(
-            [
-                f"subnet_cidr: VPC subnets are /{MIN_SUBNET_PREFIX} to /{MAX_SUBNET_PREFIX}, "
-                f"got {subnet_cidr!r}"
-            ],
-            code=IP_BUDGET_CODE,
-        )
-    return prefix
-
-
 def smallest_prefix_for(addresses: int, reserved: int = AWS_RESERVED_ADDRESSES_PER_SUBNET) -> int:
     """The longest prefix (smallest subnet) holding ``addresses`` plus the reserved ones, or
     ``MIN_SUBNET_PREFIX - 1`` when even a /16 is too small."""
@@ -241,71 +210,25 @@ def smallest_prefix_for(addresses: int, reserved: int = AWS_RESERVED_ADDRESSES_P
     return MIN_SUBNET_PREFIX - 1
 
 
-def check_ip_budget(
+def ip_budget(
     *,
     node_count: int,
     spec: InstanceSpec,
     layout: EfaLayout | None,
-    subnet_cidr: str | int,
+    subnet_prefix: int,
     pod_ips_per_node: int = 0,
     other_addresses: int = 0,
     reserved: int = AWS_RESERVED_ADDRESSES_PER_SUBNET,
 ) -> IpBudget:
-    """Check that ``node_count`` nodes of ``spec`` fit one subnet; return the arithmetic.
-
-    ``subnet_cidr``: ``"10.0.0.0/20"``, ``"/20"`` or the prefix length ``20``.
-    ``other_addresses``: addresses already taken in the subnet (endpoints, load balancers,
-    file systems). Raises FmValidationError with the numbers and the fixes when it does not fit.
-    """
-    problems = Problems(context="IpBudget", code=IP_BUDGET_CODE)
-    if node_count < 0:
-        problems.add("node_count", node_count, "must be 0 or more")
-    if other_addresses < 0:
-        problems.add("other_addresses", other_addresses, "must be 0 or more")
-    problems.raise_if_any()
-    prefix = _subnet_prefix(subnet_cidr)
-    budget = IpBudget(
+    """The arithmetic of ``node_count`` nodes of ``spec`` in one subnet of ``/subnet_prefix``;
+    ``other_addresses`` are taken in the subnet already (endpoints, load balancers, file
+    systems). Whether the arguments are sound and the plan fits, with the fixes, is the rule
+    :func:`fm_constructs.rules.subnets.ip_budget`."""
+    return IpBudget(
         node_count=node_count,
         addresses_per_node=ip_addresses_per_node(spec, layout, pod_ips_per_node),
-        subnet_prefix=prefix,
-        subnet_addresses=2 ** (32 - prefix),
+        subnet_prefix=subnet_prefix,
+        subnet_addresses=2 ** (32 - subnet_prefix),
         reserved=reserved,
         other_addresses=other_addresses,
     )
-    if not budget.fits:
-        raise FmValidationError(
-            [_shortfall_message(budget, spec, layout, pod_ips_per_node)], code=IP_BUDGET_CODE
-        )
-    return budget
-
-
-def _shortfall_message(
-    budget: IpBudget, spec: InstanceSpec, layout: EfaLayout | None, pod_ips_per_node: int
-) -> str:
-    per_node = f"{budget.addresses_per_node} addresses per node"
-    if pod_ips_per_node:
-        per_node += f" (including {pod_ips_per_node} pod IPs)"
-    lines = [
-        f"subnet_cidr: {budget.node_count} x {spec.name} need {budget.required} addresses "
-        f"({per_node}), but a /{budget.subnet_prefix} has only "
-        f"{budget.subnet_addresses - budget.reserved} usable ({budget.subnet_addresses} - "
-        f"{budget.reserved} reserved by AWS)"
-        + (f", {budget.other_addresses} of them needed elsewhere" if budget.other_addresses else "")
-        + f"; short by {-budget.free}. Fix:"
-    ]
-    needed_prefix = smallest_prefix_for(budget.required + budget.other_addresses, budget.reserved)
-    if needed_prefix >= MIN_SUBNET_PREFIX:
-        lines.append(f"use a /{needed_prefix} or larger subnet")
-    if layout is EfaLayout.LEGACY and spec.efa_only_supported:
-        efa_only = ip_addresses_per_node(spec, EfaLayout.EFA_ONLY, pod_ips_per_node)
-        lines.append(
-            f"use the efa-only layout (EfaLayout.EFA_ONLY: {efa_only} addresses per node "
-            f"instead of {budget.addresses_per_node})"
-        )
-    if pod_ips_per_node:
-        lines.append(
-            "give pods their own addresses from a secondary VPC CIDR (VPC CNI custom "
-            "networking, e.g. 100.64.0.0/16) so they do not draw on the node subnet"
-        )
-    lines.append("or split the nodes across more subnets")
-    return lines[0] + " " + "; ".join(lines[1:])

@@ -11,8 +11,11 @@ subnet, a node or pod subnet too small). The profile loader and ``fmc plan`` bot
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from dataclasses import dataclass
 
+from fm_constructs.catalog import InstanceSpec
+from fm_constructs.planning import ip_budget as budgets
 from fm_constructs.planning import subnet_demand as planning
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.ip_budget import AWS_RESERVED_ADDRESSES_PER_SUBNET
@@ -21,6 +24,7 @@ from fm_constructs.planning.subnet_demand import OversizedPool
 from fm_constructs.planning.vpc_layout import NODE_BLOCK_PREFIX
 from fm_constructs.profile.model import Profile
 from fm_constructs.rules import scale as scale_rules
+from fm_constructs.rules.constructs import IP_BUDGET
 from fm_constructs.rules.findings import Finding, Severity
 from fm_constructs.rules.scale import NODE_SUBNET_SHORT
 
@@ -296,3 +300,109 @@ def demand_problems(demand: SubnetDemand, vpc_cidr: str) -> list[Finding]:
                 )
             )
     return out
+
+
+def ip_budget(
+    *,
+    node_count: int,
+    spec: InstanceSpec,
+    layout: EfaLayout | None,
+    subnet_cidr: str | int,
+    pod_ips_per_node: int = 0,
+    other_addresses: int = 0,
+) -> list[Finding]:
+    """Why ``node_count`` nodes of ``spec`` (EFA ``layout``, None for none) do not fit one
+    subnet, with the numbers and the fixes (empty when they do): a subnet of another size,
+    the efa-only layout, pods on a secondary block, more subnets. ``subnet_cidr``:
+    ``"10.0.0.0/20"``, ``"/20"`` or the prefix length ``20``; ``other_addresses``: taken in
+    the subnet already. The arithmetic is :func:`fm_constructs.planning.ip_budget.ip_budget`."""
+    out = [
+        Finding(IP_BUDGET, Severity.ERROR, key, value, "must be 0 or more")
+        for key, value in (
+            ("node_count", node_count),
+            ("pod_ips_per_node", pod_ips_per_node),
+            ("other_addresses", other_addresses),
+        )
+        if value < 0
+    ]
+    prefix = _prefix_length(subnet_cidr)
+    if prefix is None:
+        out.append(
+            Finding(
+                IP_BUDGET,
+                Severity.ERROR,
+                "subnet_cidr",
+                subnet_cidr,
+                f"must be an IPv4 CIDR such as '10.0.0.0/20', a '/20' suffix or a prefix length "
+                f"from {budgets.MIN_SUBNET_PREFIX} to {budgets.MAX_SUBNET_PREFIX} (VPC subnets "
+                f"are /{budgets.MIN_SUBNET_PREFIX} to /{budgets.MAX_SUBNET_PREFIX})",
+            )
+        )
+    if out or prefix is None:
+        return out
+    budget = budgets.ip_budget(
+        node_count=node_count,
+        spec=spec,
+        layout=layout,
+        subnet_prefix=prefix,
+        pod_ips_per_node=pod_ips_per_node,
+        other_addresses=other_addresses,
+    )
+    if budget.fits:
+        return []
+    return [_shortfall(budget, spec, layout, pod_ips_per_node, subnet_cidr)]
+
+
+def _prefix_length(subnet_cidr: str | int) -> int | None:
+    """The prefix length of ``subnet_cidr`` when it spells a VPC subnet's size, else None."""
+    if isinstance(subnet_cidr, int):
+        prefix = subnet_cidr
+    else:
+        text = subnet_cidr.strip()
+        try:
+            prefix = (
+                int(text.removeprefix("/"))
+                if text.startswith("/")
+                else ipaddress.ip_network(text, strict=False).prefixlen
+            )
+        except ValueError:
+            return None
+    return prefix if budgets.MIN_SUBNET_PREFIX <= prefix <= budgets.MAX_SUBNET_PREFIX else None
+
+
+def _shortfall(
+    budget: budgets.IpBudget,
+    spec: InstanceSpec,
+    layout: EfaLayout | None,
+    pod_ips_per_node: int,
+    subnet_cidr: str | int,
+) -> Finding:
+    per_node = f"{budget.addresses_per_node} addresses per node"
+    if pod_ips_per_node:
+        per_node += f" (including {pod_ips_per_node} pod IPs)"
+    elsewhere = (
+        f", {budget.other_addresses} of them needed elsewhere" if budget.other_addresses else ""
+    )
+    allowed = (
+        f"{budget.node_count} x {spec.name} need {budget.required} addresses ({per_node}), "
+        f"but a /{budget.subnet_prefix} has only {budget.subnet_addresses - budget.reserved} "
+        f"usable ({budget.subnet_addresses} - {budget.reserved} reserved by AWS){elsewhere}; "
+        f"short by {-budget.free}"
+    )
+    fixes = []
+    needed = budgets.smallest_prefix_for(budget.required + budget.other_addresses, budget.reserved)
+    if needed >= budgets.MIN_SUBNET_PREFIX:
+        fixes.append(f"use a /{needed} or larger subnet")
+    if layout is EfaLayout.LEGACY and spec.efa_only_supported:
+        efa_only = budgets.ip_addresses_per_node(spec, EfaLayout.EFA_ONLY, pod_ips_per_node)
+        fixes.append(
+            f"use the efa-only layout (EfaLayout.EFA_ONLY: {efa_only} addresses per node "
+            f"instead of {budget.addresses_per_node})"
+        )
+    if pod_ips_per_node:
+        fixes.append(
+            "give pods their own addresses from a secondary VPC CIDR (VPC CNI custom "
+            "networking, e.g. 100.64.0.0/16) so they do not draw on the node subnet"
+        )
+    fixes.append("or split the nodes across more subnets")
+    return Finding(IP_BUDGET, Severity.ERROR, "subnet_cidr", subnet_cidr, allowed, "; ".join(fixes))

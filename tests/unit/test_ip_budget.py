@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fm_constructs.catalog import InstanceSpec, all_instance_types, get_instance_type
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.efa_layout import EfaLayout
 from fm_constructs.planning.ip_budget import (
-    check_ip_budget,
     ip_addresses_per_node,
+    ip_budget,
     node_addressing,
     smallest_prefix_for,
 )
+from fm_constructs.rules import subnets as subnet_rules
 
 P5 = get_instance_type("p5.48xlarge")
 P6_B300 = get_instance_type("p6-b300.48xlarge")
@@ -33,12 +36,8 @@ def test_negative_pod_ips_rejected() -> None:
 
 
 def test_fitting_plan_reports_the_arithmetic() -> None:
-    budget = check_ip_budget(
-        node_count=64,
-        spec=P5,
-        layout=EfaLayout.EFA_ONLY,
-        subnet_cidr="10.0.0.0/21",
-        pod_ips_per_node=30,
+    budget = ip_budget(
+        node_count=64, spec=P5, layout=EfaLayout.EFA_ONLY, subnet_prefix=21, pod_ips_per_node=30
     )
     assert budget.addresses_per_node == 31
     assert budget.required == 64 * 31
@@ -47,18 +46,35 @@ def test_fitting_plan_reports_the_arithmetic() -> None:
     assert budget.free == 2043 - 1984
     assert budget.fits
     assert 0.9 < budget.utilization < 1.0
+    assert (
+        subnet_rules.ip_budget(
+            node_count=64,
+            spec=P5,
+            layout=EfaLayout.EFA_ONLY,
+            subnet_cidr="10.0.0.0/21",
+            pod_ips_per_node=30,
+        )
+        == []
+    )
+
+
+def _message(**arguments: Any) -> str:
+    """The rule's one finding for ``arguments``, as every layer prints it."""
+    (finding,) = subnet_rules.ip_budget(**arguments)
+    assert finding.code == "FM815"
+    return finding.line()
 
 
 @pytest.mark.parametrize("cidr", ["10.0.0.0/21", "/21", 21])
 def test_subnet_spellings(cidr: str | int) -> None:
-    budget = check_ip_budget(node_count=1, spec=P5, layout=None, subnet_cidr=cidr)
-    assert budget.subnet_prefix == 21
+    # 2043 usable addresses in a /21: 2043 single-address nodes fit, one more does not.
+    assert subnet_rules.ip_budget(node_count=2043, spec=P5, layout=None, subnet_cidr=cidr) == []
+    message = _message(node_count=2044, spec=P5, layout=None, subnet_cidr=cidr)
+    assert "/21 has only 2043 usable" in message
 
 
 def test_legacy_layout_that_does_not_fit_names_numbers_and_fixes() -> None:
-    with pytest.raises(FmValidationError) as caught:
-        check_ip_budget(node_count=64, spec=P5, layout=EfaLayout.LEGACY, subnet_cidr="10.0.0.0/21")
-    message = str(caught.value)
+    message = _message(node_count=64, spec=P5, layout=EfaLayout.LEGACY, subnet_cidr="10.0.0.0/21")
     assert "64 x p5.48xlarge need 2048 addresses (32 addresses per node)" in message
     assert "/21 has only 2043 usable" in message
     assert "short by 5" in message
@@ -67,34 +83,36 @@ def test_legacy_layout_that_does_not_fit_names_numbers_and_fixes() -> None:
 
 
 def test_pod_ips_suggest_secondary_cidr_and_other_addresses_count() -> None:
-    with pytest.raises(FmValidationError, match="secondary VPC CIDR") as caught:
-        check_ip_budget(
-            node_count=16,
-            spec=P5,
-            layout=EfaLayout.EFA_ONLY,
-            subnet_cidr="/24",
-            pod_ips_per_node=20,
-            other_addresses=10,
-        )
-    assert "10 of them needed elsewhere" in str(caught.value)
+    message = _message(
+        node_count=16,
+        spec=P5,
+        layout=EfaLayout.EFA_ONLY,
+        subnet_cidr="/24",
+        pod_ips_per_node=20,
+        other_addresses=10,
+    )
+    assert "secondary VPC CIDR" in message
+    assert "10 of them needed elsewhere" in message
 
 
 def test_plan_too_big_for_any_subnet_omits_subnet_advice() -> None:
-    with pytest.raises(FmValidationError) as caught:
-        check_ip_budget(node_count=4000, spec=P5, layout=EfaLayout.LEGACY, subnet_cidr="/16")
-    assert "or larger subnet" not in str(caught.value)
+    message = _message(node_count=4000, spec=P5, layout=EfaLayout.LEGACY, subnet_cidr="/16")
+    assert "or larger subnet" not in message
     assert smallest_prefix_for(4000 * 32) == 15
 
 
 @pytest.mark.parametrize("cidr", ["10.0.0.0/29", "/12", "banana", 30])
 def test_invalid_subnets(cidr: str | int) -> None:
-    with pytest.raises(FmValidationError, match="subnet_cidr"):
-        check_ip_budget(node_count=1, spec=P5, layout=None, subnet_cidr=cidr)
+    assert _message(node_count=1, spec=P5, layout=None, subnet_cidr=cidr).startswith(
+        "subnet_cidr: must be an IPv4 CIDR"
+    )
 
 
 def test_negative_counts_reported_together() -> None:
-    with pytest.raises(FmValidationError, match="2 problems"):
-        check_ip_budget(node_count=-1, spec=P5, layout=None, subnet_cidr="/20", other_addresses=-3)
+    findings = subnet_rules.ip_budget(
+        node_count=-1, spec=P5, layout=None, subnet_cidr="/20", other_addresses=-3
+    )
+    assert [f.key for f in findings] == ["node_count", "other_addresses"]
 
 
 # --- VPC CNI arithmetic -------------------------------------------------------------------
