@@ -29,7 +29,7 @@ from fm_constructs.config import (
     TrainingGoalConfig,
     WorkloadConfig,
 )
-from fm_constructs.config.limits import fixed_limit_problems, limit_usages
+from fm_constructs.config.limits import limit_usages
 from fm_constructs.config.options import capacity_quota, deployment_options, efa_layout_of
 from fm_constructs.config.sizing import PROFILE_DEPLOYMENT_TYPE, workload_fsx_sizing_request
 from fm_constructs.config.subnet_demand import (
@@ -59,6 +59,7 @@ from fm_constructs.planning.pcs_limits import LOGIN_INSTANCE_TYPE, cluster_size_
 from fm_constructs.planning.pcs_limits import MAX_JOBS as PCS_MAX_JOBS
 from fm_constructs.planning.pcs_limits import MAX_NODES as PCS_MAX_NODES
 from fm_constructs.planning.vpc_layout import subnet_prefixes
+from fm_constructs.rules import scale as scale_rules
 from fm_constructs.rules.findings import info
 
 PLAN_OPTION = info(
@@ -399,7 +400,8 @@ def build_plan(
             _plan_workload(workload, spec, layout, group, region, prices, workload_goal, problems)
         )
     problems.extend(demand_problems(demand, profile.platform.vpc_cidr))
-    problems.extend(fixed_limit_problems(profile))
+    usages = limit_usages(profile, demand=demand)
+    problems.extend(scale_rules.fixed_limits(usages))
     subnet = SubnetPlan(
         availability_zone=profile.platform.availability_zone,
         prefix=demand.prefix,
@@ -428,7 +430,7 @@ def build_plan(
         clusters=_clusters(profile),
         warnings=tuple(f.line() for f in profile.warnings),
         limits=(
-            *limit_usages(profile, demand=demand),
+            *usages,
             *prometheus_usages(profile, demand),
         ),
     )

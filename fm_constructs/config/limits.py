@@ -21,8 +21,6 @@ from fm_constructs.planning.deployment_plan import (
 )
 from fm_constructs.planning.subnet_demand import SubnetDemand
 from fm_constructs.planning.vpc_layout import PRIVATE_CLUSTER_ENDPOINT_NAMES
-from fm_constructs.rules import scale as scale_rules
-from fm_constructs.rules.findings import Finding
 
 
 def _workload_limits(workload: WorkloadConfig) -> WorkloadLimits:
@@ -70,9 +68,3 @@ def reached_limits(profile: Profile, *, demand: SubnetDemand | None = None) -> l
     limit, largest share first."""
     usages = [u for u in limit_usages(profile, demand=demand) if u.reached]
     return sorted(usages, key=lambda u: -u.share)
-
-
-def fixed_limit_problems(profile: Profile) -> list[Finding]:
-    """A profile error for every fixed limit the deployment would exceed
-    (:func:`fm_constructs.rules.scale.fixed_limits` on the profile's limit usages)."""
-    return scale_rules.fixed_limits(limit_usages(profile))

@@ -11,7 +11,6 @@ from fm_constructs.config.model import Profile
 from fm_constructs.config.options import efa_layout_of as efa_layout_of
 from fm_constructs.config.options import fsx_efa_clients as fsx_efa_clients
 from fm_constructs.config.plan import deployment_plan
-from fm_constructs.config.subnet_demand import demand_problems, subnet_demand
 from fm_constructs.rules.deployment import scale_problems as scale_problems
 from fm_constructs.rules.findings import Finding
 from fm_constructs.rules.profile import EFA_CLIENT_ORCHESTRATORS as EFA_CLIENT_ORCHESTRATORS
@@ -19,18 +18,6 @@ from fm_constructs.rules.profile import check_profile as check_profile
 from fm_constructs.rules.profile import efa_client_nodes as efa_client_nodes
 from fm_constructs.rules.profile import fsx_efa_connection_nodes as fsx_efa_connection_nodes
 from fm_constructs.rules.profile import reservation_node_groups as reservation_node_groups
-
-
-def check_ip_budget_of(profile: Profile, *, pod_ips_per_node: int | None = None) -> list[Finding]:
-    """Every enabled workload's nodes share the private subnet of the GPU zone: the largest
-    deployment (autoscaling maxima, rollout groups, VPC CNI arithmetic, endpoints, FSx, EKS)
-    must fit (:mod:`fm_constructs.config.subnet_demand`).
-
-    ``pod_ips_per_node`` overrides each orchestrator's own figure (``fmc plan``'s what-if).
-    Takes a profile whose other rules hold (the loader runs it last, when they do).
-    """
-    demand = subnet_demand(profile, pods_per_node=pod_ips_per_node)
-    return demand_problems(demand, profile.platform.vpc_cidr)
 
 
 def check_scale(profile: Profile) -> list[Finding]:

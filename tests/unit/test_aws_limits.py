@@ -10,7 +10,6 @@ import pytest
 
 from fm_constructs.config import CapacityKind, load_profile
 from fm_constructs.config.limits import (
-    fixed_limit_problems,
     limit_usages,
     network_interfaces_per_node,
     reached_limits,
@@ -18,6 +17,7 @@ from fm_constructs.config.limits import (
 from fm_constructs.config.model import Profile
 from fm_constructs.config.subnet_demand import subnet_demand
 from fm_constructs.planning import aws_limits as lim
+from fm_constructs.rules import scale as scale_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -95,7 +95,9 @@ def test_the_1024_node_profile_counts_its_limits() -> None:
     reached = {u.limit.key for u in reached_limits(profile)}
     assert lim.NETWORK_INTERFACES_PER_REGION.key in reached
     assert lim.FSX_LUSTRE_STORAGE_PER_ACCOUNT.key in reached
-    assert fixed_limit_problems(profile) == []  # adjustable ones need a quota increase only
+    assert (
+        scale_rules.fixed_limits(limit_usages(profile)) == []
+    )  # adjustable ones need a quota increase only
 
 
 def test_network_interfaces_of_a_node_in_the_node_subnet() -> None:
@@ -113,7 +115,7 @@ def test_a_capacity_block_larger_than_one_block_is_a_profile_problem() -> None:
         pretraining=dataclasses.replace(profile.pretraining, instance_count=128, capacity=capacity),
     )
     assert big.pretraining.capacity.kind is CapacityKind.CAPACITY_BLOCK
-    (problem,) = fixed_limit_problems(big)
+    (problem,) = scale_rules.fixed_limits(limit_usages(big))
     assert (problem.code, problem.key, problem.value) == (
         "FM605",
         "ec2.capacity_block_instances",
@@ -122,9 +124,9 @@ def test_a_capacity_block_larger_than_one_block_is_a_profile_problem() -> None:
     assert problem.line().startswith(
         "ec2.capacity_block_instances: the deployment needs 128 instances"
     )
-    assert fixed_limit_problems(profile) == []
+    assert scale_rules.fixed_limits(limit_usages(profile)) == []
 
 
 def test_shipped_profiles_stay_inside_every_fixed_limit() -> None:
     for path in sorted((ROOT / "config").glob("*.toml")):
-        assert fixed_limit_problems(load_profile(path)) == [], path.name
+        assert scale_rules.fixed_limits(limit_usages(load_profile(path))) == [], path.name

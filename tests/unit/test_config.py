@@ -23,7 +23,7 @@ from fm_constructs.config import (
     parse_profile,
 )
 from fm_constructs.config.reference import render_reference
-from fm_constructs.config.rules import check_ip_budget_of
+from fm_constructs.config.rules import check_scale
 from fm_constructs.errors import FmValidationError
 from tests.profile_data import BASE, profile_with, to_toml
 
@@ -413,7 +413,7 @@ def test_all_workloads_must_fit_the_gpu_subnet() -> None:
     assert "has 251 usable" in problem
     assert "interface endpoints 12" in problem
     assert "got '10.0.0.0/22'; give platform.vpc_cidr a /19 or larger" in problem
-    assert check_ip_budget_of(parse_profile(BASE)) == []
+    assert check_scale(parse_profile(BASE)) == []
 
 
 #: (key set on the wrong workload, its value, the tables that take it)
