@@ -31,7 +31,7 @@ from fm_constructs.orchestration.cluster_features import (
     WorkloadOperators,
 )
 from fm_constructs.orchestration.eks_addons import ClusterAddons
-from fm_constructs.orchestration.eks_versions import eks_version, resolve_version
+from fm_constructs.orchestration.eks_versions import eks_version, supported_version
 from fm_constructs.orchestration.eks_versions import kubectl_layer as make_kubectl_layer
 from fm_constructs.orchestration.imported_eks import (
     GpuEksClusterAttributes,
@@ -136,13 +136,20 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         home = self.addons_scope
 
         # -- checks, and the kubectl layer of the version ---------------------------------------
-        version = resolve_version(kubernetes_version, problems)
+        problems.add_findings(platform_rules.kubernetes_version(kubernetes_version))
+        if kubectl_layer is None:
+            problems.add_findings(
+                platform_rules.kubectl_layer_installed(
+                    kubernetes_version, layer_argument="kubectl_layer"
+                )
+            )
+        version = supported_version(kubernetes_version)
         self._check_inputs(problems, admin_role_arns, public_access_cidrs, system_node_count)
         self._check_admin_accounts(problems, admin_role_arns)
         self._check_zones(problems, vpc, vpc_subnets)
         layer = kubectl_layer
-        if layer is None and version is not None:
-            layer = make_kubectl_layer(self, "KubectlLayer", version, problems)
+        if layer is None and version is not None and not problems:
+            layer = make_kubectl_layer(self, "KubectlLayer", version)
         problems.raise_if_any()
         assert version is not None and layer is not None
         self._warn_if_support_ends_soon(version)

@@ -16,10 +16,11 @@ from fm_constructs.errors import Problems
 from fm_constructs.orchestration.addon_registry import AddonRegistry
 from fm_constructs.orchestration.cluster_features import GpuClusterFeatures
 from fm_constructs.orchestration.eks_versions import kubectl_layer as make_kubectl_layer
-from fm_constructs.orchestration.eks_versions import resolve_version
+from fm_constructs.orchestration.eks_versions import supported_version
 from fm_constructs.planning.kubernetes_versions import DEFAULT_KUBERNETES_VERSION
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import eks as eks_rules
+from fm_constructs.rules import platform as platform_rules
 
 #: What the kubectl provider's role gets on an imported cluster (as on a created one).
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -80,16 +81,20 @@ class ImportedGpuEksCluster(GpuClusterFeatures, Construct):
         cluster_name = attributes["cluster_name"]
         problems = Problems(context=f"{self.context_name} {self.node.path}", code=codes.EKS_CLUSTER)
         problems.adopt(eks_rules.imported_cluster_name(cluster_name))
-        version = resolve_version(
-            attributes.get("kubernetes_version", DEFAULT_KUBERNETES_VERSION), problems
-        )
+        requested = attributes.get("kubernetes_version", DEFAULT_KUBERNETES_VERSION)
+        problems.add_findings(platform_rules.kubernetes_version(requested))
         options = attributes.get("kubectl_provider_options")
         layer = options.kubectl_layer if options is not None else None
         provider = attributes.get("kubectl_provider")
-        if provider is None and layer is None and version is not None:
-            layer = make_kubectl_layer(self, "KubectlLayer", version, problems)
+        if provider is None and layer is None:
+            problems.add_findings(
+                platform_rules.kubectl_layer_installed(requested, layer_argument="kubectl_provider")
+            )
         problems.raise_if_any()
+        version = supported_version(requested)
         assert version is not None
+        if provider is None and layer is None:
+            layer = make_kubectl_layer(self, "KubectlLayer", version)
         self.kubernetes_version = version.version
         self.gpu_availability_zone = attributes.get("gpu_availability_zone")
         vpc = attributes["vpc"]

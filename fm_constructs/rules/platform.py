@@ -180,9 +180,12 @@ def kubernetes_version(version: str, *, key: str = "kubernetes_version") -> list
     "installed, so its clusters cannot be synthesized.",
     "pip install the package the message names, or use the default Kubernetes version.",
 )
-def kubectl_layer_installed(version: str, *, key: str = "kubernetes_version") -> list[Finding]:
+def kubectl_layer_installed(
+    version: str, *, key: str = "kubernetes_version", layer_argument: str | None = None
+) -> list[Finding]:
     """The layer package of a supported ``version`` is installed (checked through package
-    metadata, without importing it)."""
+    metadata, without importing it). ``layer_argument``: the construct argument that takes a
+    layer instead, named in the fix."""
     entry = SUPPORTED_VERSIONS.get(version.strip())
     if entry is None or _is_token(version):
         return []
@@ -196,8 +199,9 @@ def kubectl_layer_installed(version: str, *, key: str = "kubernetes_version") ->
                 key,
                 version,
                 f"needs the kubectl layer package {entry.layer_package!r}, which is not installed",
-                f"pip install '{entry.layer_package}', or use the default "
-                f"{DEFAULT_KUBERNETES_VERSION}",
+                f"pip install '{entry.layer_package}', "
+                + (f"pass {layer_argument}=, " if layer_argument else "")
+                + f"or use the default {DEFAULT_KUBERNETES_VERSION}",
             )
         ]
     return []

@@ -3,21 +3,22 @@ layers, add-on version rules, chart pins, node labels, and cdk-nag finding ids."
 
 from __future__ import annotations
 
+from importlib import metadata
+
 import aws_cdk as cdk
 import pytest
 
 from fm_constructs.catalog import get_instance_type
-from fm_constructs.errors import Problems
 from fm_constructs.orchestration import eks_charts as charts
 from fm_constructs.orchestration import node_labels
 from fm_constructs.orchestration.eks_addons import MIN_VPC_CNI_VERSION, addon_version_findings
-from fm_constructs.orchestration.eks_versions import eks_version, kubectl_layer, resolve_version
+from fm_constructs.orchestration.eks_versions import eks_version, kubectl_layer, supported_version
 from fm_constructs.planning.kubernetes_versions import (
     DEFAULT_KUBERNETES_VERSION,
     SUPPORTED_VERSIONS,
-    SupportedVersion,
 )
 from fm_constructs.policy.nag_findings import flatten_reference
+from fm_constructs.rules import platform as platform_rules
 
 
 def test_default_version_supported_with_installed_layer() -> None:
@@ -25,9 +26,8 @@ def test_default_version_supported_with_installed_layer() -> None:
     assert eks_version(entry).version == DEFAULT_KUBERNETES_VERSION
     assert entry.layer_package == "aws-cdk.lambda-layer-kubectl-v35"
     assert entry.layer_class == "KubectlV35Layer"
-    problems = Problems()
-    layer = kubectl_layer(cdk.Stack(), "Layer", entry, problems)
-    assert layer is not None and not problems
+    assert platform_rules.kubectl_layer_installed(DEFAULT_KUBERNETES_VERSION) == []
+    assert kubectl_layer(cdk.Stack(), "Layer", entry) is not None
 
 
 def test_every_supported_version_matches_the_cdk_enum() -> None:
@@ -35,19 +35,35 @@ def test_every_supported_version_matches_the_cdk_enum() -> None:
         assert entry.version == version == eks_version(entry).version
 
 
-def test_unknown_version_recorded() -> None:
-    problems = Problems()
-    assert resolve_version("1.30", problems) is None
-    assert "must be a Kubernetes version in EKS standard support: 1.34, 1.35, 1.36" in next(
-        iter(problems)
+def test_unknown_version_found() -> None:
+    assert supported_version("1.30") is None
+    assert supported_version(f" {DEFAULT_KUBERNETES_VERSION} ") is not None
+    (finding,) = platform_rules.kubernetes_version("1.30")
+    assert finding.code == "FM201"
+    assert "must be a Kubernetes version in EKS standard support: 1.34, 1.35, 1.36" in (
+        finding.message()
     )
 
 
-def test_missing_layer_package_named() -> None:
-    problems = Problems()
-    entry = SupportedVersion("1.99", None)
-    assert kubectl_layer(cdk.Stack(), "Layer", entry, problems) is None
-    assert "pip install 'aws-cdk.lambda-layer-kubectl-v99'" in next(iter(problems))
+def test_missing_layer_package_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A supported version whose layer package is not installed: the package, the construct
+    argument that takes a layer instead, and the default version are named."""
+    package = SUPPORTED_VERSIONS[DEFAULT_KUBERNETES_VERSION].layer_package
+    real_version = metadata.version
+
+    def version_of(name: str) -> str:
+        if name == package:
+            raise metadata.PackageNotFoundError(name)
+        return real_version(name)
+
+    monkeypatch.setattr(metadata, "version", version_of)
+    (finding,) = platform_rules.kubectl_layer_installed(
+        DEFAULT_KUBERNETES_VERSION, layer_argument="kubectl_layer"
+    )
+    assert finding.code == "FM205"
+    assert f"pip install '{package}', pass kubectl_layer=, or use the default" in finding.line()
+    (profile_finding,) = platform_rules.kubectl_layer_installed(DEFAULT_KUBERNETES_VERSION)
+    assert "kubectl_layer=" not in profile_finding.line()
 
 
 @pytest.mark.parametrize(
