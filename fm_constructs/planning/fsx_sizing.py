@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from fm_constructs.domain.findings import Finding, Severity
-from fm_constructs.errors import FmValidationError, Problems
+from fm_constructs.errors import FmValidationError
 
 #: The code of an invalid :class:`FsxSizingRequest` (its meaning is registered with the
 #: construct codes, :data:`fm_constructs.rules.constructs.FSX_SIZING`).
@@ -37,7 +37,7 @@ FSX_SIZING_CONTEXT = "FsxSizingRequest"
 
 
 def _problem(field: str, value: object, requirement: str) -> Finding:
-    """An error of an invalid :class:`FsxSizingRequest` field (none: phrased in full)."""
+    """An error of an invalid :class:`FsxSizingRequest` field (or two, ``a / b``)."""
     return Finding(FSX_SIZING_CODE, Severity.ERROR, field, value, requirement)
 
 
@@ -235,11 +235,12 @@ class FsxSizingRequest:
         if (self.checkpoint_size_gib is None) == (self.model_parameters is None):
             out.append(
                 _problem(
-                    "",
-                    None,
-                    "checkpoint_size_gib / model_parameters: give exactly one of them, got "
-                    f"checkpoint_size_gib={self.checkpoint_size_gib!r}, "
-                    f"model_parameters={self.model_parameters!r}",
+                    "checkpoint_size_gib / model_parameters",
+                    {
+                        "checkpoint_size_gib": self.checkpoint_size_gib,
+                        "model_parameters": self.model_parameters,
+                    },
+                    "give exactly one of them",
                 )
             )
         if self.checkpoint_size_gib is not None and not self.checkpoint_size_gib > 0:
@@ -277,13 +278,6 @@ class FsxSizingRequest:
                 _problem("headroom_fraction", self.headroom_fraction, "must be between 0 and 4")
             )
         return out
-
-    def problems(self) -> Problems:
-        """Every problem with this request (empty when it is usable), collected as a
-        construct collects its own (:meth:`findings`)."""
-        problems = Problems(context=FSX_SIZING_CONTEXT, code=FSX_SIZING_CODE)
-        problems.add_findings(self.findings())
-        return problems
 
     @property
     def resolved_checkpoint_size_gib(self) -> float:

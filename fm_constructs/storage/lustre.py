@@ -268,7 +268,7 @@ class LustreFileSystem(LustreClientAccess, Construct):
             )
             if efa_enabled and not sizing.efa_enabled:
                 sizing = dataclasses.replace(sizing, efa_enabled=True)
-            problems.extend(f"sizing.{p}" for p in sizing.problems())
+            problems.add_findings(f.under("sizing.") for f in sizing.findings())
             if not problems:
                 self.sizing_result = size_fsx_lustre(sizing)
                 storage_capacity_gib = self.sizing_result.storage_capacity_gib

@@ -63,17 +63,24 @@ def test_an_fsx_sizing_request_is_checked_before_it_is_sized() -> None:
         ("FM823", "target_checkpoint_write_seconds"),
         ("FM823", "checkpoints_to_keep"),
     ]
-    assert request.problems().findings == tuple(findings)
     with pytest.raises(FmValidationError) as raised:
         size_fsx_lustre(request)
     assert raised.value.findings == tuple(findings)
     assert raised.value.context == "FsxSizingRequest"
 
 
-def test_one_of_checkpoint_size_and_parameters_is_a_finding_phrased_in_full() -> None:
+def test_one_of_checkpoint_size_and_parameters_is_a_finding_on_the_pair() -> None:
+    """Keyed on both fields, so a caller's prefix (``sizing.``, a profile's table) reaches it."""
     (finding,) = FsxSizingRequest(target_checkpoint_write_seconds=60).findings()
-    assert (finding.code, finding.key, finding.value) == ("FM823", "", None)
-    assert finding.allowed.startswith("checkpoint_size_gib / model_parameters: give exactly one")
+    assert (finding.code, finding.key) == ("FM823", "checkpoint_size_gib / model_parameters")
+    assert finding.value == {"checkpoint_size_gib": None, "model_parameters": None}
+    assert (
+        finding.under("sizing.")
+        .message()
+        .startswith(
+            "sizing.checkpoint_size_gib / model_parameters: give exactly one of them, got {"
+        )
+    )
 
 
 @pytest.mark.parametrize("networking", list(PodNetworking))
