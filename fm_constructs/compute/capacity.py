@@ -246,24 +246,13 @@ class CapacitySource:
         problems.adopt(compute_rules.capacity_source(**checked))
         problems.raise_if_any()
 
-    def problems_with(
-        self,
-        *,
-        node_count: int | None = None,
-        availability_zone: str | None = None,
-        instance_type: str | None = None,
-    ) -> list[str]:
-        """Conflicts between this capacity and a node group that would use it."""
-        return [
-            finding.message()
-            for finding in compute_rules.capacity_fit(
-                self.kind,
-                compute_rules.Placement(
-                    self.instance_count, self.availability_zone, self.instance_type
-                ),
-                compute_rules.Placement(node_count, availability_zone, instance_type),
-            )
-        ]
+    @property
+    def placement(self) -> compute_rules.Placement:
+        """What this capacity reserves (count, zone, type; None where not given), as the
+        capacity rules read it (:func:`fm_constructs.rules.compute.capacity_fit`)."""
+        return compute_rules.Placement(
+            self.instance_count, self.availability_zone, self.instance_type
+        )
 
     def check(
         self,
@@ -273,15 +262,12 @@ class CapacitySource:
         instance_type: str | None = None,
         context: str = "CapacitySource",
     ) -> None:
-        """Raise FmValidationError listing every conflict found by :meth:`problems_with`."""
+        """Raise FmValidationError listing every conflict between this capacity and a node
+        group of ``node_count`` nodes of ``instance_type`` in ``availability_zone`` (the rule
+        :func:`fm_constructs.rules.compute.capacity_fit`)."""
         problems = Problems(context=context, code=codes.CAPACITY_SOURCE)
-        problems.extend(
-            self.problems_with(
-                node_count=node_count,
-                availability_zone=availability_zone,
-                instance_type=instance_type,
-            )
-        )
+        nodes = compute_rules.Placement(node_count, availability_zone, instance_type)
+        problems.adopt(compute_rules.capacity_fit(self.kind, self.placement, nodes))
         problems.raise_if_any()
 
     # ---- mappings ---------------------------------------------------------------------------

@@ -144,8 +144,8 @@ class GroupArguments:
     deep_health_checks: Sequence[Any] | None = None
     capacity_kind: CapacityKind | None = None
     training_plan_arn: str | None = None
-    #: What the capacity source says about this group's count and type.
-    capacity_problems: tuple[str, ...] = ()
+    #: What the capacity source reserves (count, zone, type; None: no source or unknown).
+    capacity_placement: Placement | None = None
     kubernetes_labels: Mapping[str, str] = field(default_factory=dict)
     kubernetes_taints: Sequence[Taint] = ()
     partition_name: str | None = None
@@ -276,8 +276,12 @@ def _capacity(group: GroupArguments, accelerated: bool, known: bool, prefix: str
                 f"this group",
             )
         )
-    if known:
-        found += [_error(key, kind.value, problem) for problem in group.capacity_problems]
+    if known and group.capacity_placement is not None:
+        nodes = Placement(count=group.instance_count, instance_type=group.instance_type)
+        found += [
+            _message(f"{key}: {fit.message()}")
+            for fit in capacity_fit(kind, group.capacity_placement, nodes)
+        ]
     return found
 
 

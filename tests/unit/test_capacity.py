@@ -96,7 +96,7 @@ def test_tokens_are_not_validated() -> None:
     source = CapacitySource.capacity_block(
         token_id, instance_count=token_count, availability_zone=cdk.Fn.ref("Zone")
     )
-    assert source.problems_with(node_count=100, availability_zone="us-east-1b") == []
+    source.check(node_count=100, availability_zone="us-east-1b")  # nothing to refuse
 
 
 def test_node_count_zone_and_type_checks() -> None:

@@ -13,6 +13,7 @@ from fm_constructs.domain.kinds import CapacityKind, Orchestrator
 from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import FmValidationError
 from fm_constructs.rules import hyperpod
+from fm_constructs.rules.compute import Placement
 from fm_constructs.rules.constructs import HYPERPOD_CLUSTER
 from fm_constructs.rules.hyperpod import (
     GroupArguments,
@@ -121,13 +122,15 @@ def test_capacity_of_a_hyperpod_group() -> None:
         slurm_node_type=SlurmNodeType.CONTROLLER,
         capacity_kind=CapacityKind.TRAINING_PLAN,
         training_plan_arn="arn:plan",
-        capacity_problems=("node_count: too many, got 9",),
+        capacity_placement=Placement(count=0),
     )
     assert _lines(plan_on_cpu) == [
         "instance_groups['c'].capacity: a training plan reserves accelerated capacity; "
         "ml.m5.2xlarge is a CPU type, so leave capacity unset for this group, got 'arn:plan' "
         "[FM841]",
-        "instance_groups['c'].capacity: node_count: too many, got 9, got 'training-plan' [FM841]",
+        "instance_groups['c'].capacity: node_count: 1 nodes exceed the training-plan "
+        "reservation of 0 instances; lower the node count or enlarge the reservation, got 1 "
+        "[FM841]",
     ]
 
 
@@ -185,7 +188,6 @@ def test_the_construct_reports_the_rules_findings() -> None:
 
     group = InstanceGroup(name="workers", instance_type="p5.48xlarge", instance_count=0)
     rules = instance_group(group.rule_arguments(), slurm=False)
-    assert group.problems(Orchestrator.HYPERPOD_EKS) == [f.message() for f in rules]
     assert check_layout([group], Orchestrator.HYPERPOD_EKS) == rules
     with pytest.raises(FmValidationError, match=r"instance_type: must be an instance type"):
         InstanceGroup(name="w", instance_type="m5.weird").spec  # noqa: B018

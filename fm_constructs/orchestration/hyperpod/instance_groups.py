@@ -66,10 +66,6 @@ class ScheduledUpdate:
     batch_percentage: int = 20
     wait_interval_seconds: int = 300
 
-    def problems(self, prefix: str) -> list[str]:
-        """What :func:`fm_constructs.rules.hyperpod.scheduled_update` finds, as lines."""
-        return [f.message() for f in self.findings(prefix)]
-
     def findings(self, prefix: str) -> list[Finding]:
         cron = None if Token.is_unresolved(self.cron) else self.cron
         return hyperpod_rules.scheduled_update(
@@ -221,25 +217,12 @@ class InstanceGroup:
             deep_health_checks=self.deep_health_checks,
             capacity_kind=capacity.kind if capacity is not None else None,
             training_plan_arn=capacity.training_plan_arn if capacity is not None else None,
-            capacity_problems=tuple(
-                capacity.problems_with(
-                    node_count=self.instance_count, instance_type=self.instance_type
-                )
-                if capacity is not None and known_type
-                else ()
-            ),
+            capacity_placement=capacity.placement if capacity is not None and known_type else None,
             kubernetes_labels=self.kubernetes_labels,
             kubernetes_taints=tuple(self.kubernetes_taints),
             partition_name=self.partition_name,
             image_id=_known(self.image_id),
         )
-
-    def problems(self, orchestrator: Orchestrator) -> list[str]:
-        """Every rule this group breaks when used with ``orchestrator``
-        (:func:`fm_constructs.rules.hyperpod.instance_group`)."""
-        slurm = orchestrator is Orchestrator.HYPERPOD_SLURM
-        found = hyperpod_rules.instance_group(self.rule_arguments(), slurm=slurm)
-        return [f.message() for f in found]
 
 
 def _known(value: Any) -> Any:
