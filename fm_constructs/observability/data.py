@@ -78,9 +78,9 @@ DEFAULT_RULE_THRESHOLDS: Mapping[str, float] = {
 _PLACEHOLDER = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
 
 #: Annotations and labels every shipped and user-supplied alert must carry.
-REQUIRED_ALERT_LABELS = ("severity",)
-REQUIRED_ALERT_ANNOTATIONS = ("summary", "description", "runbook")
-ALLOWED_SEVERITIES = ("critical", "warning", "info")
+REQUIRED_ALERT_LABELS = observability_rules.REQUIRED_ALERT_LABELS
+REQUIRED_ALERT_ANNOTATIONS = observability_rules.REQUIRED_ALERT_ANNOTATIONS
+ALLOWED_SEVERITIES = observability_rules.ALLOWED_SEVERITIES
 
 
 def shipped_rule_files() -> list[Path]:
@@ -142,58 +142,9 @@ def load_rule_file(path: Path, thresholds: Mapping[str, float]) -> tuple[str, di
             [f"{path}: not valid YAML ({error})"], code=codes.OBSERVABILITY_DATA
         ) from error
     problems = Problems(context=path.name, code=codes.OBSERVABILITY_DATA)
-    problems.extend(rule_document_problems(document))
+    problems.adopt(observability_rules.rule_document(document))
     problems.raise_if_any()
     return text, document
-
-
-def rule_document_problems(document: object) -> list[str]:
-    """Every structural problem of a Prometheus rules document (empty list when valid)."""
-    if not isinstance(document, dict) or not isinstance(document.get("groups"), list):
-        return ["must be a mapping with a 'groups' list"]
-    problems: list[str] = []
-    if not document["groups"]:
-        problems.append("groups: must not be empty")
-    for group in document["groups"]:
-        name = group.get("name") if isinstance(group, dict) else None
-        if not name:
-            problems.append("every group needs a name")
-            continue
-        rules = group.get("rules")
-        if not isinstance(rules, list) or not rules:
-            problems.append(f"group {name}: needs a non-empty 'rules' list")
-            continue
-        for rule in rules:
-            problems.extend(_rule_problems(name, rule))
-    return problems
-
-
-def _rule_problems(group: str, rule: object) -> list[str]:
-    if not isinstance(rule, dict):
-        return [f"group {group}: every rule must be a mapping"]
-    ident = rule.get("alert") or rule.get("record")
-    where = f"group {group}, rule {ident}"
-    problems: list[str] = []
-    if ("alert" in rule) == ("record" in rule):
-        problems.append(f"{where}: needs exactly one of 'alert' or 'record'")
-    expr = rule.get("expr")
-    if not isinstance(expr, str) or not expr.strip():
-        problems.append(f"{where}: needs a non-empty 'expr'")
-    if "alert" in rule:
-        labels = rule.get("labels") or {}
-        annotations = rule.get("annotations") or {}
-        for label in REQUIRED_ALERT_LABELS:
-            if not labels.get(label):
-                problems.append(f"{where}: label '{label}' is required")
-        severity = labels.get("severity")
-        if severity and severity not in ALLOWED_SEVERITIES:
-            problems.append(
-                f"{where}: severity must be one of {list(ALLOWED_SEVERITIES)}, got {severity!r}"
-            )
-        for annotation in REQUIRED_ALERT_ANNOTATIONS:
-            if not annotations.get(annotation):
-                problems.append(f"{where}: annotation '{annotation}' is required")
-    return problems
 
 
 def render_scrape_configuration(

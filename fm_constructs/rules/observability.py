@@ -284,6 +284,65 @@ def rule_threshold_overrides(
     return out
 
 
+#: What every alert of a rule file carries: the label the routing reads, the annotations the
+#: notification and the runbook link read, and the severities the routing knows.
+REQUIRED_ALERT_LABELS = ("severity",)
+REQUIRED_ALERT_ANNOTATIONS = ("summary", "description", "runbook")
+ALLOWED_SEVERITIES = ("critical", "warning", "info")
+
+
+def rule_document(document: object) -> list[Finding]:
+    """A Prometheus rules document is a mapping with a non-empty ``groups`` list; every group
+    has a name and rules; every rule has one of ``record`` and ``alert`` and a non-empty
+    ``expr``; every alert has the required labels and annotations and a known severity (each
+    finding phrased in full, naming the group and the rule)."""
+    if not isinstance(document, dict) or not isinstance(document.get("groups"), list):
+        return [_message(OBSERVABILITY_DATA, "must be a mapping with a 'groups' list")]
+    out: list[str] = []
+    if not document["groups"]:
+        out.append("groups: must not be empty")
+    for group in document["groups"]:
+        name = group.get("name") if isinstance(group, dict) else None
+        if not name:
+            out.append("every group needs a name")
+            continue
+        rules = group.get("rules")
+        if not isinstance(rules, list) or not rules:
+            out.append(f"group {name}: needs a non-empty 'rules' list")
+            continue
+        for rule in rules:
+            out.extend(_rule_problems(name, rule))
+    return [_message(OBSERVABILITY_DATA, text) for text in out]
+
+
+def _rule_problems(group: str, rule: object) -> list[str]:
+    if not isinstance(rule, dict):
+        return [f"group {group}: every rule must be a mapping"]
+    ident = rule.get("alert") or rule.get("record")
+    where = f"group {group}, rule {ident}"
+    problems: list[str] = []
+    if ("alert" in rule) == ("record" in rule):
+        problems.append(f"{where}: needs exactly one of 'alert' or 'record'")
+    expr = rule.get("expr")
+    if not isinstance(expr, str) or not expr.strip():
+        problems.append(f"{where}: needs a non-empty 'expr'")
+    if "alert" in rule:
+        labels = rule.get("labels") or {}
+        annotations = rule.get("annotations") or {}
+        for label in REQUIRED_ALERT_LABELS:
+            if not labels.get(label):
+                problems.append(f"{where}: label '{label}' is required")
+        severity = labels.get("severity")
+        if severity and severity not in ALLOWED_SEVERITIES:
+            problems.append(
+                f"{where}: severity must be one of {list(ALLOWED_SEVERITIES)}, got {severity!r}"
+            )
+        for annotation in REQUIRED_ALERT_ANNOTATIONS:
+            if not annotations.get(annotation):
+                problems.append(f"{where}: annotation '{annotation}' is required")
+    return problems
+
+
 def dashboard_model(source: str, dashboard: object) -> list[Finding]:
     """A dashboard file's document (``source`` names the file) is a JSON object with a
     non-empty uid and title."""

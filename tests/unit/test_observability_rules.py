@@ -158,3 +158,46 @@ def test_an_imported_file_system_states_its_size_for_alarms() -> None:
         (FSX_ALARMS, "storage_capacity_gib"),
         (FSX_ALARMS, "throughput_mb_s_per_tib"),
     ]
+
+
+def test_a_rules_document_names_each_group_and_rule_that_is_wrong() -> None:
+    assert [f.message() for f in rules.rule_document([])] == [
+        "must be a mapping with a 'groups' list"
+    ]
+    assert [f.message() for f in rules.rule_document({"groups": []})] == [
+        "groups: must not be empty"
+    ]
+    document = {
+        "groups": [
+            {"rules": []},
+            {"name": "empty", "rules": []},
+            {
+                "name": "gpu",
+                "rules": [
+                    "not a mapping",
+                    {
+                        "record": "a",
+                        "alert": "b",
+                        "expr": "up",
+                        "labels": {"severity": "info"},
+                        "annotations": {"summary": "s", "description": "d", "runbook": "r"},
+                    },
+                    {"alert": "Hot", "expr": " ", "labels": {"severity": "page"}},
+                    {"record": "fine", "expr": "sum(up)"},
+                ],
+            },
+        ]
+    }
+    findings = rules.rule_document(document)
+    assert {f.code for f in findings} == {OBSERVABILITY_DATA}
+    assert [f.message() for f in findings] == [
+        "every group needs a name",
+        "group empty: needs a non-empty 'rules' list",
+        "group gpu: every rule must be a mapping",
+        "group gpu, rule b: needs exactly one of 'alert' or 'record'",
+        "group gpu, rule Hot: needs a non-empty 'expr'",
+        "group gpu, rule Hot: severity must be one of ['critical', 'warning', 'info'], got 'page'",
+        "group gpu, rule Hot: annotation 'summary' is required",
+        "group gpu, rule Hot: annotation 'description' is required",
+        "group gpu, rule Hot: annotation 'runbook' is required",
+    ]
