@@ -43,7 +43,12 @@ from fm_constructs.patterns.workloads import (
     PostTrainingWorkload,
     PretrainingWorkload,
 )
-from fm_constructs.storage import DataBucket, LustreFileSystem, workload_associations
+from fm_constructs.storage import (
+    DataBucket,
+    ILustreFileSystem,
+    LustreFileSystem,
+    workload_associations,
+)
 from fm_constructs.storage.data_perimeter import DataPerimeter
 from fm_constructs.storage.teardown import VpcTeardownGuard
 
@@ -324,7 +329,7 @@ class Deployment:
         return file_system
 
     def _hyperpod(
-        self, scope: Construct, w: WorkloadOptions, file_system: LustreFileSystem | None
+        self, scope: Construct, w: WorkloadOptions, file_system: ILustreFileSystem | None
     ) -> HyperPodAcceleratedWorkload:
         hp = w.hyperpod
         assert hp is not None
@@ -365,7 +370,7 @@ class Deployment:
         self,
         scope: Construct,
         w: WorkloadOptions,
-        file_system: LustreFileSystem | None,
+        file_system: ILustreFileSystem | None,
     ) -> PcsAcceleratedWorkload:
         # The profile rules require the pinned AMI on 'pcs' (FM337).
         assert w.pcs_ami_id is not None
@@ -374,7 +379,7 @@ class Deployment:
         )
 
     def _accelerated_common(
-        self, w: WorkloadOptions, file_system: LustreFileSystem | None
+        self, w: WorkloadOptions, file_system: ILustreFileSystem | None
     ) -> dict[str, Any]:
         """The keyword arguments the HyperPod and AWS PCS workloads both take."""
         assert w.capacity is not None
@@ -415,13 +420,13 @@ class Deployment:
         }
 
     def _pretraining(
-        self, scope: Construct, w: WorkloadOptions, file_system: LustreFileSystem | None
+        self, scope: Construct, w: WorkloadOptions, file_system: ILustreFileSystem | None
     ) -> PretrainingWorkload:
         common = self._eks_common(w)
         return PretrainingWorkload(scope, "Workload", file_system=file_system, **common)
 
     def _post_training(
-        self, scope: Construct, w: WorkloadOptions, file_system: LustreFileSystem | None
+        self, scope: Construct, w: WorkloadOptions, file_system: ILustreFileSystem | None
     ) -> PostTrainingWorkload:
         rollout = w.rollout
         return PostTrainingWorkload(
@@ -437,7 +442,7 @@ class Deployment:
         )
 
     def _inference(
-        self, scope: Construct, w: WorkloadOptions, file_system: LustreFileSystem | None
+        self, scope: Construct, w: WorkloadOptions, file_system: ILustreFileSystem | None
     ) -> InferenceWorkload:
         serving = w.inference
         assert serving is not None
@@ -468,7 +473,9 @@ class Deployment:
 
 _EKS_PATTERNS: dict[
     str,
-    Callable[[Deployment, Construct, WorkloadOptions, LustreFileSystem | None], EksWorkloadPattern],
+    Callable[
+        [Deployment, Construct, WorkloadOptions, ILustreFileSystem | None], EksWorkloadPattern
+    ],
 ] = {
     "pretraining": Deployment._pretraining,
     "post_training": Deployment._post_training,
