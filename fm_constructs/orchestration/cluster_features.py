@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -185,17 +185,6 @@ class GpuClusterFeatures:
         self._kubectl_acknowledged = False
         self._node_peers: list[ec2.IConnectable] = [self.icluster]
         self._lustre_file_systems: list[ILustreFileSystem] = []
-
-    def enable_device_plugins(self, family: EksAmiFamily, *, dcgm_exporter: bool = True) -> None:
-        """Alias of ``DevicePlugins.for_family(family, efa=False, dcgm_exporter=...)
-        .enable(cluster)``: the device plugin of ``family`` (and the DCGM exporter for NVIDIA)."""
-        DevicePlugins.for_family(family, efa=False, dcgm_exporter=dcgm_exporter).enable(
-            cast("IGpuCluster", self)
-        )
-
-    def enable_efa_device_plugin(self) -> None:
-        """Alias of ``DevicePlugins(nvidia=False, efa=True).enable(cluster)``."""
-        DevicePlugins(nvidia=False, efa=True).enable(cast("IGpuCluster", self))
 
     def add_node_peer(self, peer: ec2.IConnectable) -> None:
         """Register the security groups of a node group so that every FSx for Lustre file system

@@ -13,7 +13,6 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
-from fm_constructs.catalog import EksAmiFamily
 from fm_constructs.orchestration.addon_registry import AddonRegistry
 from fm_constructs.orchestration.eks_charts import HelmChartSpec
 
@@ -78,12 +77,6 @@ class IGpuCluster(Protocol):
     def add_pinned_chart(
         self, spec: HelmChartSpec, values: Mapping[str, Any], *, wait: bool = False
     ) -> eks.HelmChart: ...
-
-    def enable_device_plugins(
-        self, family: EksAmiFamily, *, dcgm_exporter: bool = True
-    ) -> None: ...
-
-    def enable_efa_device_plugin(self) -> None: ...
 
     def add_node_peer(self, peer: ec2.IConnectable) -> None: ...
 

@@ -31,7 +31,7 @@ from fm_constructs.config.options import (
 from fm_constructs.domain.kinds import Orchestrator
 from fm_constructs.domain.names import ROLLOUT_POOL
 from fm_constructs.network.gpu_vpc import GpuClusterVpc
-from fm_constructs.orchestration import GpuEksCluster, WorkloadOperators
+from fm_constructs.orchestration import DevicePlugins, GpuEksCluster, WorkloadOperators
 from fm_constructs.orchestration.hyperpod import InstanceGroup
 from fm_constructs.patterns.eks_monitoring import EksClusterScraping, scraper_security_group
 from fm_constructs.patterns.hyperpod_workload import HyperPodAcceleratedWorkload
@@ -235,8 +235,8 @@ class Deployment:
             addons_scope=Construct(addons_scope, "Cluster"),
         )
         for family in options.device_plugin_families:
-            cluster.enable_device_plugins(family)
-        cluster.enable_efa_device_plugin()
+            DevicePlugins.for_family(family, efa=False).enable(cluster)
+        DevicePlugins(nvidia=False, efa=True).enable(cluster)
         security_group: ec2.SecurityGroup | None = None
         role_scope: Construct | None = None
         if options.scraped:
