@@ -183,7 +183,7 @@ def _resources(layout: ServingLayout) -> dict[str, Any]:
     limits: dict[str, Any] = {GPU_RESOURCE: str(layout.gpus_per_pod)}
     if layout.efa_per_pod:
         limits[EFA_RESOURCE] = str(layout.efa_per_pod)
-        limits["hugepages-2Mi"] = EFA_HUGEPAGES
+        limits[names.HUGEPAGES_2MI_RESOURCE] = EFA_HUGEPAGES
     requests.update(limits)
     return {"requests": requests, "limits": limits}
 

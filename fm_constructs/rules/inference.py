@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from fm_constructs.catalog import InstanceSpec
 from fm_constructs.domain.kinds import LoadBalancer
 from fm_constructs.domain.numbers import is_whole_number
+from fm_constructs.domain.ports import NODE_EXPORTER_PORTS
 from fm_constructs.errors import FmValidationError
 from fm_constructs.planning.serving_layout import (
     GPU_MEMORY_UTILIZATION,
@@ -572,12 +573,13 @@ def model_server_spec(spec: ModelServerSpec) -> list[Finding]:
     out += gpu_memory_utilization(spec.gpu_memory_utilization)
     if spec.max_model_len is not None and spec.max_model_len < 1:
         _add(out, "max_model_len", spec.max_model_len, "must be >= 1 or None (model default)")
-    if not 1024 <= spec.port <= 65535 or spec.port in (9100, 9109, 9400):
+    if not 1024 <= spec.port <= 65535 or spec.port in NODE_EXPORTER_PORTS:
+        exporters = ", ".join(str(p) for p in sorted(NODE_EXPORTER_PORTS))
         _add(
             out,
             "port",
             spec.port,
-            "must be 1024-65535 and not an exporter port (9100, 9109, 9400)",
+            f"must be 1024-65535 and not an exporter port ({exporters})",
         )
     if spec.model_cache_size_gib is not None and spec.model_cache_size_gib < 1:
         _add(out, "model_cache_size_gib", spec.model_cache_size_gib, "must be >= 1 or None")
