@@ -100,13 +100,15 @@ test: setup
 
 # The documentation site, offline and warning-free (output in site/, gitignored). Built again
 # only when a file it can read has changed since the last build: its pages, mkdocs.yml, its
-# hooks and roles (tools/), the modules its reference pages document (mkdocstrings), the files
-# its pages include (pymdownx.snippets: examples/, and any source folder) or the installed
-# packages; otherwise the last build, warning-free on the same files, stands. The folders are
-# inputs too: one is newer when a file in it was added, renamed or deleted (a page that links
-# to a deleted one must fail the build again).
-DOCS_INPUTS := mkdocs.yml pyproject.toml $(shell find docs/ $(PY_SOURCES) config \
-	-not -path '*/__pycache__*')
+# hooks and roles (tools/), the modules its reference pages document (mkdocstrings), the source
+# folders beside them, the files its pages include (each `--8<-- "path"` of pymdownx.snippets,
+# wherever it points) or the installed packages; otherwise the last build, warning-free on the
+# same files, stands. The tests are no input unless a page includes one, so changing a test
+# does not build the site again. The folders are inputs too: one is newer when a file in it was
+# added, renamed or deleted (a page that links to a deleted one must fail the build again).
+DOCS_SNIPPETS := $(shell grep -rhoE -- '--8<-- "[^"]+"' docs | sed -E 's/.*"([^":]+)[^"]*"/\1/')
+DOCS_INPUTS := mkdocs.yml pyproject.toml $(DOCS_SNIPPETS) $(shell find docs/ \
+	$(filter-out tests,$(PY_SOURCES)) config -not -path '*/__pycache__*')
 site/.built: $(VENV)/.installed node_modules/.installed $(DOCS_INPUTS)
 	mkdocs build --strict --quiet
 	touch $@
