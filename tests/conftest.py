@@ -4,7 +4,10 @@ per test process and every stack-level test reads the cached templates.
 Every test process gets its own scratch directory as ``TMPDIR`` before aws_cdk is imported,
 so the cloud assemblies written by synths (``cdk.out*`` directories of apps without an outdir,
 profile synths, staged assets) land there and are removed when the process ends instead of
-filling the machine's temporary directory run after run.
+filling the machine's temporary directory run after run. A run writes some 3.4 GB there (each
+synthesis with an EKS cluster stages 58 MB of kubectl and AWS CLI layer archives): it goes to
+memory (``/dev/shm``) when ``TMPDIR`` is not set and that file system has room for it (a warm
+``make test`` 71-72 s against 76-80 s on disk), else to the default temporary directory.
 
 The end of a run waits for nothing it does not need: each process's scratch directory is
 removed by a process of its own (about a second per worker), and an xdist worker, once it has
@@ -29,7 +32,24 @@ from _pytest.mark.expression import Expression
 
 from stacks.runtime import prefer_venv_node
 
-SCRATCH = tempfile.mkdtemp(prefix="fm-tests-")
+#: Room a run's scratch needs on a memory file system (its peak was 3.4 GB) before one is used.
+MEMORY_SCRATCH_BYTES = 8 * 2**30
+
+
+def _scratch_parent() -> str | None:
+    """``/dev/shm`` when ``TMPDIR`` is unset (a worker inherits its controller's scratch as
+    ``TMPDIR``) and it is a writable file system with room that runs programs (the tests run
+    fake commands and node scripts from their scratch); None: the default."""
+    shm = "/dev/shm"
+    if "TMPDIR" in os.environ or not os.path.isdir(shm) or not os.access(shm, os.W_OK):
+        return None
+    stats = os.statvfs(shm)
+    if stats.f_flag & getattr(os, "ST_NOEXEC", 0):
+        return None
+    return shm if stats.f_bavail * stats.f_frsize >= MEMORY_SCRATCH_BYTES else None
+
+
+SCRATCH = tempfile.mkdtemp(prefix="fm-tests-", dir=_scratch_parent())
 os.environ["TMPDIR"] = SCRATCH
 tempfile.tempdir = SCRATCH
 
