@@ -166,8 +166,11 @@ def test_guard_aspects_visit_what_an_aspect_of_the_app_visits_in_the_same_order(
         enable_nag(app)
         for name in ("A", "B"):
             stack = cdk.Stack(app, name)
-            Construct(Construct(stack, "Outer"), "Inner")
-        cdk.Stack(cdk.Stage(app, "Nested"), "C")
+            inner = Construct(Construct(stack, "Outer"), "Inner")
+            cdk.CfnResource(inner, "Handle", type="AWS::CloudFormation::WaitConditionHandle")
+        # Each stack holds a resource: the template validation warns about an empty one.
+        nested = cdk.Stack(cdk.Stage(app, "Nested"), "C")
+        cdk.CfnResource(nested, "Handle", type="AWS::CloudFormation::WaitConditionHandle")
         if guarded:
             add_guard_aspect(app, record)
         else:
