@@ -51,22 +51,35 @@ def resource_minutes(resource: Mapping[str, Any]) -> float:
     return RESOURCE_MINUTES.get(kind, DEFAULT_MINUTES)
 
 
-def _references(node: Any) -> Iterator[str]:
+def _sub_names(body: Any) -> Iterator[str]:
+    """The names of ``${Name}`` and ``${Name.Attribute}`` in an ``Fn::Sub`` string (its
+    variables map is walked as any other node); pseudo parameters and ``${!Literal}`` are not
+    logical ids."""
+    text = body[0] if isinstance(body, list) else body
+    for part in str(text).split("${")[1:]:
+        name = part.split("}")[0].split(".")[0]
+        if not name.startswith(("AWS::", "!")):
+            yield name
+
+
+def referenced_ids(node: Any) -> Iterator[str]:
+    """Logical ids a template node references through ``Ref``, ``Fn::GetAtt`` and ``${...}``
+    in ``Fn::Sub``, walked through every nested dict and list; a ``Ref`` to a pseudo parameter
+    (``AWS::Region``) is none."""
     if isinstance(node, dict):
-        if "Ref" in node and isinstance(node["Ref"], str):
-            yield node["Ref"]
+        ref = node.get("Ref")
+        if isinstance(ref, str) and not ref.startswith("AWS::"):
+            yield ref
         if "Fn::GetAtt" in node:
             target = node["Fn::GetAtt"]
             yield target[0] if isinstance(target, list) else str(target).split(".")[0]
         if "Fn::Sub" in node:
-            text = node["Fn::Sub"][0] if isinstance(node["Fn::Sub"], list) else node["Fn::Sub"]
-            for part in str(text).split("${")[1:]:
-                yield part.split("}")[0].split(".")[0]
+            yield from _sub_names(node["Fn::Sub"])
         for value in node.values():
-            yield from _references(value)
+            yield from referenced_ids(value)
     elif isinstance(node, list):
         for value in node:
-            yield from _references(value)
+            yield from referenced_ids(value)
 
 
 def stack_minutes(template: Mapping[str, Any]) -> tuple[float, list[str]]:
@@ -76,7 +89,7 @@ def stack_minutes(template: Mapping[str, Any]) -> tuple[float, list[str]]:
     for logical_id, resource in resources.items():
         depends = resource.get("DependsOn", [])
         depends = [depends] if isinstance(depends, str) else list(depends)
-        refs = set(_references(resource.get("Properties", {})))
+        refs = set(referenced_ids(resource.get("Properties", {})))
         needs[logical_id] = {r for r in (*refs, *depends) if r in resources and r != logical_id}
     finish: dict[str, tuple[float, list[str]]] = {}
 
