@@ -136,13 +136,12 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         home = self.addons_scope
 
         # -- checks, and the kubectl layer of the version ---------------------------------------
-        problems.add_findings(platform_rules.kubernetes_version(kubernetes_version))
-        if kubectl_layer is None:
-            problems.add_findings(
-                platform_rules.kubectl_layer_installed(
-                    kubernetes_version, layer_argument="kubectl_layer"
-                )
+        layer_argument = "kubectl_layer" if kubectl_layer is None else None
+        problems.add_findings(
+            platform_rules.cluster_kubernetes_version(
+                kubernetes_version, layer_argument=layer_argument
             )
+        )
         version = supported_version(kubernetes_version)
         self._check_inputs(problems, admin_role_arns, public_access_cidrs, system_node_count)
         self._check_admin_accounts(problems, admin_role_arns)

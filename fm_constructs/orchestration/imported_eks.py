@@ -82,18 +82,19 @@ class ImportedGpuEksCluster(GpuClusterFeatures, Construct):
         problems = Problems(context=f"{self.context_name} {self.node.path}", code=codes.EKS_CLUSTER)
         problems.adopt(eks_rules.imported_cluster_name(cluster_name))
         requested = attributes.get("kubernetes_version", DEFAULT_KUBERNETES_VERSION)
-        problems.add_findings(platform_rules.kubernetes_version(requested))
         options = attributes.get("kubectl_provider_options")
         layer = options.kubectl_layer if options is not None else None
         provider = attributes.get("kubectl_provider")
-        if provider is None and layer is None:
-            problems.add_findings(
-                platform_rules.kubectl_layer_installed(requested, layer_argument="kubectl_provider")
+        builds_layer = provider is None and layer is None
+        problems.add_findings(
+            platform_rules.cluster_kubernetes_version(
+                requested, layer_argument="kubectl_provider" if builds_layer else None
             )
+        )
         problems.raise_if_any()
         version = supported_version(requested)
         assert version is not None
-        if provider is None and layer is None:
+        if builds_layer:
             layer = make_kubectl_layer(self, "KubectlLayer", version)
         self.kubernetes_version = version.version
         self.gpu_availability_zone = attributes.get("gpu_availability_zone")

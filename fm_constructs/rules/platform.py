@@ -207,6 +207,17 @@ def kubectl_layer_installed(
     return []
 
 
+def cluster_kubernetes_version(version: str, *, layer_argument: str | None) -> list[Finding]:
+    """The rules an EKS cluster construct runs on its ``kubernetes_version``: a supported
+    version (FM201) and, when the construct builds its own kubectl layer, the layer's package
+    installed (FM205). ``layer_argument``: the argument that takes a layer instead, named in the
+    fix; None when one was given (no package needed)."""
+    found = kubernetes_version(version)
+    if layer_argument is not None:
+        found += kubectl_layer_installed(version, layer_argument=layer_argument)
+    return found
+
+
 @rule(
     "FM202",
     "A cluster admin is not an IAM role ARN (a bare name, a user or another principal).",

@@ -64,6 +64,15 @@ def test_missing_layer_package_named(monkeypatch: pytest.MonkeyPatch) -> None:
     assert f"pip install '{package}', pass kubectl_layer=, or use the default" in finding.line()
     (profile_finding,) = platform_rules.kubectl_layer_installed(DEFAULT_KUBERNETES_VERSION)
     assert "kubectl_layer=" not in profile_finding.line()
+    # A cluster construct given a layer needs no package; one that builds its own does.
+    version = DEFAULT_KUBERNETES_VERSION
+    assert platform_rules.cluster_kubernetes_version(version, layer_argument=None) == []
+    assert platform_rules.cluster_kubernetes_version(version, layer_argument="kubectl_layer") == [
+        finding
+    ]
+    assert [
+        f.code for f in platform_rules.cluster_kubernetes_version("1.30", layer_argument="x")
+    ] == ["FM201"]
 
 
 @pytest.mark.parametrize(
