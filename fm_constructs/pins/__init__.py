@@ -74,13 +74,19 @@ class BinaryPin:
     ``sha256``: release file name -> its sha256 digest (``[binaries.<name>.sha256]``), the
     digest the project publishes, as recorded by public packaging named in ``pins.toml``. A
     node uses a downloaded file only when its digest is pinned here and matches: the pins,
-    not the download site, are the root of trust. ``sha256_unavailable``: why no digest is
-    pinned yet (the nodes then refuse that download)."""
+    not the download site, are the root of trust. ``git_tree``: for a source archive a host
+    makes of a tag on request (whose bytes are no fixed fact), archive name -> the git tree
+    id of the tag's commit (``[binaries.<name>.git_tree]``, with ``git_tree_source`` saying
+    where it was read): nodes extract the archive and use it only when what it holds is that
+    tree. ``sha256_unavailable``: why no digest is pinned yet (the nodes then refuse that
+    download)."""
 
     name: str
     version: str
     source: str
     sha256: dict[str, str] = field(default_factory=dict)
+    git_tree: dict[str, str] = field(default_factory=dict)
+    git_tree_source: str = ""
     sha256_unavailable: str = ""
 
 
@@ -243,6 +249,15 @@ def download_digests() -> dict[str, str]:
     return digests
 
 
+def source_trees() -> dict[str, str]:
+    """Every pinned source archive's tree (archive name -> git tree id), for the nodes that
+    build those sources as root."""
+    trees: dict[str, str] = {}
+    for pin in load().binaries.values():
+        trees.update(pin.git_tree)
+    return trees
+
+
 def kubernetes() -> KubernetesPins:
     """The Kubernetes versions table."""
     return load().kubernetes
@@ -263,4 +278,5 @@ __all__ = [
     "kubernetes",
     "load",
     "service",
+    "source_trees",
 ]

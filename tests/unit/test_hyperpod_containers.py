@@ -36,6 +36,8 @@ from tests.unit.test_hyperpod_node import node
 pytestmark = pytest.mark.e2e
 
 PYXIS_VERSION = pins.binary("pyxis").version
+#: The tree the library pins for the release archive: the real archive must hold it.
+PYXIS_TREE = pins.source_trees()[f"pyxis-{PYXIS_VERSION}.tar.gz"]
 ENROOT_VERSION = pins.binary("enroot").version
 SLURM_HEADERS = Path("/usr/include/slurm")
 
@@ -90,15 +92,17 @@ def _with_slurm_headers(sim: SimulatedNode) -> None:
 
 @pytest.mark.parametrize("role", ["worker", "login", "controller"])
 def test_pyxis_builds_from_its_release_source_on_every_node_type(tmp_path: Path, role: str) -> None:
-    """OnCreate builds pyxis with the host's make and gcc against Debian's Slurm headers, with
-    the command containers.sh runs, and the plugin it installs is a shared object exporting
-    the SPANK entry points."""
+    """OnCreate accepts the release archive by the tree the library pins for it and builds
+    pyxis with the host's make and gcc against Debian's Slurm headers, with the command
+    containers.sh runs; the plugin it installs is a shared object exporting the SPANK entry
+    points."""
     archive = _need_pyxis_source(tmp_path)
     sim = node(tmp_path / "node", role, real_make=True)
     _with_slurm_headers(sim)
-    sim.serve(sim.pyxis_url, archive.read_bytes())
+    sim.serve_source(sim.pyxis_url, archive.read_bytes(), tree=PYXIS_TREE)
     run = sim.run()
     assert run.returncode == 0, run.output
+    assert f"source tree matches the pinned {PYXIS_TREE}" in run.output, run.output
     assert f"containers: built pyxis {PYXIS_VERSION}" in run.output, run.output
     # The Makefile's own flags survive: CPPFLAGS came through the environment.
     compiles = [line for line in run.output.splitlines() if " -c pyxis_slurmstepd.c" in line]
@@ -159,7 +163,7 @@ def test_a_node_whose_pyxis_does_not_compile_joins_drained(tmp_path: Path) -> No
     archive = _need_pyxis_source(tmp_path)
     sim = node(tmp_path / "node", "worker", real_make=True)
     _with_slurm_headers(sim)
-    sim.serve(sim.pyxis_url, archive.read_bytes())
+    sim.serve_source(sim.pyxis_url, archive.read_bytes(), tree=PYXIS_TREE)
     run = sim.run(env={"CC": "false"})
     assert run.returncode == 0, run.output
     assert f"pyxis {PYXIS_VERSION} could not be fetched or built" in run.output

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
+import os
 import shutil
+import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,7 @@ from fm_constructs.orchestration.hyperpod.lifecycle import (
     efa_interface_cap,
     lnet_efa_interfaces,
 )
+from tests.git_tree import tree_id
 from tests.hyperpod_node import SimulatedNode, url_key
 
 #: The lifecycle scripts run whole in a simulated node (real bash, systemd-analyze, munge): the
@@ -305,8 +310,9 @@ def test_only_a_download_whose_digest_is_pinned_runs(tmp_path: Path) -> None:
 def test_the_shipped_pins_refuse_a_file_that_is_not_the_release(tmp_path: Path) -> None:
     """With the library's own pins (the real releases' digests), the stand-in archives this
     node serves are refused, as any file other than the published one would be: the pins
-    reach the node and are enforced there. enroot and pyxis, with no digest pinned yet, are
-    refused too, and a worker joins drained naming them."""
+    reach the node and are enforced there: the pyxis source, pinned by the tree of its release
+    tag, is refused for holding another tree. enroot, with no digest pinned yet, is refused
+    too, and a worker joins drained naming both."""
     sim = node(tmp_path, "worker", shipped_pins=True)
     run = sim.run()
     assert run.returncode == 0, run.output
@@ -314,7 +320,9 @@ def test_the_shipped_pins_refuse_a_file_that_is_not_the_release(tmp_path: Path) 
         assert f"refusing {package}: no sha256 is pinned for it" in run.output or (
             package.startswith("enroot+caps")  # not fetched once the first is refused
         )
-    assert "refusing pyxis-0.19.0.tar.gz: no sha256 is pinned for it" in run.output
+    tree = pins.source_trees()["pyxis-0.19.0.tar.gz"]
+    assert "refusing pyxis-0.19.0.tar.gz: its source tree " in run.output
+    assert f"is not the pinned {tree}" in run.output
     assert sim.slurm_state == ("drain", DRAINED)
     assert not sim.exists("usr/local/lib/slurm/spank_pyxis.so")
     metrics = sim.run_metrics_installer()
@@ -341,6 +349,136 @@ def test_a_tampered_enroot_package_is_refused(tmp_path: Path) -> None:
     assert not any(c.startswith("apt-get install") and ".deb" in c for c in run.calls)
     assert "enroot" in sim.file("var/lib/fm-constructs/missing-components").split()
     assert sim.slurm_state[0] == "drain"
+
+
+PYXIS = pins.binary("pyxis").version
+PYXIS_ARCHIVE = f"pyxis-{PYXIS}.tar.gz"
+
+
+def _git(repo: Path, *args: str) -> bytes:
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(repo),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], env=environment, capture_output=True, check=True
+    ).stdout
+
+
+#: A release tag's files (path -> content, executable): a Makefile, sources in a folder whose
+#: name sorts between two files' (the order git's trees keep), an executable script.
+TAG_FILES = {
+    "Makefile": (b"all:\n", False),
+    "src/pyxis.c": (b"int x;\n", False),
+    "src.h": (b"#pragma once\n", False),
+    "src-gen.sh": (b"#!/bin/sh\n", True),
+}
+
+
+@functools.cache
+def _tag_archive() -> tuple[bytes, str]:
+    """GitHub's archive of a tag, made as GitHub makes it (``git archive`` of the tag with
+    the ``<repo>-<version>/`` prefix) from a real repository, and the tag's tree id as git
+    reports it."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = Path(tempfile.mkdtemp()) / "pyxis"
+    for name, (content, executable) in TAG_FILES.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        path.chmod(0o755 if executable else 0o644)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "release")
+    _git(repo, "tag", f"v{PYXIS}")
+    archive = _git(repo, "archive", "--format=tar.gz", f"--prefix=pyxis-{PYXIS}/", f"v{PYXIS}")
+    tree = _git(repo, "rev-parse", f"v{PYXIS}^{{tree}}").decode().strip()
+    shutil.rmtree(repo.parent)
+    return archive, tree
+
+
+def _retarred(archive: bytes, change: str) -> bytes:
+    """``archive`` with one change a tampered download could carry."""
+    members: dict[str, tuple[tarfile.TarInfo, bytes]] = {}
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for info in tar.getmembers():
+            data = tar.extractfile(info).read() if info.isfile() else b""  # type: ignore[union-attr]
+            members[info.name] = (info, data)
+    top = f"pyxis-{PYXIS}"
+    if change == "content":
+        info, _ = members[f"{top}/src/pyxis.c"]
+        members[info.name] = (info, b"int x; /* and something else */\n")
+    elif change == "mode":
+        info, data = members[f"{top}/src-gen.sh"]
+        info.mode = 0o644
+    elif change == "added file":
+        info = tarfile.TarInfo(f"{top}/src/extra.c")
+        info.mode = 0o644
+        members[info.name] = (info, b"void extra(void) {}\n")
+    elif change == "git directory":
+        info = tarfile.TarInfo(f"{top}/.git/hooks/post-checkout")
+        info.mode = 0o755
+        members[info.name] = (info, b"#!/bin/sh\n")
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        for info, data in members.values():
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    return raw.getvalue()
+
+
+def test_the_pyxis_source_is_built_when_it_holds_the_pinned_tree(tmp_path: Path) -> None:
+    """The archive of a release tag, made by git as GitHub makes it, holds the tree git names
+    for the tag: the node computes the same id (with the host's git), accepts the source and
+    builds it. The tests' own account of git's tree format agrees (tests/git_tree.py)."""
+    archive, tree = _tag_archive()
+    assert tree_id(TAG_FILES) == tree
+    sim = node(tmp_path, "worker")
+    sim.serve_source(sim.pyxis_url, archive, tree=tree)
+    run = sim.run("containers.sh", "worker")
+    assert run.returncode == 0, run.output
+    assert f"{PYXIS_ARCHIVE}: source tree matches the pinned {tree}" in run.output
+    assert f"containers: built pyxis {PYXIS}" in run.output
+    assert sim.exists("usr/local/lib/slurm/spank_pyxis.so")
+    assert sim.file("var/lib/fm-constructs/missing-components") == ""
+
+
+@pytest.mark.parametrize("change", ["content", "mode", "added file", "git directory"])
+def test_a_pyxis_source_that_is_not_the_tags_tree_is_refused(tmp_path: Path, change: str) -> None:
+    """A changed file, a lost executable bit, an added file or a .git folder (whose hooks no
+    tree records) is refused before anything is built, and pyxis counts as missing."""
+    archive, tree = _tag_archive()
+    sim = node(tmp_path, "worker")
+    sim.serve_source(sim.pyxis_url, archive, tree=tree, served=_retarred(archive, change))
+    run = sim.run("containers.sh", "worker")
+    assert run.returncode == 0, run.output
+    if change == "git directory":
+        assert f"refusing {PYXIS_ARCHIVE}: it holds a .git entry" in run.output
+    else:
+        assert f"refusing {PYXIS_ARCHIVE}: its source tree " in run.output
+        assert f"is not the pinned {tree}" in run.output
+    assert not any(c.startswith("make") for c in run.calls), run.calls
+    assert not sim.exists("usr/local/lib/slurm/spank_pyxis.so")
+    assert "pyxis" in sim.file("var/lib/fm-constructs/missing-components").split()
+
+
+def test_a_pyxis_source_without_a_pinned_tree_is_not_downloaded(tmp_path: Path) -> None:
+    archive, _tree = _tag_archive()
+    sim = node(tmp_path, "worker")
+    # Its sha256 pinned instead does not do: a tag's archive is checked by its tree alone.
+    sim.trees.clear()
+    sim.serve(sim.pyxis_url, archive)
+    run = sim.run("containers.sh", "worker")
+    assert f"refusing {PYXIS_ARCHIVE}: no source tree is pinned for it" in run.output
+    assert not any(sim.pyxis_url in c for c in run.calls), run.calls
+    assert not any(c.startswith("make") for c in run.calls), run.calls
+    assert "pyxis" in sim.file("var/lib/fm-constructs/missing-components").split()
 
 
 DRAINED = "fm-constructs: missing enroot pyxis"

@@ -103,9 +103,13 @@ def _node(
     # The S3 prefix as LifecycleScripts deploys it: the HyperPod scripts and the parameters.
     prefix = tmp_path / "s3" / BUCKET / PREFIX
     shutil.copytree(scripts_directory(), prefix, ignore=shutil.ignore_patterns("__*"))
-    # With the digests of the stand-ins the node serves pinned, as the library pins the real
-    # releases' (the scripts refuse a download without a pinned digest).
-    pinned = {**params, "download_sha256": dict(node.pinned)}
+    # With the digests and source trees of the stand-ins the node serves pinned, as the library
+    # pins the real releases' (the scripts refuse a download without a pin).
+    pinned = {
+        **params,
+        "download_sha256": dict(node.pinned),
+        "source_git_tree": dict(node.trees),
+    }
     (prefix / "provisioning_parameters.json").write_text(json.dumps(pinned))
     stubs = tmp_path / "aws-stub"
     stubs.mkdir()

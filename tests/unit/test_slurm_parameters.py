@@ -60,6 +60,7 @@ def test_hyperpod_and_pcs_give_the_shared_scripts_the_same_values() -> None:
         "enroot_version",
         "pyxis_version",
         "download_sha256",
+        "source_git_tree",
     }
     for key, value in shared.items():
         assert hyperpod[key] == value, key

@@ -183,10 +183,12 @@ def fsx_parameters(file_system: ILustreFileSystem, mount_point: str) -> dict[str
 
 def container_parameters() -> dict[str, Any]:
     """What ``containers.sh`` installs: the pinned ``enroot_version`` and ``pyxis_version``,
-    and ``download_sha256`` (release file name -> pinned sha256: the script refuses a
-    download whose name has none or whose digest differs)."""
+    ``download_sha256`` (release file name -> pinned sha256: the script refuses a download
+    whose name has none or whose digest differs) and ``source_git_tree`` (source archive
+    name -> the git tree it must hold: the script refuses any other)."""
     return {
         "enroot_version": pins.binary("enroot").version,
         "pyxis_version": pins.binary("pyxis").version,
         "download_sha256": pins.download_digests(),
+        "source_git_tree": pins.source_trees(),
     }

@@ -18,9 +18,10 @@
 #   configless slurmd nodes read). PLUGSTACK_CONF names another file for the line: on AWS PCS
 #   the controller is the service's, and its plugstack.conf includes the node's own
 #   /etc/aws/pcs/scheduler/slurm-<version>/plugstack.conf.d/*.conf (pcs_node.sh sets it).
-# Every download (the enroot packages, the pyxis source) is used only when its sha256 is the
-# digest the library pins for that file (fetch_pinned in lib.sh); one without a pinned
-# digest or with another is refused and logged, and the component counts as missing.
+# Every download is used only when it is what the library pins: the enroot packages by their
+# sha256 (fetch_pinned in lib.sh), the pyxis source by the git tree of its release tag
+# (fetch_pinned_source); one without a pin or not matching it is refused and logged, and the
+# component counts as missing.
 # Downloads are retried. A component that still cannot be fetched or built does not fail the
 # node: it is named in /var/lib/fm-constructs/missing-components, node_components.sh drains
 # the node with a reason naming it (workers) once slurmd runs, and fm-components-retry.timer
@@ -178,12 +179,12 @@ install_pyxis() {
     built=1
   fi
   if ((!built)); then
-    # GitHub's archive of the tag, which it names pyxis-<version>.tar.gz (the pins' key).
+    # GitHub's archive of the tag, which it names pyxis-<version>.tar.gz (the pins' key),
+    # checked by the tree it holds.
     local work url="https://github.com/NVIDIA/pyxis/archive/refs/tags/v${PYXIS_VERSION}.tar.gz"
     local archive="pyxis-${PYXIS_VERSION}.tar.gz"
     work="$(mktemp -d)"
-    if ! fetch_pinned "$url" "${work}/${archive}" "$archive" \
-      || ! tar -xzf "${work}/${archive}" -C "$work" \
+    if ! fetch_pinned_source "$url" "$work" "$archive" "pyxis-${PYXIS_VERSION}" \
       || ! build_pyxis "${work}/pyxis-${PYXIS_VERSION}" \
       || [[ ! -e "${FM_ROOT}${PYXIS_PLUGIN}" ]]; then
       log "pyxis ${PYXIS_VERSION} could not be fetched or built"

@@ -168,6 +168,71 @@ fetch_pinned() {
   verify_download "$file" "$name"
 }
 
+source_tree() {
+  # source_tree <dir>: the git tree id of what <dir> holds (each file's content, its
+  # executable bit, symbolic links, as git records a commit's tree). A private repository and
+  # index outside <dir>, no system or user configuration and no attribute, ignore or
+  # line-ending rules, so nothing in <dir> or on the node changes how it is read.
+  local dir git_dir tree
+  dir="$(cd "$1" && pwd)" || return 1
+  git_dir="$(mktemp -d)"
+  local -a git=(env GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_DIR="$git_dir"
+    GIT_WORK_TREE="$dir" GIT_INDEX_FILE="${git_dir}/index" git -c core.autocrlf=false
+    -c core.fileMode=true -c core.symlinks=true -c core.attributesFile=/dev/null
+    -c core.excludesFile=/dev/null -c core.safecrlf=false)
+  if "${git[@]}" init -q && "${git[@]}" -C "$dir" add --all --force . \
+    && tree="$("${git[@]}" write-tree)"; then
+    rm -rf "$git_dir"
+    echo "$tree"
+    return 0
+  fi
+  rm -rf "$git_dir"
+  return 1
+}
+
+fetch_pinned_source() {
+  # fetch_pinned_source <url> <work> <name> <top>: download the source archive <name> from
+  # <url> into <work> and extract it there; true when <work>/<top> then holds exactly the
+  # tree the pins give <name> (source_git_tree in the provisioning parameters, from pins.toml
+  # [binaries.<project>.git_tree]: the tree of the release tag's commit). A host's archive of
+  # a tag is made on request and its compression may change, so the content is pinned, not
+  # the archive's bytes. Refused (logged, <work>/<top> removed, false): no tree pinned, git
+  # missing, a download, extraction or tree that fails, a .git entry in the archive.
+  local url="$1" work="$2" name="$3" top="$4" pinned actual
+  pinned="$(param "source_git_tree.${name}")"
+  if [[ -z "$pinned" ]]; then
+    log "refusing ${name}: no source tree is pinned for it (pins.toml [binaries])"
+    return 1
+  fi
+  if ! command -v git > /dev/null; then
+    log "refusing ${name}: git is not installed, so its source tree cannot be checked"
+    return 1
+  fi
+  if ! retry 5 5 curl -fsSL --connect-timeout 10 -o "${work}/${name}" "$url"; then
+    log "could not download ${name}"
+    rm -f "${work}/${name}"
+    return 1
+  fi
+  if ! tar -xzf "${work}/${name}" -C "$work" --no-same-owner || [[ ! -d "${work}/${top}" ]]; then
+    log "refusing ${name}: it does not extract to ${top}/"
+    rm -rf "${work:?}/${top}"
+    return 1
+  fi
+  rm -f "${work}/${name}"
+  if [[ -n "$(find "${work}/${top}" -name .git -print -quit)" ]]; then
+    log "refusing ${name}: it holds a .git entry, which no release tree has"
+    rm -rf "${work:?}/${top}"
+    return 1
+  fi
+  actual="$(source_tree "${work}/${top}" || true)"
+  if [[ "$actual" != "$pinned" ]]; then
+    log "refusing ${name}: its source tree ${actual:-(unreadable)} is not the pinned ${pinned}"
+    rm -rf "${work:?}/${top}"
+    return 1
+  fi
+  echo "${0##*/}: ${name}: source tree matches the pinned ${pinned}"
+}
+
 install_unit() {
   # install_unit <name> <content>: write /etc/systemd/system/<name> when its content changed;
   # prints "changed" when it did, so callers reload systemd only then.
