@@ -308,8 +308,11 @@ class ClusterOptions:
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     admin_role_arns: tuple[str, ...] = ()
     public_access_cidrs: tuple[str, ...] = ()
-    #: IAM role ARN -> the namespaces (workload and diagnostics) it submits jobs in.
+    #: IAM role ARN -> the workload namespaces it submits jobs in.
     submitter_namespaces: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: IAM role ARN -> the diagnostics namespaces it may read (the jobs and their logs), of
+    #: the same workloads: privileged pods there are the cluster admins' to start.
+    submitter_read_namespaces: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: EKS AMI families of the members' accelerators (their device plugins), sorted.
     device_plugin_families: tuple[EksAmiFamily, ...] = ()
     custom_networking: bool = False
@@ -623,14 +626,15 @@ def workload_options(
 
 
 def _submitter_namespaces(
-    members: list[WorkloadOptions],
+    members: list[WorkloadOptions], *, diagnostics: bool = False
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Role ARN -> the namespaces (workload and diagnostics) it submits jobs in, over the
-    cluster's ``members``."""
+    """Role ARN -> the workload namespaces it submits jobs in (``diagnostics``: the
+    diagnostics namespaces of the same workloads instead), over the cluster's ``members``."""
     found: dict[str, list[str]] = {}
     for w in members:
         for arn in w.submitter_role_arns:
-            found.setdefault(arn, []).extend([w.namespace, w.diagnostics_namespace])
+            namespace = w.diagnostics_namespace if diagnostics else w.namespace
+            found.setdefault(arn, []).append(namespace)
     return tuple((arn, tuple(namespaces)) for arn, namespaces in found.items())
 
 
@@ -674,6 +678,7 @@ def _cluster(
         addons_stack=_stack(platform, stem, "addons", description=addons, part=key),
         monitoring_stack=monitoring if platform.observability else None,
         submitter_namespaces=_submitter_namespaces(member_options),
+        submitter_read_namespaces=_submitter_namespaces(member_options, diagnostics=True),
         device_plugin_families=_device_plugin_families(member_options),
         custom_networking=networking is PodNetworking.CUSTOM_NETWORKING,
         prefix_delegation=networking is PodNetworking.PREFIX_DELEGATION,

@@ -63,6 +63,9 @@ ALL_LOG_TYPES: tuple[eks.ClusterLoggingTypes, ...] = (
 
 #: What a workload's job submitters get, scoped to its namespaces (EKS access policies).
 SUBMITTER_POLICY = "AmazonEKSEditPolicy"
+#: What they get in namespaces they may only read (Kubernetes' ``view`` role: objects, pod
+#: logs; no Secrets, no writes).
+SUBMITTER_READ_POLICY = "AmazonEKSViewPolicy"
 
 
 @jsii.implements(ec2.IConnectable)
@@ -82,6 +85,9 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
     - ``submitter_namespaces``: IAM role ARN -> the namespaces it submits jobs in; one access
       entry per role with ``AmazonEKSEditPolicy`` scoped to those namespaces (no cluster
       scope, no other namespace's Secrets or service accounts).
+    - ``submitter_read_namespaces``: IAM role ARN -> namespaces it may only read
+      (``AmazonEKSViewPolicy`` there, in the same entry): the workloads' privileged
+      diagnostics namespaces, where a pod that could be created would be root on a node.
     - ``secrets_key``: KMS key for envelope encryption of Secrets; created (rotation on,
       retained on delete) when absent.
     - ``system_instance_type``/``system_node_count``: the CPU node group in the private
@@ -117,6 +123,7 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         cluster_name: str | None = None,
         admin_role_arns: Sequence[str] = (),
         submitter_namespaces: Mapping[str, Sequence[str]] | None = None,
+        submitter_read_namespaces: Mapping[str, Sequence[str]] | None = None,
         public_access_cidrs: Sequence[str] = (),
         secrets_key: kms.IKey | None = None,
         kubectl_layer: lambda_.ILayerVersion | None = None,
@@ -170,7 +177,7 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         self._acknowledge_cluster_findings(public=bool(public_access_cidrs))
         self.admin_access_entries: list[eks.AccessEntry] = self._admin_entries(admin_role_arns)
         self.submitter_access_entries: list[eks.AccessEntry] = self._submitter_entries(
-            submitter_namespaces or {}
+            submitter_namespaces or {}, submitter_read_namespaces or {}
         )
 
         # -- what runs on it: system nodes, managed add-ons, charts and operators ---------------
@@ -368,26 +375,37 @@ class GpuEksCluster(GpuClusterFeatures, Construct):
         ]
 
     def _submitter_entries(
-        self, submitter_namespaces: Mapping[str, Sequence[str]]
+        self,
+        submitter_namespaces: Mapping[str, Sequence[str]],
+        read_namespaces: Mapping[str, Sequence[str]],
     ) -> list[eks.AccessEntry]:
         """One access entry per job-submitter role (in ARN order), with
-        :data:`SUBMITTER_POLICY` scoped to its namespaces only."""
-        return [
-            eks.AccessEntry(
-                self,
-                _admin_entry_id(arn, index).replace("Admin", "Submitter", 1),
-                cluster=self.icluster,
-                principal=arn,
-                access_policies=[
-                    eks.AccessPolicy.from_access_policy_name(
-                        SUBMITTER_POLICY,
-                        access_scope_type=eks.AccessScopeType.NAMESPACE,
-                        namespaces=sorted(set(namespaces)),
-                    )
-                ],
+        :data:`SUBMITTER_POLICY` scoped to its namespaces and :data:`SUBMITTER_READ_POLICY`
+        to those it may only read."""
+        entries = []
+        for index, arn in enumerate(sorted({*submitter_namespaces, *read_namespaces})):
+            scoped = (
+                (SUBMITTER_POLICY, submitter_namespaces.get(arn, ())),
+                (SUBMITTER_READ_POLICY, read_namespaces.get(arn, ())),
             )
-            for index, (arn, namespaces) in enumerate(sorted(submitter_namespaces.items()))
-        ]
+            entries.append(
+                eks.AccessEntry(
+                    self,
+                    _admin_entry_id(arn, index).replace("Admin", "Submitter", 1),
+                    cluster=self.icluster,
+                    principal=arn,
+                    access_policies=[
+                        eks.AccessPolicy.from_access_policy_name(
+                            policy,
+                            access_scope_type=eks.AccessScopeType.NAMESPACE,
+                            namespaces=sorted(set(namespaces)),
+                        )
+                        for policy, namespaces in scoped
+                        if namespaces
+                    ],
+                )
+            )
+        return entries
 
     def _create_system_nodes(
         self, vpc_subnets: ec2.SubnetSelection | None, *, instance_type: str, node_count: int

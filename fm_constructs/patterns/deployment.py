@@ -223,6 +223,9 @@ class Deployment:
             "Cluster",
             vpc=platform.vpc,
             submitter_namespaces={arn: list(ns) for arn, ns in options.submitter_namespaces},
+            submitter_read_namespaces={
+                arn: list(ns) for arn, ns in options.submitter_read_namespaces
+            },
             gpu_availability_zone=options.availability_zone,
             kubernetes_version=options.kubernetes_version,
             admin_role_arns=options.admin_role_arns,

@@ -329,7 +329,7 @@ class WorkloadConfig:
     submitter_role_arns: tuple[str, ...] = field(
         default=(),
         metadata={
-            "doc": "'eks', 'hyperpod-eks': IAM roles that submit the workload's jobs: an EKS access entry with AmazonEKSEditPolicy on its namespace and its diagnostics namespace only (not cluster-admin). A role may submit to several workloads; it must not also be in platform.admin_role_arns."
+            "doc": "'eks', 'hyperpod-eks': IAM roles that submit the workload's jobs: an EKS access entry with AmazonEKSEditPolicy on its namespace only and AmazonEKSViewPolicy on its privileged diagnostics namespace (not cluster-admin). A role may submit to several workloads; it must not also be in platform.admin_role_arns."
         },
     )
     session_manager: bool = field(

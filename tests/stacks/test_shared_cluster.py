@@ -543,7 +543,8 @@ def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stack
     tls = service["metadata"]["annotations"]
     assert tls["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == CERTIFICATE
     assert tls["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "https"
-    # Job submitters: one access entry per role, edit rights in its workloads' namespaces only.
+    # Job submitters: one access entry per role, edit rights in its workloads' namespaces only
+    # and read rights in their privileged diagnostics namespaces (no pod of theirs there).
     entries = {
         e["PrincipalArn"]: e["AccessPolicies"]
         for template in result.templates.values()
@@ -562,23 +563,39 @@ def test_profile_keys_for_node_shells_and_public_endpoint_ranges_reach_the_stack
     }
     assert scopes == {
         TRAINER: [
+            ("AmazonEKSEditPolicy", {"Type": "namespace", "Namespaces": ["pretraining"]}),
             (
-                "AmazonEKSEditPolicy",
-                {"Type": "namespace", "Namespaces": ["pretraining", "pretraining-diagnostics"]},
-            )
+                "AmazonEKSViewPolicy",
+                {"Type": "namespace", "Namespaces": ["pretraining-diagnostics"]},
+            ),
         ],
         RESEARCHER: [
             (
                 "AmazonEKSEditPolicy",
+                {"Type": "namespace", "Namespaces": ["post-training", "pretraining"]},
+            ),
+            (
+                "AmazonEKSViewPolicy",
                 {
                     "Type": "namespace",
-                    "Namespaces": [
-                        "post-training",
-                        "post-training-diagnostics",
-                        "pretraining",
-                        "pretraining-diagnostics",
-                    ],
+                    "Namespaces": ["post-training-diagnostics", "pretraining-diagnostics"],
                 },
-            )
+            ),
         ],
     }
+    # No submitter writes in a namespace whose Pod Security level is privileged: a pod there
+    # could be root on a node (host network, host paths) and read every workload's tokens.
+    privileged = {
+        m["metadata"]["name"]
+        for stack in result.templates
+        for props in _resources(result.templates[stack], "Custom::AWSCDK-EKS-KubernetesResource")
+        for m in json.loads(templates.render(stack, props["Manifest"]))
+        if m["kind"] == "Namespace"
+        and m["metadata"].get("labels", {}).get("pod-security.kubernetes.io/enforce")
+        == "privileged"
+    }
+    assert privileged >= {"pretraining-diagnostics", "post-training-diagnostics"}
+    for arn, granted in scopes.items():
+        for policy, scope in granted:
+            if policy != "AmazonEKSViewPolicy":
+                assert not privileged & set(scope["Namespaces"]), (arn, policy)
