@@ -279,6 +279,8 @@ class EksWorkload(Construct):
         self.queues: eks.KubernetesManifest | None = None
         if kueue:
             self._queues(self._flavors(node_pools), lend_quota)
+            if training:
+                self._warn_queued_autoscaling(node_pools)
 
         # -- training runtimes ----------------------------------------------------------------
         self.training_target: WorkloadTarget | None = None
@@ -373,6 +375,24 @@ class EksWorkload(Construct):
                     "Cluster Autoscaler removes idle nodes down to min_node_count without "
                     "saving anything. Set min_node_count = max_node_count to keep the "
                     "reservation filled.",
+                )
+
+    def _warn_queued_autoscaling(self, node_pools: Sequence[NodePool]) -> None:
+        """A pool that scales up only for pods that exist, under jobs that Kueue admits only
+        onto nodes that exist."""
+        for pool in node_pools:
+            if pool.autoscaled:
+                low, high = pool.bounds
+                Annotations.of(self).add_warning_v2(
+                    "fm:kueue-autoscaled-pool",
+                    f"The {pool.name} node pool of {self.namespace} scales between {low} and "
+                    f"{high} nodes, but Kueue {charts.KUEUE.version} admits its queued jobs by "
+                    "topology-aware scheduling onto nodes that already exist (every flavor "
+                    "names a topology), and supports the Cluster Autoscaler there only through "
+                    "a ProvisioningRequest admission check, which is not configured: a queued "
+                    "job larger than the running nodes stays unadmitted, creates no pod, and "
+                    "the pool never grows for it. Give the pool a fixed size (min_node_count "
+                    "= max_node_count) for queued jobs; pods outside Kueue still scale it.",
                 )
 
     def _node_group_parts(

@@ -1,7 +1,8 @@
 """Cluster Autoscaler on GPU EKS workloads: Helm chart pin and values, Pod Identity, IAM scoped to
 the cluster's Auto Scaling groups, no autoscaler on fixed-size node groups, warnings, cdk-nag and
 cfn-lint. One App, synthesized once: "Scaled" (p5.48xlarge, Capacity Block, 1..4 nodes) and
-"Fixed" (p5.48xlarge, 2 nodes) in one stack."""
+"Fixed" (p5.48xlarge, 2 nodes) in one stack, two training workloads whose jobs Kueue queues
+(one pool autoscaled, one fixed) in another."""
 
 from __future__ import annotations
 
@@ -61,14 +62,28 @@ class Workload:
         return self.share.main_nodes
 
 
-def _workload(scope: cdk.Stack, construct_id: str, vpc: ec2.IVpc, pool: NodePool) -> Workload:
+def _workload(
+    scope: cdk.Stack,
+    construct_id: str,
+    vpc: ec2.IVpc,
+    pool: NodePool,
+    *,
+    name: str = "inference",
+    training: bool = False,
+) -> Workload:
     parent = Construct(scope, construct_id)
     cluster = GpuEksCluster(
         parent, "Cluster", vpc=vpc, gpu_availability_zone=vpc.private_subnets[0].availability_zone
     )
     subnet = vpc.private_subnets[0]
     share = EksWorkload(
-        parent, "Workload", cluster=cluster, name="inference", subnet=subnet, node_pools=[pool]
+        parent,
+        "Workload",
+        cluster=cluster,
+        name=name,
+        subnet=subnet,
+        node_pools=[pool],
+        training=training,
     )
     return Workload(cluster, share)
 
@@ -80,6 +95,7 @@ class Synth:
     stack: cdk.Stack
     scaled: Workload
     fixed: Workload
+    queued: cdk.Stack
 
 
 @pytest.fixture(scope="module")
@@ -103,9 +119,29 @@ def synth() -> Iterator[Synth]:
         ),
     )
     fixed = _workload(stack, "Fixed", vpc, NodePool("gpu", "p5.48xlarge", 2))
+    # Training workloads whose jobs Kueue queues, in a stack of their own: one autoscaled pool,
+    # one of a fixed size.
+    queued = cdk.Stack(app, "QueuedStack", env=TEST_ENV)
+    queued_vpc = _vpc(queued)
+    _workload(
+        queued,
+        "Queued",
+        queued_vpc,
+        NodePool("gpu", "p5.48xlarge", 2, min_node_count=2, max_node_count=8),
+        name="pretraining",
+        training=True,
+    )
+    _workload(
+        queued,
+        "QueuedFixed",
+        queued_vpc,
+        NodePool("gpu", "p5.48xlarge", 2),
+        name="post-training",
+        training=True,
+    )
     enable_nag(app)
     raw = app.synth().get_stack_by_name("TestStack").template
-    yield Synth(raw, Template.from_json(raw), stack, scaled, fixed)
+    yield Synth(raw, Template.from_json(raw), stack, scaled, fixed, queued)
 
 
 def _text(value: Any) -> str:
@@ -267,6 +303,27 @@ def test_reserved_capacity_warning(synth: Synth) -> None:
     assert not Annotations.from_stack(synth.stack).find_warning(
         "/TestStack/Fixed", Match.string_like_regexp("reservation")
     )
+
+
+def test_an_autoscaled_pool_of_queued_training_jobs_is_warned_about(synth: Synth) -> None:
+    """Kueue's topology-aware scheduling admits a job onto nodes that exist and reaches the
+    Cluster Autoscaler only through a ProvisioningRequest admission check (kueue v0.19.2,
+    site/content/en/docs/concepts/topology_aware_scheduling.md, "ClusterAutoscaler support"),
+    which the library does not configure: an autoscaled training pool is warned about; a
+    fixed one, and a serving pool (its model servers are not queued), are not."""
+    warned = Annotations.from_stack(synth.queued).find_warning(
+        "/QueuedStack/Queued/Workload", Match.string_like_regexp("ProvisioningRequest admission")
+    )
+    assert len(warned) == 1
+    assert "between 2 and 8 nodes" in str(warned[0].entry.data)
+    for stack, quiet in (
+        (synth.queued, "QueuedFixed"),
+        (synth.stack, "Scaled"),
+        (synth.stack, "Fixed"),
+    ):
+        assert not Annotations.from_stack(stack).find_warning(
+            f"/{stack.stack_name}/{quiet}/Workload", Match.string_like_regexp("ProvisioningRequest")
+        ), quiet
 
 
 # ----------------------------------------------------------------------------- policy
