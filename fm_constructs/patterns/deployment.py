@@ -378,7 +378,11 @@ class Deployment:
         # The profile rules require the pinned AMI on 'pcs' (FM337).
         assert w.pcs_ami_id is not None
         return PcsAcceleratedWorkload(
-            scope, "Pcs", **self._accelerated_common(w, file_system), ami_id=w.pcs_ami_id
+            scope,
+            "Pcs",
+            **self._accelerated_common(w, file_system),
+            ami_id=w.pcs_ami_id,
+            session_manager=w.session_manager,
         )
 
     def _accelerated_common(

@@ -47,7 +47,8 @@ class PcsAcceleratedWorkload(Construct):
     ``ami_id``: an AMI with the PCS agent, the pinned Slurm version, NVIDIA and EFA drivers
     (Ubuntu; see docs/blocks/pcs.md). ``workspace``: the nodes remote-write the exporters of
     HyperPod Slurm (node, DCGM, EFA; Slurm from the login node) to it, labelled with the
-    cluster and the workload ``name``.
+    cluster and the workload ``name``. Users reach the login node through Session Manager; the
+    accelerated nodes' role allows it only with ``session_manager``.
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class PcsAcceleratedWorkload(Construct):
         file_system_efa_clients: int | None = None,
         workspace: IPrometheusWorkspace | None = None,
         name: str = "pretraining",
+        session_manager: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         spec = get_instance_type(instance_type)
@@ -88,7 +90,10 @@ class PcsAcceleratedWorkload(Construct):
             vpc=vpc,
             description="PCS accelerated nodes: EFA (all traffic within the group), FSx",
         )
-        self.node_role = PcsInstanceRole(self, "NodeRole")
+        #: The accelerated nodes' role (Session Manager only with ``session_manager``) and the
+        #: login node's, which has it: how users reach the cluster.
+        self.node_role = PcsInstanceRole(self, "NodeRole", session_manager=session_manager)
+        self.login_role = PcsInstanceRole(self, "LoginNodeRole", session_manager=True)
         self.file_system = file_system
         fsx = None
         if file_system is not None:
@@ -112,14 +117,13 @@ class PcsAcceleratedWorkload(Construct):
             {"name": LOGIN_GROUP, "instance_type": login_spec_name, "lnet_efa_interfaces": 0}
         )
         self.scripts = LifecycleScripts(self, "NodeScripts", parameters=parameters)
-        self.scripts.grant_read(self.node_role.role)
-        MonitoringFacade(workspace=workspace).monitor_pcs(
-            node_role=self.node_role, efa=spec.efa_supported
-        )
+        monitoring = MonitoringFacade(workspace=workspace)
+        for role, efa in ((self.node_role, spec.efa_supported), (self.login_role, False)):
+            self.scripts.grant_read(role.role)
+            monitoring.monitor_pcs(node_role=role, efa=efa)
         common: dict[str, Any] = {
             "cluster": self.cluster,
             "subnet": gpu_subnet,
-            "instance_profile": self.node_role,
             "ami_id": ami_id,
             "scripts_uri": self.scripts.source_s3_uri,
         }
@@ -128,11 +132,13 @@ class PcsAcceleratedWorkload(Construct):
             "LoginNodes",
             instance_type=login_instance_type,
             group_name=LOGIN_GROUP,
+            instance_profile=self.login_role,
             **common,
         )
         self.accelerated = PcsComputeNodeGroup.accelerated(
             self,
             "AcceleratedNodes",
+            instance_profile=self.node_role,
             instance_type=instance_type,
             node_count=node_count,
             capacity=capacity,
@@ -144,7 +150,7 @@ class PcsAcceleratedWorkload(Construct):
         #: What every workload offers (IAcceleratedWorkload): the accelerated nodes' EFA group,
         #: their role and the Slurm partition of the queue (``sbatch -p``).
         self.connections: ec2.Connections = self.efa_security_group.connections
-        self.node_roles: list[iam.IRole] = [self.node_role.role]
+        self.node_roles: list[iam.IRole] = [self.node_role.role, self.login_role.role]
         self.queue_names: tuple[str, ...] = (QUEUE_NAME,)
         self.queue = PcsQueue(
             self,

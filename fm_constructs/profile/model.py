@@ -335,7 +335,7 @@ class WorkloadConfig:
     session_manager: bool = field(
         default=False,
         metadata={
-            "doc": "'eks': Session Manager shells on the workload's GPU nodes (the node role gets the Session Manager actions only, no parameter reads). Off: no Systems Manager access to those nodes; use kubectl debug node/<name> through the cluster's access entries."
+            "doc": "'eks', 'pcs': Session Manager shells on the workload's GPU nodes (the node role gets the Session Manager actions only, no parameter reads). Off: no Systems Manager access to those nodes; on EKS use kubectl debug node/<name> through the cluster's access entries, on PCS srun from the login node (which always takes Session Manager shells)."
         },
     )
     storage: StorageConfig = field(

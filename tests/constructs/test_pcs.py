@@ -4,6 +4,7 @@ template with every EFA card), the queue, the node role's naming rule and permis
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -188,19 +189,59 @@ def test_queue_schedules_onto_the_accelerated_group(odcr_template: Mapping[str, 
     assert queue["Properties"]["Name"] == "accelerated"
 
 
-def test_node_role_meets_pcs_naming_rule_and_may_register(odcr_template: Mapping[str, Any]) -> None:
-    (profile,) = _of(odcr_template, "AWS::IAM::InstanceProfile").values()
-    assert profile["Properties"]["Path"] == PCS_ROLE_PATH
+def _role_actions(template: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Role logical id -> the actions of the policies attached to it."""
+    found: dict[str, list[Any]] = {}
+    for policy in _of(template, "AWS::IAM::Policy").values():
+        for role in policy["Properties"]["Roles"]:
+            statements = policy["Properties"]["PolicyDocument"]["Statement"]
+            found.setdefault(role["Ref"], []).extend(s["Action"] for s in statements)
+    return found
+
+
+def _group_roles(template: Mapping[str, Any]) -> dict[str, str]:
+    """Node group name -> the logical id of the role of its instance profile."""
+    profiles = _of(template, "AWS::IAM::InstanceProfile")
+    out = {}
+    for group in _of(template, "AWS::PCS::ComputeNodeGroup").values():
+        arn = group["Properties"]["IamInstanceProfileArn"]["Fn::GetAtt"][0]
+        out[group["Properties"]["Name"]] = profiles[arn]["Properties"]["Roles"][0]["Ref"]
+    return out
+
+
+def test_node_roles_meet_pcs_naming_rule_and_may_register(
+    odcr_template: Mapping[str, Any],
+) -> None:
+    profiles = _of(odcr_template, "AWS::IAM::InstanceProfile")
+    assert len(profiles) == 2
     roles = _of(odcr_template, "AWS::IAM::Role")
-    role = roles[profile["Properties"]["Roles"][0]["Ref"]]
-    assert role["Properties"]["Path"] == PCS_ROLE_PATH
-    policies = _of(odcr_template, "AWS::IAM::Policy")
-    actions = [
-        s["Action"]
-        for p in policies.values()
-        for s in p["Properties"]["PolicyDocument"]["Statement"]
-    ]
-    assert REGISTER_ACTION in actions
+    actions = _role_actions(odcr_template)
+    for profile in profiles.values():
+        assert profile["Properties"]["Path"] == PCS_ROLE_PATH
+        role = profile["Properties"]["Roles"][0]["Ref"]
+        assert roles[role]["Properties"]["Path"] == PCS_ROLE_PATH
+        assert REGISTER_ACTION in actions[role]
+
+
+def test_only_the_login_node_takes_session_manager_shells(
+    odcr_template: Mapping[str, Any],
+) -> None:
+    """Users reach the cluster on the login node; the accelerated nodes get no Systems
+    Manager permission unless asked (``session_manager``), and no role carries
+    AmazonSSMManagedInstanceCore (its parameter and document reads on ``*``)."""
+    groups = _group_roles(odcr_template)
+    assert set(groups) == {"login", "accelerated"} and groups["login"] != groups["accelerated"]
+    actions = _role_actions(odcr_template)
+    shell = "ssmmessages:OpenControlChannel"
+    assert shell in json.dumps(actions[groups["login"]])
+    assert "ssm" not in json.dumps(actions[groups["accelerated"]])
+    assert not any(ssm in json.dumps(actions) for ssm in ("ssm:GetParameter", "ssm:GetDocument"))
+    roles = _of(odcr_template, "AWS::IAM::Role")
+    for role in groups.values():
+        assert "ManagedPolicyArns" not in roles[role]["Properties"], role
+    opted_in = synth_stack(lambda stack: _workload(stack, session_manager=True)).to_json()
+    groups = _group_roles(opted_in)
+    assert shell in json.dumps(_role_actions(opted_in)[groups["accelerated"]])
 
 
 def test_capacity_block_uses_pcs_purchase_option_and_no_placement_group() -> None:

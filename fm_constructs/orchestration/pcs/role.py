@@ -16,6 +16,7 @@ import jsii
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fm_constructs.orchestration.node_role import allow_session_manager
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.checkov import acknowledge_default_policy
 
@@ -47,22 +48,24 @@ class PcsInstanceRole(Construct):
     """A node role PCS accepts (path ``/aws-pcs/``) with its instance profile.
 
     Grants ``pcs:RegisterComputeNodeGroupInstance`` (PCS resolves the cluster from the
-    instance, so the action takes no resource narrower than ``*``) and
-    ``AmazonSSMManagedInstanceCore`` (Session Manager to the login node). Other grants go to
-    :attr:`role` (``grant_read`` of the node scripts, the FSx describe calls).
+    instance, so the action takes no resource narrower than ``*``) and, with
+    ``session_manager``, Session Manager shells (its agent's actions only: no parameter or
+    document reads, unlike ``AmazonSSMManagedInstanceCore``): how users reach the login node.
+    Other grants go to :attr:`role` (``grant_read`` of the node scripts, the FSx describe
+    calls).
     """
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, session_manager: bool = False
+    ) -> None:
         super().__init__(scope, construct_id)
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             path=PCS_ROLE_PATH,
-            description="AWS PCS nodes: register with the cluster, Session Manager",
-            managed_policies=[
-                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")
-            ],
+            description="AWS PCS nodes: register with the cluster"
+            + (", Session Manager" if session_manager else ""),
         )
         self.role.add_to_principal_policy(
             iam.PolicyStatement(actions=[REGISTER_ACTION], resources=["*"])
@@ -70,19 +73,21 @@ class PcsInstanceRole(Construct):
         self.instance_profile = iam.InstanceProfile(
             self, "InstanceProfile", role=self.role, path=PCS_ROLE_PATH
         )
+        if session_manager:
+            allow_session_manager(self.role)
+        shell = (
+            " The Session Manager agent's calls (ssmmessages channels, "
+            "ssm:UpdateInstanceInformation) take no resource either."
+            if session_manager
+            else ""
+        )
         acknowledge_default_policy(
             self.role,
             "CKV_AWS_111",
             "pcs:RegisterComputeNodeGroupInstance takes no resource (the PCS user guide's "
             "instance-profile policy grants it on *; PCS finds the node group from the calling "
-            "instance), nor does ecr:GetAuthorizationToken. Every other statement of this "
-            "policy names its resources.",
-        )
-        acknowledge(
-            self.role,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
-            "Session Manager is how users reach the PCS login node (no SSH port, no key); AWS "
-            "maintains the policy's actions for the agent.",
+            "instance), nor does ecr:GetAuthorizationToken." + shell + " Every other statement "
+            "of this policy names its resources.",
         )
         acknowledge(
             self.role,
@@ -90,7 +95,7 @@ class PcsInstanceRole(Construct):
             "pcs:RegisterComputeNodeGroupInstance names no resource type to scope it to; PCS "
             "finds the node group from the calling instance (PCS user guide, minimal instance "
             "profile policy); ecr:GetAuthorizationToken has no resource-level permissions "
-            "(image pulls stay scoped to the exporter repository).",
+            "(image pulls stay scoped to the exporter repository)." + shell,
         )
 
     def allow_image_pull(self, repository_arn: str) -> None:
