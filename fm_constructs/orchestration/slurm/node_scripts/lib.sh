@@ -126,6 +126,16 @@ group_param() {
   param "worker_groups.$1.$2"
 }
 
+refuse() {
+  # refuse <path> <message...>: log "refusing <message>", remove <path> (a download, or what
+  # it extracted to), fail. Callers return its status: `refuse ...; return`.
+  local path="$1"
+  shift
+  log "refusing $*"
+  rm -rf "${path:?}"
+  return 1
+}
+
 verify_download() {
   # verify_download <file> <name>: true when the sha256 of <file> (the downloaded release file
   # <name>) is the digest the library's pins give that name (download_sha256 in the
@@ -135,15 +145,13 @@ verify_download() {
   local file="$1" name="$2" pinned actual
   pinned="$(param "download_sha256.${name}")"
   if [[ -z "$pinned" ]]; then
-    log "refusing ${name}: no sha256 is pinned for it (pins.toml [binaries])"
-    rm -f "$file"
-    return 1
+    refuse "$file" "${name}: no sha256 is pinned for it (pins.toml [binaries])"
+    return
   fi
   actual="$(sha256sum "$file" | awk '{print $1}')"
   if [[ "$actual" != "$pinned" ]]; then
-    log "refusing ${name}: its sha256 ${actual} is not the pinned ${pinned}"
-    rm -f "$file"
-    return 1
+    refuse "$file" "${name}: its sha256 ${actual} is not the pinned ${pinned}"
+    return
   fi
   echo "${0##*/}: ${name}: sha256 matches the pinned ${pinned}"
 }
@@ -214,21 +222,19 @@ fetch_pinned_source() {
     return 1
   fi
   if ! tar -xzf "${work}/${name}" -C "$work" --no-same-owner || [[ ! -d "${work}/${top}" ]]; then
-    log "refusing ${name}: it does not extract to ${top}/"
-    rm -rf "${work:?}/${top}"
-    return 1
+    refuse "${work}/${top}" "${name}: it does not extract to ${top}/"
+    return
   fi
   rm -f "${work}/${name}"
   if [[ -n "$(find "${work}/${top}" -name .git -print -quit)" ]]; then
-    log "refusing ${name}: it holds a .git entry, which no release tree has"
-    rm -rf "${work:?}/${top}"
-    return 1
+    refuse "${work}/${top}" "${name}: it holds a .git entry, which no release tree has"
+    return
   fi
   actual="$(source_tree "${work}/${top}" || true)"
   if [[ "$actual" != "$pinned" ]]; then
-    log "refusing ${name}: its source tree ${actual:-(unreadable)} is not the pinned ${pinned}"
-    rm -rf "${work:?}/${top}"
-    return 1
+    refuse "${work}/${top}" \
+      "${name}: its source tree ${actual:-(unreadable)} is not the pinned ${pinned}"
+    return
   fi
   echo "${0##*/}: ${name}: source tree matches the pinned ${pinned}"
 }
