@@ -1,8 +1,8 @@
 """Cluster Autoscaler on GPU EKS workloads: Helm chart pin and values, Pod Identity, IAM scoped to
 the cluster's Auto Scaling groups, no autoscaler on fixed-size node groups, warnings, cdk-nag and
 cfn-lint. One App, synthesized once: "Scaled" (p5.48xlarge, Capacity Block, 1..4 nodes) and
-"Fixed" (p5.48xlarge, 2 nodes) in one stack, two training workloads whose jobs Kueue queues
-(one pool autoscaled, one fixed) in another."""
+"Fixed" (p5.48xlarge, 2 nodes) in one stack, and beside each a training workload whose jobs
+Kueue queues ("Queued": 2..8 nodes; "QueuedFixed": 2 nodes)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,6 @@ class Synth:
     stack: cdk.Stack
     scaled: Workload
     fixed: Workload
-    queued: cdk.Stack
 
 
 @pytest.fixture(scope="module")
@@ -119,29 +118,29 @@ def synth() -> Iterator[Synth]:
         ),
     )
     fixed = _workload(stack, "Fixed", vpc, NodePool("gpu", "p5.48xlarge", 2))
-    # Training workloads whose jobs Kueue queues, in a stack of their own: one autoscaled pool,
-    # one of a fixed size.
-    queued = cdk.Stack(app, "QueuedStack", env=TEST_ENV)
-    queued_vpc = _vpc(queued)
-    _workload(
-        queued,
+    # Training workloads whose jobs Kueue queues beside them: one pool autoscaled (on the
+    # scaled cluster, whose autoscaler it shares), one of a fixed size.
+    EksWorkload(
+        scaled.cluster,
         "Queued",
-        queued_vpc,
-        NodePool("gpu", "p5.48xlarge", 2, min_node_count=2, max_node_count=8),
+        cluster=scaled.cluster,
         name="pretraining",
+        subnet=vpc.private_subnets[0],
+        node_pools=[NodePool("gpu", "p5.48xlarge", 2, min_node_count=2, max_node_count=8)],
         training=True,
     )
-    _workload(
-        queued,
+    EksWorkload(
+        fixed.cluster,
         "QueuedFixed",
-        queued_vpc,
-        NodePool("gpu", "p5.48xlarge", 2),
+        cluster=fixed.cluster,
         name="post-training",
+        subnet=vpc.private_subnets[0],
+        node_pools=[NodePool("gpu", "p5.48xlarge", 2)],
         training=True,
     )
     enable_nag(app)
     raw = app.synth().get_stack_by_name("TestStack").template
-    yield Synth(raw, Template.from_json(raw), stack, scaled, fixed, queued)
+    yield Synth(raw, Template.from_json(raw), stack, scaled, fixed)
 
 
 def _text(value: Any) -> str:
@@ -311,18 +310,16 @@ def test_an_autoscaled_pool_of_queued_training_jobs_is_warned_about(synth: Synth
     site/content/en/docs/concepts/topology_aware_scheduling.md, "ClusterAutoscaler support"),
     which the library does not configure: an autoscaled training pool is warned about; a
     fixed one, and a serving pool (its model servers are not queued), are not."""
-    warned = Annotations.from_stack(synth.queued).find_warning(
-        "/QueuedStack/Queued/Workload", Match.string_like_regexp("ProvisioningRequest admission")
+    annotations = Annotations.from_stack(synth.stack)
+    warned = annotations.find_warning(
+        "/TestStack/Scaled/Cluster/Queued",
+        Match.string_like_regexp("ProvisioningRequest admission"),
     )
     assert len(warned) == 1
     assert "between 2 and 8 nodes" in str(warned[0].entry.data)
-    for stack, quiet in (
-        (synth.queued, "QueuedFixed"),
-        (synth.stack, "Scaled"),
-        (synth.stack, "Fixed"),
-    ):
-        assert not Annotations.from_stack(stack).find_warning(
-            f"/{stack.stack_name}/{quiet}/Workload", Match.string_like_regexp("ProvisioningRequest")
+    for quiet in ("Fixed/Cluster/QueuedFixed", "Scaled/Workload", "Fixed/Workload"):
+        assert not annotations.find_warning(
+            f"/TestStack/{quiet}", Match.string_like_regexp("ProvisioningRequest")
         ), quiet
 
 
