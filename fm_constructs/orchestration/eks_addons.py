@@ -172,7 +172,12 @@ class ClusterAddons(Construct):
         }
         for service_account, role in associations.values():
             # Both add-ons create their service accounts in kube-system.
-            restrict_trust(role, namespace="kube-system", service_account=service_account)
+            restrict_trust(
+                role,
+                namespace="kube-system",
+                service_account=service_account,
+                cluster_name=cluster.cluster_name,
+            )
 
         for construct_id_, name, waits_for_nodes in (
             ("VpcCni", VPC_CNI, False),

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from fm_constructs.orchestration.eks_charts import HelmChartSpec
 
 
+#: The service EKS Pod Identity assumes roles as.
+POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
+
+
 def pod_identity_role(
     scope: Construct,
     construct_id: str,
@@ -33,7 +37,7 @@ def pod_identity_role(
     return iam.Role(
         scope,
         construct_id,
-        assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
+        assumed_by=iam.ServicePrincipal(POD_IDENTITY_SERVICE).with_session_tags(),
         description=description,
         managed_policies=list(managed_policies) or None,
         path=path,
@@ -44,28 +48,41 @@ def pod_identity_role(
 #: with trust policy required by EKS Pod Identity", Setting Conditions).
 NAMESPACE_TAG = "aws:RequestTag/kubernetes-namespace"
 SERVICE_ACCOUNT_TAG = "aws:RequestTag/kubernetes-service-account"
+CLUSTER_TAG = "aws:RequestTag/eks-cluster-name"
 
 
-def restrict_trust(role: iam.IRole, *, namespace: str, service_account: str) -> None:
-    """Let EKS Pod Identity assume ``role`` only for ``namespace/service_account`` (and the
-    other subjects given to this function for the same role): without the condition, anyone
-    who may create a Pod Identity association and pass the role binds it to a service account
-    of their own."""
+def restrict_trust(
+    role: iam.IRole, *, namespace: str, service_account: str, cluster_name: str | None = None
+) -> None:
+    """Let EKS Pod Identity assume ``role`` only for ``namespace/service_account`` of the
+    cluster ``cluster_name`` (any cluster when None), and the other subjects given to this
+    function for the same role, each in a trust statement of its own (conditions listing
+    several namespaces and service accounts would also admit their crossings). Without the
+    condition, anyone who may create a Pod Identity association and pass the role binds it to
+    a service account of their own."""
     cfn_role = role.node.default_child if isinstance(role, iam.Role) else None
     if not isinstance(cfn_role, iam.CfnRole):
         return
-    subjects: list[tuple[str, str]] = getattr(role, "_fm_pod_identity_subjects", [])
-    subjects.append((namespace, service_account))
+    subjects: list[tuple[str | None, str, str]] = getattr(role, "_fm_pod_identity_subjects", [])
+    if (cluster_name, namespace, service_account) not in subjects:
+        subjects.append((cluster_name, namespace, service_account))
     role._fm_pod_identity_subjects = subjects  # type: ignore[attr-defined]
     cfn_role.add_property_override(
-        "AssumeRolePolicyDocument.Statement.0.Condition",
-        {
-            "StringEquals": {
-                NAMESPACE_TAG: sorted({n for n, _ in subjects}),
-                SERVICE_ACCOUNT_TAG: sorted({a for _, a in subjects}),
-            }
-        },
+        "AssumeRolePolicyDocument.Statement",
+        [_trust_statement(*subject) for subject in subjects],
     )
+
+
+def _trust_statement(cluster_name: str | None, namespace: str, service_account: str) -> Any:
+    tags: dict[str, str] = {NAMESPACE_TAG: namespace, SERVICE_ACCOUNT_TAG: service_account}
+    if cluster_name is not None:
+        tags[CLUSTER_TAG] = cluster_name
+    return {
+        "Action": ["sts:AssumeRole", "sts:TagSession"],
+        "Condition": {"StringEquals": tags},
+        "Effect": "Allow",
+        "Principal": {"Service": POD_IDENTITY_SERVICE},
+    }
 
 
 def associate_pod_identity(
@@ -79,7 +96,9 @@ def associate_pod_identity(
 ) -> eks.CfnPodIdentityAssociation:
     """Map ``namespace/service_account`` of the cluster to ``role``, and restrict the role's
     trust to that service account (:func:`restrict_trust`)."""
-    restrict_trust(role, namespace=namespace, service_account=service_account)
+    restrict_trust(
+        role, namespace=namespace, service_account=service_account, cluster_name=cluster_name
+    )
     return eks.CfnPodIdentityAssociation(
         scope,
         construct_id,

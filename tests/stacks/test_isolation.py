@@ -217,21 +217,19 @@ def test_flow_log_role_trusts_only_this_accounts_flow_logs(profile: str) -> None
 
 @pytest.mark.parametrize("profile", profile_params())
 def test_pod_identity_roles_trust_only_their_service_accounts(profile: str) -> None:
-    """Every role EKS Pod Identity may assume names the namespace and service account it is
-    for (session tags), so an association of someone else's service account cannot use it;
-    the HyperPod training operator's add-on role is the one exception (its namespace is the
-    add-on's own)."""
+    """Every role EKS Pod Identity may assume names the cluster, the namespace and the service
+    account it is for (session tags), one subject a statement, so an association of someone
+    else's service account, or of the same names on another cluster, cannot use it."""
     templates = Templates(synthesize(profile).templates)
     checked = 0
     for _stack, role_id, resource in roles(templates):
         for statement in resource["Properties"]["AssumeRolePolicyDocument"]["Statement"]:
             if statement.get("Principal", {}).get("Service") != "pods.eks.amazonaws.com":
                 continue
-            if "TrainingOperator" in role_id:
-                continue
             tags = statement.get("Condition", {}).get("StringEquals", {})
-            assert tags.get("aws:RequestTag/kubernetes-namespace"), role_id
-            assert tags.get("aws:RequestTag/kubernetes-service-account"), role_id
+            for tag in ("kubernetes-namespace", "kubernetes-service-account", "eks-cluster-name"):
+                value = tags.get(f"aws:RequestTag/{tag}")
+                assert value and not isinstance(value, list), (role_id, tag, value)
             checked += 1
     assert checked or not synthesize(profile).stacks.clusters
 

@@ -60,7 +60,7 @@ from fm_constructs.orchestration.cluster_interface import IGpuCluster
 from fm_constructs.orchestration.efa_node_group import node_labels
 from fm_constructs.orchestration.eks_addons import VPC_CNI
 from fm_constructs.orchestration.hyperpod.instance_groups import InstanceGroup
-from fm_constructs.orchestration.pod_identity import pod_identity_role
+from fm_constructs.orchestration.pod_identity import pod_identity_role, restrict_trust
 from fm_constructs.policy import acknowledge
 from fm_constructs.rules import constructs as codes
 from fm_constructs.rules import eks as eks_rules
@@ -69,6 +69,11 @@ TRAINING_OPERATOR_ADDON = "amazon-sagemaker-hyperpod-training-operator"
 TASK_GOVERNANCE_ADDON = "amazon-sagemaker-hyperpod-taskgovernance"
 CERT_MANAGER_ADDON = "cert-manager"
 TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
+#: The namespace the training operator add-on runs in: its role trusts only its service
+#: account there. Installations of the add-on published beside AWS's HyperPod samples make its
+#: association with ``aws eks create-pod-identity-association --namespace aws-hyperpod
+#: --service-account hp-training-operator-controller-manager``.
+TRAINING_OPERATOR_NAMESPACE = "aws-hyperpod"
 TRAINING_OPERATOR_POLICY = "AmazonSageMakerHyperPodTrainingOperatorAccess"
 #: Label HyperPod puts on its nodes in EKS.
 HYPERPOD_COMPUTE_TYPE_LABEL = "sagemaker.amazonaws.com/compute-type"
@@ -199,6 +204,12 @@ class HyperPodEksDependencies(Construct):
                 f"{TRAINING_OPERATOR_POLICY}]",
                 "AmazonSageMakerHyperPodTrainingOperatorAccess is the policy AWS documents for "
                 "the training operator add-on's Pod Identity role.",
+            )
+            restrict_trust(
+                role,
+                namespace=TRAINING_OPERATOR_NAMESPACE,
+                service_account=TRAINING_OPERATOR_SERVICE_ACCOUNT,
+                cluster_name=cluster_name,
             )
             self.training_operator_role = role
             operator = eks.CfnAddon(
