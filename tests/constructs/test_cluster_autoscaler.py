@@ -120,24 +120,24 @@ def synth() -> Iterator[Synth]:
     fixed = _workload(stack, "Fixed", vpc, NodePool("gpu", "p5.48xlarge", 2))
     # Training workloads whose jobs Kueue queues beside them: one pool autoscaled (on the
     # scaled cluster, whose autoscaler it shares), one of a fixed size.
-    EksWorkload(
-        scaled.cluster,
-        "Queued",
-        cluster=scaled.cluster,
-        name="pretraining",
-        subnet=vpc.private_subnets[0],
-        node_pools=[NodePool("gpu", "p5.48xlarge", 2, min_node_count=2, max_node_count=8)],
-        training=True,
-    )
-    EksWorkload(
-        fixed.cluster,
-        "QueuedFixed",
-        cluster=fixed.cluster,
-        name="post-training",
-        subnet=vpc.private_subnets[0],
-        node_pools=[NodePool("gpu", "p5.48xlarge", 2)],
-        training=True,
-    )
+    for beside, construct_id, name, pool in (
+        (
+            scaled,
+            "Queued",
+            "pretraining",
+            NodePool("gpu", "p5.48xlarge", 2, min_node_count=2, max_node_count=8),
+        ),
+        (fixed, "QueuedFixed", "post-training", NodePool("gpu", "p5.48xlarge", 2)),
+    ):
+        EksWorkload(
+            beside.cluster,
+            construct_id,
+            cluster=beside.cluster,
+            name=name,
+            subnet=vpc.private_subnets[0],
+            node_pools=[pool],
+            training=True,
+        )
     enable_nag(app)
     raw = app.synth().get_stack_by_name("TestStack").template
     yield Synth(raw, Template.from_json(raw), stack, scaled, fixed)
