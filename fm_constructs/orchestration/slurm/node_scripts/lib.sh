@@ -162,18 +162,23 @@ release_arch() {
   uname -m | sed -e 's/x86_64/amd64/' -e 's/aarch64/arm64/'
 }
 
-fetch_pinned() {
-  # fetch_pinned <url> <file> <name>: download <url> to <file> (failing on HTTP errors, tried
-  # 5 times with a doubling delay) and keep it only when verify_download accepts it as the
-  # release file <name>; false, with <file> removed, when either fails. Every release file a
-  # node runs as root comes through here, so the download and the check stay together.
-  local url="$1" file="$2" name="$3"
-  if ! retry 5 5 curl -fsSL --connect-timeout 10 -o "$file" "$url"; then
-    log "could not download ${name}"
-    rm -f "$file"
+download() {
+  # download <url> <file> <name>: fetch <url> to <file>, failing on HTTP errors, tried 5 times
+  # with a doubling delay; false, with <file> removed and "could not download <name>" logged,
+  # when it cannot. Callers check what they downloaded (fetch_pinned, fetch_pinned_source).
+  if ! retry 5 5 curl -fsSL --connect-timeout 10 -o "$2" "$1"; then
+    log "could not download $3"
+    rm -f "$2"
     return 1
   fi
-  verify_download "$file" "$name"
+}
+
+fetch_pinned() {
+  # fetch_pinned <url> <file> <name>: download <url> to <file> and keep it only when
+  # verify_download accepts it as the release file <name>; false, with <file> removed, when
+  # either fails. Every release file a node runs as root comes through here, so the download
+  # and the check stay together.
+  download "$1" "$2" "$3" && verify_download "$2" "$3"
 }
 
 source_tree() {
@@ -216,11 +221,7 @@ fetch_pinned_source() {
     log "refusing ${name}: git is not installed, so its source tree cannot be checked"
     return 1
   fi
-  if ! retry 5 5 curl -fsSL --connect-timeout 10 -o "${work}/${name}" "$url"; then
-    log "could not download ${name}"
-    rm -f "${work}/${name}"
-    return 1
-  fi
+  download "$url" "${work}/${name}" "$name" || return
   if ! tar -xzf "${work}/${name}" -C "$work" --no-same-owner || [[ ! -d "${work}/${top}" ]]; then
     refuse "${work}/${top}" "${name}: it does not extract to ${top}/"
     return
