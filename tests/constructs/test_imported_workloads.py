@@ -191,6 +191,14 @@ def test_hyperpod_takes_the_imported_cluster_and_file_system(orchestrator: Orche
         ] == [FS_ID]
         assert workload.queue_names == ("pretraining-jobs",)
         assert_valid(objects, kubernetes_version="1.35")
+        # Whether the imported cluster's aws-node has a role of its own is unknown, so the
+        # nodes' role keeps the CNI policy.
+        (execution,) = [
+            r
+            for r in _resources(template, "AWS::IAM::Role").values()
+            if "AmazonSageMakerClusterInstanceRolePolicy" in json.dumps(r)
+        ]
+        assert "AmazonEKS_CNI_Policy" in json.dumps(execution["Properties"]["ManagedPolicyArns"])
     else:
         assert workload.queue_names
 

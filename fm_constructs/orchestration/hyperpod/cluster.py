@@ -31,6 +31,7 @@ from fm_constructs.domain.users import ClusterUser
 from fm_constructs.errors import Problems
 from fm_constructs.network import EfaSecurityGroup
 from fm_constructs.orchestration.cluster_interface import IGpuCluster
+from fm_constructs.orchestration.eks_addons import VPC_CNI
 from fm_constructs.orchestration.hyperpod.eks import (
     HyperPodEksDependencies,
     hyperpod_node_labels,
@@ -171,6 +172,8 @@ class HyperPodCluster(Construct):
             subnet=subnet,
             security_groups=node_security_groups,
             eks_cluster_arn=eks_cluster.cluster_arn if eks_cluster is not None else None,
+            # The vpc-cni add-on of a cluster this app made gives aws-node its own role.
+            vpc_cni_policy=eks_cluster is None or eks_cluster.managed_addon(VPC_CNI) is None,
         )
         self.lifecycle = self._create_lifecycle(
             groups,

@@ -11,8 +11,13 @@ What the nodes need, and nothing more:
   :class:`~fm_constructs.orchestration.hyperpod.lifecycle.LifecycleScripts`, because that
   bucket is not named ``sagemaker-*``);
 - remote write to one Prometheus workspace (granted by the cluster);
-- EKS only: the VPC CNI policy, ECR pulls and ``eks-auth:AssumeRoleForPodIdentity`` on the
-  one EKS cluster.
+- EKS only: ECR pulls and ``eks-auth:AssumeRoleForPodIdentity`` on the one EKS cluster, and
+  the VPC CNI policy only where the cluster's ``aws-node`` takes the node's credentials. On a
+  cluster whose vpc-cni add-on this app manages, ``aws-node`` has an EKS Pod Identity role of
+  its own on every node, HyperPod's included, and the AWS SDK uses the container credentials
+  endpoint alone once Pod Identity sets it (aws-sdk-go-v2 ``config/resolve_credentials.go``:
+  the instance role is the last case, not a fallback), so the policy on this role would serve
+  only the other processes of the node.
 
 No access to the data bucket: nodes read and write data through the file system, whose data
 repository association moves it to and from S3. The role is every node's instance role, so
@@ -71,15 +76,18 @@ class HyperPodExecutionRole(Construct):
         subnet: ec2.ISubnet,
         security_groups: Sequence[ec2.ISecurityGroup],
         eks_cluster_arn: str | None = None,
+        vpc_cni_policy: bool = True,
     ) -> None:
+        """``vpc_cni_policy``: attach ``AmazonEKS_CNI_Policy`` (EKS only), for a cluster
+        whose ``aws-node`` has no role of its own; False where it has one."""
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         managed = [iam.ManagedPolicy.from_aws_managed_policy_name(INSTANCE_ROLE_POLICY)]
+        self.vpc_cni_policy = eks_cluster_arn is not None and vpc_cni_policy
+        if self.vpc_cni_policy:
+            managed.append(iam.ManagedPolicy.from_aws_managed_policy_name(EKS_CNI_POLICY))
         if eks_cluster_arn is not None:
-            managed += [
-                iam.ManagedPolicy.from_aws_managed_policy_name(EKS_CNI_POLICY),
-                iam.ManagedPolicy.from_aws_managed_policy_name(ECR_READ_ONLY_POLICY),
-            ]
+            managed.append(iam.ManagedPolicy.from_aws_managed_policy_name(ECR_READ_ONLY_POLICY))
         self.role = iam.Role(
             self,
             "Resource",
@@ -200,13 +208,14 @@ class HyperPodExecutionRole(Construct):
             "AmazonSageMakerClusterInstanceRolePolicy is the policy SageMaker HyperPod "
             "requires on instance-group roles (cluster agent, health reporting, logs).",
         )
-        if eks:
+        if self.vpc_cni_policy:
             acknowledge(
                 self.role,
                 f"AwsSolutions-IAM4[Policy::{partition}{EKS_CNI_POLICY}]",
-                "The VPC CNI on HyperPod nodes assigns pod IPs with the AWS-managed CNI "
-                "policy, as the EKS and HyperPod guides require.",
+                "The cluster's VPC CNI (aws-node) has no role of its own here, so on HyperPod "
+                "nodes it assigns pod IPs with the node's AWS-managed CNI policy.",
             )
+        if eks:
             acknowledge(
                 self.role,
                 f"AwsSolutions-IAM4[Policy::{partition}{ECR_READ_ONLY_POLICY}]",
