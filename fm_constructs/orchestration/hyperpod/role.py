@@ -35,11 +35,11 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from fm_constructs.orchestration.node_role import CNI_POLICY
 from fm_constructs.policy import acknowledge
 from fm_constructs.policy.nag_findings import flatten_reference
 
 INSTANCE_ROLE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
-EKS_CNI_POLICY = "AmazonEKS_CNI_Policy"
 ECR_READ_ONLY_POLICY = "AmazonEC2ContainerRegistryReadOnly"
 
 #: Describe calls HyperPod makes while attaching instances to the VPC; EC2 Describe* actions
@@ -85,7 +85,7 @@ class HyperPodExecutionRole(Construct):
         managed = [iam.ManagedPolicy.from_aws_managed_policy_name(INSTANCE_ROLE_POLICY)]
         self.vpc_cni_policy = eks_cluster_arn is not None and vpc_cni_policy
         if self.vpc_cni_policy:
-            managed.append(iam.ManagedPolicy.from_aws_managed_policy_name(EKS_CNI_POLICY))
+            managed.append(iam.ManagedPolicy.from_aws_managed_policy_name(CNI_POLICY))
         if eks_cluster_arn is not None:
             managed.append(iam.ManagedPolicy.from_aws_managed_policy_name(ECR_READ_ONLY_POLICY))
         self.role = iam.Role(
@@ -211,7 +211,7 @@ class HyperPodExecutionRole(Construct):
         if self.vpc_cni_policy:
             acknowledge(
                 self.role,
-                f"AwsSolutions-IAM4[Policy::{partition}{EKS_CNI_POLICY}]",
+                f"AwsSolutions-IAM4[Policy::{partition}{CNI_POLICY}]",
                 "The cluster's VPC CNI (aws-node) has no role of its own here, so on HyperPod "
                 "nodes it assigns pod IPs with the node's AWS-managed CNI policy.",
             )
